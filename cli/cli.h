@@ -1,0 +1,44 @@
+/* cli/cli.h: what the stagepart commands share: the command table, error reporting and the
+ * one mapping from sp_status to exit codes. */
+#ifndef SP_CLI_H
+#define SP_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <stagepart/stagepart.h>
+
+#include "options.h"
+
+/* Exit codes (README, --help and docs/ list the same). */
+enum {
+    SP_EXIT_OK = 0,
+    SP_EXIT_CHECK_FAILED = 1,
+    SP_EXIT_USAGE = 2,
+    SP_EXIT_INFEASIBLE = 3,
+    SP_EXIT_UNAVAILABLE = 4,
+    SP_EXIT_INTERNAL = 5
+};
+
+struct sp_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const struct sp_command_help *help;
+    const struct sp_opt *opts;
+};
+
+extern const struct sp_command sp_commands[];
+
+int sp_exit_code(sp_status status);
+/* Report a failed library call: "stagepart: error: <detail>" on stderr (one line per problem),
+ * or, with json, an {"error": {...}} document on stdout as well. Returns the exit code. */
+int sp_report(sp_ctx *ctx, sp_status status, bool json);
+void sp_print_warnings(const sp_ctx *ctx);
+/* The command line as one shell-quoted string (for provenance); caller frees with free(). */
+char *sp_command_line(int argc, char **argv);
+
+int cmd_partition(int argc, char **argv);
+extern const struct sp_command_help cmd_partition_help;
+extern const struct sp_opt cmd_partition_opts[];
+
+#endif

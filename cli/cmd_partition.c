@@ -1,0 +1,221 @@
+/* cli/cmd_partition.c: `stagepart partition`: profile in, stage plan out, with the comparison
+ * against an even split that tells users what balancing gains them. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum {
+    OPT_STAGES = 1,
+    OPT_MICRO_BATCHES,
+    OPT_OBJECTIVE,
+    OPT_SOLVER,
+    OPT_MEMORY_LIMIT,
+    OPT_OUTPUT,
+    OPT_JSON,
+};
+
+const struct sp_opt cmd_partition_opts[] = {
+    {OPT_STAGES, "stages", 's', "<P>", "number of pipeline stages (default: 4)", "Plan"},
+    {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M>",
+     "micro-batches per iteration, for the memory model (default: 4 x stages)", "Plan"},
+    {OPT_OBJECTIVE, "objective", 0, "<name>",
+     "bottleneck (default) or variance; see docs/partitioning.md", "Plan"},
+    {OPT_SOLVER, "solver", 0, "<name>",
+     "dp (default, exact), uniform (equal layer counts), parameters (balance param_bytes)",
+     "Plan"},
+    {OPT_MEMORY_LIMIT, "memory-limit", 0, "<bytes>",
+     "per-stage memory cap, e.g. 80GB or 80GiB (default: none)", "Constraints"},
+    {OPT_OUTPUT, "output", 'o', "<file>", "write the plan JSON to <file> (atomically)",
+     "Output"},
+    {OPT_JSON, "json", 0, NULL, "print the plan JSON on stdout instead of the table", "Output"},
+    {0, NULL, 0, NULL, NULL, NULL},
+};
+
+const struct sp_command_help cmd_partition_help = {
+    "partition",
+    "PROFILE [--stages P] [options]",
+    "Cut a profile's layer chain into P contiguous pipeline stages.",
+    "Stage time is the sum of fwd_ms + bwd_ms of its layers. The default objective, bottleneck,\n"
+    "finds the smallest possible largest stage time (exact), and among the plans reaching it the\n"
+    "one with the smallest stage-time variance. --objective variance minimizes variance alone,\n"
+    "which can lose throughput. Under --memory-limit, stage s of P holds its memory_bytes plus\n"
+    "min(P - s, M) times its saved_bytes (1F1B with M micro-batches). Layers with\n"
+    "\"cut_after\": false are never followed by a stage boundary.",
+    "  stagepart partition samples/profiles/llama3-8b.json --stages 4\n"
+    "  stagepart partition model.json -s 8 --memory-limit 80GB -o plan.json\n"
+    "  stagepart partition model.json -s 8 --solver uniform --json\n",
+};
+
+static void bar(char *buf, size_t width, double share) {
+    size_t full = (size_t)lround(share * (double)width);
+    if (full > width)
+        full = width;
+    for (size_t i = 0; i < width; i++)
+        buf[i] = i < full ? '#' : '.';
+    buf[width] = '\0';
+}
+
+static void print_table(const sp_plan *plan, const sp_profile *profile, const char *written) {
+    const sp_plan_summary *m = sp_plan_get_summary(plan);
+    printf("%s: %zu layers -> %u stages (solver %s, objective %s%s, %u micro-batches)\n\n",
+           sp_plan_model(plan), sp_profile_layer_count(profile), m->stages,
+           sp_solver_name(m->solver), sp_objective_name(m->objective),
+           m->optimal ? ", optimal" : "", m->micro_batches);
+    size_t namew = 6;
+    for (size_t s = 0; s < sp_plan_stage_count(plan); s++) {
+        const sp_stage *st = sp_plan_stage(plan, s);
+        size_t w = strlen(st->first_name) + strlen(st->last_name) + 4;
+        if (w > namew)
+            namew = w;
+    }
+    if (namew > 48)
+        namew = 48;
+    printf("stage  %-*s %6s %10s %10s %10s %10s  share of bottleneck\n", (int)namew, "layers",
+           "count", "fwd ms", "bwd ms", "time ms", "memory");
+    for (size_t s = 0; s < sp_plan_stage_count(plan); s++) {
+        const sp_stage *st = sp_plan_stage(plan, s);
+        char range[256], mem[16], b[21];
+        if (st->first_layer == st->last_layer)
+            snprintf(range, sizeof range, "%s", st->first_name);
+        else
+            snprintf(range, sizeof range, "%s .. %s", st->first_name, st->last_name);
+        bar(b, 20, m->bottleneck_ms > 0 ? st->time_ms / m->bottleneck_ms : 1.0);
+        printf("%5zu  %-*.*s %6zu %10.3f %10.3f %10.3f %10s  %s %3.0f%%\n", s, (int)namew,
+               (int)namew, range, st->last_layer - st->first_layer + 1, st->fwd_ms, st->bwd_ms,
+               st->time_ms, sp_format_bytes(st->memory_bytes, mem, sizeof mem), b,
+               m->bottleneck_ms > 0 ? 100.0 * st->time_ms / m->bottleneck_ms : 100.0);
+    }
+    double gap = m->lower_bound_ms > 0 ? (m->bottleneck_ms / m->lower_bound_ms - 1) * 100 : 0;
+    printf("\nbottleneck  %.3f ms (stage %u)   lower bound %.3f ms (+%.1f%%)\n", m->bottleneck_ms,
+           m->bottleneck_stage, m->lower_bound_ms, gap);
+    printf("mean        %.3f ms   stddev %.3f ms   imbalance %.3f (bottleneck / mean)\n",
+           m->mean_ms, m->stddev_ms, m->imbalance);
+    if (m->memory_limit_bytes) {
+        char lim[16];
+        printf("memory      every stage within the limit of %s\n",
+               sp_format_bytes(m->memory_limit_bytes, lim, sizeof lim));
+    }
+    double ratio = m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1;
+    if (ratio > 1.0005)
+        printf("even split  %.3f ms: bottleneck %.2fx lower than an even split of layers\n",
+               m->even_split_bottleneck_ms, ratio);
+    else if (ratio < 0.9995)
+        printf("even split  %.3f ms: bottleneck %.2fx higher than an even split of layers\n",
+               m->even_split_bottleneck_ms, 1 / ratio);
+    else
+        printf("even split  %.3f ms: same bottleneck as an even split of layers\n",
+               m->even_split_bottleneck_ms);
+    printf("solved in   %.3f ms\n", m->solve_ms);
+    if (written)
+        printf("wrote       %s\n", written);
+}
+
+int cmd_partition(int argc, char **argv) {
+    sp_partition_opts opts;
+    sp_partition_opts_init(&opts);
+    const char *output = NULL, *memory_text = NULL;
+    bool json = false;
+    uint64_t v = 0;
+    struct sp_opt_parser p;
+    sp_opt_parser_init(&p, "partition", cmd_partition_opts, argc, argv);
+    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+        switch (id) {
+        case SP_OPT_ERROR:
+            return SP_EXIT_USAGE;
+        case SP_OPT_HELP:
+            sp_print_command_help(stdout, &cmd_partition_help, cmd_partition_opts);
+            return SP_EXIT_OK;
+        case OPT_STAGES:
+            if (!sp_opt_uint(&p, 1, SP_MAX_STAGES, &v))
+                return SP_EXIT_USAGE;
+            opts.stages = (uint32_t)v;
+            break;
+        case OPT_MICRO_BATCHES:
+            if (!sp_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
+                return SP_EXIT_USAGE;
+            opts.micro_batches = (uint32_t)v;
+            break;
+        case OPT_OBJECTIVE:
+            if (sp_objective_from_name(p.value, &opts.objective) != SP_OK)
+                return sp_usage_error("partition",
+                                      "--objective expects bottleneck or variance, got '%s'",
+                                      p.value);
+            break;
+        case OPT_SOLVER:
+            if (sp_solver_from_name(p.value, &opts.solver) != SP_OK)
+                return sp_usage_error("partition",
+                                      "--solver expects dp, uniform or parameters, got '%s'",
+                                      p.value);
+            break;
+        case OPT_MEMORY_LIMIT:
+            memory_text = p.value;
+            break;
+        case OPT_OUTPUT:
+            output = p.value;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        }
+    }
+    if (p.n_positional == 0)
+        return sp_usage_error("partition", "missing PROFILE");
+    if (p.n_positional > 1)
+        return sp_usage_error("partition", "expected one PROFILE, got %d arguments",
+                              p.n_positional);
+    sp_ctx *ctx = NULL;
+    if (sp_ctx_create(&ctx) != SP_OK) {
+        fputs("stagepart: error: out of memory\n", stderr);
+        return SP_EXIT_INTERNAL;
+    }
+    int code = SP_EXIT_OK;
+    sp_profile *profile = NULL;
+    sp_plan *plan = NULL;
+    char *cmdline = NULL;
+    sp_status st = SP_OK;
+    if (memory_text) {
+        st = sp_parse_bytes(ctx, memory_text, &opts.memory_limit_bytes);
+        if (st != SP_OK) {
+            code = sp_usage_error("partition", "--memory-limit: %s", sp_ctx_errmsg(ctx));
+            goto out;
+        }
+        if (opts.memory_limit_bytes == 0) {
+            code = sp_usage_error("partition", "--memory-limit must be more than 0 bytes");
+            goto out;
+        }
+    }
+    if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK ||
+        (st = sp_partition(ctx, profile, &opts, &plan)) != SP_OK) {
+        code = sp_report(ctx, st, json);
+        goto out;
+    }
+    sp_print_warnings(ctx);
+    cmdline = sp_command_line(argc, argv);
+    if (cmdline && (st = sp_plan_set_command(ctx, plan, cmdline)) != SP_OK) {
+        code = sp_report(ctx, st, json);
+        goto out;
+    }
+    if (output && (st = sp_plan_write(ctx, plan, output)) != SP_OK) {
+        code = sp_report(ctx, st, json);
+        goto out;
+    }
+    if (json) {
+        char *text = NULL;
+        if ((st = sp_plan_to_json(ctx, plan, &text)) != SP_OK) {
+            code = sp_report(ctx, st, json);
+            goto out;
+        }
+        fputs(text, stdout);
+        sp_free(text);
+    } else {
+        print_table(plan, profile, output);
+    }
+out:
+    free(cmdline);
+    sp_plan_destroy(plan);
+    sp_profile_destroy(profile);
+    sp_ctx_destroy(ctx);
+    return code;
+}

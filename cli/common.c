@@ -1,0 +1,108 @@
+/* cli/common.c: error reporting, warnings, exit codes and the recorded command line. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int sp_exit_code(sp_status status) {
+    switch (status) {
+    case SP_OK:
+        return SP_EXIT_OK;
+    case SP_ERR_INVALID_ARG:
+    case SP_ERR_IO:
+    case SP_ERR_PARSE:
+    case SP_ERR_SCHEMA:
+    case SP_ERR_LIMIT:
+        return SP_EXIT_USAGE;
+    case SP_ERR_INFEASIBLE:
+        return SP_EXIT_INFEASIBLE;
+    case SP_ERR_NO_DEVICE:
+    case SP_ERR_CUDA:
+    case SP_ERR_CUPTI:
+    case SP_ERR_UNSUPPORTED:
+        return SP_EXIT_UNAVAILABLE;
+    default:
+        return SP_EXIT_INTERNAL;
+    }
+}
+
+int sp_report(sp_ctx *ctx, sp_status status, bool json) {
+    const char *msg = sp_ctx_errmsg(ctx);
+    if (!msg || !*msg)
+        msg = sp_strerror(status);
+    const char *line = msg;
+    while (line && *line) {
+        const char *nl = strchr(line, '\n');
+        int len = nl ? (int)(nl - line) : (int)strlen(line);
+        fprintf(stderr, "stagepart: error: %.*s\n", len, line);
+        line = nl ? nl + 1 : NULL;
+    }
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON *err = root ? cJSON_AddObjectToObject(root, "error") : NULL;
+        if (err && cJSON_AddStringToObject(err, "code", sp_status_name(status)) &&
+            cJSON_AddStringToObject(err, "message", msg) &&
+            cJSON_AddNumberToObject(err, "exit_code", sp_exit_code(status))) {
+            char *text = cJSON_Print(root);
+            if (text) {
+                printf("%s\n", text);
+                cJSON_free(text);
+            }
+        }
+        cJSON_Delete(root);
+    }
+    return sp_exit_code(status);
+}
+
+void sp_print_warnings(const sp_ctx *ctx) {
+    const char *line = sp_ctx_warnings(ctx);
+    while (line && *line) {
+        const char *nl = strchr(line, '\n');
+        int len = nl ? (int)(nl - line) : (int)strlen(line);
+        fprintf(stderr, "stagepart: warning: %.*s\n", len, line);
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
+static bool needs_quotes(const char *s) {
+    if (!*s)
+        return true;
+    for (; *s; s++)
+        if (!(strchr("@%_-+=:,./", *s) || (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= 'A' && *s <= 'Z')))
+            return true;
+    return false;
+}
+
+char *sp_command_line(int argc, char **argv) {
+    size_t cap = 1;
+    for (int i = 0; i < argc; i++)
+        cap += 4 * strlen(argv[i]) + 3;
+    char *out = malloc(cap), *w = out;
+    if (!out)
+        return NULL;
+    for (int i = 0; i < argc; i++) {
+        if (i)
+            *w++ = ' ';
+        const char *a = i == 0 ? "stagepart" : argv[i];
+        if (!needs_quotes(a)) {
+            size_t n = strlen(a);
+            memcpy(w, a, n);
+            w += n;
+            continue;
+        }
+        *w++ = '\'';
+        for (const char *c = a; *c; c++) {
+            if (*c == '\'') {
+                memcpy(w, "'\\''", 4);
+                w += 4;
+            } else {
+                *w++ = *c;
+            }
+        }
+        *w++ = '\'';
+    }
+    *w = '\0';
+    return out;
+}

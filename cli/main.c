@@ -1,0 +1,124 @@
+/* cli/main.c: `stagepart`: global options, the command table, help and version.
+ * Each command lives in cmd_<name>.c and uses only <stagepart/stagepart.h>. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int cmd_help(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+
+static const struct sp_command_help help_help = {
+    "help", "[COMMAND]", "Show the list of commands, or one command's options.", NULL,
+    "  stagepart help partition\n"};
+static const struct sp_command_help version_help = {
+    "version", "", "Show the version, the compiled-in features and the CUDA devices seen.", NULL,
+    NULL};
+static const struct sp_opt no_opts[] = {{0, NULL, 0, NULL, NULL, NULL}};
+
+const struct sp_command sp_commands[] = {
+    {"partition", cmd_partition, &cmd_partition_help, cmd_partition_opts},
+    {"help", cmd_help, &help_help, no_opts},
+    {"version", cmd_version, &version_help, no_opts},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const struct sp_command *find_command(const char *name) {
+    for (const struct sp_command *c = sp_commands; c->name; c++)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
+static void print_main_help(FILE *f) {
+    fputs("usage: stagepart [--version] [--help] <command> [<args>]\n\n"
+          "Balanced pipeline-parallel training: cut a model's layer chain into pipeline stages\n"
+          "with exact algorithms and explain what the plan gains over an even split.\n\n"
+          "Commands:\n",
+          f);
+    for (const struct sp_command *c = sp_commands; c->name; c++)
+        fprintf(f, "  %-11s %s\n", c->name, c->help->summary);
+    fputs("\nRun 'stagepart help <command>' or 'stagepart <command> --help' for its options.\n"
+          "Documentation: README.md and docs/ (formats, partitioning, benchmarks).\n\n"
+          "Exit codes:\n"
+          "  0  ok\n"
+          "  1  a check failed\n"
+          "  2  usage error or invalid input (the file, JSON path and expectation are named)\n"
+          "  3  infeasible: no plan satisfies the constraints (the reason is named)\n"
+          "  4  feature or device unavailable (not compiled in, no GPU)\n"
+          "  5  internal error\n",
+          f);
+}
+
+static int cmd_help(int argc, char **argv) {
+    if (argc < 2) {
+        print_main_help(stdout);
+        return SP_EXIT_OK;
+    }
+    if (argc > 2)
+        return sp_usage_error("help", "expected at most one COMMAND");
+    const struct sp_command *c = find_command(argv[1]);
+    if (!c)
+        return sp_usage_error(NULL, "no command named '%s'", argv[1]);
+    sp_print_command_help(stdout, c->help, c->opts);
+    return SP_EXIT_OK;
+}
+
+static int cmd_version(int argc, char **argv) {
+    struct sp_opt_parser p;
+    sp_opt_parser_init(&p, "version", no_opts, argc, argv);
+    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+        if (id == SP_OPT_ERROR)
+            return SP_EXIT_USAGE;
+        if (id == SP_OPT_HELP) {
+            sp_print_command_help(stdout, &version_help, no_opts);
+            return SP_EXIT_OK;
+        }
+    }
+    if (p.n_positional)
+        return sp_usage_error("version", "unexpected argument '%s'", p.positional[0]);
+    const char *features = sp_features();
+    printf("stagepart %s (git %s)\nfeatures: %s\n", sp_version(), sp_git_hash(),
+           *features ? features : "(none: CPU-only build)");
+    sp_ctx *ctx = NULL;
+    if (sp_ctx_create(&ctx) == SP_OK) {
+        int devices = 0;
+        sp_status st = sp_cuda_device_count(ctx, &devices);
+        if (st == SP_OK)
+            printf("cuda devices: %d\n", devices);
+        else if (st != SP_ERR_UNSUPPORTED)
+            printf("cuda devices: none (%s)\n", sp_ctx_errmsg(ctx));
+        sp_ctx_destroy(ctx);
+    }
+    return SP_EXIT_OK;
+}
+
+/* Flush stdout and fail on write errors (a full disk must not look like success). */
+static int finish_stdout(int code) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "stagepart: error: cannot write to standard output: %s\n",
+                strerror(errno));
+        return code ? code : SP_EXIT_INTERNAL;
+    }
+    return code;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_main_help(stderr);
+        return SP_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
+        return finish_stdout(cmd_help(1, argv));
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0)
+        return finish_stdout(cmd_version(1, argv));
+    const struct sp_command *c = find_command(name);
+    if (!c) {
+        if (name[0] == '-')
+            return sp_usage_error(NULL, "unknown option '%s'", name);
+        return sp_usage_error(NULL, "no command named '%s'", name);
+    }
+    return finish_stdout(c->run(argc - 1, argv + 1));
+}

@@ -1,0 +1,75 @@
+/* core/ctx.c: the context that carries the last error's detail and the warnings. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+sp_status sp_ctx_create(sp_ctx **out) {
+    if (!out)
+        return SP_ERR_INVALID_ARG;
+    *out = sp_calloc(1, sizeof **out);
+    return *out ? SP_OK : SP_ERR_NOMEM;
+}
+
+void sp_ctx_destroy(sp_ctx *ctx) {
+    if (!ctx)
+        return;
+    sp_strbuf_release(&ctx->err);
+    sp_strbuf_release(&ctx->warn);
+    sp_free(ctx);
+}
+
+const char *sp_ctx_errmsg(const sp_ctx *ctx) { return ctx ? sp_strbuf_str(&ctx->err) : ""; }
+
+const char *sp_ctx_warnings(const sp_ctx *ctx) { return ctx ? sp_strbuf_str(&ctx->warn) : ""; }
+
+void sp_ctx_begin(sp_ctx *ctx) {
+    sp_strbuf_reset(&ctx->err);
+    sp_strbuf_reset(&ctx->warn);
+    ctx->problems = 0;
+    ctx->status = SP_OK;
+}
+
+static void add_line(struct sp_strbuf *sb, const char *fmt, va_list ap) {
+    if (sb->len)
+        sp_strbuf_puts(sb, "\n");
+    sp_strbuf_vprintf(sb, fmt, ap);
+}
+
+sp_status sp_fail(sp_ctx *ctx, sp_status status, const char *fmt, ...) {
+    sp_strbuf_reset(&ctx->err);
+    va_list ap;
+    va_start(ap, fmt);
+    add_line(&ctx->err, fmt, ap);
+    va_end(ap);
+    ctx->problems = 1;
+    ctx->status = status;
+    return status;
+}
+
+void sp_problem(sp_ctx *ctx, const char *fmt, ...) {
+    ctx->problems++;
+    if (ctx->problems > SP_MAX_REPORTED_PROBLEMS)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    add_line(&ctx->err, fmt, ap);
+    va_end(ap);
+}
+
+void sp_problems_finish(sp_ctx *ctx) {
+    if (ctx->problems > SP_MAX_REPORTED_PROBLEMS)
+        sp_strbuf_printf(&ctx->err, "\n... and %u more problems",
+                         ctx->problems - SP_MAX_REPORTED_PROBLEMS);
+}
+
+void sp_warn(sp_ctx *ctx, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    add_line(&ctx->warn, fmt, ap);
+    va_end(ap);
+}
+
+sp_status sp_oom(sp_ctx *ctx, const char *what) {
+    return sp_fail(ctx, SP_ERR_NOMEM, "out of memory while %s", what);
+}

@@ -1,0 +1,95 @@
+/* core/internal.h: private helpers shared by core/, partitioner/ and their tests.
+ *
+ * Not installed and not used by cli/ (which sees only <stagepart/stagepart.h>). Holds the
+ * context layout, the allocator wrappers, the growable string buffer and the error recording
+ * functions. Nothing here exits, aborts or prints. */
+#ifndef SP_CORE_INTERNAL_H
+#define SP_CORE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stagepart/stagepart.h"
+
+#if defined(__GNUC__)
+#define SP_PRINTF(fmt_idx, args_idx) __attribute__((format(printf, fmt_idx, args_idx)))
+#else
+#define SP_PRINTF(fmt_idx, args_idx)
+#endif
+
+/* Exact 128-bit integers (gcc and clang on 64-bit targets) for sums of squared nanoseconds and
+ * memory products that do not fit in 64 bits. */
+__extension__ typedef __int128 sp_i128;
+__extension__ typedef unsigned __int128 sp_u128;
+
+/* ---- allocator (core/alloc.c): every allocation goes through the hooks of sp_set_allocator */
+void *sp_malloc(size_t size);
+void *sp_calloc(size_t count, size_t size);   /* zeroed; NULL on overflow */
+void *sp_realloc(void *ptr, size_t size);
+void *sp_mallocarray(size_t count, size_t size); /* NULL on overflow */
+char *sp_strdup(const char *s);
+char *sp_strndup(const char *s, size_t n);
+
+/* ---- growable NUL-terminated string (core/strbuf.c). A failed append marks it `oom` and
+ * leaves the content as it was, so callers check once at the end. */
+struct sp_strbuf {
+    char *buf;
+    size_t len, cap;
+    bool oom;
+};
+void sp_strbuf_init(struct sp_strbuf *sb);
+void sp_strbuf_release(struct sp_strbuf *sb);
+void sp_strbuf_reset(struct sp_strbuf *sb);
+void sp_strbuf_append(struct sp_strbuf *sb, const char *s, size_t n);
+void sp_strbuf_puts(struct sp_strbuf *sb, const char *s);
+void sp_strbuf_printf(struct sp_strbuf *sb, const char *fmt, ...) SP_PRINTF(2, 3);
+void sp_strbuf_vprintf(struct sp_strbuf *sb, const char *fmt, va_list ap);
+const char *sp_strbuf_str(const struct sp_strbuf *sb); /* "" when empty */
+
+/* ---- context (core/ctx.c) */
+#define SP_MAX_REPORTED_PROBLEMS 50
+
+struct sp_ctx {
+    struct sp_strbuf err;  /* detail of the last failure, one line per problem */
+    struct sp_strbuf warn; /* warnings of the last call */
+    unsigned problems;     /* lines in err (extra ones are counted, not stored) */
+    sp_status status;
+};
+
+/* sp_ctx_begin: start a public call: clears the previous error and warnings. */
+void sp_ctx_begin(sp_ctx *ctx);
+/* sp_fail: replace the error detail with one line and return status (for `return sp_fail(..)`). */
+sp_status sp_fail(sp_ctx *ctx, sp_status status, const char *fmt, ...) SP_PRINTF(3, 4);
+/* sp_problem: add one line to the error detail (for validators that report every problem). */
+void sp_problem(sp_ctx *ctx, const char *fmt, ...) SP_PRINTF(2, 3);
+/* sp_problems_finish: append "... and N more problems" if lines were dropped. */
+void sp_problems_finish(sp_ctx *ctx);
+void sp_warn(sp_ctx *ctx, const char *fmt, ...) SP_PRINTF(2, 3);
+/* sp_oom: record an allocation failure with what was being allocated. */
+sp_status sp_oom(sp_ctx *ctx, const char *what);
+
+/* ---- files (core/file_io.c) */
+/* sp_read_file: whole file into a NUL-terminated buffer (sp_free it). Refuses files larger than
+ * max_bytes with SP_ERR_LIMIT. */
+sp_status sp_read_file(sp_ctx *ctx, const char *path, size_t max_bytes, char **out_data,
+                       size_t *out_len);
+
+/* ---- hashing (core/sha256.c): out_hex gets 64 lowercase hex digits and a NUL. */
+sp_status sp_sha256_hex(sp_ctx *ctx, const void *data, size_t len, char out_hex[65]);
+
+/* ---- time */
+double sp_now_ms(void); /* monotonic clock, milliseconds */
+
+/* Conversions between the API's milliseconds and the partitioner's exact integer ticks. */
+#define SP_TICKS_PER_MS 1000000.0 /* 1 tick = 1 ns */
+int64_t sp_ms_to_ticks(double ms);
+double sp_ticks_to_ms(int64_t ticks);
+/* sp_layer_ticks: a layer's stage-time contribution, fwd and bwd rounded separately, so a
+ * stage's fwd ticks + bwd ticks equal its time ticks exactly. */
+int64_t sp_layer_fwd_ticks(const sp_layer *layer);
+int64_t sp_layer_bwd_ticks(const sp_layer *layer);
+int64_t sp_layer_ticks(const sp_layer *layer);
+
+#endif

@@ -1,0 +1,225 @@
+/* core/json_util.c: validating field readers over cJSON (see json_util.h). */
+#include "json_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                        cJSON **out) {
+    *out = NULL;
+    size_t nul = strlen(data);
+    const char *end = NULL;
+    cJSON *root = NULL;
+    if (nul == len) {
+        /* length len + 1 covers the terminating NUL, which cJSON's
+         * require_null_terminated check looks for after the value */
+        root = cJSON_ParseWithLengthOpts(data, len + 1, &end, 1);
+    } else {
+        end = data + nul;
+    }
+    if (root) {
+        *out = root;
+        return SP_OK;
+    }
+    if (!end || end < data || end > data + len)
+        end = data + len;
+    size_t line = 1, col = 1;
+    for (const char *p = data; p < end; p++) {
+        if (*p == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    if (len == 0)
+        return sp_fail(ctx, SP_ERR_PARSE, "%s: empty file, expected a JSON object", name);
+    if (nul != len)
+        return sp_fail(ctx, SP_ERR_PARSE, "%s:%zu:%zu: malformed JSON: NUL byte in the text",
+                       name, line, col);
+    if (end >= data + len)
+        return sp_fail(ctx, SP_ERR_PARSE, "%s:%zu:%zu: malformed JSON: unexpected end of input",
+                       name, line, col);
+    char near[24];
+    size_t k = 0;
+    for (const char *p = end; *p && *p != '\n' && k < sizeof near - 1; p++)
+        near[k++] = (*p >= 32 && *p < 127) ? *p : '?';
+    near[k] = '\0';
+    return sp_fail(ctx, SP_ERR_PARSE, "%s:%zu:%zu: malformed JSON near '%s'", name, line, col,
+                   near);
+}
+
+const char *sp_json_describe(const cJSON *v, char *buf, size_t size) {
+    if (!v || cJSON_IsNull(v))
+        snprintf(buf, size, "null");
+    else if (cJSON_IsTrue(v))
+        snprintf(buf, size, "true");
+    else if (cJSON_IsFalse(v))
+        snprintf(buf, size, "false");
+    else if (cJSON_IsNumber(v))
+        snprintf(buf, size, "%.17g", v->valuedouble);
+    else if (cJSON_IsString(v)) {
+        const char *s = v->valuestring;
+        size_t n = strlen(s);
+        if (n > 40)
+            snprintf(buf, size, "\"%.40s...\"", s);
+        else
+            snprintf(buf, size, "\"%s\"", s);
+    } else if (cJSON_IsArray(v))
+        snprintf(buf, size, "an array");
+    else if (cJSON_IsObject(v))
+        snprintf(buf, size, "an object");
+    else
+        snprintf(buf, size, "an invalid value");
+    return buf;
+}
+
+void sp_json_problem(struct sp_json_reader *r, const char *where, const char *key,
+                     const char *fmt, ...) {
+    struct sp_strbuf sb;
+    sp_strbuf_init(&sb);
+    va_list ap;
+    va_start(ap, fmt);
+    sp_strbuf_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    where = where ? where : "";
+    key = key ? key : "";
+    const char *dot = (*where && *key) ? "." : "";
+    if (!*where && !*key)
+        sp_problem(r->ctx, "%s: %s", r->file, sp_strbuf_str(&sb));
+    else
+        sp_problem(r->ctx, "%s: %s%s%s: %s", r->file, where, dot, key, sp_strbuf_str(&sb));
+    sp_strbuf_release(&sb);
+}
+
+static const cJSON *field(const cJSON *obj, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    return (v && cJSON_IsNull(v)) ? NULL : v;
+}
+
+static bool missing(struct sp_json_reader *r, const char *where, const char *key,
+                    const char *expected) {
+    sp_json_problem(r, where, key, "missing, expected %s", expected);
+    return false;
+}
+
+bool sp_json_get_string(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                        const char *key, bool required, size_t max_len, const char **out) {
+    const cJSON *v = field(obj, key);
+    if (!v)
+        return required ? missing(r, where, key, "a string") : true;
+    char got[64];
+    if (!cJSON_IsString(v)) {
+        sp_json_problem(r, where, key, "expected a string, got %s",
+                        sp_json_describe(v, got, sizeof got));
+        return false;
+    }
+    size_t n = strlen(v->valuestring);
+    if (required && n == 0) {
+        sp_json_problem(r, where, key, "expected a non-empty string, got \"\"");
+        return false;
+    }
+    if (n > max_len) {
+        sp_json_problem(r, where, key, "string of %zu bytes is longer than the limit of %zu", n,
+                        max_len);
+        return false;
+    }
+    *out = v->valuestring;
+    return true;
+}
+
+static void range_text(char *buf, size_t size, double min, double max) {
+    if (isinf(max))
+        snprintf(buf, size, ">= %g", min);
+    else
+        snprintf(buf, size, "in [%g, %g]", min, max);
+}
+
+bool sp_json_get_number(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                        const char *key, bool required, double min, double max, double *out) {
+    char range[64], got[64];
+    range_text(range, sizeof range, min, max);
+    const cJSON *v = field(obj, key);
+    if (!v) {
+        if (!required)
+            return true;
+        sp_json_problem(r, where, key, "missing, expected a finite number %s", range);
+        return false;
+    }
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < min ||
+        v->valuedouble > max) {
+        sp_json_problem(r, where, key, "expected a finite number %s, got %s", range,
+                        cJSON_IsNumber(v) && !isfinite(v->valuedouble)
+                            ? "a number too large to represent"
+                            : sp_json_describe(v, got, sizeof got));
+        return false;
+    }
+    *out = v->valuedouble;
+    return true;
+}
+
+bool sp_json_get_uint(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                      const char *key, bool required, uint64_t min, uint64_t *out) {
+    char got[64];
+    const cJSON *v = field(obj, key);
+    if (!v) {
+        if (!required)
+            return true;
+        sp_json_problem(r, where, key, "missing, expected an integer >= %llu",
+                        (unsigned long long)min);
+        return false;
+    }
+    double d = cJSON_IsNumber(v) ? v->valuedouble : -1.0;
+    if (!cJSON_IsNumber(v) || !isfinite(d) || d < (double)min || floor(d) != d) {
+        sp_json_problem(r, where, key, "expected an integer >= %llu, got %s",
+                        (unsigned long long)min, sp_json_describe(v, got, sizeof got));
+        return false;
+    }
+    if (d > SP_MAX_EXACT_INTEGER) {
+        sp_json_problem(r, where, key,
+                        "integer %s is beyond 2^53, where JSON numbers stop being exact",
+                        sp_json_describe(v, got, sizeof got));
+        return false;
+    }
+    *out = (uint64_t)d;
+    return true;
+}
+
+bool sp_json_get_bool(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                      const char *key, bool required, bool *out) {
+    char got[64];
+    const cJSON *v = field(obj, key);
+    if (!v)
+        return required ? missing(r, where, key, "true or false") : true;
+    if (!cJSON_IsBool(v)) {
+        sp_json_problem(r, where, key, "expected true or false, got %s",
+                        sp_json_describe(v, got, sizeof got));
+        return false;
+    }
+    *out = cJSON_IsTrue(v);
+    return true;
+}
+
+bool sp_json_check_header(struct sp_json_reader *r, const cJSON *root, const char *format,
+                          int version) {
+    char got[64];
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (!cJSON_IsString(f) || strcmp(f->valuestring, format) != 0) {
+        sp_json_problem(r, "", "format", "expected \"%s\", got %s", format,
+                        f ? sp_json_describe(f, got, sizeof got) : "nothing (field missing)");
+        return false;
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "version");
+    if (!cJSON_IsNumber(v) || v->valuedouble != (double)version) {
+        if (cJSON_IsNumber(v) && v->valuedouble > version && floor(v->valuedouble) == v->valuedouble)
+            sp_json_problem(r, "", "version",
+                            "version %s is newer than this build reads (%d); upgrade stagepart",
+                            sp_json_describe(v, got, sizeof got), version);
+        else
+            sp_json_problem(r, "", "version", "expected %d, got %s", version,
+                            v ? sp_json_describe(v, got, sizeof got) : "nothing (field missing)");
+        return false;
+    }
+    return true;
+}

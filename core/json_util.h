@@ -1,0 +1,46 @@
+/* core/json_util.h: validating readers over cJSON trees that report problems with the file
+ * name and JSON path, e.g. `model.json: layers[17].fwd_ms: expected a finite number >= 0,
+ * got "abc"`. Each reader records a problem in the context and returns false on mismatch, so a
+ * validator can go on and report every problem in one pass. */
+#ifndef SP_CORE_JSON_UTIL_H
+#define SP_CORE_JSON_UTIL_H
+
+#include <cjson/cJSON.h>
+
+#include "internal.h"
+
+/* sp_json_parse: parse data[0..len) (data[len] must be '\0'). On malformed input fails with
+ * SP_ERR_PARSE and "name:line:column: malformed JSON near '...'". Embedded NUL bytes and
+ * trailing content are malformed. */
+sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                        cJSON **out);
+
+/* sp_json_describe: short text for a value in "got ..." messages: "abc" (quoted, cut at 40
+ * bytes), 12.5, true, null, an object, an array. Writes into buf. */
+const char *sp_json_describe(const cJSON *v, char *buf, size_t size);
+
+/* Field readers. `where` is the path of the containing object ("" for the root, "layers[3]"),
+ * `key` the field. `required` false: an absent field (or null) leaves *out unchanged and
+ * returns true. */
+struct sp_json_reader {
+    sp_ctx *ctx;
+    const char *file;
+};
+
+bool sp_json_get_string(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                        const char *key, bool required, size_t max_len, const char **out);
+/* finite number in [min, max] */
+bool sp_json_get_number(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                        const char *key, bool required, double min, double max, double *out);
+/* integer in [min, 2^53] */
+bool sp_json_get_uint(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                      const char *key, bool required, uint64_t min, uint64_t *out);
+bool sp_json_get_bool(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                      const char *key, bool required, bool *out);
+/* the "format" and "version" header every stagepart document carries */
+bool sp_json_check_header(struct sp_json_reader *r, const cJSON *root, const char *format,
+                          int version);
+void sp_json_problem(struct sp_json_reader *r, const char *where, const char *key,
+                     const char *fmt, ...) SP_PRINTF(4, 5);
+
+#endif

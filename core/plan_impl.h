@@ -1,0 +1,29 @@
+/* core/plan_impl.h: the plan object, built by the partitioner from stage boundaries. */
+#ifndef SP_CORE_PLAN_IMPL_H
+#define SP_CORE_PLAN_IMPL_H
+
+#include "internal.h"
+
+struct sp_plan {
+    char *model;
+    char *command;            /* NULL until sp_plan_set_command */
+    char profile_sha256[65];
+    size_t n_layers;
+    sp_plan_summary summary;
+    size_t n_stages;
+    sp_stage *stages;         /* stages[n_stages] */
+    char *names;              /* first/last names of the stages, NUL-separated */
+};
+
+/* sp_plan_build: a plan with the given stage boundaries: stage s holds layers
+ * [bounds[s], bounds[s+1]) with bounds[0] = 0 < ... < bounds[P] = n. Computes every stage figure
+ * and the summary except solver, objective, optimal, even_split_bottleneck_ms and solve_ms, which
+ * the caller sets. `opts` must be resolved (micro_batches > 0). */
+sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                        const size_t *bounds, sp_plan **out);
+
+/* sp_stage_inflight: micro-batches whose activations stage s of p holds under 1F1B with m
+ * micro-batches: min(p - s, m). */
+uint32_t sp_stage_inflight(uint32_t s, uint32_t p, uint32_t m);
+
+#endif

@@ -1,0 +1,124 @@
+/* core/plan_json.c: writing plans as "stagepart-plan" version 1 documents (docs/formats.md).
+ *
+ * Key order is fixed and arrays are in stage order, so plans diff cleanly. Provenance
+ * (generator) records the tool version, features, command line and creation time. */
+#include <cjson/cJSON.h>
+#include <string.h>
+#include <time.h>
+
+#include "plan_impl.h"
+
+static bool add_number(cJSON *obj, const char *key, double v) {
+    return cJSON_AddNumberToObject(obj, key, v) != NULL;
+}
+static bool add_string(cJSON *obj, const char *key, const char *v) {
+    return cJSON_AddStringToObject(obj, key, v) != NULL;
+}
+
+static bool add_generator(cJSON *root, const sp_plan *plan) {
+    cJSON *g = cJSON_AddObjectToObject(root, "generator");
+    if (!g)
+        return false;
+    char when[32] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return add_string(g, "tool", "stagepart") && add_string(g, "version", sp_version()) &&
+           add_string(g, "git", sp_git_hash()) && add_string(g, "features", sp_features()) &&
+           add_string(g, "command", plan->command ? plan->command : "") &&
+           add_string(g, "created", when);
+}
+
+static bool add_stage(cJSON *arr, const sp_stage *s) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(arr, o)) {
+        cJSON_Delete(o);
+        return false;
+    }
+    return add_number(o, "index", s->index) && add_number(o, "device", s->device) &&
+           add_number(o, "first_layer", (double)s->first_layer) &&
+           add_number(o, "last_layer", (double)s->last_layer) &&
+           add_number(o, "layers", (double)(s->last_layer - s->first_layer + 1)) &&
+           add_string(o, "first_name", s->first_name) &&
+           add_string(o, "last_name", s->last_name) && add_number(o, "fwd_ms", s->fwd_ms) &&
+           add_number(o, "bwd_ms", s->bwd_ms) && add_number(o, "time_ms", s->time_ms) &&
+           add_number(o, "param_bytes", (double)s->param_bytes) &&
+           add_number(o, "resident_bytes", (double)s->resident_bytes) &&
+           add_number(o, "saved_bytes", (double)s->saved_bytes) &&
+           add_number(o, "inflight_micro_batches", s->inflight) &&
+           add_number(o, "memory_bytes", (double)s->memory_bytes);
+}
+
+static cJSON *plan_tree(const sp_plan *plan) {
+    const sp_plan_summary *m = &plan->summary;
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return NULL;
+    bool ok = add_string(root, "format", "stagepart-plan") && add_number(root, "version", 1) &&
+              add_generator(root, plan) && add_string(root, "model", plan->model) &&
+              add_string(root, "profile_sha256", plan->profile_sha256) &&
+              add_number(root, "profile_layers", (double)plan->n_layers) &&
+              add_string(root, "solver", sp_solver_name(m->solver)) &&
+              add_string(root, "objective", sp_objective_name(m->objective)) &&
+              cJSON_AddBoolToObject(root, "optimal", m->optimal) &&
+              add_number(root, "stage_count", m->stages) &&
+              add_number(root, "micro_batches", m->micro_batches) &&
+              add_string(root, "memory_model", "1f1b");
+    if (ok)
+        ok = m->memory_limit_bytes
+                 ? add_number(root, "memory_limit_bytes", (double)m->memory_limit_bytes)
+                 : cJSON_AddNullToObject(root, "memory_limit_bytes") != NULL;
+    ok = ok && add_number(root, "bottleneck_ms", m->bottleneck_ms) &&
+         add_number(root, "bottleneck_stage", m->bottleneck_stage) &&
+         add_number(root, "lower_bound_ms", m->lower_bound_ms) &&
+         add_number(root, "mean_ms", m->mean_ms) && add_number(root, "stddev_ms", m->stddev_ms) &&
+         add_number(root, "imbalance", m->imbalance) && add_number(root, "total_ms", m->total_ms) &&
+         add_number(root, "even_split_bottleneck_ms", m->even_split_bottleneck_ms) &&
+         add_number(root, "speedup_vs_even_split",
+                    m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1.0) &&
+         add_number(root, "solve_ms", m->solve_ms);
+    cJSON *stages = ok ? cJSON_AddArrayToObject(root, "stages") : NULL;
+    ok = stages != NULL;
+    for (size_t s = 0; ok && s < plan->n_stages; s++)
+        ok = add_stage(stages, &plan->stages[s]);
+    if (!ok) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+sp_status sp_plan_to_json(sp_ctx *ctx, const sp_plan *plan, char **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!plan || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_to_json: NULL argument");
+    *out = NULL;
+    cJSON *root = plan_tree(plan);
+    char *text = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text)
+        return sp_oom(ctx, "writing a plan");
+    size_t len = strlen(text);
+    char *withnl = sp_realloc(text, len + 2);
+    if (!withnl) {
+        sp_free(text);
+        return sp_oom(ctx, "writing a plan");
+    }
+    withnl[len] = '\n';
+    withnl[len + 1] = '\0';
+    *out = withnl;
+    return SP_OK;
+}
+
+sp_status sp_plan_write(sp_ctx *ctx, const sp_plan *plan, const char *path) {
+    char *text = NULL;
+    sp_status st = sp_plan_to_json(ctx, plan, &text);
+    if (st != SP_OK)
+        return st;
+    st = sp_write_file_atomic(ctx, path, text, strlen(text));
+    sp_free(text);
+    return st;
+}

@@ -1,0 +1,278 @@
+/* core/profile.c: reading and validating "stagepart-profile" documents (docs/formats.md).
+ *
+ * Validation reports every problem with the file name and JSON path; unknown fields are
+ * ignored so newer writers stay readable. Besides the per-field rules, totals are bounded so
+ * that the partitioner's exact integer arithmetic cannot overflow: the sum of all layers'
+ * fwd_ms + bwd_ms in nanoseconds and the sums of each byte field must stay below 2^62. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_util.h"
+
+#define SP_PROFILE_MAX_FILE_BYTES ((size_t)4 << 30) /* 4 GiB: larger files are refused */
+#define SP_TOTAL_LIMIT 4611686018427387904.0        /* 2^62 */
+
+struct sp_profile {
+    char *model, *source, *device;
+    uint64_t micro_batch_size;
+    size_t n_layers;
+    sp_layer *layers;
+    char *pool; /* names and kinds, NUL-separated */
+    char sha256[65];
+};
+
+void sp_profile_destroy(sp_profile *p) {
+    if (!p)
+        return;
+    sp_free(p->model);
+    sp_free(p->source);
+    sp_free(p->device);
+    sp_free(p->layers);
+    sp_free(p->pool);
+    sp_free(p);
+}
+
+size_t sp_profile_layer_count(const sp_profile *p) { return p ? p->n_layers : 0; }
+const sp_layer *sp_profile_layer(const sp_profile *p, size_t i) {
+    return (p && i < p->n_layers) ? &p->layers[i] : NULL;
+}
+const char *sp_profile_model(const sp_profile *p) { return p ? p->model : ""; }
+const char *sp_profile_source(const sp_profile *p) { return p && p->source ? p->source : ""; }
+uint64_t sp_profile_micro_batch_size(const sp_profile *p) { return p ? p->micro_batch_size : 0; }
+const char *sp_profile_sha256(const sp_profile *p) { return p ? p->sha256 : ""; }
+
+struct name_ref {
+    const char *name;
+    size_t index;
+};
+
+static int cmp_name_ref(const void *a, const void *b) {
+    const struct name_ref *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static void check_unique_names(struct sp_json_reader *r, const sp_layer *layers, size_t n) {
+    struct name_ref *refs = sp_mallocarray(n, sizeof *refs);
+    if (!refs) {
+        sp_problem(r->ctx, "out of memory while checking layer names");
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        refs[i] = (struct name_ref){layers[i].name, i};
+    qsort(refs, n, sizeof *refs, cmp_name_ref);
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(refs[i].name, refs[i - 1].name) == 0) {
+            char where[48];
+            snprintf(where, sizeof where, "layers[%zu]", refs[i].index);
+            size_t first = refs[i].index;
+            for (size_t k = i; k > 0 && strcmp(refs[k - 1].name, refs[i].name) == 0; k--)
+                first = refs[k - 1].index;
+            sp_json_problem(r, where, "name", "duplicate layer name \"%.60s\" (first used by layers[%zu])",
+                            refs[i].name, first);
+        }
+    }
+    sp_free(refs);
+}
+
+static void read_layer(struct sp_json_reader *r, const cJSON *obj, size_t i, sp_layer *L) {
+    char where[48];
+    snprintf(where, sizeof where, "layers[%zu]", i);
+    memset(L, 0, sizeof *L);
+    L->name = "";
+    L->kind = "";
+    L->wgrad_ms = -1;
+    L->recompute_ms = -1;
+    L->cut_after = true;
+    if (!cJSON_IsObject(obj)) {
+        char got[64];
+        sp_json_problem(r, where, "", "expected an object, got %s",
+                        sp_json_describe(obj, got, sizeof got));
+        return;
+    }
+    sp_json_get_string(r, obj, where, "name", true, SP_NAME_MAX_BYTES, &L->name);
+    sp_json_get_string(r, obj, where, "kind", false, SP_NAME_MAX_BYTES, &L->kind);
+    sp_json_get_number(r, obj, where, "fwd_ms", true, 0, SP_PROFILE_MAX_LAYER_MS, &L->fwd_ms);
+    sp_json_get_number(r, obj, where, "bwd_ms", true, 0, SP_PROFILE_MAX_LAYER_MS, &L->bwd_ms);
+    if (sp_json_get_number(r, obj, where, "wgrad_ms", false, 0, SP_PROFILE_MAX_LAYER_MS,
+                           &L->wgrad_ms) &&
+        L->wgrad_ms > L->bwd_ms)
+        sp_json_problem(r, where, "wgrad_ms",
+                        "expected at most bwd_ms (%g), got %g: wgrad_ms is the weight-gradient "
+                        "part of bwd_ms",
+                        L->bwd_ms, L->wgrad_ms);
+    sp_json_get_number(r, obj, where, "recompute_ms", false, 0, SP_PROFILE_MAX_LAYER_MS,
+                       &L->recompute_ms);
+    sp_json_get_uint(r, obj, where, "activation_bytes", false, 0, &L->activation_bytes);
+    sp_json_get_uint(r, obj, where, "saved_bytes", false, 0, &L->saved_bytes);
+    sp_json_get_uint(r, obj, where, "param_bytes", false, 0, &L->param_bytes);
+    L->memory_bytes = L->param_bytes;
+    sp_json_get_uint(r, obj, where, "memory_bytes", false, 0, &L->memory_bytes);
+    sp_json_get_bool(r, obj, where, "cut_after", false, &L->cut_after);
+}
+
+/* Copies the borrowed name/kind strings (pointing into the cJSON tree) into one pool. */
+static sp_status intern_strings(sp_ctx *ctx, sp_profile *p) {
+    size_t total = 0;
+    for (size_t i = 0; i < p->n_layers; i++)
+        total += strlen(p->layers[i].name) + strlen(p->layers[i].kind) + 2;
+    p->pool = sp_malloc(total);
+    if (!p->pool)
+        return sp_oom(ctx, "storing layer names");
+    char *w = p->pool;
+    for (size_t i = 0; i < p->n_layers; i++) {
+        size_t a = strlen(p->layers[i].name) + 1, b = strlen(p->layers[i].kind) + 1;
+        memcpy(w, p->layers[i].name, a);
+        p->layers[i].name = w;
+        w += a;
+        memcpy(w, p->layers[i].kind, b);
+        p->layers[i].kind = w;
+        w += b;
+    }
+    return SP_OK;
+}
+
+static void check_totals(struct sp_json_reader *r, const sp_profile *p) {
+    double time_ns = 0, mem = 0, saved = 0, param = 0, act = 0;
+    for (size_t i = 0; i < p->n_layers; i++) {
+        const sp_layer *L = &p->layers[i];
+        time_ns += (L->fwd_ms + L->bwd_ms) * SP_TICKS_PER_MS;
+        mem += (double)L->memory_bytes;
+        saved += (double)L->saved_bytes;
+        param += (double)L->param_bytes;
+        act += (double)L->activation_bytes;
+    }
+    const struct {
+        const char *what;
+        double value;
+    } totals[] = {{"fwd_ms + bwd_ms in nanoseconds", time_ns}, {"memory_bytes", mem},
+                  {"saved_bytes", saved}, {"param_bytes", param}, {"activation_bytes", act}};
+    for (size_t k = 0; k < sizeof totals / sizeof totals[0]; k++)
+        if (totals[k].value >= SP_TOTAL_LIMIT)
+            sp_json_problem(r, "layers", "",
+                            "the sum of %s over all layers (%.4g) exceeds the limit of 2^62",
+                            totals[k].what, totals[k].value);
+}
+
+static sp_status dup_field(sp_ctx *ctx, const char *s, char **out) {
+    *out = sp_strdup(s ? s : "");
+    return *out ? SP_OK : sp_oom(ctx, "reading a profile");
+}
+
+sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                           sp_profile **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!out || !data)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_profile_parse: NULL argument");
+    *out = NULL;
+    name = name ? name : "<profile>";
+    cJSON *root = NULL;
+    sp_status st = sp_json_parse(ctx, name, data, len, &root);
+    if (st != SP_OK)
+        return st;
+
+    struct sp_json_reader r = {ctx, name};
+    sp_profile *p = sp_calloc(1, sizeof *p);
+    if (!p) {
+        cJSON_Delete(root);
+        return sp_oom(ctx, "reading a profile");
+    }
+    sp_status fail = SP_ERR_SCHEMA;
+    const char *model = NULL, *source = NULL, *device = NULL;
+    if (!cJSON_IsObject(root)) {
+        char got[64];
+        sp_json_problem(&r, "", "", "expected a JSON object at the top level, got %s",
+                        sp_json_describe(root, got, sizeof got));
+        goto done;
+    }
+    if (!sp_json_check_header(&r, root, "stagepart-profile", 1))
+        goto done; /* another kind of document: its fields would only add noise */
+    sp_json_get_string(&r, root, "", "model", true, SP_NAME_MAX_BYTES, &model);
+    sp_json_get_uint(&r, root, "", "micro_batch_size", true, 1, &p->micro_batch_size);
+    sp_json_get_string(&r, root, "", "source", false, (size_t)1 << 20, &source);
+    sp_json_get_string(&r, root, "", "device", false, SP_NAME_MAX_BYTES, &device);
+
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    if (!cJSON_IsArray(layers)) {
+        char got[64];
+        sp_json_problem(&r, "", "layers", "expected an array of layer objects, got %s",
+                        layers ? sp_json_describe(layers, got, sizeof got)
+                               : "nothing (field missing)");
+        goto done;
+    }
+    size_t n = 0;
+    for (const cJSON *c = layers->child; c; c = c->next)
+        n++;
+    if (n == 0) {
+        sp_json_problem(&r, "", "layers", "expected at least one layer, got an empty array");
+        goto done;
+    }
+    if (n > SP_PROFILE_MAX_LAYERS) {
+        sp_json_problem(&r, "", "layers", "%zu layers is more than the limit of %u", n,
+                        SP_PROFILE_MAX_LAYERS);
+        fail = SP_ERR_LIMIT;
+        goto done;
+    }
+    p->layers = sp_mallocarray(n, sizeof *p->layers);
+    if (!p->layers) {
+        fail = sp_oom(ctx, "reading layers");
+        goto done_status;
+    }
+    p->n_layers = n;
+    size_t i = 0;
+    for (const cJSON *c = layers->child; c; c = c->next, i++)
+        read_layer(&r, c, i, &p->layers[i]);
+    if (ctx->problems == 0)
+        check_unique_names(&r, p->layers, n);
+    if (ctx->problems == 0)
+        check_totals(&r, p);
+    if (ctx->problems == 0 && (st = intern_strings(ctx, p)) != SP_OK) {
+        fail = st;
+        goto done_status;
+    }
+
+done:
+    if (ctx->problems) {
+        sp_problems_finish(ctx);
+        ctx->status = fail;
+        goto done_status;
+    }
+    if ((st = dup_field(ctx, model, &p->model)) != SP_OK ||
+        (st = dup_field(ctx, source, &p->source)) != SP_OK ||
+        (st = dup_field(ctx, device, &p->device)) != SP_OK ||
+        (st = sp_sha256_hex(ctx, data, len, p->sha256)) != SP_OK) {
+        fail = st;
+        goto done_status;
+    }
+    cJSON_Delete(root);
+    *out = p;
+    return SP_OK;
+
+done_status:
+    cJSON_Delete(root);
+    sp_profile_destroy(p);
+    return fail;
+}
+
+sp_status sp_profile_load(sp_ctx *ctx, const char *path, sp_profile **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!path || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_profile_load: NULL argument");
+    *out = NULL;
+    char *data = NULL;
+    size_t len = 0;
+    sp_status st = sp_read_file(ctx, path, SP_PROFILE_MAX_FILE_BYTES, &data, &len);
+    if (st != SP_OK)
+        return st;
+    st = sp_profile_parse(ctx, path, data, len, out);
+    sp_free(data);
+    return st;
+}

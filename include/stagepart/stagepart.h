@@ -1,0 +1,276 @@
+/* stagepart/stagepart.h: the public API of libstagepart, and its reference manual.
+ *
+ * The data flows one way: a profile (per-layer times and bytes) is loaded and validated, a
+ * partitioner turns it into a plan (contiguous pipeline stages), and the plan is written as
+ * JSON. The `stagepart` command-line tool uses only what this header declares.
+ *
+ * OWNERSHIP (the one rule set for the whole API)
+ *   - Objects returned through `T **out` by *_create, *_load, *_parse and sp_partition belong
+ *     to the caller and are freed by the matching *_destroy. *_destroy(NULL) is a no-op.
+ *     On failure *out is set to NULL and nothing needs freeing.
+ *   - Returned `const char *` and `const T *` are borrowed: valid while the object they came
+ *     from lives, and never freed by the caller.
+ *   - Returned `char *` buffers (sp_plan_to_json) are freed with sp_free(), never free().
+ *   - Inputs are never taken over: the caller keeps what it passes in.
+ *
+ * ERRORS
+ *   Every fallible function returns an sp_status (SP_OK = 0). The context records the detail
+ *   of the last failure, readable with sp_ctx_errmsg() until the next call that takes that
+ *   context. Input errors name the file, the JSON path and what was expected, e.g.
+ *       model.json: layers[17].fwd_ms: expected a finite number >= 0, got "abc"
+ *   and a document with several problems reports each of them, one per line. The library never
+ *   exits, aborts or prints; it has no global mutable state except the allocator hooks.
+ *
+ * THREADS
+ *   A context, and the objects made with it, may be used by one thread at a time. Distinct
+ *   contexts are independent. Profiles and plans are immutable once made and may be read from
+ *   several threads at once.
+ *
+ * UNITS
+ *   Times are milliseconds (double) in the API and in files. Internally the partitioner
+ *   rounds each layer's time to integer nanoseconds so that comparisons and ties are exact
+ *   (see docs/partitioning.md). Sizes are bytes (uint64_t), exact up to 2^53.
+ */
+#ifndef STAGEPART_STAGEPART_H
+#define STAGEPART_STAGEPART_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stagepart/status.h"
+#include "stagepart/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SP_API __attribute__((visibility("default")))
+#else
+#define SP_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Library, allocator, status
+ * ------------------------------------------------------------------------------------------- */
+
+/* sp_version: "MAJOR.MINOR.PATCH" of the library. Static string. */
+SP_API const char *sp_version(void);
+/* sp_git_hash: the commit the library was built from, or "unknown". Static string. */
+SP_API const char *sp_git_hash(void);
+/* sp_features: space-separated compiled-in features (e.g. "cuda sanitize"); "" when none.
+ * Static string. */
+SP_API const char *sp_features(void);
+
+/* sp_status_name: the enum name of a status ("SP_ERR_PARSE"). sp_strerror: its one-line
+ * lowercase message ("malformed JSON"). Both return static strings, "SP_ERR_UNKNOWN" /
+ * "unknown status" for values outside the enum. */
+SP_API const char *sp_status_name(sp_status status);
+SP_API const char *sp_strerror(sp_status status);
+
+/* sp_set_allocator: replace the allocator used for every allocation the library makes
+ * (cJSON's included). Pass NULL for all three to restore malloc/realloc/free. Call it before
+ * any other function, from one thread; objects made with one allocator must be freed with the
+ * same one. Used by the fault-injection tests. Returns SP_ERR_INVALID_ARG when only some of the
+ * three are NULL. */
+typedef void *(*sp_malloc_fn)(size_t size);
+typedef void *(*sp_realloc_fn)(void *ptr, size_t size);
+typedef void (*sp_free_fn)(void *ptr);
+SP_API sp_status sp_set_allocator(sp_malloc_fn malloc_fn, sp_realloc_fn realloc_fn,
+                                  sp_free_fn free_fn);
+/* sp_free: release a char * buffer returned by the library. sp_free(NULL) is a no-op. */
+SP_API void sp_free(void *ptr);
+
+/* sp_cuda_device_count: number of CUDA devices the runtime sees. Returns SP_ERR_UNSUPPORTED
+ * when the build has no CUDA support, SP_ERR_NO_DEVICE when no driver or device is present,
+ * SP_ERR_CUDA for other runtime errors. */
+typedef struct sp_ctx sp_ctx;
+SP_API sp_status sp_cuda_device_count(sp_ctx *ctx, int *out_count);
+
+/* ---------------------------------------------------------------------------------------------
+ * Context: error detail and warnings
+ * ------------------------------------------------------------------------------------------- */
+/* sp_ctx_create: a new context. Returns SP_ERR_NOMEM or SP_ERR_INVALID_ARG (out == NULL). */
+SP_API sp_status sp_ctx_create(sp_ctx **out);
+SP_API void sp_ctx_destroy(sp_ctx *ctx);
+/* sp_ctx_errmsg: detail of the last failure on this context ("" when none); one line per
+ * problem. Borrowed, valid until the next call that takes ctx. */
+SP_API const char *sp_ctx_errmsg(const sp_ctx *ctx);
+/* sp_ctx_warnings: warnings the last successful call recorded (e.g. an option ignored by the
+ * chosen solver), one per line, "" when none. Borrowed, like sp_ctx_errmsg. */
+SP_API const char *sp_ctx_warnings(const sp_ctx *ctx);
+
+/* ---------------------------------------------------------------------------------------------
+ * Writing files atomically
+ * ------------------------------------------------------------------------------------------- */
+
+/* sp_write_file_atomic: write len bytes to path through a temporary file in the same folder,
+ * flushed and fsync'ed, then renamed over path. On any failure the temporary file is removed
+ * and an existing file at path is left untouched. Returns SP_ERR_IO (detail names the path and
+ * the system error) or SP_ERR_INVALID_ARG. */
+SP_API sp_status sp_write_file_atomic(sp_ctx *ctx, const char *path, const void *data,
+                                      size_t len);
+
+/* sp_parse_bytes: parse a byte count with an optional suffix: plain digits, or a decimal
+ * number followed by B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of
+ * 1024), case-insensitive, e.g. "80GB", "80GiB", "1.5TB", "4096". The result must be an
+ * integer number of bytes in [0, 2^53]. Returns SP_ERR_INVALID_ARG with a message naming
+ * the text when it is not such a count. */
+SP_API sp_status sp_parse_bytes(sp_ctx *ctx, const char *text, uint64_t *out_bytes);
+
+/* sp_format_bytes: a byte count for people, in decimal units B, kB, MB, GB, TB with three significant digits ("1.23 GB", "999 B"). Writes at most size
+ * bytes into buf (16 is always enough) and returns buf. */
+SP_API const char *sp_format_bytes(uint64_t bytes, char *buf, size_t size);
+
+/* ---------------------------------------------------------------------------------------------
+ * Profiles (format "stagepart-profile", version 1; docs/formats.md)
+ * ------------------------------------------------------------------------------------------- */
+typedef struct sp_profile sp_profile;
+
+/* One layer of the chain, in execution order. */
+typedef struct sp_layer {
+    const char *name;          /* unique within the profile */
+    const char *kind;          /* "" when absent (embedding, transformer, head, loss, conv...) */
+    double fwd_ms;             /* forward time per micro-batch, >= 0 */
+    double bwd_ms;             /* backward time per micro-batch (input + weight grads), >= 0 */
+    double wgrad_ms;           /* weight-gradient part of bwd_ms; -1 when absent */
+    double recompute_ms;       /* time to recompute the forward for backward; -1 when absent */
+    uint64_t activation_bytes; /* output sent to the next layer, per micro-batch */
+    uint64_t saved_bytes;      /* kept for backward, per micro-batch in flight */
+    uint64_t param_bytes;      /* weights */
+    uint64_t memory_bytes;     /* resident regardless of micro-batches; defaults to param_bytes */
+    bool cut_after;            /* false: no stage boundary may follow this layer */
+} sp_layer;
+
+/* Limits enforced when reading (exceeding one is SP_ERR_LIMIT with a message naming it). */
+#define SP_PROFILE_MAX_LAYERS 10000000u   /* 10 million layers */
+#define SP_PROFILE_MAX_LAYER_MS 1.0e9     /* one layer's fwd or bwd: about 11.6 days */
+#define SP_NAME_MAX_BYTES 4096u           /* a layer name or kind */
+#define SP_MAX_EXACT_INTEGER 9007199254740992.0 /* 2^53: byte counts are exact below it */
+
+/* sp_profile_load: read and validate a profile file. sp_profile_parse: the same from a buffer;
+ * `name` is used in messages in place of the file name. Every problem found is reported (up
+ * to 50, then a count). Returns SP_ERR_IO (cannot read), SP_ERR_PARSE (not JSON; message has
+ * line:column), SP_ERR_SCHEMA (valid JSON, wrong content), SP_ERR_LIMIT, SP_ERR_NOMEM.
+ * Unknown fields are ignored. */
+SP_API sp_status sp_profile_load(sp_ctx *ctx, const char *path, sp_profile **out);
+SP_API sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                                  sp_profile **out);
+SP_API void sp_profile_destroy(sp_profile *profile);
+
+SP_API size_t sp_profile_layer_count(const sp_profile *profile);
+/* sp_profile_layer: layer i (0-based), or NULL when i is out of range. Borrowed. */
+SP_API const sp_layer *sp_profile_layer(const sp_profile *profile, size_t i);
+SP_API const char *sp_profile_model(const sp_profile *profile);
+/* sp_profile_source: the profile's "source" text, "" when absent. */
+SP_API const char *sp_profile_source(const sp_profile *profile);
+/* sp_profile_micro_batch_size: the profile's micro_batch_size (samples per micro-batch). */
+SP_API uint64_t sp_profile_micro_batch_size(const sp_profile *profile);
+/* sp_profile_sha256: lowercase hex SHA-256 of the bytes the profile was read from. */
+SP_API const char *sp_profile_sha256(const sp_profile *profile);
+
+/* ---------------------------------------------------------------------------------------------
+ * Partitioning
+ * ------------------------------------------------------------------------------------------- */
+typedef enum sp_objective {
+    /* minimum possible largest stage time; among the partitions reaching it, the one with the
+     * smallest stage-time variance, then the lexicographically smallest boundaries */
+    SP_OBJECTIVE_BOTTLENECK = 0,
+    /* minimum stage-time variance over all partitions (can lose throughput: docs/) */
+    SP_OBJECTIVE_VARIANCE = 1
+} sp_objective;
+
+typedef enum sp_solver {
+    SP_SOLVER_DP = 0,        /* exact (bisection + dynamic programming) */
+    SP_SOLVER_UNIFORM = 1,   /* equal layer counts, Megatron-LM's default */
+    SP_SOLVER_PARAMETERS = 2 /* balance param_bytes, DeepSpeed's partition_method="parameters" */
+} sp_solver;
+
+/* sp_objective_name / sp_solver_name: "bottleneck", "dp", ... Static strings, NULL when out of
+ * range. sp_objective_from_name / sp_solver_from_name: the reverse; SP_ERR_INVALID_ARG when
+ * the name is unknown. */
+SP_API const char *sp_objective_name(sp_objective objective);
+SP_API const char *sp_solver_name(sp_solver solver);
+SP_API sp_status sp_objective_from_name(const char *name, sp_objective *out);
+SP_API sp_status sp_solver_from_name(const char *name, sp_solver *out);
+
+#define SP_MAX_STAGES 65536u
+#define SP_MAX_MICRO_BATCHES 1000000000u
+
+typedef struct sp_partition_opts {
+    uint32_t stages;             /* P, number of pipeline stages, >= 1 (default 4) */
+    uint32_t micro_batches;      /* M per iteration; 0 means 4 * stages (the default) */
+    sp_objective objective;      /* default SP_OBJECTIVE_BOTTLENECK */
+    sp_solver solver;            /* default SP_SOLVER_DP */
+    uint64_t memory_limit_bytes; /* per-stage memory cap; 0 means none (default) */
+} sp_partition_opts;
+
+/* sp_partition_opts_init: fill *opts with the defaults above. */
+SP_API void sp_partition_opts_init(sp_partition_opts *opts);
+
+typedef struct sp_plan sp_plan;
+
+/* sp_partition: cut the profile's layers into opts->stages contiguous non-empty stages.
+ * Stage time = sum of fwd_ms + bwd_ms of its layers. Memory of stage s (0-based) of P under
+ * 1F1B with M micro-batches = sum(memory_bytes) + min(P - s, M) * sum(saved_bytes); it must not
+ * exceed memory_limit_bytes when one is set. Layers with cut_after == false are never followed
+ * by a boundary. Returns SP_ERR_INVALID_ARG (bad options: message says which),
+ * SP_ERR_INFEASIBLE (no plan satisfies the constraints: the message says which layer or stage
+ * cannot fit, or that P exceeds the allowed cuts), SP_ERR_NOMEM. */
+SP_API sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile,
+                              const sp_partition_opts *opts, sp_plan **out);
+SP_API void sp_plan_destroy(sp_plan *plan);
+
+/* One stage of a plan. Layer indices are 0-based and inclusive. */
+typedef struct sp_stage {
+    uint32_t index;
+    uint32_t device;            /* device index; stage s runs on device s */
+    size_t first_layer, last_layer;
+    const char *first_name, *last_name;
+    double fwd_ms, bwd_ms;
+    double time_ms;             /* fwd_ms + bwd_ms: one micro-batch's forward and backward */
+    uint64_t param_bytes;
+    uint64_t resident_bytes;    /* sum of the layers' memory_bytes */
+    uint64_t saved_bytes;       /* sum of saved_bytes, per micro-batch in flight */
+    uint32_t inflight;          /* micro-batches in flight under 1F1B: min(P - index, M) */
+    uint64_t memory_bytes;      /* resident_bytes + inflight * saved_bytes */
+} sp_stage;
+
+/* Figures of the whole plan. */
+typedef struct sp_plan_summary {
+    sp_solver solver;
+    sp_objective objective;
+    bool optimal;                     /* proven optimal for the objective (dp solver) */
+    uint32_t stages, micro_batches;
+    uint64_t memory_limit_bytes;      /* 0: none */
+    double bottleneck_ms;             /* largest stage time */
+    uint32_t bottleneck_stage;        /* first stage reaching it */
+    double lower_bound_ms;            /* max(heaviest layer, total / P) */
+    double mean_ms, stddev_ms;        /* over stages; population stddev */
+    double imbalance;                 /* bottleneck / mean (1.0 = perfect balance) */
+    double total_ms;                  /* sum of all layers' fwd_ms + bwd_ms */
+    double even_split_bottleneck_ms;  /* bottleneck of equal layer counts, same P */
+    double solve_ms;                  /* wall time spent in the solver */
+} sp_plan_summary;
+
+SP_API const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan);
+SP_API size_t sp_plan_stage_count(const sp_plan *plan);
+/* sp_plan_stage: stage i, or NULL when out of range. Borrowed. */
+SP_API const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i);
+SP_API const char *sp_plan_model(const sp_plan *plan);
+
+/* sp_plan_set_command: record the command line that made the plan (written as
+ * generator.command). The string is copied. Returns SP_ERR_NOMEM or SP_ERR_INVALID_ARG. */
+SP_API sp_status sp_plan_set_command(sp_ctx *ctx, sp_plan *plan, const char *command);
+
+/* sp_plan_to_json: the plan as a "stagepart-plan" version 1 document (docs/formats.md),
+ * pretty-printed, ending in a newline. *out is freed with sp_free(). */
+SP_API sp_status sp_plan_to_json(sp_ctx *ctx, const sp_plan *plan, char **out);
+/* sp_plan_write: sp_plan_to_json written atomically to path (sp_write_file_atomic). */
+SP_API sp_status sp_plan_write(sp_ctx *ctx, const sp_plan *plan, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,13 @@
+/* partitioner/baselines.h: baseline splits (uniform, parameters) as layer-index boundaries
+ * bounds[stages+1]. SP_ERR_INFEASIBLE when the allowed cuts cannot make that many stages. */
+#ifndef SP_PARTITIONER_BASELINES_H
+#define SP_PARTITIONER_BASELINES_H
+
+#include "internal.h"
+
+sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
+                            size_t *bounds);
+sp_status sp_parameters_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
+                               size_t *bounds);
+
+#endif

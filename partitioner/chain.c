@@ -1,0 +1,247 @@
+/* partitioner/chain.c: building the chain of candidate positions and the greedy primitives
+ * (reach, greedy cover, windows, exact feasibility) that the solvers share. */
+#include "chain.h"
+
+#include <string.h>
+
+#include "plan_impl.h"
+
+void sp_chain_release(struct sp_chain *c) {
+    sp_free(c->pos);
+    sp_free(c->w);
+    sp_free(c->mem);
+    sp_free(c->saved);
+    sp_free(c->inflight);
+    memset(c, 0, sizeof *c);
+}
+
+sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
+                        enum sp_chain_weight weight, uint32_t stages, uint32_t micro_batches,
+                        uint64_t mem_cap) {
+    memset(c, 0, sizeof *c);
+    size_t n = sp_profile_layer_count(profile);
+    size_t n_pos = 1;
+    for (size_t l = 0; l + 1 < n; l++)
+        n_pos += sp_profile_layer(profile, l)->cut_after;
+    n_pos += 1;
+    c->n_pos = n_pos;
+    c->p = stages;
+    c->mem_cap = mem_cap;
+    c->pos = sp_mallocarray(n_pos, sizeof *c->pos);
+    c->w = sp_mallocarray(n_pos, sizeof *c->w);
+    c->mem = sp_mallocarray(n_pos, sizeof *c->mem);
+    c->saved = sp_mallocarray(n_pos, sizeof *c->saved);
+    c->inflight = sp_mallocarray(stages, sizeof *c->inflight);
+    if (!c->pos || !c->w || !c->mem || !c->saved || !c->inflight) {
+        sp_chain_release(c);
+        return sp_oom(ctx, "building the partitioner's chain");
+    }
+    for (uint32_t s = 0; s < stages; s++)
+        c->inflight[s] = sp_stage_inflight(s, stages, micro_batches);
+    int64_t w = 0;
+    uint64_t mem = 0, saved = 0;
+    size_t k = 0;
+    c->pos[0] = 0;
+    c->w[0] = 0;
+    c->mem[0] = 0;
+    c->saved[0] = 0;
+    for (size_t l = 0; l < n; l++) {
+        const sp_layer *L = sp_profile_layer(profile, l);
+        w += weight == SP_WEIGHT_TIME ? sp_layer_ticks(L) : (int64_t)L->param_bytes;
+        mem += L->memory_bytes;
+        saved += L->saved_bytes;
+        if (l + 1 == n || L->cut_after) {
+            k++;
+            c->pos[k] = l + 1;
+            c->w[k] = w;
+            c->mem[k] = mem;
+            c->saved[k] = saved;
+        }
+    }
+    return SP_OK;
+}
+
+size_t sp_chain_reach_forward(const struct sp_chain *c, uint32_t s, size_t a, int64_t cap) {
+    size_t lo = a + 1, hi = c->n_pos - 1;
+    if (lo > hi || !sp_chain_admissible(c, s, a, lo, cap))
+        return a;
+    while (lo < hi) { /* invariant: lo admissible */
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (sp_chain_admissible(c, s, a, mid, cap))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+size_t sp_chain_reach_backward(const struct sp_chain *c, uint32_t s, size_t b, int64_t cap) {
+    if (b == 0 || !sp_chain_admissible(c, s, b - 1, b, cap))
+        return b;
+    size_t lo = 0, hi = b - 1; /* invariant: hi admissible */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sp_chain_admissible(c, s, mid, b, cap))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return hi;
+}
+
+bool sp_chain_greedy_covers(const struct sp_chain *c, int64_t cap, size_t *end_out) {
+    size_t a = 0, last = c->n_pos - 1;
+    for (uint32_t s = 0; s < c->p && a < last; s++) {
+        size_t b = sp_chain_reach_forward(c, s, a, cap);
+        if (b == a)
+            break;
+        a = b;
+    }
+    if (end_out)
+        *end_out = a;
+    return a == last;
+}
+
+bool sp_chain_windows(const struct sp_chain *c, int64_t cap, size_t *lo, size_t *hi) {
+    size_t last = c->n_pos - 1;
+    uint32_t p = c->p;
+    if (last < p)
+        return false;
+    /* Forward: greedy ends every stage at or after any feasible partition does; the clamp
+     * leaves at least one position for each later stage. A stuck stage (nothing fits) keeps
+     * the bound at its start. */
+    size_t a = 0;
+    for (uint32_t s = 0; s < p; s++) {
+        size_t b = sp_chain_reach_forward(c, s, a, cap);
+        size_t room = last - (p - 1 - s);
+        hi[s] = b < room ? b : room;
+        a = hi[s];
+    }
+    /* Backward: symmetric; stage s starts no earlier than this pass says. */
+    size_t b = last;
+    lo[p - 1] = last;
+    for (uint32_t s = p - 1; s > 0; s--) {
+        size_t start = sp_chain_reach_backward(c, s, b, cap);
+        if (start < s)
+            start = s;
+        lo[s - 1] = start;
+        b = start;
+    }
+    for (uint32_t s = 0; s < p; s++)
+        if (lo[s] > hi[s] || lo[s] < (size_t)s + 1)
+            return false;
+    return true;
+}
+
+sp_status sp_chain_feasible(sp_ctx *ctx, const struct sp_chain *c, int64_t cap, bool *out) {
+    *out = false;
+    uint32_t p = c->p;
+    size_t *lo = sp_mallocarray(p, sizeof *lo), *hi = sp_mallocarray(p, sizeof *hi);
+    if (!lo || !hi) {
+        sp_free(lo);
+        sp_free(hi);
+        return sp_oom(ctx, "checking feasibility");
+    }
+    if (!sp_chain_windows(c, cap, lo, hi)) {
+        sp_free(lo);
+        sp_free(hi);
+        return SP_OK;
+    }
+    size_t maxw = 1;
+    for (uint32_t s = 0; s < p; s++)
+        if (hi[s] - lo[s] + 1 > maxw)
+            maxw = hi[s] - lo[s] + 1;
+    /* reach flags of the previous stage's window as prefix counts: cnt[i] = reachable ends
+     * among the first i positions of that window */
+    size_t *prev = sp_calloc(maxw + 1, sizeof *prev), *cur = sp_calloc(maxw + 1, sizeof *cur);
+    if (!prev || !cur) {
+        sp_free(lo);
+        sp_free(hi);
+        sp_free(prev);
+        sp_free(cur);
+        return sp_oom(ctx, "checking feasibility");
+    }
+    bool any = true;
+    for (uint32_t s = 0; s < p && any; s++) {
+        any = false;
+        size_t wn = hi[s] - lo[s] + 1;
+        cur[0] = 0;
+        for (size_t i = 0; i < wn; i++) {
+            size_t b = lo[s] + i;
+            bool ok;
+            if (s == 0) {
+                ok = sp_chain_admissible(c, 0, 0, b, cap);
+            } else {
+                size_t from = sp_chain_reach_backward(c, s, b, cap); /* admissible a >= from */
+                size_t plo = lo[s - 1], phi = hi[s - 1];
+                size_t x = from > plo ? from : plo, y = b - 1 < phi ? b - 1 : phi;
+                ok = from < b && x <= y && prev[y - plo + 1] - prev[x - plo] > 0;
+            }
+            cur[i + 1] = cur[i] + ok;
+            any |= ok;
+        }
+        size_t *t = prev;
+        prev = cur;
+        cur = t;
+    }
+    *out = any; /* the last window is the single position n_pos - 1 */
+    sp_free(lo);
+    sp_free(hi);
+    sp_free(prev);
+    sp_free(cur);
+    return SP_OK;
+}
+
+sp_status sp_chain_min_bottleneck(sp_ctx *ctx, const struct sp_chain *c, int64_t *out_cap) {
+    size_t last = c->n_pos - 1;
+    int64_t total = c->w[last], max_block = 0;
+    for (size_t k = 0; k < last; k++)
+        if (c->w[k + 1] - c->w[k] > max_block)
+            max_block = c->w[k + 1] - c->w[k];
+    int64_t avg = (total + (int64_t)c->p - 1) / (int64_t)c->p;
+    int64_t lo = max_block > avg ? max_block : avg;
+    int64_t hi = avg + max_block < total ? avg + max_block : total;
+    if (hi < lo)
+        hi = lo;
+    /* The greedy solves the "at most p stages" relaxation exactly, so its optimum is a lower
+     * bound for exactly p; avg + heaviest block always suffices without a memory cap. */
+    if (!sp_chain_greedy_covers(c, hi, NULL)) {
+        if (!sp_chain_greedy_covers(c, total, NULL))
+            return SP_ERR_INFEASIBLE;
+        lo = hi + 1;
+        hi = total;
+    }
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (sp_chain_greedy_covers(c, mid, NULL))
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    /* Confirm with the exact check for exactly p stages; continue upward if it fails (with
+     * stage-independent speeds and caps it never does: splitting a greedy stage keeps every
+     * stage admissible because inflight[s] does not grow with s). */
+    bool ok = false;
+    sp_status st = sp_chain_feasible(ctx, c, lo, &ok);
+    if (st != SP_OK)
+        return st;
+    if (!ok) {
+        int64_t a = lo + 1, b = total;
+        if ((st = sp_chain_feasible(ctx, c, b, &ok)) != SP_OK)
+            return st;
+        if (!ok)
+            return SP_ERR_INFEASIBLE;
+        while (a < b) {
+            int64_t mid = a + (b - a) / 2;
+            if ((st = sp_chain_feasible(ctx, c, mid, &ok)) != SP_OK)
+                return st;
+            if (ok)
+                b = mid;
+            else
+                a = mid + 1;
+        }
+        lo = a;
+    }
+    *out_cap = lo;
+    return SP_OK;
+}

@@ -1,0 +1,84 @@
+/* partitioner/chain.h: the cost model every exact solver works on.
+ *
+ * A profile's layers become a chain of candidate boundary positions: position k is the layer
+ * index pos[k] before which a stage may start. pos[0] = 0 and pos[n_pos-1] = n; a layer with
+ * cut_after == false removes the position after it, so joined layers move together. Stage s
+ * covering positions [a, b) has
+ *     time(s, a, b)   = w[b] - w[a]                                  (integer ticks, exact)
+ *     memory(s, a, b) = (mem[b] - mem[a]) + inflight[s] * (saved[b] - saved[a])
+ * and is admissible under a time cap T when time <= T and memory <= memory cap (if any).
+ * Admissibility shrinks monotonically: a sub-range of an admissible stage is admissible, and for
+ * fixed a the admissible b form a prefix (a, R_s(a)] with R_s non-decreasing in a. Every solver
+ * relies only on this property, so per-stage speeds or per-device caps can replace the formulas
+ * here without touching them.
+ *
+ * Weights are generic: stage time (fwd + bwd ticks) for the dp solver, param_bytes for the
+ * parameters baseline. */
+#ifndef SP_PARTITIONER_CHAIN_H
+#define SP_PARTITIONER_CHAIN_H
+
+#include "internal.h"
+
+enum sp_chain_weight { SP_WEIGHT_TIME, SP_WEIGHT_PARAMS };
+
+#define SP_NO_CAP INT64_MAX
+
+struct sp_chain {
+    size_t n_pos;       /* candidate positions, >= 2 */
+    size_t *pos;        /* pos[n_pos]: layer index of each position */
+    int64_t *w;         /* w[n_pos]: prefix sums of the weight */
+    uint64_t *mem;      /* mem[n_pos]: prefix sums of memory_bytes */
+    uint64_t *saved;    /* saved[n_pos]: prefix sums of saved_bytes */
+    uint32_t p;         /* stages */
+    uint32_t *inflight; /* inflight[p]: micro-batches held by stage s */
+    uint64_t mem_cap;   /* 0: no memory cap */
+};
+
+sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
+                        enum sp_chain_weight weight, uint32_t stages, uint32_t micro_batches,
+                        uint64_t mem_cap);
+void sp_chain_release(struct sp_chain *c);
+
+static inline bool sp_chain_mem_ok(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {
+    if (!c->mem_cap)
+        return true;
+    sp_u128 need = (sp_u128)(c->mem[b] - c->mem[a]) +
+                   (sp_u128)c->inflight[s] * (sp_u128)(c->saved[b] - c->saved[a]);
+    return need <= c->mem_cap;
+}
+
+static inline bool sp_chain_admissible(const struct sp_chain *c, uint32_t s, size_t a, size_t b,
+                                       int64_t cap) {
+    return c->w[b] - c->w[a] <= cap && sp_chain_mem_ok(c, s, a, b);
+}
+
+/* Furthest b > a with [a, b) admissible for stage s, or a when even one block does not fit. */
+size_t sp_chain_reach_forward(const struct sp_chain *c, uint32_t s, size_t a, int64_t cap);
+/* Smallest a < b with [a, b) admissible for stage s, or b when none. */
+size_t sp_chain_reach_backward(const struct sp_chain *c, uint32_t s, size_t b, int64_t cap);
+
+/* Greedy furthest reach: can the chain be covered by at most p admissible stages (stage s
+ * taking inflight[s])? Exact for "at most p" by the exchange argument; `end_out` (optional)
+ * gets the position reached. */
+bool sp_chain_greedy_covers(const struct sp_chain *c, int64_t cap, size_t *end_out);
+
+/* Stage windows for cap T: every partition into exactly p admissible stages ends stage s at a
+ * position in [lo[s], hi[s]] (from a forward and a backward greedy pass). False when some
+ * window is empty, which proves that no such partition exists. */
+bool sp_chain_windows(const struct sp_chain *c, int64_t cap, size_t *lo, size_t *hi);
+
+/* Exact: is there a partition into exactly p admissible stages under cap T? */
+sp_status sp_chain_feasible(sp_ctx *ctx, const struct sp_chain *c, int64_t cap, bool *out);
+
+/* The smallest integer cap T (the optimal bottleneck) for which a partition into exactly p
+ * admissible stages exists. SP_ERR_INFEASIBLE when none exists at any T. */
+sp_status sp_chain_min_bottleneck(sp_ctx *ctx, const struct sp_chain *c, int64_t *out_cap);
+
+/* Among partitions into exactly p admissible stages under cap T, the one minimizing the sum of
+ * squared stage weights, ties broken by the lexicographically smallest boundaries.
+ * bounds_out[p+1] receives position indices (not layer indices). SP_ERR_INFEASIBLE when no
+ * partition exists; SP_ERR_LIMIT when its tables would not fit in memory. */
+sp_status sp_chain_min_sum_squares(sp_ctx *ctx, const struct sp_chain *c, int64_t cap,
+                                   size_t *bounds_out);
+
+#endif
