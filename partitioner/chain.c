@@ -91,12 +91,11 @@ size_t sp_chain_reach_backward(const struct sp_chain *c, uint32_t s, size_t b, i
 
 bool sp_chain_greedy_covers(const struct sp_chain *c, int64_t cap, size_t *end_out) {
     size_t a = 0, last = c->n_pos - 1;
-    for (uint32_t s = 0; s < c->p && a < last; s++) {
-        size_t b = sp_chain_reach_forward(c, s, a, cap);
-        if (b == a)
-            break;
-        a = b;
-    }
+    /* A stage that cannot take the next block stays empty: the later stages hold fewer
+     * micro-batches and may fit it. With empty stages allowed the greedy is exact (exchange
+     * argument), so this is a relaxation of "exactly p non-empty stages". */
+    for (uint32_t s = 0; s < c->p && a < last; s++)
+        a = sp_chain_reach_forward(c, s, a, cap);
     if (end_out)
         *end_out = a;
     return a == last;
@@ -218,9 +217,9 @@ sp_status sp_chain_min_bottleneck(sp_ctx *ctx, const struct sp_chain *c, int64_t
         else
             lo = mid + 1;
     }
-    /* Confirm with the exact check for exactly p stages; continue upward if it fails (with
-     * stage-independent speeds and caps it never does: splitting a greedy stage keeps every
-     * stage admissible because inflight[s] does not grow with s). */
+    /* Confirm with the exact check for exactly p non-empty stages and continue upward if it
+     * fails. Without a memory cap it never does (splitting a stage keeps both parts within
+     * the cap); with one, the relaxation's empty stages can hide an infeasible T. */
     bool ok = false;
     sp_status st = sp_chain_feasible(ctx, c, lo, &ok);
     if (st != SP_OK)

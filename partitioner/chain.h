@@ -57,8 +57,8 @@ size_t sp_chain_reach_forward(const struct sp_chain *c, uint32_t s, size_t a, in
 /* Smallest a < b with [a, b) admissible for stage s, or b when none. */
 size_t sp_chain_reach_backward(const struct sp_chain *c, uint32_t s, size_t b, int64_t cap);
 
-/* Greedy furthest reach: can the chain be covered by at most p admissible stages (stage s
- * taking inflight[s])? Exact for "at most p" by the exchange argument; `end_out` (optional)
+/* Greedy furthest reach: can the chain be covered by p admissible stages, some possibly empty
+ * (stage s taking inflight[s])? Exact for that relaxation by the exchange argument; `end_out` (optional)
  * gets the position reached. */
 bool sp_chain_greedy_covers(const struct sp_chain *c, int64_t cap, size_t *end_out);
 
