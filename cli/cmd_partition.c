@@ -19,11 +19,11 @@ enum {
 const struct sp_opt cmd_partition_opts[] = {
     {OPT_STAGES, "stages", 's', "<P>", "number of pipeline stages (default: 4)", "Plan"},
     {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M>",
-     "micro-batches per iteration, for the memory model (default: 4 x stages)", "Plan"},
+     "micro-batches per iteration (default: 4 x stages)", "Plan"},
     {OPT_OBJECTIVE, "objective", 0, "<name>",
      "bottleneck (default) or variance; see docs/partitioning.md", "Plan"},
     {OPT_SOLVER, "solver", 0, "<name>",
-     "dp (default, exact), uniform (equal layer counts), parameters (balance param_bytes)",
+     "dp (default, exact), uniform or parameters (baselines)",
      "Plan"},
     {OPT_MEMORY_LIMIT, "memory-limit", 0, "<bytes>",
      "per-stage memory cap, e.g. 80GB or 80GiB (default: none)", "Constraints"},

@@ -1,6 +1,7 @@
 /* core/json_util.c: validating field readers over cJSON (see json_util.h). */
 #include "json_util.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +25,10 @@ sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     }
     if (!end || end < data || end > data + len)
         end = data + len;
+    /* cJSON may stop one byte into a bad token: point at the token's start */
+    while (end > data && end < data + len && isalnum((unsigned char)end[0]) &&
+           isalnum((unsigned char)end[-1]))
+        end--;
     size_t line = 1, col = 1;
     for (const char *p = data; p < end; p++) {
         if (*p == '\n') {
@@ -57,6 +62,9 @@ const char *sp_json_describe(const cJSON *v, char *buf, size_t size) {
         snprintf(buf, size, "true");
     else if (cJSON_IsFalse(v))
         snprintf(buf, size, "false");
+    else if (cJSON_IsNumber(v) && floor(v->valuedouble) == v->valuedouble &&
+             fabs(v->valuedouble) < 1e21)
+        snprintf(buf, size, "%.0f", v->valuedouble);
     else if (cJSON_IsNumber(v))
         snprintf(buf, size, "%.17g", v->valuedouble);
     else if (cJSON_IsString(v)) {
@@ -129,30 +137,26 @@ bool sp_json_get_string(struct sp_json_reader *r, const cJSON *obj, const char *
     return true;
 }
 
-static void range_text(char *buf, size_t size, double min, double max) {
-    if (isinf(max))
-        snprintf(buf, size, ">= %g", min);
-    else
-        snprintf(buf, size, "in [%g, %g]", min, max);
-}
-
 bool sp_json_get_number(struct sp_json_reader *r, const cJSON *obj, const char *where,
                         const char *key, bool required, double min, double max, double *out) {
-    char range[64], got[64];
-    range_text(range, sizeof range, min, max);
+    char got[64];
     const cJSON *v = field(obj, key);
     if (!v) {
         if (!required)
             return true;
-        sp_json_problem(r, where, key, "missing, expected a finite number %s", range);
+        sp_json_problem(r, where, key, "missing, expected a finite number >= %g", min);
         return false;
     }
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < min ||
-        v->valuedouble > max) {
-        sp_json_problem(r, where, key, "expected a finite number %s, got %s", range,
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < min) {
+        sp_json_problem(r, where, key, "expected a finite number >= %g, got %s", min,
                         cJSON_IsNumber(v) && !isfinite(v->valuedouble)
                             ? "a number too large to represent"
                             : sp_json_describe(v, got, sizeof got));
+        return false;
+    }
+    if (v->valuedouble > max) {
+        sp_json_problem(r, where, key, "%s is above the limit of %g",
+                        sp_json_describe(v, got, sizeof got), max);
         return false;
     }
     *out = v->valuedouble;

@@ -29,7 +29,7 @@ struct sp_json_reader {
 
 bool sp_json_get_string(struct sp_json_reader *r, const cJSON *obj, const char *where,
                         const char *key, bool required, size_t max_len, const char **out);
-/* finite number in [min, max] */
+/* finite number >= min; above max is reported as beyond the limit */
 bool sp_json_get_number(struct sp_json_reader *r, const cJSON *obj, const char *where,
                         const char *key, bool required, double min, double max, double *out);
 /* integer in [min, 2^53] */

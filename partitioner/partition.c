@@ -84,11 +84,11 @@ static sp_status explain_infeasible(sp_ctx *ctx, const sp_profile *profile,
     size_t covered = c->pos[end];
     return sp_fail(ctx, SP_ERR_INFEASIBLE,
                    "no split into %u stages fits the memory limit of %s: the stages can hold at "
-                   "most layers 0..%zu ('%s'), leaving %zu layers; stage 0 holds %u micro-batches "
-                   "of saved activations under 1F1B. Raise --memory-limit, use more stages or "
-                   "fewer micro-batches",
-                   o->stages, lim, covered ? covered - 1 : 0,
-                   covered ? layer_name(profile, covered - 1) : "-", n - covered, c->inflight[0]);
+                   "most the first %zu layers (through '%s'), leaving %zu; stage 0 holds %u "
+                   "micro-batches of saved activations under 1F1B. Raise --memory-limit, use "
+                   "more stages or fewer micro-batches",
+                   o->stages, lim, covered, covered ? layer_name(profile, covered - 1) : "-",
+                   n - covered, c->inflight[0]);
 }
 
 static sp_status solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,

@@ -1,0 +1,56 @@
+#!/bin/sh
+# t0000-basic: help, version, usage errors and exit codes.
+. "$(dirname "$0")/lib.sh"
+
+expect_code "no arguments is a usage error" 2 "$STAGEPART"
+expect_stderr_contains "no arguments prints the usage" "usage: stagepart"
+expect_code "help" 0 "$STAGEPART" help
+expect_stdout_contains "help lists partition" "partition   Cut a profile"
+expect_stdout_contains "help lists exit codes" "3  infeasible"
+cp "$TMP/stdout" "$TMP/help1"
+expect_code "--help" 0 "$STAGEPART" --help
+if cmp -s "$TMP/stdout" "$TMP/help1"; then pass "--help equals help"; else fail "--help equals help"; fi
+expect_code "help partition" 0 "$STAGEPART" help partition
+cp "$TMP/stdout" "$TMP/help2"
+expect_code "partition --help" 0 "$STAGEPART" partition --help
+if cmp -s "$TMP/stdout" "$TMP/help2"; then pass "partition --help equals help partition"; else fail "partition --help equals help partition"; fi
+expect_empty_stderr() { if [ ! -s "$TMP/stderr" ]; then pass "$1"; else fail "$1" "stderr not empty"; fi; }
+expect_empty_stderr "help writes nothing to stderr"
+expect_code "partition -h" 0 "$STAGEPART" partition -h
+expect_code "version" 0 "$STAGEPART" --version
+expect_stdout_contains "version names the release" "stagepart 0.1.0"
+expect_stdout_contains "version lists features" "features:"
+expect_code "version command" 0 "$STAGEPART" version
+
+expect_code "unknown command" 2 "$STAGEPART" frobnicate
+expect_stderr_contains "unknown command is named" "stagepart: error: no command named 'frobnicate'"
+expect_stderr_lines "usage error is one line and a hint" 2
+expect_code "help for an unknown command" 2 "$STAGEPART" help frobnicate
+expect_code "unknown option" 2 "$STAGEPART" partition --bogus x.json
+expect_stderr_contains "unknown option is named" "unknown option '--bogus'"
+expect_stderr_contains "usage error hints at help" "hint: try 'stagepart partition --help'"
+expect_stderr_lines "unknown option: one line and a hint" 2
+expect_code "missing profile" 2 "$STAGEPART" partition
+expect_stderr_contains "missing profile is named" "missing PROFILE"
+expect_code "two profiles" 2 "$STAGEPART" partition a.json b.json
+expect_code "stages 0" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --stages 0
+expect_stderr_contains "stages range is named" "--stages expects an integer in [1, 65536], got '0'"
+expect_code "stages not a number" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4x
+expect_code "stages missing value" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --stages
+expect_stderr_contains "missing value is named" "option '--stages' needs a value <P>"
+expect_code "json takes no value" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --json=yes
+expect_code "unknown objective" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --objective speed
+expect_stderr_contains "objective choices are named" "--objective expects bottleneck or variance, got 'speed'"
+expect_code "unknown solver" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --solver greedy
+expect_code "bad memory limit" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --memory-limit 80XB
+expect_stderr_contains "bad memory limit is explained" "--memory-limit: expected a byte count like 80GB, 80GiB or 4096, got '80XB'"
+expect_code "zero memory limit" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --memory-limit 0
+expect_code "-s4 and --stages=4 forms" 0 "$STAGEPART" partition -s4 --stages=4 samples/profiles/llama3-8b.json
+
+# a failed write to stdout is an error, not a silent success
+if [ -w /dev/full ]; then
+    "$STAGEPART" help >/dev/full 2>"$TMP/stderr"; rc=$?
+    if [ "$rc" = 5 ]; then pass "write error on stdout exits 5"; else fail "write error on stdout exits 5" "exit $rc"; fi
+    expect_stderr_contains "write error is reported" "cannot write to standard output"
+fi
+test_done

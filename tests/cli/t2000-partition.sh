@@ -1,0 +1,64 @@
+#!/bin/sh
+# t2000-partition: the partition command on samples and on bad input.
+. "$(dirname "$0")/lib.sh"
+P=samples/profiles
+
+for f in "$P"/*.json; do
+    expect_code "partition $f" 0 "$STAGEPART" partition "$f" --stages 4
+    expect_stdout_contains "$f: table has the bottleneck line" "bottleneck  "
+    expect_stdout_contains "$f: table compares with an even split" "even split"
+done
+expect_code "llama 8 stages json" 0 "$STAGEPART" partition $P/llama3-8b.json -s 8 --json
+expect_stdout_contains "json on stdout" '"format":	"stagepart-plan"'
+cp "$TMP/stdout" "$TMP/plan8.json"
+expect_code "json output parses" 0 "$JSON_DIFF" "$TMP/plan8.json" "$TMP/plan8.json"
+
+# -o writes atomically and replaces an existing file
+echo "old" >"$TMP/plan.json"
+expect_code "write plan" 0 "$STAGEPART" partition $P/llama3-8b.json -s 4 -o "$TMP/plan.json"
+expect_stdout_contains "table says where the plan went" "wrote       $TMP/plan.json"
+expect_code "written plan is JSON" 0 "$JSON_DIFF" "$TMP/plan.json" "$TMP/plan.json"
+if grep -q '"stagepart-plan"' "$TMP/plan.json"; then pass "plan replaced the old file"; else fail "plan replaced the old file"; fi
+cp "$TMP/plan.json" "$TMP/before.json"
+mkdir -p "$TMP/dir/inner" && touch "$TMP/dir/inner/x"
+expect_code "unwritable output" 2 "$STAGEPART" partition $P/llama3-8b.json -s 4 -o "$TMP/dir/inner"
+expect_stderr_contains "unwritable output is named" "cannot rename over '$TMP/dir/inner'"
+if [ -f "$TMP/dir/inner/x" ] && [ -z "$(ls "$TMP/dir" | grep tmp)" ]; then pass "failed write leaves no trace"; else fail "failed write leaves no trace"; fi
+expect_code "output into a missing folder" 2 "$STAGEPART" partition $P/llama3-8b.json -o "$TMP/nope/plan.json"
+# output is the input: the profile was read completely first
+cp $P/bert-large.json "$TMP/same.json"
+expect_code "output over its own input" 0 "$STAGEPART" partition "$TMP/same.json" -o "$TMP/same.json"
+if grep -q '"stagepart-plan"' "$TMP/same.json"; then pass "input replaced by the plan"; else fail "input replaced by the plan"; fi
+
+# bad input: exit 2, file and JSON path named
+printf '{"format": "stagepart-profile", "version": 1, "layers": [' >"$TMP/trunc.json"
+expect_code "truncated JSON" 2 "$STAGEPART" partition "$TMP/trunc.json"
+expect_stderr_contains "truncated JSON: file and position" "$TMP/trunc.json:1:"
+cat >"$TMP/types.json" <<'JSON'
+{"format": "stagepart-profile", "version": 1, "model": "m", "micro_batch_size": 1,
+ "layers": [{"name": "a", "fwd_ms": 1, "bwd_ms": 2},
+            {"name": "b", "fwd_ms": "abc", "bwd_ms": -3},
+            {"name": "a", "fwd_ms": 1, "bwd_ms": 1e999}]}
+JSON
+expect_code "wrong types" 2 "$STAGEPART" partition "$TMP/types.json"
+expect_stderr_contains "wrong type is explained" "$TMP/types.json: layers[1].fwd_ms: expected a finite number >= 0, got \"abc\""
+expect_stderr_contains "negative is explained" "layers[1].bwd_ms: expected a finite number >= 0, got -3"
+expect_stderr_contains "infinity is explained" "layers[2].bwd_ms: expected a finite number >= 0, got a number too large to represent"
+expect_code "json mode errors are JSON" 2 "$STAGEPART" partition "$TMP/types.json" --json
+expect_stdout_contains "json error has a code" '"code":	"SP_ERR_SCHEMA"'
+expect_code "missing file" 2 "$STAGEPART" partition "$TMP/none.json"
+expect_stderr_contains "missing file is named" "cannot open '$TMP/none.json': No such file or directory"
+echo '{"format": "stagepart-plan", "version": 1}' >"$TMP/plan-not-profile.json"
+expect_code "a plan is not a profile" 2 "$STAGEPART" partition "$TMP/plan-not-profile.json"
+expect_stderr_contains "wrong format is named" 'format: expected "stagepart-profile", got "stagepart-plan"'
+
+# infeasible: exit 3 with the reason
+expect_code "more stages than layers" 3 "$STAGEPART" partition $P/resnet50.json --stages 20
+expect_stderr_contains "stage count is explained" "cannot cut 19 layers into 20 non-empty stages"
+expect_code "memory limit too small" 3 "$STAGEPART" partition $P/llama3-8b.json -s 4 --memory-limit 20GB
+expect_stderr_contains "memory: how far it gets" "no split into 4 stages fits the memory limit of 20 GB"
+expect_code "a layer that fits nowhere" 3 "$STAGEPART" partition $P/llama3-8b.json -s 4 --memory-limit 5GB
+expect_stderr_contains "memory: the layer is named" "layer 'embedding' alone needs"
+expect_code "memory limit fits" 0 "$STAGEPART" partition $P/llama3-8b.json -s 8 --memory-limit 80GB
+expect_stdout_contains "memory limit is reported" "every stage within the limit of 80 GB"
+test_done

@@ -1,0 +1,154 @@
+/* tests/unit/test_core.c: status table, byte counts, atomic writes, allocator hooks and the
+ * plan document's fields. */
+#include <cjson/cJSON.h>
+#include <stagepart/stagepart.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../test.h"
+
+static sp_ctx *ctx;
+
+static void test_status(void) {
+    SP_CHECK(strcmp(sp_status_name(SP_OK), "SP_OK") == 0);
+    SP_CHECK(strcmp(sp_status_name(SP_ERR_PARSE), "SP_ERR_PARSE") == 0);
+    SP_CHECK(strcmp(sp_strerror(SP_ERR_INFEASIBLE), "no plan satisfies the constraints") == 0);
+    SP_CHECK(strcmp(sp_status_name((sp_status)999), "SP_ERR_UNKNOWN") == 0);
+    SP_CHECK(strcmp(sp_strerror((sp_status)-1), "unknown status") == 0);
+    SP_CHECK(*sp_version() != '\0');
+    SP_CHECK(strcmp(sp_ctx_errmsg(NULL), "") == 0);
+    sp_ctx_destroy(NULL);
+}
+
+static void test_bytes(void) {
+    struct {
+        const char *text;
+        uint64_t bytes;
+    } ok[] = {{"0", 0},           {"4096", 4096},         {"80GB", 80000000000ull},
+              {"80GiB", 85899345920ull}, {"80gib", 85899345920ull}, {"1.5TB", 1500000000000ull},
+              {"512MiB", 536870912ull}, {"10kB", 10000},   {"7B", 7},
+              {"2G", 2000000000ull}, {"9007199254740992", 9007199254740992ull}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        uint64_t v = 1;
+        SP_CHECK_STATUS(sp_parse_bytes(ctx, ok[i].text, &v), SP_OK);
+        SP_CHECK_MSG(v == ok[i].bytes, "%s -> %llu", ok[i].text, (unsigned long long)v);
+    }
+    const char *bad[] = {"", "-1", "GB", "80 GB", "80XB", "0x10", "inf", "nan", "1.5B",
+                         "99999999999TB", "+5", "1e3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        uint64_t v = 0;
+        sp_status st = sp_parse_bytes(ctx, bad[i], &v);
+        SP_CHECK_MSG(st == SP_ERR_INVALID_ARG || (strcmp(bad[i], "1e3") == 0 && v == 1000),
+                     "'%s' accepted", bad[i]);
+    }
+    SP_CHECK_STATUS(sp_parse_bytes(ctx, "80XB", &(uint64_t){0}), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "expected a byte count like 80GB, 80GiB or 4096, got '80XB'");
+    char buf[16];
+    SP_CHECK(strcmp(sp_format_bytes(999, buf, sizeof buf), "999 B") == 0);
+    SP_CHECK(strcmp(sp_format_bytes(80000000000ull, buf, sizeof buf), "80 GB") == 0);
+    SP_CHECK(strcmp(sp_format_bytes(1234567, buf, sizeof buf), "1.23 MB") == 0);
+}
+
+static void test_atomic_write(void) {
+    char dir[] = "/tmp/sp_test_XXXXXX";
+    SP_CHECK(mkdtemp(dir) != NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/out.json", dir);
+    SP_CHECK_STATUS(sp_write_file_atomic(ctx, path, "first\n", 6), SP_OK);
+    SP_CHECK_STATUS(sp_write_file_atomic(ctx, path, "second\n", 7), SP_OK);
+    FILE *f = fopen(path, "r");
+    char got[32] = "";
+    SP_CHECK(f && fgets(got, sizeof got, f));
+    if (f)
+        fclose(f);
+    SP_CHECK(strcmp(got, "second\n") == 0);
+    /* a target that cannot be replaced (a non-empty directory) stays, no temp file is left */
+    char sub[160];
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    mkdir(sub, 0755);
+    char inner[192];
+    snprintf(inner, sizeof inner, "%s/keep", sub);
+    SP_CHECK_STATUS(sp_write_file_atomic(ctx, inner, "x", 1), SP_OK);
+    SP_CHECK_STATUS(sp_write_file_atomic(ctx, sub, "data", 4), SP_ERR_IO);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "the existing file is unchanged");
+    struct stat st;
+    SP_CHECK(stat(inner, &st) == 0);
+    char missing[192];
+    snprintf(missing, sizeof missing, "%s/no/such/dir/x.json", dir);
+    SP_CHECK_STATUS(sp_write_file_atomic(ctx, missing, "x", 1), SP_ERR_IO);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "cannot create a temporary file");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls -A %s | grep -c tmp > /dev/null && exit 1; rm -rf %s", dir,
+             dir);
+    SP_CHECK(system(cmd) == 0); /* no temporary files left behind */
+}
+
+static int alloc_calls;
+static void *count_malloc(size_t n) {
+    alloc_calls++;
+    return malloc(n);
+}
+static void *count_realloc(void *p, size_t n) {
+    alloc_calls++;
+    return realloc(p, n);
+}
+
+static void test_allocator_and_plan_json(void) {
+    SP_CHECK_STATUS(sp_set_allocator(count_malloc, NULL, free), SP_ERR_INVALID_ARG);
+    SP_CHECK_STATUS(sp_set_allocator(count_malloc, count_realloc, free), SP_OK);
+    const char *json = "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"tiny\","
+                       "\"micro_batch_size\":1,\"layers\":[{\"name\":\"a\",\"fwd_ms\":1,"
+                       "\"bwd_ms\":2,\"param_bytes\":10},{\"name\":\"b\",\"fwd_ms\":1,\"bwd_ms\":2}]}";
+    sp_profile *p = NULL;
+    SP_CHECK_STATUS(sp_profile_parse(ctx, "tiny.json", json, strlen(json), &p), SP_OK);
+    SP_CHECK(alloc_calls > 0);
+    sp_partition_opts o;
+    sp_partition_opts_init(&o);
+    o.stages = 2;
+    sp_plan *plan = NULL;
+    SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_OK);
+    SP_CHECK_STATUS(sp_plan_set_command(ctx, plan, "stagepart partition tiny.json -s 2"), SP_OK);
+    char *text = NULL;
+    SP_CHECK_STATUS(sp_plan_to_json(ctx, plan, &text), SP_OK);
+    sp_set_allocator(NULL, NULL, NULL);
+    cJSON *root = cJSON_Parse(text);
+    SP_CHECK(root != NULL);
+    const char *keys[] = {"format", "version", "model", "solver", "objective", "optimal",
+                          "micro_batches", "profile_sha256", "bottleneck_ms", "lower_bound_ms",
+                          "mean_ms", "stddev_ms", "imbalance", "solve_ms", "stages",
+                          "generator", "even_split_bottleneck_ms", "memory_limit_bytes"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        SP_CHECK_MSG(cJSON_GetObjectItemCaseSensitive(root, keys[i]) != NULL, "no %s", keys[i]);
+    SP_CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(root, "format")->valuestring,
+                    "stagepart-plan") == 0);
+    SP_CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(root, "profile_sha256")->valuestring,
+                    sp_profile_sha256(p)) == 0);
+    cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generator");
+    SP_CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(gen, "command")->valuestring,
+                    "stagepart partition tiny.json -s 2") == 0);
+    cJSON *stages = cJSON_GetObjectItemCaseSensitive(root, "stages");
+    SP_CHECK_EQ_INT(cJSON_GetArraySize(stages), 2);
+    const char *stage_keys[] = {"index", "device", "first_layer", "last_layer", "first_name",
+                                "last_name", "fwd_ms", "bwd_ms", "time_ms", "memory_bytes"};
+    cJSON *s1 = cJSON_GetArrayItem(stages, 1);
+    for (size_t i = 0; i < sizeof stage_keys / sizeof stage_keys[0]; i++)
+        SP_CHECK_MSG(cJSON_GetObjectItemCaseSensitive(s1, stage_keys[i]) != NULL, "no %s",
+                     stage_keys[i]);
+    SP_CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(s1, "first_name")->valuestring, "b") == 0);
+    SP_CHECK(cJSON_GetObjectItemCaseSensitive(s1, "time_ms")->valuedouble == 3.0);
+    SP_CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "memory_limit_bytes")));
+    cJSON_Delete(root);
+    sp_free(text);
+    sp_plan_destroy(plan);
+    sp_profile_destroy(p);
+}
+
+int main(void) {
+    sp_ctx_create(&ctx);
+    test_status();
+    test_bytes();
+    test_atomic_write();
+    test_allocator_and_plan_json();
+    sp_ctx_destroy(ctx);
+    return sp_test_finish("test_core");
+}
