@@ -6,6 +6,10 @@
 
 #include "cli.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
@@ -105,6 +109,12 @@ static int finish_stdout(int code) {
 }
 
 int main(int argc, char **argv) {
+#if defined(__GLIBC__) && defined(M_MXFAST)
+    /* A profile's JSON tree is millions of small blocks freed together. In glibc's fastbins
+     * they would be coalesced later, all at once, inside the next large allocation (90 ms for
+     * a 100,000-layer profile, measured); freeing them straight away is cheaper overall. */
+    mallopt(M_MXFAST, 0);
+#endif
     if (argc < 2) {
         print_main_help(stderr);
         return SP_EXIT_USAGE;

@@ -114,7 +114,13 @@ static bool missing(struct sp_json_reader *r, const char *where, const char *key
 
 bool sp_json_get_string(struct sp_json_reader *r, const cJSON *obj, const char *where,
                         const char *key, bool required, size_t max_len, const char **out) {
-    const cJSON *v = field(obj, key);
+    return sp_json_string(r, field(obj, key), where, key, required, max_len, out);
+}
+
+bool sp_json_string(struct sp_json_reader *r, const cJSON *v, const char *where,
+                    const char *key, bool required, size_t max_len, const char **out) {
+    if (v && cJSON_IsNull(v))
+        v = NULL;
     if (!v)
         return required ? missing(r, where, key, "a string") : true;
     char got[64];
@@ -139,8 +145,14 @@ bool sp_json_get_string(struct sp_json_reader *r, const cJSON *obj, const char *
 
 bool sp_json_get_number(struct sp_json_reader *r, const cJSON *obj, const char *where,
                         const char *key, bool required, double min, double max, double *out) {
+    return sp_json_number(r, field(obj, key), where, key, required, min, max, out);
+}
+
+bool sp_json_number(struct sp_json_reader *r, const cJSON *v, const char *where,
+                    const char *key, bool required, double min, double max, double *out) {
     char got[64];
-    const cJSON *v = field(obj, key);
+    if (v && cJSON_IsNull(v))
+        v = NULL;
     if (!v) {
         if (!required)
             return true;
@@ -165,8 +177,14 @@ bool sp_json_get_number(struct sp_json_reader *r, const cJSON *obj, const char *
 
 bool sp_json_get_uint(struct sp_json_reader *r, const cJSON *obj, const char *where,
                       const char *key, bool required, uint64_t min, uint64_t *out) {
+    return sp_json_uint(r, field(obj, key), where, key, required, min, out);
+}
+
+bool sp_json_uint(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
+                  bool required, uint64_t min, uint64_t *out) {
     char got[64];
-    const cJSON *v = field(obj, key);
+    if (v && cJSON_IsNull(v))
+        v = NULL;
     if (!v) {
         if (!required)
             return true;
@@ -192,8 +210,14 @@ bool sp_json_get_uint(struct sp_json_reader *r, const cJSON *obj, const char *wh
 
 bool sp_json_get_bool(struct sp_json_reader *r, const cJSON *obj, const char *where,
                       const char *key, bool required, bool *out) {
+    return sp_json_bool(r, field(obj, key), where, key, required, out);
+}
+
+bool sp_json_bool(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
+                  bool required, bool *out) {
     char got[64];
-    const cJSON *v = field(obj, key);
+    if (v && cJSON_IsNull(v))
+        v = NULL;
     if (!v)
         return required ? missing(r, where, key, "true or false") : true;
     if (!cJSON_IsBool(v)) {

@@ -37,6 +37,16 @@ bool sp_json_get_uint(struct sp_json_reader *r, const cJSON *obj, const char *wh
                       const char *key, bool required, uint64_t min, uint64_t *out);
 bool sp_json_get_bool(struct sp_json_reader *r, const cJSON *obj, const char *where,
                       const char *key, bool required, bool *out);
+/* The same checks on a value already looked up (v may be NULL: absent). Validators that read
+ * many objects (profile layers) look fields up in one pass over the children and use these. */
+bool sp_json_string(struct sp_json_reader *r, const cJSON *v, const char *where,
+                    const char *key, bool required, size_t max_len, const char **out);
+bool sp_json_number(struct sp_json_reader *r, const cJSON *v, const char *where,
+                    const char *key, bool required, double min, double max, double *out);
+bool sp_json_uint(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
+                  bool required, uint64_t min, uint64_t *out);
+bool sp_json_bool(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
+                  bool required, bool *out);
 /* the "format" and "version" header every stagepart document carries */
 bool sp_json_check_header(struct sp_json_reader *r, const cJSON *root, const char *format,
                           int version);

@@ -43,40 +43,62 @@ const char *sp_profile_source(const sp_profile *p) { return p && p->source ? p->
 uint64_t sp_profile_micro_batch_size(const sp_profile *p) { return p ? p->micro_batch_size : 0; }
 const char *sp_profile_sha256(const sp_profile *p) { return p ? p->sha256 : ""; }
 
-struct name_ref {
-    const char *name;
-    size_t index;
-};
-
-static int cmp_name_ref(const void *a, const void *b) {
-    const struct name_ref *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    if (c)
-        return c;
-    return x->index < y->index ? -1 : x->index > y->index;
+/* Duplicate names through an open-addressing hash set of layer indices (linear in n; the
+ * profile may hold millions of layers). Reports each repeat with the first layer using it. */
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
 }
 
 static void check_unique_names(struct sp_json_reader *r, const sp_layer *layers, size_t n) {
-    struct name_ref *refs = sp_mallocarray(n, sizeof *refs);
-    if (!refs) {
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    size_t *slot = sp_mallocarray(cap, sizeof *slot);
+    if (!slot) {
         sp_problem(r->ctx, "out of memory while checking layer names");
         return;
     }
-    for (size_t i = 0; i < n; i++)
-        refs[i] = (struct name_ref){layers[i].name, i};
-    qsort(refs, n, sizeof *refs, cmp_name_ref);
-    for (size_t i = 1; i < n; i++) {
-        if (strcmp(refs[i].name, refs[i - 1].name) == 0) {
-            char where[48];
-            snprintf(where, sizeof where, "layers[%zu]", refs[i].index);
-            size_t first = refs[i].index;
-            for (size_t k = i; k > 0 && strcmp(refs[k - 1].name, refs[i].name) == 0; k--)
-                first = refs[k - 1].index;
-            sp_json_problem(r, where, "name", "duplicate layer name \"%.60s\" (first used by layers[%zu])",
-                            refs[i].name, first);
+    for (size_t k = 0; k < cap; k++)
+        slot[k] = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (size_t)name_hash(layers[i].name) & (cap - 1);
+        while (slot[k] != SIZE_MAX && strcmp(layers[slot[k]].name, layers[i].name) != 0)
+            k = (k + 1) & (cap - 1);
+        if (slot[k] == SIZE_MAX) {
+            slot[k] = i;
+            continue;
         }
+        char where[48];
+        snprintf(where, sizeof where, "layers[%zu]", i);
+        sp_json_problem(r, where, "name", "duplicate layer name \"%.60s\" (first used by layers[%zu])",
+                        layers[i].name, slot[k]);
     }
-    sp_free(refs);
+    sp_free(slot);
+}
+
+enum layer_field {
+    F_NAME, F_KIND, F_FWD, F_BWD, F_WGRAD, F_RECOMPUTE, F_ACTIVATION, F_SAVED, F_PARAM, F_MEMORY,
+    F_CUT_AFTER, F_COUNT
+};
+static const char *const layer_field_names[F_COUNT] = {
+    "name", "kind", "fwd_ms", "bwd_ms", "wgrad_ms", "recompute_ms", "activation_bytes",
+    "saved_bytes", "param_bytes", "memory_bytes", "cut_after"};
+
+/* Field of a layer object by key, or -1 for unknown keys (ignored). The first letter is
+ * unique among the names, so one strcmp decides: profiles have millions of these. */
+static int layer_field(const char *key) {
+    static const signed char by_letter[26] = {
+        ['a' - 'a'] = F_ACTIVATION + 1, ['b' - 'a'] = F_BWD + 1,   ['c' - 'a'] = F_CUT_AFTER + 1,
+        ['f' - 'a'] = F_FWD + 1,        ['k' - 'a'] = F_KIND + 1,  ['m' - 'a'] = F_MEMORY + 1,
+        ['n' - 'a'] = F_NAME + 1,       ['p' - 'a'] = F_PARAM + 1, ['r' - 'a'] = F_RECOMPUTE + 1,
+        ['s' - 'a'] = F_SAVED + 1,      ['w' - 'a'] = F_WGRAD + 1};
+    if (!key || key[0] < 'a' || key[0] > 'z')
+        return -1;
+    int f = by_letter[key[0] - 'a'] - 1;
+    return (f >= 0 && strcmp(key, layer_field_names[f]) == 0) ? f : -1;
 }
 
 static void read_layer(struct sp_json_reader *r, const cJSON *obj, size_t i, sp_layer *L) {
@@ -94,25 +116,32 @@ static void read_layer(struct sp_json_reader *r, const cJSON *obj, size_t i, sp_
                         sp_json_describe(obj, got, sizeof got));
         return;
     }
-    sp_json_get_string(r, obj, where, "name", true, SP_NAME_MAX_BYTES, &L->name);
-    sp_json_get_string(r, obj, where, "kind", false, SP_NAME_MAX_BYTES, &L->kind);
-    sp_json_get_number(r, obj, where, "fwd_ms", true, 0, SP_PROFILE_MAX_LAYER_MS, &L->fwd_ms);
-    sp_json_get_number(r, obj, where, "bwd_ms", true, 0, SP_PROFILE_MAX_LAYER_MS, &L->bwd_ms);
-    if (sp_json_get_number(r, obj, where, "wgrad_ms", false, 0, SP_PROFILE_MAX_LAYER_MS,
-                           &L->wgrad_ms) &&
+    const cJSON *f[F_COUNT] = {NULL};
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        int k = layer_field(c->string);
+        if (k >= 0 && !f[k])
+            f[k] = c; /* a repeated key: the first occurrence counts */
+    }
+    const char *const *key = layer_field_names;
+    sp_json_string(r, f[F_NAME], where, key[F_NAME], true, SP_NAME_MAX_BYTES, &L->name);
+    sp_json_string(r, f[F_KIND], where, key[F_KIND], false, SP_NAME_MAX_BYTES, &L->kind);
+    sp_json_number(r, f[F_FWD], where, key[F_FWD], true, 0, SP_PROFILE_MAX_LAYER_MS, &L->fwd_ms);
+    sp_json_number(r, f[F_BWD], where, key[F_BWD], true, 0, SP_PROFILE_MAX_LAYER_MS, &L->bwd_ms);
+    if (sp_json_number(r, f[F_WGRAD], where, key[F_WGRAD], false, 0, SP_PROFILE_MAX_LAYER_MS,
+                       &L->wgrad_ms) &&
         L->wgrad_ms > L->bwd_ms)
         sp_json_problem(r, where, "wgrad_ms",
                         "expected at most bwd_ms (%g), got %g: wgrad_ms is the weight-gradient "
                         "part of bwd_ms",
                         L->bwd_ms, L->wgrad_ms);
-    sp_json_get_number(r, obj, where, "recompute_ms", false, 0, SP_PROFILE_MAX_LAYER_MS,
-                       &L->recompute_ms);
-    sp_json_get_uint(r, obj, where, "activation_bytes", false, 0, &L->activation_bytes);
-    sp_json_get_uint(r, obj, where, "saved_bytes", false, 0, &L->saved_bytes);
-    sp_json_get_uint(r, obj, where, "param_bytes", false, 0, &L->param_bytes);
+    sp_json_number(r, f[F_RECOMPUTE], where, key[F_RECOMPUTE], false, 0, SP_PROFILE_MAX_LAYER_MS,
+                   &L->recompute_ms);
+    sp_json_uint(r, f[F_ACTIVATION], where, key[F_ACTIVATION], false, 0, &L->activation_bytes);
+    sp_json_uint(r, f[F_SAVED], where, key[F_SAVED], false, 0, &L->saved_bytes);
+    sp_json_uint(r, f[F_PARAM], where, key[F_PARAM], false, 0, &L->param_bytes);
     L->memory_bytes = L->param_bytes;
-    sp_json_get_uint(r, obj, where, "memory_bytes", false, 0, &L->memory_bytes);
-    sp_json_get_bool(r, obj, where, "cut_after", false, &L->cut_after);
+    sp_json_uint(r, f[F_MEMORY], where, key[F_MEMORY], false, 0, &L->memory_bytes);
+    sp_json_bool(r, f[F_CUT_AFTER], where, key[F_CUT_AFTER], false, &L->cut_after);
 }
 
 /* Copies the borrowed name/kind strings (pointing into the cJSON tree) into one pool. */
