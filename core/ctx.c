@@ -30,6 +30,7 @@ void sp_ctx_begin(sp_ctx *ctx) {
     ctx->status = SP_OK;
 }
 
+SP_PRINTF(2, 0)
 static void add_line(struct sp_strbuf *sb, const char *fmt, va_list ap) {
     if (sb->len)
         sp_strbuf_puts(sb, "\n");

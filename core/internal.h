@@ -45,7 +45,7 @@ void sp_strbuf_reset(struct sp_strbuf *sb);
 void sp_strbuf_append(struct sp_strbuf *sb, const char *s, size_t n);
 void sp_strbuf_puts(struct sp_strbuf *sb, const char *s);
 void sp_strbuf_printf(struct sp_strbuf *sb, const char *fmt, ...) SP_PRINTF(2, 3);
-void sp_strbuf_vprintf(struct sp_strbuf *sb, const char *fmt, va_list ap);
+void sp_strbuf_vprintf(struct sp_strbuf *sb, const char *fmt, va_list ap) SP_PRINTF(2, 0);
 const char *sp_strbuf_str(const struct sp_strbuf *sb); /* "" when empty */
 
 /* ---- context (core/ctx.c) */
