@@ -34,7 +34,8 @@ int sp_exit_code(sp_status status);
  * or, with json, an {"error": {...}} document on stdout as well. Returns the exit code. */
 int sp_report(sp_ctx *ctx, sp_status status, bool json);
 void sp_print_warnings(const sp_ctx *ctx);
-/* The command line as one shell-quoted string (for provenance); caller frees with free(). */
+/* "stagepart " + the command's argv (argv[0] is the command name) as one shell-quoted string,
+ * for provenance; the caller frees it with free(). */
 char *sp_command_line(int argc, char **argv);
 
 int cmd_partition(int argc, char **argv);

@@ -76,16 +76,17 @@ static bool needs_quotes(const char *s) {
 }
 
 char *sp_command_line(int argc, char **argv) {
-    size_t cap = 1;
+    size_t cap = sizeof "stagepart ";
     for (int i = 0; i < argc; i++)
         cap += 4 * strlen(argv[i]) + 3;
     char *out = malloc(cap), *w = out;
     if (!out)
         return NULL;
+    memcpy(w, "stagepart", 9);
+    w += 9;
     for (int i = 0; i < argc; i++) {
-        if (i)
-            *w++ = ' ';
-        const char *a = i == 0 ? "stagepart" : argv[i];
+        *w++ = ' ';
+        const char *a = argv[i];
         if (!needs_quotes(a)) {
             size_t n = strlen(a);
             memcpy(w, a, n);

@@ -13,8 +13,8 @@ sp_status sp_cuda_device_count(sp_ctx *ctx, int *out_count) {
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver ||
         (err == cudaSuccess && count == 0))
-        return sp_fail(ctx, SP_ERR_NO_DEVICE, "no CUDA device found (%s)",
-                       err == cudaSuccess ? "count is 0" : cudaGetErrorString(err));
+        return sp_fail(ctx, SP_ERR_NO_DEVICE, "%s",
+                       err == cudaSuccess ? "the runtime sees 0 devices" : cudaGetErrorString(err));
     if (err != cudaSuccess)
         return sp_fail(ctx, SP_ERR_CUDA, "cudaGetDeviceCount failed: %s",
                        cudaGetErrorString(err));

@@ -10,6 +10,7 @@ for f in "$P"/*.json; do
 done
 expect_code "llama 8 stages json" 0 "$STAGEPART" partition $P/llama3-8b.json -s 8 --json
 expect_stdout_contains "json on stdout" '"format":	"stagepart-plan"'
+expect_stdout_contains "plan records the command" '"command":	"stagepart partition samples/profiles/llama3-8b.json -s 8 --json"'
 cp "$TMP/stdout" "$TMP/plan8.json"
 expect_code "json output parses" 0 "$JSON_DIFF" "$TMP/plan8.json" "$TMP/plan8.json"
 
