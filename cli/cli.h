@@ -39,6 +39,9 @@ void sp_print_warnings(const sp_ctx *ctx);
 char *sp_command_line(int argc, char **argv);
 
 int cmd_partition(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
+extern const struct sp_command_help cmd_simulate_help;
+extern const struct sp_opt cmd_simulate_opts[];
 extern const struct sp_command_help cmd_partition_help;
 extern const struct sp_opt cmd_partition_opts[];
 

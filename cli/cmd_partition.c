@@ -14,6 +14,7 @@ enum {
     OPT_MEMORY_LIMIT,
     OPT_OUTPUT,
     OPT_JSON,
+    OPT_SCHEDULE,
 };
 
 const struct sp_opt cmd_partition_opts[] = {
@@ -25,6 +26,8 @@ const struct sp_opt cmd_partition_opts[] = {
     {OPT_SOLVER, "solver", 0, "<name>",
      "dp (default, exact), uniform or parameters (baselines)",
      "Plan"},
+    {OPT_SCHEDULE, "schedule", 0, "<name>",
+     "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1", "Plan"},
     {OPT_MEMORY_LIMIT, "memory-limit", 0, "<bytes>",
      "per-stage memory cap, e.g. 80GB or 80GiB (default: none)", "Constraints"},
     {OPT_OUTPUT, "output", 'o', "<file>", "write the plan JSON to <file> (atomically)",
@@ -107,6 +110,12 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
     else
         printf("even split  %.3f ms: same bottleneck as an even split of layers\n",
                m->even_split_bottleneck_ms);
+    if (m->schedule.present)
+        printf("schedule    %s, %u micro-batches: iteration %.3f ms, bubble %.1f%%, efficiency "
+               "%.1f%% (simulated)\n",
+               sp_schedule_name(m->schedule.schedule), m->schedule.micro_batches,
+               m->schedule.iteration_ms, 100 * m->schedule.bubble_fraction,
+               100 * m->schedule.efficiency);
     printf("solved in   %.3f ms\n", m->solve_ms);
     if (written)
         printf("wrote       %s\n", written);
@@ -117,6 +126,7 @@ int cmd_partition(int argc, char **argv) {
     sp_partition_opts_init(&opts);
     const char *output = NULL, *memory_text = NULL;
     bool json = false;
+    sp_schedule schedule = SP_SCHEDULE_1F1B;
     uint64_t v = 0;
     struct sp_opt_parser p;
     sp_opt_parser_init(&p, "partition", cmd_partition_opts, argc, argv);
@@ -155,6 +165,13 @@ int cmd_partition(int argc, char **argv) {
         case OPT_OUTPUT:
             output = p.value;
             break;
+        case OPT_SCHEDULE:
+            if (sp_schedule_from_name(p.value, &schedule) != SP_OK ||
+                schedule == SP_SCHEDULE_INTERLEAVED)
+                return sp_usage_error("partition",
+                                      "--schedule expects gpipe, 1f1b or zb-h1, got '%s'",
+                                      p.value);
+            break;
         case OPT_JSON:
             json = true;
             break;
@@ -191,7 +208,19 @@ int cmd_partition(int argc, char **argv) {
         code = sp_report(ctx, st, json);
         goto out;
     }
-    sp_print_warnings(ctx);
+    sp_print_warnings(ctx); /* before the next call on ctx clears them */
+    /* every plan carries what its schedule is predicted to achieve */
+    sp_sim_opts so;
+    sp_sim_opts_init(&so);
+    so.schedule = schedule;
+    so.keep_ops = false;
+    sp_sim *sim = NULL;
+    if ((st = sp_simulate(ctx, plan, &so, &sim)) != SP_OK) {
+        code = sp_report(ctx, st, json);
+        goto out;
+    }
+    sp_plan_attach_schedule(plan, sim);
+    sp_sim_destroy(sim);
     cmdline = sp_command_line(argc, argv);
     if (cmdline && (st = sp_plan_set_command(ctx, plan, cmdline)) != SP_OK) {
         code = sp_report(ctx, st, json);

@@ -23,6 +23,7 @@ static const struct sp_opt no_opts[] = {{0, NULL, 0, NULL, NULL, NULL}};
 
 const struct sp_command sp_commands[] = {
     {"partition", cmd_partition, &cmd_partition_help, cmd_partition_opts},
+    {"simulate", cmd_simulate, &cmd_simulate_help, cmd_simulate_opts},
     {"help", cmd_help, &help_help, no_opts},
     {"version", cmd_version, &version_help, no_opts},
     {NULL, NULL, NULL, NULL},

@@ -101,11 +101,16 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
         st->device = s;
         st->first_layer = bounds[s];
         st->last_layer = bounds[s + 1] - 1;
-        int64_t fwd = 0, bwd = 0;
+        int64_t fwd = 0, bwd = 0, wgrad = 0;
+        bool have_wgrad = true;
         for (size_t l = bounds[s]; l < bounds[s + 1]; l++) {
             const sp_layer *L = sp_profile_layer(profile, l);
             fwd += sp_layer_fwd_ticks(L);
             bwd += sp_layer_bwd_ticks(L);
+            if (L->wgrad_ms < 0)
+                have_wgrad = false;
+            else
+                wgrad += sp_ms_to_ticks(L->wgrad_ms);
             st->param_bytes += L->param_bytes;
             st->resident_bytes += L->memory_bytes;
             st->saved_bytes += L->saved_bytes;
@@ -113,6 +118,10 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
         st->fwd_ms = sp_ticks_to_ms(fwd);
         st->bwd_ms = sp_ticks_to_ms(bwd);
         st->time_ms = sp_ticks_to_ms(fwd + bwd);
+        /* rounding per layer can put the wgrad sum a tick above the bwd sum */
+        st->wgrad_ms = have_wgrad ? sp_ticks_to_ms(wgrad < bwd ? wgrad : bwd) : -1.0;
+        st->send_ms = 0;
+        st->chunk = 0;
         st->inflight = sp_stage_inflight(s, p, opts->micro_batches);
         sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes;
         st->memory_bytes = mem > UINT64_MAX ? UINT64_MAX : (uint64_t)mem;
@@ -123,6 +132,7 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
     }
     sp_plan_summary *sum = &plan->summary;
     sum->stages = p;
+    sum->chunks = 1;
     sum->micro_batches = opts->micro_batches;
     sum->memory_limit_bytes = opts->memory_limit_bytes;
     sum->objective = opts->objective;

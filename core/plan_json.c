@@ -47,7 +47,10 @@ static bool add_stage(cJSON *arr, const sp_stage *s) {
            add_number(o, "resident_bytes", (double)s->resident_bytes) &&
            add_number(o, "saved_bytes", (double)s->saved_bytes) &&
            add_number(o, "inflight_micro_batches", s->inflight) &&
-           add_number(o, "memory_bytes", (double)s->memory_bytes);
+           add_number(o, "memory_bytes", (double)s->memory_bytes) &&
+           (s->wgrad_ms >= 0 ? add_number(o, "wgrad_ms", s->wgrad_ms)
+                             : cJSON_AddNullToObject(o, "wgrad_ms") != NULL) &&
+           add_number(o, "send_ms", s->send_ms) && add_number(o, "chunk", s->chunk);
 }
 
 static cJSON *plan_tree(const sp_plan *plan) {
@@ -63,6 +66,7 @@ static cJSON *plan_tree(const sp_plan *plan) {
               add_string(root, "objective", sp_objective_name(m->objective)) &&
               cJSON_AddBoolToObject(root, "optimal", m->optimal) &&
               add_number(root, "stage_count", m->stages) &&
+              add_number(root, "chunks", m->chunks) &&
               add_number(root, "micro_batches", m->micro_batches) &&
               add_string(root, "memory_model", "1f1b");
     if (ok)
@@ -78,6 +82,16 @@ static cJSON *plan_tree(const sp_plan *plan) {
          add_number(root, "speedup_vs_even_split",
                     m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1.0) &&
          add_number(root, "solve_ms", m->solve_ms);
+    if (ok && m->schedule.present) {
+        const sp_plan_schedule *sc = &m->schedule;
+        cJSON *o = cJSON_AddObjectToObject(root, "schedule");
+        ok = o && add_string(o, "name", sp_schedule_name(sc->schedule)) &&
+             add_number(o, "micro_batches", sc->micro_batches) &&
+             add_number(o, "chunks", sc->chunks) &&
+             add_number(o, "iteration_ms", sc->iteration_ms) &&
+             add_number(o, "bubble_fraction", sc->bubble_fraction) &&
+             add_number(o, "efficiency", sc->efficiency);
+    }
     cJSON *stages = ok ? cJSON_AddArrayToObject(root, "stages") : NULL;
     ok = stages != NULL;
     for (size_t s = 0; ok && s < plan->n_stages; s++)

@@ -235,7 +235,26 @@ typedef struct sp_stage {
     uint64_t saved_bytes;       /* sum of saved_bytes, per micro-batch in flight */
     uint32_t inflight;          /* micro-batches in flight under 1F1B: min(P - index, M) */
     uint64_t memory_bytes;      /* resident_bytes + inflight * saved_bytes */
+    double wgrad_ms;            /* weight-gradient part of bwd_ms; -1 when a layer lacks it */
+    double send_ms;             /* transfer of this stage's output to the next stage, and of the
+                                 * gradient back; 0 for the last stage or without links */
+    uint32_t chunk;             /* model chunk on its device (interleaved plans), else 0 */
 } sp_stage;
+
+/* What the schedule simulator predicts for a plan (sp_plan_attach_schedule). */
+typedef enum sp_schedule {
+    SP_SCHEDULE_GPIPE = 0,       /* all forwards, then all backwards */
+    SP_SCHEDULE_1F1B = 1,        /* PipeDream-Flush / Megatron 1F1B */
+    SP_SCHEDULE_INTERLEAVED = 2, /* Megatron's interleaved 1F1B, V chunks per device */
+    SP_SCHEDULE_ZB_H1 = 3        /* zero bubble H1: backward split into B and W */
+} sp_schedule;
+
+typedef struct sp_plan_schedule {
+    bool present;                /* false until a schedule was simulated for the plan */
+    sp_schedule schedule;
+    uint32_t micro_batches, chunks;
+    double iteration_ms, bubble_fraction, efficiency;
+} sp_plan_schedule;
 
 /* Figures of the whole plan. */
 typedef struct sp_plan_summary {
@@ -252,6 +271,8 @@ typedef struct sp_plan_summary {
     double total_ms;                  /* sum of all layers' fwd_ms + bwd_ms */
     double even_split_bottleneck_ms;  /* bottleneck of equal layer counts, same P */
     double solve_ms;                  /* wall time spent in the solver */
+    uint32_t chunks;                  /* model chunks per device: 1, or V for interleaved */
+    sp_plan_schedule schedule;        /* the simulated schedule, when present */
 } sp_plan_summary;
 
 SP_API const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan);
@@ -259,6 +280,14 @@ SP_API size_t sp_plan_stage_count(const sp_plan *plan);
 /* sp_plan_stage: stage i, or NULL when out of range. Borrowed. */
 SP_API const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i);
 SP_API const char *sp_plan_model(const sp_plan *plan);
+
+/* sp_plan_load: read and validate a "stagepart-plan" file; sp_plan_parse: the same from a
+ * buffer (`name` is used in messages). Every problem is reported with the file and JSON path.
+ * The stages must cover layers 0..profile_layers-1 contiguously, in order. Returns SP_ERR_IO,
+ * SP_ERR_PARSE, SP_ERR_SCHEMA, SP_ERR_LIMIT or SP_ERR_NOMEM. */
+SP_API sp_status sp_plan_load(sp_ctx *ctx, const char *path, sp_plan **out);
+SP_API sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                               sp_plan **out);
 
 /* sp_plan_set_command: record the command line that made the plan (written as
  * generator.command). The string is copied. Returns SP_ERR_NOMEM or SP_ERR_INVALID_ARG. */
@@ -269,6 +298,93 @@ SP_API sp_status sp_plan_set_command(sp_ctx *ctx, sp_plan *plan, const char *com
 SP_API sp_status sp_plan_to_json(sp_ctx *ctx, const sp_plan *plan, char **out);
 /* sp_plan_write: sp_plan_to_json written atomically to path (sp_write_file_atomic). */
 SP_API sp_status sp_plan_write(sp_ctx *ctx, const sp_plan *plan, const char *path);
+
+/* ---------------------------------------------------------------------------------------------
+ * Schedule simulation (docs/schedules.md)
+ *
+ * Event-exact: each device runs its op list in the schedule's order; an op starts at the later
+ * of its device becoming free and each predecessor's end (plus the boundary's send_ms when the
+ * predecessor ran on another device). No sampling; linear in the number of ops. Assumptions,
+ * stated in every output: one op at a time per device, op times independent of what else runs
+ * and of M, communication a pure delay on the dependency edge.
+ * ------------------------------------------------------------------------------------------- */
+
+/* sp_schedule_name: "gpipe", "1f1b", "interleaved", "zb-h1" (NULL when out of range);
+ * sp_schedule_from_name: the reverse, SP_ERR_INVALID_ARG when unknown. */
+SP_API const char *sp_schedule_name(sp_schedule schedule);
+SP_API sp_status sp_schedule_from_name(const char *name, sp_schedule *out);
+
+#define SP_SIM_MAX_OPS 100000000u /* 10^8 ops: larger simulations are refused (SP_ERR_LIMIT) */
+
+typedef struct sp_sim_opts {
+    sp_schedule schedule;   /* default SP_SCHEDULE_1F1B */
+    uint32_t micro_batches; /* M; 0: the plan's micro_batches (the default) */
+    bool keep_ops;          /* keep every op's times for traces (default true) */
+} sp_sim_opts;
+SP_API void sp_sim_opts_init(sp_sim_opts *opts);
+
+typedef struct sp_sim sp_sim;
+
+typedef struct sp_sim_summary {
+    sp_schedule schedule;
+    uint32_t devices, chunks, micro_batches;
+    uint64_t ops;
+    double iteration_ms;    /* end of the last op */
+    double bubble_fraction; /* 1 - total busy / (devices x iteration_ms) */
+    double efficiency;      /* 1 - bubble_fraction */
+    bool equal_stages;      /* every stage has the same times and no transfer delay */
+    double closed_form_ms;  /* the schedule's closed form for equal stages; NaN otherwise */
+    double ideal_ms;        /* the busiest device's total work */
+} sp_sim_summary;
+
+/* Figures of one device (a device runs one stage, or V chunks when interleaved). */
+typedef struct sp_sim_device {
+    uint32_t device;
+    double busy_ms, idle_ms, first_start_ms, last_end_ms;
+    uint32_t peak_inflight;     /* most micro-batches (chunk activations when interleaved) whose
+                                 * forward ran and whose last backward part has not */
+    uint64_t peak_memory_bytes; /* resident + the saved bytes of what is in flight, at the peak */
+} sp_sim_device;
+
+/* One executed op. kind is 'F' (forward), 'B' (backward, or its input-gradient part when the
+ * schedule splits it) or 'W' (weight gradient). */
+typedef struct sp_sim_op {
+    uint32_t device, stage, micro_batch;
+    char kind;
+    double start_ms, end_ms;
+} sp_sim_op;
+
+/* sp_simulate: simulate the plan under opts. Returns SP_ERR_INVALID_ARG when the schedule does
+ * not fit the plan, with the reason: ZB-H1 needs wgrad_ms on every stage; interleaved needs a
+ * plan made with chunks and M a multiple of P; SP_ERR_LIMIT beyond SP_SIM_MAX_OPS;
+ * SP_ERR_INTERNAL if the op order deadlocks (the message names the first blocked op of each
+ * device). */
+SP_API sp_status sp_simulate(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts,
+                             sp_sim **out);
+SP_API void sp_sim_destroy(sp_sim *sim);
+SP_API const sp_sim_summary *sp_sim_get_summary(const sp_sim *sim);
+SP_API size_t sp_sim_device_count(const sp_sim *sim);
+SP_API const sp_sim_device *sp_sim_get_device(const sp_sim *sim, size_t i);
+/* Ops in execution order per device, devices in order; 0 when keep_ops was false. */
+SP_API size_t sp_sim_op_count(const sp_sim *sim);
+SP_API const sp_sim_op *sp_sim_get_op(const sp_sim *sim, size_t i);
+
+/* sp_plan_attach_schedule: record the simulation's schedule figures in the plan (written as
+ * the plan's "schedule" object). */
+SP_API void sp_plan_attach_schedule(sp_plan *plan, const sp_sim *sim);
+
+/* sp_sim_to_json: a "stagepart-simulation" version 1 document (docs/formats.md). *out is freed
+ * with sp_free(). */
+SP_API sp_status sp_sim_to_json(sp_ctx *ctx, const sp_sim *sim, char **out);
+/* sp_sim_write_trace: the ops as Chrome trace JSON (Perfetto, chrome://tracing), one track per
+ * device, written atomically. Needs keep_ops. */
+SP_API sp_status sp_sim_write_trace(sp_ctx *ctx, const sp_sim *sim, const char *path);
+/* sp_sim_write_svg: an SVG timeline (device rows, a colour per op kind, micro-batch numbers
+ * where they fit, time axis in ms, legend, title), written atomically. Needs keep_ops; refuses
+ * more than SP_SVG_MAX_OPS ops with SP_ERR_LIMIT (use the trace). `title` may be NULL. */
+#define SP_SVG_MAX_OPS 200000u
+SP_API sp_status sp_sim_write_svg(sp_ctx *ctx, const sp_sim *sim, const char *title,
+                                  const char *path);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,309 @@
+/* core/plan_load.c: reading "stagepart-plan" documents back (for simulate, check, export).
+ *
+ * Validates what later steps rely on: the stage list covers the layers contiguously and in
+ * order, every time is a finite number >= 0, chunk counts fit. The summary figures that follow
+ * from the stages (bottleneck, mean, stddev, imbalance) are recomputed from them, so a plan
+ * edited by hand cannot carry stale ones; the others are read as recorded. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json_util.h"
+#include "plan_impl.h"
+
+#define SP_PLAN_MAX_FILE_BYTES ((size_t)1 << 30)
+
+static bool read_enum(struct sp_json_reader *r, const cJSON *root, const char *key,
+                      sp_status (*from_name)(const char *, int *), int *out) {
+    const char *name = NULL;
+    if (!sp_json_get_string(r, root, "", key, false, 64, &name) || !name)
+        return true;
+    if (from_name(name, out) != SP_OK) {
+        sp_json_problem(r, "", key, "unknown value \"%s\"", name);
+        return false;
+    }
+    return true;
+}
+
+static sp_status solver_from(const char *n, int *o) {
+    sp_solver s;
+    sp_status st = sp_solver_from_name(n, &s);
+    *o = (int)s;
+    return st;
+}
+static sp_status objective_from(const char *n, int *o) {
+    sp_objective s;
+    sp_status st = sp_objective_from_name(n, &s);
+    *o = (int)s;
+    return st;
+}
+
+static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_stage *st,
+                       const char **first, const char **last) {
+    char where[48];
+    snprintf(where, sizeof where, "stages[%zu]", k);
+    memset(st, 0, sizeof *st);
+    *first = *last = "";
+    st->wgrad_ms = -1;
+    if (!cJSON_IsObject(obj)) {
+        char got[64];
+        sp_json_problem(r, where, "", "expected an object, got %s",
+                        sp_json_describe(obj, got, sizeof got));
+        return;
+    }
+    uint64_t index = k, device = 0, first_layer = 0, last_layer = 0, inflight = 1, chunk = 0;
+    sp_json_get_uint(r, obj, where, "index", true, 0, &index);
+    if (index != k)
+        sp_json_problem(r, where, "index", "expected %zu (stages in order), got %llu", k,
+                        (unsigned long long)index);
+    sp_json_get_uint(r, obj, where, "device", false, 0, &device);
+    sp_json_get_uint(r, obj, where, "first_layer", true, 0, &first_layer);
+    sp_json_get_uint(r, obj, where, "last_layer", true, 0, &last_layer);
+    sp_json_get_string(r, obj, where, "first_name", false, SP_NAME_MAX_BYTES, first);
+    sp_json_get_string(r, obj, where, "last_name", false, SP_NAME_MAX_BYTES, last);
+    sp_json_get_number(r, obj, where, "fwd_ms", true, 0, SP_PROFILE_MAX_LAYER_MS * 1e3,
+                       &st->fwd_ms);
+    sp_json_get_number(r, obj, where, "bwd_ms", true, 0, SP_PROFILE_MAX_LAYER_MS * 1e3,
+                       &st->bwd_ms);
+    st->time_ms = st->fwd_ms + st->bwd_ms;
+    sp_json_get_number(r, obj, where, "time_ms", false, 0, SP_PROFILE_MAX_LAYER_MS * 1e4,
+                       &st->time_ms);
+    if (sp_json_get_number(r, obj, where, "wgrad_ms", false, 0, SP_PROFILE_MAX_LAYER_MS * 1e3,
+                           &st->wgrad_ms) &&
+        st->wgrad_ms > st->bwd_ms)
+        sp_json_problem(r, where, "wgrad_ms", "expected at most bwd_ms (%g), got %g", st->bwd_ms,
+                        st->wgrad_ms);
+    sp_json_get_number(r, obj, where, "send_ms", false, 0, SP_PROFILE_MAX_LAYER_MS, &st->send_ms);
+    sp_json_get_uint(r, obj, where, "param_bytes", false, 0, &st->param_bytes);
+    sp_json_get_uint(r, obj, where, "resident_bytes", false, 0, &st->resident_bytes);
+    sp_json_get_uint(r, obj, where, "saved_bytes", false, 0, &st->saved_bytes);
+    sp_json_get_uint(r, obj, where, "inflight_micro_batches", false, 1, &inflight);
+    st->memory_bytes = st->resident_bytes + inflight * st->saved_bytes;
+    sp_json_get_uint(r, obj, where, "memory_bytes", false, 0, &st->memory_bytes);
+    sp_json_get_uint(r, obj, where, "chunk", false, 0, &chunk);
+    if (last_layer < first_layer)
+        sp_json_problem(r, where, "last_layer", "expected at least first_layer (%llu), got %llu",
+                        (unsigned long long)first_layer, (unsigned long long)last_layer);
+    st->index = (uint32_t)k;
+    st->device = device > UINT32_MAX ? UINT32_MAX : (uint32_t)device;
+    st->first_layer = (size_t)first_layer;
+    st->last_layer = (size_t)last_layer;
+    st->inflight = inflight > UINT32_MAX ? UINT32_MAX : (uint32_t)inflight;
+    st->chunk = chunk > UINT32_MAX ? UINT32_MAX : (uint32_t)chunk;
+}
+
+static void recompute_summary(sp_plan *plan) {
+    sp_plan_summary *m = &plan->summary;
+    double total = 0, mx = -1;
+    for (size_t s = 0; s < plan->n_stages; s++) {
+        total += plan->stages[s].time_ms;
+        if (plan->stages[s].time_ms > mx) {
+            mx = plan->stages[s].time_ms;
+            m->bottleneck_stage = (uint32_t)s;
+        }
+    }
+    /* per device: chunks of one device add up */
+    double mean = total / (double)m->stages, var = 0;
+    double dev_max = 0;
+    for (uint32_t d = 0; d < m->stages; d++) {
+        double t = 0;
+        for (size_t s = d; s < plan->n_stages; s += m->stages)
+            t += plan->stages[s].time_ms;
+        var += (t - mean) * (t - mean);
+        dev_max = fmax(dev_max, t);
+    }
+    m->bottleneck_ms = m->chunks > 1 ? dev_max : mx;
+    m->mean_ms = mean;
+    m->stddev_ms = sqrt(var / (double)m->stages);
+    m->imbalance = mean > 0 ? m->bottleneck_ms / mean : 1.0;
+}
+
+sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                        sp_plan **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!out || !data)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_parse: NULL argument");
+    *out = NULL;
+    name = name ? name : "<plan>";
+    cJSON *root = NULL;
+    sp_status st = sp_json_parse(ctx, name, data, len, &root);
+    if (st != SP_OK)
+        return st;
+    struct sp_json_reader r = {ctx, name};
+    sp_plan *plan = sp_calloc(1, sizeof *plan);
+    const char **names = NULL;
+    sp_status fail = SP_ERR_SCHEMA;
+    if (!plan) {
+        cJSON_Delete(root);
+        return sp_oom(ctx, "reading a plan");
+    }
+    sp_plan_summary *m = &plan->summary;
+    const char *model = NULL, *sha = "", *command = NULL;
+    uint64_t stages = 0, chunks = 1, micro = 1, layers = 0, limit = 0;
+    int solver = SP_SOLVER_DP, objective = SP_OBJECTIVE_BOTTLENECK;
+    if (!cJSON_IsObject(root)) {
+        char got[64];
+        sp_json_problem(&r, "", "", "expected a JSON object at the top level, got %s",
+                        sp_json_describe(root, got, sizeof got));
+        goto done;
+    }
+    if (!sp_json_check_header(&r, root, "stagepart-plan", 1))
+        goto done;
+    sp_json_get_string(&r, root, "", "model", true, SP_NAME_MAX_BYTES, &model);
+    sp_json_get_string(&r, root, "", "profile_sha256", false, 64, &sha);
+    sp_json_get_uint(&r, root, "", "profile_layers", false, 1, &layers);
+    read_enum(&r, root, "solver", solver_from, &solver);
+    read_enum(&r, root, "objective", objective_from, &objective);
+    sp_json_get_bool(&r, root, "", "optimal", false, &m->optimal);
+    sp_json_get_uint(&r, root, "", "stage_count", true, 1, &stages);
+    sp_json_get_uint(&r, root, "", "chunks", false, 1, &chunks);
+    sp_json_get_uint(&r, root, "", "micro_batches", true, 1, &micro);
+    sp_json_get_uint(&r, root, "", "memory_limit_bytes", false, 1, &limit);
+    sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, INFINITY, &m->lower_bound_ms);
+    sp_json_get_number(&r, root, "", "total_ms", false, 0, INFINITY, &m->total_ms);
+    sp_json_get_number(&r, root, "", "even_split_bottleneck_ms", false, 0, INFINITY,
+                       &m->even_split_bottleneck_ms);
+    sp_json_get_number(&r, root, "", "solve_ms", false, 0, INFINITY, &m->solve_ms);
+    const cJSON *sched = cJSON_GetObjectItemCaseSensitive(root, "schedule");
+    if (cJSON_IsObject(sched)) {
+        sp_plan_schedule *sc = &m->schedule;
+        const char *sname = NULL;
+        uint64_t smb = 1, sch = 1;
+        sp_json_get_string(&r, sched, "schedule", "name", true, 64, &sname);
+        if (sname && sp_schedule_from_name(sname, &sc->schedule) != SP_OK)
+            sp_json_problem(&r, "schedule", "name", "unknown schedule \"%s\"", sname);
+        sp_json_get_uint(&r, sched, "schedule", "micro_batches", true, 1, &smb);
+        sp_json_get_uint(&r, sched, "schedule", "chunks", false, 1, &sch);
+        sp_json_get_number(&r, sched, "schedule", "iteration_ms", true, 0, INFINITY,
+                           &sc->iteration_ms);
+        sp_json_get_number(&r, sched, "schedule", "bubble_fraction", true, 0, 1,
+                           &sc->bubble_fraction);
+        sp_json_get_number(&r, sched, "schedule", "efficiency", true, 0, 1, &sc->efficiency);
+        sc->micro_batches = smb > SP_MAX_MICRO_BATCHES ? SP_MAX_MICRO_BATCHES : (uint32_t)smb;
+        sc->chunks = sch > SP_MAX_STAGES ? SP_MAX_STAGES : (uint32_t)sch;
+        sc->present = true;
+    }
+    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generator");
+    if (cJSON_IsObject(gen))
+        sp_json_get_string(&r, gen, "generator", "command", false, (size_t)1 << 20, &command);
+    if (stages > SP_MAX_STAGES || chunks > SP_MAX_STAGES || micro > SP_MAX_MICRO_BATCHES) {
+        sp_json_problem(&r, "", "stage_count", "stage_count (%llu), chunks (%llu) or "
+                        "micro_batches (%llu) beyond the limits (%u, %u, %u)",
+                        (unsigned long long)stages, (unsigned long long)chunks,
+                        (unsigned long long)micro, SP_MAX_STAGES, SP_MAX_STAGES,
+                        SP_MAX_MICRO_BATCHES);
+        fail = SP_ERR_LIMIT;
+        goto done;
+    }
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "stages");
+    if (!cJSON_IsArray(arr)) {
+        sp_json_problem(&r, "", "stages", "expected an array of stage objects");
+        goto done;
+    }
+    size_t n = 0;
+    for (const cJSON *c = arr->child; c; c = c->next)
+        n++;
+    if (ctx->problems)
+        goto done;
+    if (n != stages * chunks) {
+        sp_json_problem(&r, "", "stages", "expected %llu stages (stage_count %llu x chunks %llu), "
+                        "got %zu", (unsigned long long)(stages * chunks),
+                        (unsigned long long)stages, (unsigned long long)chunks, n);
+        goto done;
+    }
+    plan->stages = sp_calloc(n, sizeof *plan->stages);
+    names = sp_calloc(2 * n, sizeof *names);
+    if (!plan->stages || !names) {
+        fail = sp_oom(ctx, "reading a plan");
+        goto done_status;
+    }
+    plan->n_stages = n;
+    size_t k = 0;
+    for (const cJSON *c = arr->child; c; c = c->next, k++)
+        read_stage(&r, c, k, &plan->stages[k], &names[2 * k], &names[2 * k + 1]);
+    for (k = 0; k < n && !ctx->problems; k++) {
+        const sp_stage *s = &plan->stages[k];
+        char where[48];
+        snprintf(where, sizeof where, "stages[%zu]", k);
+        size_t expect = k ? plan->stages[k - 1].last_layer + 1 : 0;
+        if (s->first_layer != expect)
+            sp_json_problem(&r, where, "first_layer",
+                            "expected %zu (stages cover the layers contiguously), got %zu",
+                            expect, s->first_layer);
+        if (s->device != k % stages)
+            sp_json_problem(&r, where, "device", "expected %llu (stage k runs on device k mod %llu), got %u",
+                            (unsigned long long)(k % stages), (unsigned long long)stages,
+                            s->device);
+    }
+    if (!ctx->problems && layers && plan->stages[n - 1].last_layer + 1 != layers)
+        sp_json_problem(&r, "stages[last]", "last_layer",
+                        "expected %llu (the profile's last layer), got %zu",
+                        (unsigned long long)(layers - 1), plan->stages[n - 1].last_layer);
+
+done:
+    if (ctx->problems) {
+        sp_problems_finish(ctx);
+        ctx->status = fail;
+        goto done_status;
+    }
+    m->solver = (sp_solver)solver;
+    m->objective = (sp_objective)objective;
+    m->stages = (uint32_t)stages;
+    m->chunks = (uint32_t)chunks;
+    m->micro_batches = (uint32_t)micro;
+    m->memory_limit_bytes = limit;
+    plan->n_layers = layers ? (size_t)layers : plan->stages[plan->n_stages - 1].last_layer + 1;
+    snprintf(plan->profile_sha256, sizeof plan->profile_sha256, "%s", sha ? sha : "");
+    plan->model = sp_strdup(model);
+    plan->command = command ? sp_strdup(command) : NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < 2 * plan->n_stages; i++)
+        total += strlen(names[i]) + 1;
+    plan->names = sp_malloc(total);
+    if (!plan->model || (command && !plan->command) || !plan->names) {
+        fail = sp_oom(ctx, "reading a plan");
+        goto done_status;
+    }
+    char *w = plan->names;
+    for (size_t i = 0; i < plan->n_stages; i++) {
+        for (int e = 0; e < 2; e++) {
+            size_t l = strlen(names[2 * i + e]) + 1;
+            memcpy(w, names[2 * i + e], l);
+            if (e == 0)
+                plan->stages[i].first_name = w;
+            else
+                plan->stages[i].last_name = w;
+            w += l;
+        }
+    }
+    recompute_summary(plan);
+    sp_free(names);
+    cJSON_Delete(root);
+    *out = plan;
+    return SP_OK;
+
+done_status:
+    sp_free(names);
+    cJSON_Delete(root);
+    sp_plan_destroy(plan);
+    return fail;
+}
+
+sp_status sp_plan_load(sp_ctx *ctx, const char *path, sp_plan **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!path || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_load: NULL argument");
+    *out = NULL;
+    char *data = NULL;
+    size_t len = 0;
+    sp_status st = sp_read_file(ctx, path, SP_PLAN_MAX_FILE_BYTES, &data, &len);
+    if (st != SP_OK)
+        return st;
+    st = sp_plan_parse(ctx, path, data, len, out);
+    sp_free(data);
+    return st;
+}

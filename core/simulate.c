@@ -1,0 +1,361 @@
+/* core/simulate.c: the event-exact pipeline simulator (docs/schedules.md §7).
+ *
+ * Each device runs its op list strictly in order. An op starts at the later of its device
+ * becoming free and each predecessor's end, plus the boundary's send delay when the
+ * predecessor ran on another device:
+ *     F(j,k) <- F(j,k-1)      B(j,k) <- B(j,k+1), B(j,K-1) <- F(j,K-1)      W(j,k) <- B(j,k)
+ * A work stack of devices is re-examined only when an op they wait for finishes, so every op
+ * and edge is touched O(1) times. State is indexed by (kind, micro-batch, stage) in flat arrays.
+ * If no device can advance while ops remain, the order deadlocks and the first blocked op of
+ * each device is reported. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plan_impl.h"
+#include "sim_impl.h"
+
+#define NOT_DONE (-1.0)
+
+struct sim_state {
+    const struct sp_pipeline *pl;
+    uint32_t K;
+    bool split;
+    double *end_f, *end_b, *end_w; /* [M * K], NOT_DONE until run */
+};
+
+static double *end_of(struct sim_state *s, char kind, uint32_t mb, uint32_t k) {
+    double *a = kind == 'F' ? s->end_f : kind == 'B' ? s->end_b : s->end_w;
+    return &a[(size_t)mb * s->K + k];
+}
+
+static uint32_t device_of(const struct sim_state *s, uint32_t k) { return k % s->pl->P; }
+
+static double duration(const struct sim_state *s, const struct sp_sched_op *op) {
+    const struct sp_pipeline *pl = s->pl;
+    if (op->kind == 'F')
+        return pl->f[op->stage];
+    if (op->kind == 'W')
+        return pl->w[op->stage];
+    return s->split ? pl->b[op->stage] - pl->w[op->stage] : pl->b[op->stage];
+}
+
+/* Earliest start allowed by the predecessors, or NAN if one has not run. */
+static double ready_at(struct sim_state *s, const struct sp_sched_op *op) {
+    uint32_t k = op->stage, d = device_of(s, k);
+    const struct sp_pipeline *pl = s->pl;
+    double t = 0, e;
+    if (op->kind == 'F') {
+        if (k == 0)
+            return 0;
+        e = *end_of(s, 'F', op->mb, k - 1);
+        if (e < 0)
+            return (double)NAN;
+        t = e + (device_of(s, k - 1) != d ? pl->send[k - 1] : 0);
+    } else if (op->kind == 'B') {
+        if (k + 1 == s->K) {
+            e = *end_of(s, 'F', op->mb, k);
+            if (e < 0)
+                return (double)NAN;
+            t = e;
+        } else {
+            e = *end_of(s, 'B', op->mb, k + 1);
+            if (e < 0)
+                return (double)NAN;
+            t = e + (device_of(s, k + 1) != d ? pl->send[k] : 0);
+        }
+    } else {
+        e = *end_of(s, 'B', op->mb, k);
+        if (e < 0)
+            return (double)NAN;
+        t = e;
+    }
+    return t;
+}
+
+void sp_sim_destroy(sp_sim *sim) {
+    if (!sim)
+        return;
+    sp_free(sim->devices);
+    sp_free(sim->ops);
+    sp_free(sim->title);
+    sp_free(sim);
+}
+
+const sp_sim_summary *sp_sim_get_summary(const sp_sim *sim) { return sim ? &sim->summary : NULL; }
+size_t sp_sim_device_count(const sp_sim *sim) { return sim ? sim->summary.devices : 0; }
+const sp_sim_device *sp_sim_get_device(const sp_sim *sim, size_t i) {
+    return sim && i < sim->summary.devices ? &sim->devices[i] : NULL;
+}
+size_t sp_sim_op_count(const sp_sim *sim) { return sim ? sim->n_ops : 0; }
+const sp_sim_op *sp_sim_get_op(const sp_sim *sim, size_t i) {
+    return sim && i < sim->n_ops ? &sim->ops[i] : NULL;
+}
+
+static bool equal_stages(const struct sp_pipeline *pl, uint32_t K) {
+    for (uint32_t k = 0; k < K; k++) {
+        if (pl->f[k] != pl->f[0] || pl->b[k] != pl->b[0] || (k + 1 < K && pl->send[k] != 0))
+            return false;
+        if (pl->schedule == SP_SCHEDULE_ZB_H1 && pl->w[k] != pl->w[0])
+            return false;
+    }
+    return true;
+}
+
+/* Closed forms for equal stages (docs/schedules.md §3), with F, B, W one device's totals. */
+static double closed_form(const struct sp_pipeline *pl) {
+    double P = pl->P, M = pl->M, V = pl->V;
+    double F = pl->f[0] * V, B = pl->b[0] * V;
+    switch (pl->schedule) {
+    case SP_SCHEDULE_GPIPE:
+    case SP_SCHEDULE_1F1B:
+        return (M + P - 1) * (F + B);
+    case SP_SCHEDULE_INTERLEAVED:
+        return M * (F + B) + (P - 1) * (F + B) / V;
+    case SP_SCHEDULE_ZB_H1: {
+        double W = pl->w[0], Bi = pl->b[0] - W;
+        return M * (pl->f[0] + pl->b[0]) + (P - 1) * (pl->f[0] + Bi - W);
+    }
+    }
+    return (double)NAN;
+}
+
+static sp_status report_deadlock(sp_ctx *ctx, const struct sp_pipeline *pl,
+                                 const struct sp_sched_op *ops, const size_t *offset,
+                                 const size_t *cursor) {
+    struct sp_strbuf sb;
+    sp_strbuf_init(&sb);
+    for (uint32_t d = 0; d < pl->P; d++)
+        if (cursor[d] < offset[d + 1]) {
+            const struct sp_sched_op *op = &ops[cursor[d]];
+            sp_strbuf_printf(&sb, "%sdevice %u waits at %c s%u mb%u", sb.len ? "; " : "", d,
+                             op->kind, op->stage, op->mb);
+        }
+    sp_status st = sp_fail(ctx, SP_ERR_INTERNAL, "the %s op order deadlocks: %s",
+                           sp_schedule_name(pl->schedule), sp_strbuf_str(&sb));
+    sp_strbuf_release(&sb);
+    return st;
+}
+
+sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool keep_ops,
+                               sp_sim **out) {
+    *out = NULL;
+    struct sp_sched_op *ops = NULL;
+    size_t *offset = NULL;
+    sp_status st = sp_schedule_build(ctx, pl, &ops, &offset);
+    if (st != SP_OK)
+        return st;
+    uint32_t P = pl->P, K = P * pl->V;
+    size_t n_ops = offset[P], cells = (size_t)pl->M * K;
+    struct sim_state s = {pl, K, pl->schedule == SP_SCHEDULE_ZB_H1, NULL, NULL, NULL};
+    s.end_f = sp_mallocarray(cells, sizeof(double));
+    s.end_b = sp_mallocarray(cells, sizeof(double));
+    s.end_w = s.split ? sp_mallocarray(cells, sizeof(double)) : NULL;
+    double *start = sp_mallocarray(n_ops, sizeof *start), *fin = sp_mallocarray(n_ops, sizeof *fin);
+    size_t *cursor = sp_calloc(P, sizeof *cursor);
+    uint32_t *stack = sp_mallocarray((size_t)P * 4 + 4, sizeof *stack);
+    bool *queued = sp_calloc(P, sizeof *queued);
+    double *free_at = sp_calloc(P, sizeof *free_at);
+    sp_sim *sim = sp_calloc(1, sizeof *sim);
+    if (!s.end_f || !s.end_b || (s.split && !s.end_w) || !start || !fin || !cursor || !stack ||
+        !queued || !free_at || !sim) {
+        st = sp_oom(ctx, "simulating the schedule");
+        goto out;
+    }
+    for (size_t i = 0; i < cells; i++) {
+        s.end_f[i] = s.end_b[i] = NOT_DONE;
+        if (s.split)
+            s.end_w[i] = NOT_DONE;
+    }
+    for (uint32_t d = 0; d < P; d++)
+        cursor[d] = offset[d];
+    size_t top = 0;
+    for (uint32_t d = P; d-- > 0;) {
+        stack[top++] = d;
+        queued[d] = true;
+    }
+    size_t done = 0;
+    while (top) {
+        uint32_t d = stack[--top];
+        queued[d] = false;
+        while (cursor[d] < offset[d + 1]) {
+            const struct sp_sched_op *op = &ops[cursor[d]];
+            double r = ready_at(&s, op);
+            if (isnan(r))
+                break;
+            double t0 = r > free_at[d] ? r : free_at[d], t1 = t0 + duration(&s, op);
+            start[cursor[d]] = t0;
+            fin[cursor[d]] = t1;
+            *end_of(&s, op->kind, op->mb, op->stage) = t1;
+            free_at[d] = t1;
+            cursor[d]++;
+            done++;
+            /* wake the devices whose ops wait for this one */
+            uint32_t wake[2];
+            int nw = 0;
+            if (op->kind == 'F' && op->stage + 1 < K)
+                wake[nw++] = device_of(&s, op->stage + 1);
+            if (op->kind == 'B' && op->stage > 0)
+                wake[nw++] = device_of(&s, op->stage - 1);
+            for (int i = 0; i < nw; i++)
+                if (wake[i] != d && !queued[wake[i]]) {
+                    stack[top++] = wake[i];
+                    queued[wake[i]] = true;
+                }
+        }
+    }
+    if (done != n_ops) {
+        st = report_deadlock(ctx, pl, ops, offset, cursor);
+        goto out;
+    }
+
+    sim->devices = sp_calloc(P, sizeof *sim->devices);
+    if (!sim->devices) {
+        st = sp_oom(ctx, "simulating the schedule");
+        goto out;
+    }
+    double iteration = 0, busy_total = 0, ideal = 0;
+    for (uint32_t d = 0; d < P; d++) {
+        sp_sim_device *dv = &sim->devices[d];
+        dv->device = d;
+        uint32_t inflight = 0;
+        uint64_t held = 0, peak_held = 0;
+        for (size_t i = offset[d]; i < offset[d + 1]; i++) {
+            const struct sp_sched_op *op = &ops[i];
+            dv->busy_ms += fin[i] - start[i];
+            uint64_t saved = pl->saved ? pl->saved[op->stage] : 0;
+            if (op->kind == 'F') {
+                inflight++;
+                held += saved;
+                if (inflight > dv->peak_inflight)
+                    dv->peak_inflight = inflight;
+                if (held > peak_held)
+                    peak_held = held;
+            } else if (op->kind == (s.split ? 'W' : 'B')) {
+                inflight--;
+                held -= saved;
+            }
+        }
+        dv->first_start_ms = offset[d + 1] > offset[d] ? start[offset[d]] : 0;
+        dv->last_end_ms = offset[d + 1] > offset[d] ? fin[offset[d + 1] - 1] : 0;
+        dv->peak_memory_bytes = (pl->resident ? pl->resident[d] : 0) + peak_held;
+        iteration = fmax(iteration, dv->last_end_ms);
+        busy_total += dv->busy_ms;
+        ideal = fmax(ideal, dv->busy_ms);
+    }
+    for (uint32_t d = 0; d < P; d++)
+        sim->devices[d].idle_ms = iteration - sim->devices[d].busy_ms;
+    sp_sim_summary *m = &sim->summary;
+    m->schedule = pl->schedule;
+    m->devices = P;
+    m->chunks = pl->V;
+    m->micro_batches = pl->M;
+    m->ops = n_ops;
+    m->iteration_ms = iteration;
+    m->bubble_fraction = iteration > 0 ? 1 - busy_total / ((double)P * iteration) : 0;
+    m->efficiency = 1 - m->bubble_fraction;
+    m->ideal_ms = ideal;
+    m->equal_stages = equal_stages(pl, K);
+    m->closed_form_ms = m->equal_stages ? closed_form(pl) : (double)NAN;
+    if (keep_ops) {
+        sim->ops = sp_mallocarray(n_ops, sizeof *sim->ops);
+        if (!sim->ops) {
+            st = sp_oom(ctx, "keeping the simulated ops");
+            goto out;
+        }
+        for (uint32_t d = 0; d < P; d++)
+            for (size_t i = offset[d]; i < offset[d + 1]; i++)
+                sim->ops[i] = (sp_sim_op){d, ops[i].stage, ops[i].mb, ops[i].kind, start[i], fin[i]};
+        sim->n_ops = n_ops;
+    }
+    *out = sim;
+    sim = NULL;
+out:
+    sp_sim_destroy(sim);
+    sp_free(ops);
+    sp_free(offset);
+    sp_free(s.end_f);
+    sp_free(s.end_b);
+    sp_free(s.end_w);
+    sp_free(start);
+    sp_free(fin);
+    sp_free(cursor);
+    sp_free(stack);
+    sp_free(queued);
+    sp_free(free_at);
+    return st;
+}
+
+void sp_sim_opts_init(sp_sim_opts *opts) {
+    memset(opts, 0, sizeof *opts);
+    opts->schedule = SP_SCHEDULE_1F1B;
+    opts->keep_ops = true;
+}
+
+sp_status sp_simulate(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts, sp_sim **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!plan || !opts || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_simulate: NULL argument");
+    *out = NULL;
+    if (!sp_schedule_name(opts->schedule))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown schedule");
+    const sp_plan_summary *m = &plan->summary;
+    uint32_t P = m->stages, V = m->chunks, K = P * V;
+    uint32_t M = opts->micro_batches ? opts->micro_batches : m->micro_batches;
+    if (M < 1 || M > SP_MAX_MICRO_BATCHES)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, %u], got %u",
+                       SP_MAX_MICRO_BATCHES, M);
+    double *f = sp_mallocarray(K, sizeof *f), *b = sp_mallocarray(K, sizeof *b);
+    double *w = sp_mallocarray(K, sizeof *w), *send = sp_mallocarray(K, sizeof *send);
+    uint64_t *saved = sp_mallocarray(K, sizeof *saved), *resident = sp_calloc(P, sizeof *resident);
+    sp_status st = SP_OK;
+    if (!f || !b || !w || !send || !saved || !resident) {
+        st = sp_oom(ctx, "simulating the schedule");
+        goto out;
+    }
+    for (uint32_t k = 0; k < K; k++) {
+        const sp_stage *s = &plan->stages[k];
+        f[k] = s->fwd_ms;
+        b[k] = s->time_ms - s->fwd_ms; /* backward plus, in blocking plans, its transfers */
+        w[k] = s->wgrad_ms;
+        send[k] = k + 1 < K ? s->send_ms : 0;
+        saved[k] = s->saved_bytes;
+        resident[k % P] += s->resident_bytes;
+    }
+    struct sp_pipeline pl = {P, V, M, opts->schedule, f, b, w, send, saved, resident};
+    st = sp_simulate_pipeline(ctx, &pl, opts->keep_ops, out);
+    if (st == SP_OK) {
+        struct sp_strbuf t;
+        sp_strbuf_init(&t);
+        sp_strbuf_printf(&t, "%s: %s, P = %u", plan->model, sp_schedule_name(opts->schedule), P);
+        if (V > 1)
+            sp_strbuf_printf(&t, ", V = %u", V);
+        sp_strbuf_printf(&t, ", M = %u, efficiency %.1f%%", M, 100 * (*out)->summary.efficiency);
+        (*out)->title = t.oom ? NULL : t.buf;
+        if (t.oom)
+            sp_strbuf_release(&t);
+    }
+out:
+    sp_free(f);
+    sp_free(b);
+    sp_free(w);
+    sp_free(send);
+    sp_free(saved);
+    sp_free(resident);
+    return st;
+}
+
+void sp_plan_attach_schedule(sp_plan *plan, const sp_sim *sim) {
+    if (!plan || !sim)
+        return;
+    sp_plan_schedule *sc = &plan->summary.schedule;
+    sc->present = true;
+    sc->schedule = sim->summary.schedule;
+    sc->micro_batches = sim->summary.micro_batches;
+    sc->chunks = sim->summary.chunks;
+    sc->iteration_ms = sim->summary.iteration_ms;
+    sc->bubble_fraction = sim->summary.bubble_fraction;
+    sc->efficiency = sim->summary.efficiency;
+}

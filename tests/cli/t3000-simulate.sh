@@ -1,0 +1,54 @@
+#!/bin/sh
+# t3000-simulate: the simulate command, its outputs (table, JSON, Chrome trace, SVG) and errors.
+. "$(dirname "$0")/lib.sh"
+"$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 -o "$TMP/plan.json" >/dev/null
+expect_code "simulate a plan" 0 "$STAGEPART" simulate "$TMP/plan.json"
+expect_stdout_contains "table: iteration and efficiency" "efficiency 81.31%"
+expect_stdout_contains "table: per device" "device     busy ms"
+expect_stdout_contains "table: assumptions" "transfers as pure delays"
+expect_code "simulate --json" 0 "$STAGEPART" simulate "$TMP/plan.json" --json
+cp "$TMP/stdout" "$TMP/sim.json"
+expect_code "simulation matches its schema" 0 python3 tests/tools/schema_check.py docs/schema/simulation.schema.json "$TMP/sim.json"
+for s in gpipe 1f1b zb-h1; do
+    expect_code "schedule $s" 0 "$STAGEPART" simulate "$TMP/plan.json" --schedule $s -m 32
+done
+expect_code "interleaved needs chunks" 2 "$STAGEPART" simulate "$TMP/plan.json" --schedule interleaved
+expect_stderr_contains "interleaved: reason named" "needs a plan made with --chunks V"
+expect_code "unknown schedule" 2 "$STAGEPART" simulate "$TMP/plan.json" --schedule 2f2b
+
+# zb-h1 without wgrad_ms
+cat >"$TMP/nowgrad.json" <<'JSON'
+{"format": "stagepart-profile", "version": 1, "model": "m", "micro_batch_size": 1,
+ "layers": [{"name": "a", "fwd_ms": 1, "bwd_ms": 2}, {"name": "b", "fwd_ms": 1, "bwd_ms": 2}]}
+JSON
+"$STAGEPART" partition "$TMP/nowgrad.json" -s 2 -o "$TMP/nowgrad-plan.json" >/dev/null
+expect_code "zb-h1 needs wgrad_ms" 2 "$STAGEPART" simulate "$TMP/nowgrad-plan.json" --schedule zb-h1
+expect_stderr_contains "zb-h1: reason named" "zb-h1 needs wgrad_ms"
+expect_code "partition --schedule zb-h1 needs wgrad_ms too" 2 "$STAGEPART" partition "$TMP/nowgrad.json" -s 2 --schedule zb-h1
+
+# equal stages: the closed form is printed beside the simulated value
+expect_code "equal stages" 0 "$STAGEPART" simulate "$TMP/nowgrad-plan.json" -m 8
+expect_stdout_contains "closed form for equal stages" "closed form 27.000 ms for equal stages (simulated 27.000 ms)"
+
+# timelines
+expect_code "trace and svg" 0 "$STAGEPART" simulate "$TMP/plan.json" --trace "$TMP/trace.json" --svg "$TMP/timeline.svg"
+expect_stdout_contains "trace written" "wrote       $TMP/trace.json"
+n=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); x=[e for e in t["traceEvents"] if e["ph"]=="X"]; print(len(x), len({e["tid"] for e in x}), min(e["ts"] for e in x))' "$TMP/trace.json")
+if [ "$n" = "128 4 0.0" ]; then pass "trace: 128 ops on 4 tracks from 0"; else fail "trace: 128 ops on 4 tracks from 0" "got $n"; fi
+if command -v rsvg-convert >/dev/null; then
+    expect_code "svg renders" 0 rsvg-convert "$TMP/timeline.svg" -o "$TMP/timeline.png"
+    expect_code "svg is a real picture" 0 python3 tests/tools/png_check.py "$TMP/timeline.png" 1000 200
+else
+    fail "svg renders" "rsvg-convert is missing (Debian librsvg2-bin; scripts/bootstrap.sh installs it)"
+fi
+
+# bad input
+expect_code "a profile is not a plan" 2 "$STAGEPART" simulate samples/profiles/llama3-8b.json
+expect_stderr_contains "wrong format named" 'format: expected "stagepart-plan", got "stagepart-profile"'
+sed 's/"fwd_ms":[^,]*,/"fwd_ms": "x",/' "$TMP/plan.json" >"$TMP/bad-plan.json"
+expect_code "corrupt plan" 2 "$STAGEPART" simulate "$TMP/bad-plan.json"
+expect_stderr_contains "corrupt plan: path named" "stages[0].fwd_ms: expected a finite number >= 0"
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["stages"][1]["first_layer"]+=1; json.dump(p,open(sys.argv[2],"w"))' "$TMP/plan.json" "$TMP/gap-plan.json"
+expect_code "plan with a gap" 2 "$STAGEPART" simulate "$TMP/gap-plan.json"
+expect_stderr_contains "gap named" "stages[1].first_layer: expected 9 (stages cover the layers contiguously)"
+test_done
