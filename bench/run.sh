@@ -10,6 +10,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 "$BUILD/bench/bench_partition" samples/profiles
+"$BUILD/bench/bench_simulate"
 
 python3 bench/gen_profile.py 100000 "$TMP/big.json"
 median5() { # median wall time of 5 runs of "$@", in ms

@@ -66,7 +66,7 @@ def transformer_layer(i, tokens, seq, h, heads, kv_dim, ffn, gated, causal, pref
     # output, mlp input, the ffn intermediates, plus fp32 softmax statistics per head
     per_token = 2 * h + h + (h + 2 * kv_dim) + h + h + (3 if gated else 2) * ffn
     saved = tokens * per_token * BF16 + tokens * heads * FP32
-    return layer(f"{prefix}.{i}", "transformer", matmul + attn, matmul / 2 * 1, tokens * h * BF16,
+    return layer(f"{prefix}.{i}", "transformer", matmul + attn, matmul, tokens * h * BF16,
                  saved, params)
 
 
@@ -88,7 +88,7 @@ def decoder_profile(model, L, h, heads, kv_heads, ffn, vocab, seq, mbs, gated, t
         layers.append(transformer_layer(i, tokens, seq, h, heads, kv_dim, ffn, gated, True))
     head_params = vocab * h + h
     head_flops = 2 * tokens * h * vocab
-    layers.append(layer("lm_head", "head", head_flops, head_flops / 2, tokens * vocab * FP32,
+    layers.append(layer("lm_head", "head", head_flops, head_flops, tokens * vocab * FP32,
                         tokens * h * BF16, head_params))
     loss_bytes = tokens * vocab * FP32 * 2  # read logits, write softmax gradient
     loss = layer("loss", "loss", 0, 0, 8, tokens * vocab * FP32, 0)
@@ -127,7 +127,7 @@ def bert_large():
     masked = int(tokens * 0.15)
     head_params = h * h + 2 * h + vocab  # transform + layernorm + decoder bias (decoder tied)
     head_flops = 2 * masked * (h * h + h * vocab)
-    layers.append(layer("cls.predictions", "head", head_flops, head_flops / 2,
+    layers.append(layer("cls.predictions", "head", head_flops, head_flops,
                         masked * vocab * FP32, masked * h * BF16 * 2, head_params,
                         extra=None))
     loss = layer("loss", "loss", 0, 0, 8, masked * vocab * FP32, 0)
@@ -161,7 +161,7 @@ def resnet50():
     stem_params = 3 * 64 * 49 + 2 * 64
     stem_flops = conv_flops(3, 64, 7, 112)
     stem_saved = n * (3 * res * res + 3 * 64 * 112 * 112) * BF16
-    layers.append(layer("conv1", "conv", stem_flops, stem_flops / 2, n * 64 * 56 * 56 * BF16,
+    layers.append(layer("conv1", "conv", stem_flops, stem_flops, n * 64 * 56 * 56 * BF16,
                         stem_saved, stem_params))
     cin, hw = 64, 56
     for stage, (blocks, width) in enumerate([(3, 64), (4, 128), (6, 256), (3, 512)], start=1):
@@ -178,11 +178,11 @@ def resnet50():
             # conv inputs, BN inputs and ReLU outputs of the three convolutions (bf16)
             saved = n * BF16 * (cin * hw * hw + 3 * width * hw * hw + 3 * width * hw_out * hw_out +
                                 3 * cout * hw_out * hw_out)
-            layers.append(layer(f"layer{stage}.{b}", "conv", flops, flops / 2,
+            layers.append(layer(f"layer{stage}.{b}", "conv", flops, flops,
                                 n * cout * hw_out * hw_out * BF16, saved, params))
             cin, hw = cout, hw_out
     fc_flops = 2 * n * 2048 * 1000
-    layers.append(layer("fc", "head", fc_flops, fc_flops / 2, n * 1000 * FP32,
+    layers.append(layer("fc", "head", fc_flops, fc_flops, n * 1000 * FP32,
                         n * 2048 * 7 * 7 * BF16, 2048 * 1000 + 1000))
     loss = layer("loss", "loss", 0, 0, 8, n * 1000 * FP32, 0)
     loss["fwd_ms"] = ms(nbytes=n * 1000 * FP32 * 2)
@@ -203,8 +203,26 @@ def resnet50():
     }
 
 
+def equal_64():
+    block = {"kind": "transformer", "fwd_ms": 1.0, "bwd_ms": 2.0, "wgrad_ms": 1.0,
+             "recompute_ms": 1.0, "activation_bytes": 1048576, "saved_bytes": 8388608,
+             "param_bytes": 2097152, "memory_bytes": 16777216}
+    return {
+        "format": "stagepart-profile",
+        "version": 1,
+        "model": "equal-64",
+        "micro_batch_size": 1,
+        "source": ("synthetic: 64 identical blocks (forward 1 ms, backward 2 ms of which 1 ms "
+                   "weight gradient), so every split into a power-of-two number of stages up to "
+                   "64 has equal stages; used to reproduce closed forms and the claims in "
+                   "docs/efficiency.md"),
+        "layers": [dict(name=f"block.{i}", **block) for i in range(64)],
+    }
+
+
 def profiles():
     return {
+        "equal-64.json": equal_64(),
         "gpt3-2.7b.json": decoder_profile(
             "gpt3-2.7b", 32, 2560, 32, 32, 10240, 50257, 2048, 1, False,
             "GPT-3 2.7B (Brown et al. 2020, table 2.1) with learned positions; input embedding "
