@@ -100,7 +100,8 @@ static double time_solve(sp_ctx *ctx, const sp_profile *p, uint32_t stages, sp_o
 static double time_bisection(sp_ctx *ctx, const sp_profile *p, uint32_t stages, int reps) {
     double t[64];
     struct sp_chain c;
-    sp_chain_init(ctx, &c, p, SP_WEIGHT_TIME, stages, 4 * stages, 0);
+    struct sp_chain_model model = {SP_WEIGHT_TIME, stages, 4 * stages, 0, NULL, NULL};
+    sp_chain_init(ctx, &c, p, &model);
     for (int r = 0; r < reps; r++) {
         int64_t cap = 0;
         double t0 = sp_now_ms();

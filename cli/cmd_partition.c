@@ -15,12 +15,19 @@ enum {
     OPT_OUTPUT,
     OPT_JSON,
     OPT_SCHEDULE,
+    OPT_DEVICES,
+    OPT_LINKS,
+    OPT_TARGET,
 };
 
 const struct sp_opt cmd_partition_opts[] = {
     {OPT_STAGES, "stages", 's', "<P>", "number of pipeline stages (default: 4)", "Plan"},
-    {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M>",
-     "micro-batches per iteration (default: 4 x stages)", "Plan"},
+    {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M|auto>",
+     "micro-batches per iteration (default: 4 x stages); auto: the smallest M reaching "
+     "--target-efficiency",
+     "Plan"},
+    {OPT_TARGET, "target-efficiency", 0, "<x>",
+     "efficiency --micro-batches auto aims for, in (0, 1) (default: 0.9)", "Plan"},
     {OPT_OBJECTIVE, "objective", 0, "<name>",
      "bottleneck (default) or variance; see docs/partitioning.md", "Plan"},
     {OPT_SOLVER, "solver", 0, "<name>",
@@ -30,6 +37,14 @@ const struct sp_opt cmd_partition_opts[] = {
      "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1", "Plan"},
     {OPT_MEMORY_LIMIT, "memory-limit", 0, "<bytes>",
      "per-stage memory cap, e.g. 80GB or 80GiB (default: none)", "Constraints"},
+    {OPT_DEVICES, "devices", 0, "<file>",
+     "stagepart-devices file: stage s runs on device s, at its speed, within its memory "
+     "(default: the profile's devices, else identical ones)",
+     "Constraints"},
+    {OPT_LINKS, "links", 0, "<file>",
+     "stagepart-links file: each boundary's transfer time (send_ms), overlapped with compute "
+     "in the simulated schedule",
+     "Constraints"},
     {OPT_OUTPUT, "output", 'o', "<file>", "write the plan JSON to <file> (atomically)",
      "Output"},
     {OPT_JSON, "json", 0, NULL, "print the plan JSON on stdout instead of the table", "Output"},
@@ -110,6 +125,16 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
     else
         printf("even split  %.3f ms: same bottleneck as an even split of layers\n",
                m->even_split_bottleneck_ms);
+    size_t n_search = 0;
+    const sp_mb_point *search = sp_plan_micro_batch_search(plan, &n_search);
+    if (n_search) {
+        printf("micro-batches searched for %.1f%% efficiency (%s):", 100 * m->target_efficiency,
+               sp_schedule_name(m->schedule.schedule));
+        for (size_t i = 0; i < n_search; i++)
+            printf("%s M=%u %.1f%%", i ? "," : "", search[i].micro_batches,
+                   100 * search[i].efficiency);
+        printf("\n");
+    }
     if (m->schedule.present)
         printf("schedule    %s, %u micro-batches: iteration %.3f ms, bubble %.1f%%, efficiency "
                "%.1f%% (simulated)\n",
@@ -125,8 +150,8 @@ int cmd_partition(int argc, char **argv) {
     sp_partition_opts opts;
     sp_partition_opts_init(&opts);
     const char *output = NULL, *memory_text = NULL;
-    bool json = false;
-    sp_schedule schedule = SP_SCHEDULE_1F1B;
+    bool json = false, target_given = false;
+    const char *devices_path = NULL, *links_path = NULL;
     uint64_t v = 0;
     struct sp_opt_parser p;
     sp_opt_parser_init(&p, "partition", cmd_partition_opts, argc, argv);
@@ -143,9 +168,29 @@ int cmd_partition(int argc, char **argv) {
             opts.stages = (uint32_t)v;
             break;
         case OPT_MICRO_BATCHES:
+            if (p.value && strcmp(p.value, "auto") == 0) {
+                opts.micro_batches = SP_MICRO_BATCHES_AUTO;
+                break;
+            }
             if (!sp_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
                 return SP_EXIT_USAGE;
             opts.micro_batches = (uint32_t)v;
+            break;
+        case OPT_TARGET: {
+            char *end = NULL;
+            opts.target_efficiency = strtod(p.value, &end);
+            if (!end || *end || !(opts.target_efficiency > 0 && opts.target_efficiency < 1))
+                return sp_usage_error("partition",
+                                      "--target-efficiency expects a number in (0, 1), got '%s'",
+                                      p.value);
+            target_given = true;
+            break;
+        }
+        case OPT_DEVICES:
+            devices_path = p.value;
+            break;
+        case OPT_LINKS:
+            links_path = p.value;
             break;
         case OPT_OBJECTIVE:
             if (sp_objective_from_name(p.value, &opts.objective) != SP_OK)
@@ -166,8 +211,8 @@ int cmd_partition(int argc, char **argv) {
             output = p.value;
             break;
         case OPT_SCHEDULE:
-            if (sp_schedule_from_name(p.value, &schedule) != SP_OK ||
-                schedule == SP_SCHEDULE_INTERLEAVED)
+            if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK ||
+                opts.schedule == SP_SCHEDULE_INTERLEAVED)
                 return sp_usage_error("partition",
                                       "--schedule expects gpipe, 1f1b or zb-h1, got '%s'",
                                       p.value);
@@ -182,11 +227,15 @@ int cmd_partition(int argc, char **argv) {
     if (p.n_positional > 1)
         return sp_usage_error("partition", "expected one PROFILE, got %d arguments",
                               p.n_positional);
+    if (target_given && opts.micro_batches != SP_MICRO_BATCHES_AUTO)
+        return sp_usage_error("partition", "--target-efficiency needs --micro-batches auto");
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK) {
         fputs("stagepart: error: out of memory\n", stderr);
         return SP_EXIT_INTERNAL;
     }
+    sp_devices *devices = NULL;
+    sp_links *links = NULL;
     int code = SP_EXIT_OK;
     sp_profile *profile = NULL;
     sp_plan *plan = NULL;
@@ -203,24 +252,22 @@ int cmd_partition(int argc, char **argv) {
             goto out;
         }
     }
+    if (devices_path && (st = sp_devices_load(ctx, devices_path, &devices)) != SP_OK) {
+        code = sp_report(ctx, st, json);
+        goto out;
+    }
+    if (links_path && (st = sp_links_load(ctx, links_path, &links)) != SP_OK) {
+        code = sp_report(ctx, st, json);
+        goto out;
+    }
+    opts.devices = devices;
+    opts.links = links;
     if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK ||
         (st = sp_partition(ctx, profile, &opts, &plan)) != SP_OK) {
         code = sp_report(ctx, st, json);
         goto out;
     }
-    sp_print_warnings(ctx); /* before the next call on ctx clears them */
-    /* every plan carries what its schedule is predicted to achieve */
-    sp_sim_opts so;
-    sp_sim_opts_init(&so);
-    so.schedule = schedule;
-    so.keep_ops = false;
-    sp_sim *sim = NULL;
-    if ((st = sp_simulate(ctx, plan, &so, &sim)) != SP_OK) {
-        code = sp_report(ctx, st, json);
-        goto out;
-    }
-    sp_plan_attach_schedule(plan, sim);
-    sp_sim_destroy(sim);
+    sp_print_warnings(ctx);
     cmdline = sp_command_line(argc, argv);
     if (cmdline && (st = sp_plan_set_command(ctx, plan, cmdline)) != SP_OK) {
         code = sp_report(ctx, st, json);
@@ -245,6 +292,8 @@ out:
     free(cmdline);
     sp_plan_destroy(plan);
     sp_profile_destroy(profile);
+    sp_devices_destroy(devices);
+    sp_links_destroy(links);
     sp_ctx_destroy(ctx);
     return code;
 }

@@ -91,5 +91,7 @@ double sp_ticks_to_ms(int64_t ticks);
 int64_t sp_layer_fwd_ticks(const sp_layer *layer);
 int64_t sp_layer_bwd_ticks(const sp_layer *layer);
 int64_t sp_layer_ticks(const sp_layer *layer);
+/* sp_speed_scale: ticks of work on a device of relative speed `speed`, rounded to a tick. */
+int64_t sp_speed_scale(int64_t ticks, double speed);
 
 #endif

@@ -20,6 +20,7 @@ void sp_plan_destroy(sp_plan *plan) {
     sp_free(plan->command);
     sp_free(plan->stages);
     sp_free(plan->names);
+    sp_free(plan->search);
     sp_free(plan);
 }
 
@@ -31,6 +32,10 @@ const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i) {
     return (plan && i < plan->n_stages) ? &plan->stages[i] : NULL;
 }
 const char *sp_plan_model(const sp_plan *plan) { return plan ? plan->model : ""; }
+const sp_mb_point *sp_plan_micro_batch_search(const sp_plan *plan, size_t *count) {
+    *count = plan ? plan->n_search : 0;
+    return plan ? plan->search : NULL;
+}
 
 sp_status sp_plan_set_command(sp_ctx *ctx, sp_plan *plan, const char *command) {
     if (!ctx)
@@ -70,7 +75,7 @@ static sp_status copy_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *profil
 }
 
 sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
-                        const size_t *bounds, sp_plan **out) {
+                        const double *speed, const size_t *bounds, sp_plan **out) {
     *out = NULL;
     size_t n = sp_profile_layer_count(profile);
     uint32_t p = opts->stages;
@@ -115,12 +120,22 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
             st->resident_bytes += L->memory_bytes;
             st->saved_bytes += L->saved_bytes;
         }
+        if (speed) {
+            double sp = speed[s];
+            fwd = sp_speed_scale(fwd, sp);
+            bwd = sp_speed_scale(bwd, sp);
+            wgrad = sp_speed_scale(wgrad, sp);
+        }
         st->fwd_ms = sp_ticks_to_ms(fwd);
         st->bwd_ms = sp_ticks_to_ms(bwd);
         st->time_ms = sp_ticks_to_ms(fwd + bwd);
         /* rounding per layer can put the wgrad sum a tick above the bwd sum */
         st->wgrad_ms = have_wgrad ? sp_ticks_to_ms(wgrad < bwd ? wgrad : bwd) : -1.0;
         st->send_ms = 0;
+        if (opts->links && s + 1 < p) {
+            uint64_t bytes = sp_profile_layer(profile, bounds[s + 1] - 1)->activation_bytes;
+            st->send_ms = sp_links_transfer_ms(opts->links, s, s + 1, bytes);
+        }
         st->chunk = 0;
         st->inflight = sp_stage_inflight(s, p, opts->micro_batches);
         sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes;
@@ -139,8 +154,22 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
     sum->solver = opts->solver;
     sum->bottleneck_ms = sp_ticks_to_ms(max_ticks);
     sum->bottleneck_stage = bottleneck_stage;
-    sum->total_ms = sp_ticks_to_ms(total_ticks);
+    /* lower bound: the heaviest layer, or the work spread over the stages; with speeds, the
+     * heaviest layer on the fastest device and the work spread in proportion to speed */
     double lb = (double)total_ticks / (double)p;
+    if (speed) {
+        double fastest = 0, speed_sum = 0;
+        for (uint32_t s = 0; s < p; s++) {
+            fastest = speed[s] > fastest ? speed[s] : fastest;
+            speed_sum += speed[s];
+        }
+        lb = (double)total_ticks / speed_sum;
+        heaviest_layer = sp_speed_scale(heaviest_layer, fastest);
+        total_ticks = 0; /* from here on: the time the stages take, which depends on the plan */
+        for (uint32_t s = 0; s < p; s++)
+            total_ticks += sp_ms_to_ticks(plan->stages[s].time_ms);
+    }
+    sum->total_ms = sp_ticks_to_ms(total_ticks);
     if ((double)heaviest_layer > lb)
         lb = (double)heaviest_layer;
     sum->lower_bound_ms = lb / SP_TICKS_PER_MS;

@@ -13,14 +13,17 @@ struct sp_plan {
     size_t n_stages;
     sp_stage *stages;         /* stages[n_stages] */
     char *names;              /* first/last names of the stages, NUL-separated */
+    sp_mb_point *search;      /* search[n_search]: the M tried by --micro-batches auto */
+    size_t n_search;
 };
 
 /* sp_plan_build: a plan with the given stage boundaries: stage s holds layers
  * [bounds[s], bounds[s+1]) with bounds[0] = 0 < ... < bounds[P] = n. Computes every stage figure
- * and the summary except solver, objective, optimal, even_split_bottleneck_ms and solve_ms, which
- * the caller sets. `opts` must be resolved (micro_batches > 0). */
+ * and the summary except solver, objective, optimal, even_split_bottleneck_ms, solve_ms and the
+ * schedule, which the caller sets. `opts` must be resolved (micro_batches > 0). speed[P] (or
+ * NULL) divides stage s's times; opts->links gives each boundary's send_ms. */
 sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
-                        const size_t *bounds, sp_plan **out);
+                        const double *speed, const size_t *bounds, sp_plan **out);
 
 /* sp_stage_inflight: micro-batches whose activations stage s of p holds under 1F1B with m
  * micro-batches: min(p - s, m). */

@@ -92,6 +92,16 @@ static cJSON *plan_tree(const sp_plan *plan) {
              add_number(o, "bubble_fraction", sc->bubble_fraction) &&
              add_number(o, "efficiency", sc->efficiency);
     }
+    if (ok && plan->n_search) {
+        cJSON *arr = cJSON_AddArrayToObject(root, "micro_batch_search");
+        ok = arr && add_number(root, "target_efficiency", m->target_efficiency);
+        for (size_t i = 0; ok && i < plan->n_search; i++) {
+            cJSON *o = cJSON_CreateObject();
+            ok = o && cJSON_AddItemToArray(arr, o) &&
+                 add_number(o, "micro_batches", plan->search[i].micro_batches) &&
+                 add_number(o, "efficiency", plan->search[i].efficiency);
+        }
+    }
     cJSON *stages = ok ? cJSON_AddArrayToObject(root, "stages") : NULL;
     ok = stages != NULL;
     for (size_t s = 0; ok && s < plan->n_stages; s++)

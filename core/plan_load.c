@@ -161,11 +161,11 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_json_get_uint(&r, root, "", "chunks", false, 1, &chunks);
     sp_json_get_uint(&r, root, "", "micro_batches", true, 1, &micro);
     sp_json_get_uint(&r, root, "", "memory_limit_bytes", false, 1, &limit);
-    sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, INFINITY, &m->lower_bound_ms);
-    sp_json_get_number(&r, root, "", "total_ms", false, 0, INFINITY, &m->total_ms);
-    sp_json_get_number(&r, root, "", "even_split_bottleneck_ms", false, 0, INFINITY,
+    sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, (double)INFINITY, &m->lower_bound_ms);
+    sp_json_get_number(&r, root, "", "total_ms", false, 0, (double)INFINITY, &m->total_ms);
+    sp_json_get_number(&r, root, "", "even_split_bottleneck_ms", false, 0, (double)INFINITY,
                        &m->even_split_bottleneck_ms);
-    sp_json_get_number(&r, root, "", "solve_ms", false, 0, INFINITY, &m->solve_ms);
+    sp_json_get_number(&r, root, "", "solve_ms", false, 0, (double)INFINITY, &m->solve_ms);
     const cJSON *sched = cJSON_GetObjectItemCaseSensitive(root, "schedule");
     if (cJSON_IsObject(sched)) {
         sp_plan_schedule *sc = &m->schedule;
@@ -176,7 +176,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
             sp_json_problem(&r, "schedule", "name", "unknown schedule \"%s\"", sname);
         sp_json_get_uint(&r, sched, "schedule", "micro_batches", true, 1, &smb);
         sp_json_get_uint(&r, sched, "schedule", "chunks", false, 1, &sch);
-        sp_json_get_number(&r, sched, "schedule", "iteration_ms", true, 0, INFINITY,
+        sp_json_get_number(&r, sched, "schedule", "iteration_ms", true, 0, (double)INFINITY,
                            &sc->iteration_ms);
         sp_json_get_number(&r, sched, "schedule", "bubble_fraction", true, 0, 1,
                            &sc->bubble_fraction);

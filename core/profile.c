@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices_impl.h"
 #include "json_util.h"
 
 #define SP_PROFILE_MAX_FILE_BYTES ((size_t)4 << 30) /* 4 GiB: larger files are refused */
@@ -21,6 +22,7 @@ struct sp_profile {
     sp_layer *layers;
     char *pool; /* names and kinds, NUL-separated */
     char sha256[65];
+    sp_devices *devices; /* the optional "devices" list, or NULL */
 };
 
 void sp_profile_destroy(sp_profile *p) {
@@ -31,8 +33,11 @@ void sp_profile_destroy(sp_profile *p) {
     sp_free(p->device);
     sp_free(p->layers);
     sp_free(p->pool);
+    sp_devices_destroy(p->devices);
     sp_free(p);
 }
+
+const sp_devices *sp_profile_devices(const sp_profile *p) { return p ? p->devices : NULL; }
 
 size_t sp_profile_layer_count(const sp_profile *p) { return p ? p->n_layers : 0; }
 const sp_layer *sp_profile_layer(const sp_profile *p, size_t i) {
@@ -227,6 +232,12 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     sp_json_get_string(&r, root, "", "source", false, (size_t)1 << 20, &source);
     sp_json_get_string(&r, root, "", "device", false, SP_NAME_MAX_BYTES, &device);
 
+    const cJSON *devices = cJSON_GetObjectItemCaseSensitive(root, "devices");
+    if (devices && !cJSON_IsNull(devices) &&
+        (st = sp_devices_from_json(&r, devices, "devices", &p->devices)) == SP_ERR_NOMEM) {
+        fail = st;
+        goto done_status;
+    }
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
     if (!cJSON_IsArray(layers)) {
         char got[64];

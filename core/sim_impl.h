@@ -41,4 +41,9 @@ struct sp_sim {
 sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool keep_ops,
                                sp_sim **out);
 
+/* sp_simulate_plan: sp_simulate without starting a new call on ctx (keeps its warnings), for
+ * the partitioner. */
+sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts,
+                           sp_sim **out);
+
 #endif

@@ -298,6 +298,11 @@ sp_status sp_simulate(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts,
     sp_ctx_begin(ctx);
     if (!plan || !opts || !out)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_simulate: NULL argument");
+    return sp_simulate_plan(ctx, plan, opts, out);
+}
+
+sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts,
+                           sp_sim **out) {
     *out = NULL;
     if (!sp_schedule_name(opts->schedule))
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown schedule");

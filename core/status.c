@@ -48,3 +48,7 @@ int64_t sp_layer_bwd_ticks(const sp_layer *layer) { return sp_ms_to_ticks(layer-
 int64_t sp_layer_ticks(const sp_layer *layer) {
     return sp_layer_fwd_ticks(layer) + sp_layer_bwd_ticks(layer);
 }
+
+int64_t sp_speed_scale(int64_t ticks, double speed) {
+    return speed == 1.0 ? ticks : (int64_t)llround((double)ticks / speed);
+}

@@ -82,7 +82,8 @@ static sp_status block_layers(sp_ctx *ctx, const sp_profile *profile, uint32_t s
 sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
                             size_t *bounds) {
     struct sp_chain c;
-    sp_status st = sp_chain_init(ctx, &c, profile, SP_WEIGHT_TIME, stages, 1, 0);
+    struct sp_chain_model model = {SP_WEIGHT_TIME, stages, 1, 0, NULL, NULL};
+    sp_status st = sp_chain_init(ctx, &c, profile, &model);
     if (st != SP_OK)
         return st;
     size_t n = sp_profile_layer_count(profile), last = c.n_pos - 1;
@@ -113,7 +114,8 @@ sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t sta
 sp_status sp_parameters_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
                                size_t *bounds) {
     struct sp_chain c;
-    sp_status st = sp_chain_init(ctx, &c, profile, SP_WEIGHT_PARAMS, stages, 1, 0);
+    struct sp_chain_model model = {SP_WEIGHT_PARAMS, stages, 1, 0, NULL, NULL};
+    sp_status st = sp_chain_init(ctx, &c, profile, &model);
     if (st != SP_OK)
         return st;
     int64_t cap = 0;

@@ -12,13 +12,17 @@ void sp_chain_release(struct sp_chain *c) {
     sp_free(c->mem);
     sp_free(c->saved);
     sp_free(c->inflight);
+    sp_free(c->wf);
+    sp_free(c->cap);
+    sp_free(c->speed);
     memset(c, 0, sizeof *c);
 }
 
 sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
-                        enum sp_chain_weight weight, uint32_t stages, uint32_t micro_batches,
-                        uint64_t mem_cap) {
+                        const struct sp_chain_model *model) {
     memset(c, 0, sizeof *c);
+    enum sp_chain_weight weight = model->weight;
+    uint32_t stages = model->stages, micro_batches = model->micro_batches;
     size_t n = sp_profile_layer_count(profile);
     size_t n_pos = 1;
     for (size_t l = 0; l + 1 < n; l++)
@@ -26,34 +30,51 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
     n_pos += 1;
     c->n_pos = n_pos;
     c->p = stages;
-    c->mem_cap = mem_cap;
     c->pos = sp_mallocarray(n_pos, sizeof *c->pos);
     c->w = sp_mallocarray(n_pos, sizeof *c->w);
+    c->wf = sp_mallocarray(n_pos, sizeof *c->wf);
     c->mem = sp_mallocarray(n_pos, sizeof *c->mem);
     c->saved = sp_mallocarray(n_pos, sizeof *c->saved);
     c->inflight = sp_mallocarray(stages, sizeof *c->inflight);
-    if (!c->pos || !c->w || !c->mem || !c->saved || !c->inflight) {
+    c->cap = sp_calloc(stages, sizeof *c->cap);
+    bool speeds = false;
+    for (uint32_t s = 0; model->speed && s < stages; s++)
+        speeds |= model->speed[s] != 1.0;
+    c->speed = speeds && weight == SP_WEIGHT_TIME ? sp_mallocarray(stages, sizeof *c->speed) : NULL;
+    if (!c->pos || !c->w || !c->wf || !c->mem || !c->saved || !c->inflight || !c->cap ||
+        (speeds && weight == SP_WEIGHT_TIME && !c->speed)) {
         sp_chain_release(c);
         return sp_oom(ctx, "building the partitioner's chain");
     }
-    for (uint32_t s = 0; s < stages; s++)
+    for (uint32_t s = 0; s < stages; s++) {
         c->inflight[s] = sp_stage_inflight(s, stages, micro_batches);
-    int64_t w = 0;
+        uint64_t cap = model->mem_cap, dm = model->device_mem ? model->device_mem[s] : 0;
+        if (dm && (!cap || dm < cap))
+            cap = dm;
+        c->cap[s] = cap;
+        c->any_cap |= cap != 0;
+        if (c->speed)
+            c->speed[s] = model->speed[s];
+    }
+    int64_t w = 0, wf = 0;
     uint64_t mem = 0, saved = 0;
     size_t k = 0;
     c->pos[0] = 0;
     c->w[0] = 0;
+    c->wf[0] = 0;
     c->mem[0] = 0;
     c->saved[0] = 0;
     for (size_t l = 0; l < n; l++) {
         const sp_layer *L = sp_profile_layer(profile, l);
         w += weight == SP_WEIGHT_TIME ? sp_layer_ticks(L) : (int64_t)L->param_bytes;
+        wf += weight == SP_WEIGHT_TIME ? sp_layer_fwd_ticks(L) : 0;
         mem += L->memory_bytes;
         saved += L->saved_bytes;
         if (l + 1 == n || L->cut_after) {
             k++;
             c->pos[k] = l + 1;
             c->w[k] = w;
+            c->wf[k] = wf;
             c->mem[k] = mem;
             c->saved[k] = saved;
         }
@@ -200,6 +221,15 @@ sp_status sp_chain_min_bottleneck(sp_ctx *ctx, const struct sp_chain *c, int64_t
     int64_t avg = (total + (int64_t)c->p - 1) / (int64_t)c->p;
     int64_t lo = max_block > avg ? max_block : avg;
     int64_t hi = avg + max_block < total ? avg + max_block : total;
+    if (c->speed) { /* speeds: no useful closed-form bounds; every stage fits under `total` */
+        lo = 0;
+        total = 0;
+        for (uint32_t s = 0; s < c->p; s++) {
+            int64_t t = sp_chain_time(c, s, 0, last);
+            total = t > total ? t : total;
+        }
+        hi = total;
+    }
     if (hi < lo)
         hi = lo;
     /* The greedy solves the "at most p stages" relaxation exactly, so its optimum is a lower

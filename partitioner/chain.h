@@ -27,29 +27,51 @@ struct sp_chain {
     size_t n_pos;       /* candidate positions, >= 2 */
     size_t *pos;        /* pos[n_pos]: layer index of each position */
     int64_t *w;         /* w[n_pos]: prefix sums of the weight */
+    int64_t *wf;        /* wf[n_pos]: prefix sums of the forward part (time weight only) */
     uint64_t *mem;      /* mem[n_pos]: prefix sums of memory_bytes */
     uint64_t *saved;    /* saved[n_pos]: prefix sums of saved_bytes */
     uint32_t p;         /* stages */
     uint32_t *inflight; /* inflight[p]: micro-batches held by stage s */
-    uint64_t mem_cap;   /* 0: no memory cap */
+    uint64_t *cap;      /* cap[p]: memory cap of stage s; 0: none */
+    bool any_cap;
+    double *speed;      /* speed[p]: relative speed of stage s's device; NULL: all equal */
+};
+
+/* What the chain models besides the profile: stage count, micro-batches (for in-flight
+ * counts), a memory cap for every stage, and per-device speeds and memory (either may be NULL). */
+struct sp_chain_model {
+    enum sp_chain_weight weight;
+    uint32_t stages, micro_batches;
+    uint64_t mem_cap;            /* 0: none */
+    const double *speed;         /* [stages] or NULL */
+    const uint64_t *device_mem;  /* [stages] or NULL; 0 entries: not limited */
 };
 
 sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
-                        enum sp_chain_weight weight, uint32_t stages, uint32_t micro_batches,
-                        uint64_t mem_cap);
+                        const struct sp_chain_model *model);
 void sp_chain_release(struct sp_chain *c);
 
 static inline bool sp_chain_mem_ok(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {
-    if (!c->mem_cap)
+    if (!c->any_cap || !c->cap[s])
         return true;
     sp_u128 need = (sp_u128)(c->mem[b] - c->mem[a]) +
                    (sp_u128)c->inflight[s] * (sp_u128)(c->saved[b] - c->saved[a]);
-    return need <= c->mem_cap;
+    return need <= c->cap[s];
+}
+
+/* Stage s's time over [a, b): the weight, or with device speeds its forward and backward parts
+ * each divided by the speed and rounded to a tick (so the plan's fwd + bwd equal its time). */
+static inline int64_t sp_chain_time(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {
+    int64_t w = c->w[b] - c->w[a];
+    if (!c->speed)
+        return w;
+    int64_t f = c->wf[b] - c->wf[a];
+    return sp_speed_scale(f, c->speed[s]) + sp_speed_scale(w - f, c->speed[s]);
 }
 
 static inline bool sp_chain_admissible(const struct sp_chain *c, uint32_t s, size_t a, size_t b,
                                        int64_t cap) {
-    return c->w[b] - c->w[a] <= cap && sp_chain_mem_ok(c, s, a, b);
+    return sp_chain_time(c, s, a, b) <= cap && sp_chain_mem_ok(c, s, a, b);
 }
 
 /* Furthest b > a with [a, b) admissible for stage s, or a when even one block does not fit. */

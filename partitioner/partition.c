@@ -6,6 +6,7 @@
 #include "baselines.h"
 #include "chain.h"
 #include "plan_impl.h"
+#include "sim_impl.h"
 
 static const char *const objective_names[] = {"bottleneck", "variance"};
 static const char *const solver_names[] = {"dp", "uniform", "parameters"};
@@ -38,12 +39,65 @@ void sp_partition_opts_init(sp_partition_opts *opts) {
     memset(opts, 0, sizeof *opts);
     opts->stages = 4;
     opts->micro_batches = 0;
+    opts->target_efficiency = 0.9;
     opts->objective = SP_OBJECTIVE_BOTTLENECK;
     opts->solver = SP_SOLVER_DP;
+    opts->schedule = SP_SCHEDULE_1F1B;
     opts->memory_limit_bytes = 0;
+    opts->devices = NULL;
+    opts->links = NULL;
 }
 
 static const char *layer_name(const sp_profile *p, size_t l) { return sp_profile_layer(p, l)->name; }
+
+/* The devices the stages run on (opts, else the profile's), as per-stage speeds and memory. */
+struct stage_devices {
+    double *speed;        /* [P] or NULL when every speed is 1 */
+    uint64_t *memory;     /* [P] or NULL */
+    const sp_devices *list;
+};
+
+static void stage_devices_release(struct stage_devices *d) {
+    sp_free(d->speed);
+    sp_free(d->memory);
+}
+
+static sp_status stage_devices_init(sp_ctx *ctx, const sp_profile *profile,
+                                    const sp_partition_opts *o, struct stage_devices *d) {
+    memset(d, 0, sizeof *d);
+    d->list = o->devices ? o->devices : sp_profile_devices(profile);
+    if (!d->list)
+        return SP_OK;
+    size_t n = sp_devices_count(d->list);
+    if (n < o->stages)
+        return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                       "%u stages need %u devices (stage s runs on device s); the device list "
+                       "has %zu",
+                       o->stages, o->stages, n);
+    bool speeds = false, memory = false;
+    for (uint32_t s = 0; s < o->stages; s++) {
+        speeds |= sp_devices_get(d->list, s)->speed != 1.0;
+        memory |= sp_devices_get(d->list, s)->memory_bytes != 0;
+    }
+    if (speeds && !(d->speed = sp_mallocarray(o->stages, sizeof *d->speed)))
+        return sp_oom(ctx, "reading devices");
+    if (memory && !(d->memory = sp_mallocarray(o->stages, sizeof *d->memory)))
+        return sp_oom(ctx, "reading devices");
+    for (uint32_t s = 0; s < o->stages; s++) {
+        if (d->speed)
+            d->speed[s] = sp_devices_get(d->list, s)->speed;
+        if (d->memory)
+            d->memory[s] = sp_devices_get(d->list, s)->memory_bytes;
+    }
+    return SP_OK;
+}
+
+static sp_status chain_for(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
+                           const sp_partition_opts *o, const struct stage_devices *d) {
+    struct sp_chain_model model = {SP_WEIGHT_TIME, o->stages, o->micro_batches,
+                                   o->memory_limit_bytes, d->speed, d->memory};
+    return sp_chain_init(ctx, c, profile, &model);
+}
 
 /* Explains why no plan exists: too few allowed cuts, a block that fits nowhere, or how far the
  * best placement gets. */
@@ -60,24 +114,36 @@ static sp_status explain_infeasible(sp_ctx *ctx, const sp_profile *profile,
                        "(%zu layers have cut_after: false), so at most %zu stages",
                        o->stages, cuts, n - 1 - cuts, cuts + 1);
     char lim[16], need[16];
-    sp_format_bytes(o->memory_limit_bytes, lim, sizeof lim);
-    uint32_t last_stage = c->p - 1; /* holds the fewest micro-batches, so fits the most */
-    for (size_t k = 0; k + 1 < c->n_pos; k++) {
-        if (!sp_chain_mem_ok(c, last_stage, k, k + 1)) {
-            uint64_t mem = c->mem[k + 1] - c->mem[k], saved = c->saved[k + 1] - c->saved[k];
-            sp_format_bytes(mem + c->inflight[last_stage] * saved, need, sizeof need);
-            size_t a = c->pos[k], b = c->pos[k + 1] - 1;
-            if (a == b)
-                return sp_fail(ctx, SP_ERR_INFEASIBLE,
-                               "layer '%s' alone needs %s (memory_bytes %llu + %u x saved_bytes "
-                               "%llu), more than the memory limit of %s on any stage",
-                               layer_name(profile, a), need, (unsigned long long)mem,
-                               c->inflight[last_stage], (unsigned long long)saved, lim);
-            return sp_fail(ctx, SP_ERR_INFEASIBLE,
-                           "layers '%s'..'%s' (joined by cut_after: false) need %s together, "
-                           "more than the memory limit of %s on any stage",
-                           layer_name(profile, a), layer_name(profile, b), need, lim);
+    /* the stage with the largest cap (the later one on a tie: it holds fewer micro-batches) */
+    uint64_t widest = 0;
+    uint32_t roomiest = c->p - 1;
+    for (uint32_t s = 0; s < c->p; s++) {
+        uint64_t cap = c->cap[s] ? c->cap[s] : UINT64_MAX;
+        if (cap >= widest) {
+            widest = cap;
+            roomiest = s;
         }
+    }
+    sp_format_bytes(widest, lim, sizeof lim);
+    for (size_t k = 0; k + 1 < c->n_pos; k++) {
+        bool fits = false;
+        for (uint32_t s = 0; s < c->p && !fits; s++)
+            fits = sp_chain_mem_ok(c, s, k, k + 1);
+        if (fits)
+            continue;
+        uint64_t mem = c->mem[k + 1] - c->mem[k], saved = c->saved[k + 1] - c->saved[k];
+        sp_format_bytes(mem + c->inflight[roomiest] * saved, need, sizeof need);
+        size_t a = c->pos[k], b = c->pos[k + 1] - 1;
+        if (a == b)
+            return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                           "layer '%s' alone needs %s (memory_bytes %llu + %u x saved_bytes "
+                           "%llu), more than the memory limit of %s on any stage",
+                           layer_name(profile, a), need, (unsigned long long)mem,
+                           c->inflight[roomiest], (unsigned long long)saved, lim);
+        return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                       "layers '%s'..'%s' (joined by cut_after: false) need %s together, "
+                       "more than the memory limit of %s on any stage",
+                       layer_name(profile, a), layer_name(profile, b), need, lim);
     }
     size_t end = 0;
     sp_chain_greedy_covers(c, SP_NO_CAP, &end);
@@ -92,10 +158,9 @@ static sp_status explain_infeasible(sp_ctx *ctx, const sp_profile *profile,
 }
 
 static sp_status solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                          size_t *bounds) {
+                          const struct stage_devices *d, size_t *bounds) {
     struct sp_chain c;
-    sp_status st = sp_chain_init(ctx, &c, profile, SP_WEIGHT_TIME, o->stages, o->micro_batches,
-                                 o->memory_limit_bytes);
+    sp_status st = chain_for(ctx, &c, profile, o, d);
     if (st != SP_OK)
         return st;
     int64_t cap = SP_NO_CAP;
@@ -114,13 +179,15 @@ static sp_status solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_parti
     return st;
 }
 
-/* A baseline's plan must still satisfy the memory limit to be usable. */
-static sp_status check_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o) {
-    if (!o->memory_limit_bytes)
-        return SP_OK;
+/* A baseline's plan must still satisfy the memory limits to be usable. */
+static sp_status check_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
+                              const struct stage_devices *d) {
     for (size_t s = 0; s < plan->n_stages; s++) {
         const sp_stage *st = &plan->stages[s];
-        if (st->memory_bytes > o->memory_limit_bytes) {
+        uint64_t cap = o->memory_limit_bytes, dm = d->memory ? d->memory[s] : 0;
+        if (dm && (!cap || dm < cap))
+            cap = dm;
+        if (cap && st->memory_bytes > cap) {
             char need[16], lim[16];
             return sp_fail(ctx, SP_ERR_INFEASIBLE,
                            "the %s split does not fit the memory limit: stage %zu needs %s "
@@ -130,22 +197,189 @@ static sp_status check_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partiti
                            sp_format_bytes(st->memory_bytes, need, sizeof need),
                            (unsigned long long)st->resident_bytes, st->inflight,
                            (unsigned long long)st->saved_bytes,
-                           sp_format_bytes(o->memory_limit_bytes, lim, sizeof lim));
+                           sp_format_bytes(cap, lim, sizeof lim));
         }
     }
     return SP_OK;
 }
 
-static double bottleneck_of(const sp_profile *profile, const size_t *bounds, uint32_t p) {
+static double bottleneck_of(const sp_profile *profile, const size_t *bounds, uint32_t p,
+                            const double *speed) {
     int64_t best = 0;
     for (uint32_t s = 0; s < p; s++) {
-        int64_t t = 0;
-        for (size_t l = bounds[s]; l < bounds[s + 1]; l++)
-            t += sp_layer_ticks(sp_profile_layer(profile, l));
+        int64_t f = 0, b = 0;
+        for (size_t l = bounds[s]; l < bounds[s + 1]; l++) {
+            f += sp_layer_fwd_ticks(sp_profile_layer(profile, l));
+            b += sp_layer_bwd_ticks(sp_profile_layer(profile, l));
+        }
+        int64_t t = speed ? sp_speed_scale(f, speed[s]) + sp_speed_scale(b, speed[s]) : f + b;
         if (t > best)
             best = t;
     }
     return sp_ticks_to_ms(best);
+}
+
+/* One complete plan for resolved options: solve, build, check, compare, simulate. */
+static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                           const struct stage_devices *d, sp_plan **out) {
+    *out = NULL;
+    size_t *bounds = sp_mallocarray((size_t)o->stages + 1, sizeof *bounds);
+    size_t *even = sp_mallocarray((size_t)o->stages + 1, sizeof *even);
+    if (!bounds || !even) {
+        sp_free(bounds);
+        sp_free(even);
+        return sp_oom(ctx, "partitioning");
+    }
+    double t0 = sp_now_ms();
+    sp_status st;
+    switch (o->solver) {
+    case SP_SOLVER_UNIFORM:
+        st = sp_uniform_bounds(ctx, profile, o->stages, bounds);
+        break;
+    case SP_SOLVER_PARAMETERS:
+        st = sp_parameters_bounds(ctx, profile, o->stages, bounds);
+        break;
+    default:
+        st = solve_dp(ctx, profile, o, d, bounds);
+        break;
+    }
+    double solve_ms = sp_now_ms() - t0;
+    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx)) {
+        struct sp_chain c;
+        if (chain_for(ctx, &c, profile, o, d) == SP_OK) {
+            st = explain_infeasible(ctx, profile, &c, o);
+            sp_chain_release(&c);
+        }
+    }
+    sp_plan *plan = NULL;
+    if (st == SP_OK)
+        st = sp_plan_build(ctx, profile, o, d->speed, bounds, &plan);
+    if (st == SP_OK && o->solver != SP_SOLVER_DP)
+        st = check_memory(ctx, plan, o, d);
+    if (st == SP_OK)
+        st = sp_uniform_bounds(ctx, profile, o->stages, even);
+    sp_sim *sim = NULL;
+    if (st == SP_OK) {
+        plan->summary.optimal = o->solver == SP_SOLVER_DP;
+        plan->summary.solve_ms = solve_ms;
+        plan->summary.even_split_bottleneck_ms = bottleneck_of(profile, even, o->stages, d->speed);
+        /* every plan carries what its schedule is predicted to achieve */
+        sp_sim_opts so;
+        sp_sim_opts_init(&so);
+        so.schedule = o->schedule;
+        so.keep_ops = false;
+        st = sp_simulate_plan(ctx, plan, &so, &sim);
+        if (st == SP_OK)
+            sp_plan_attach_schedule(plan, sim);
+    }
+    sp_sim_destroy(sim);
+    sp_free(bounds);
+    sp_free(even);
+    if (st != SP_OK) {
+        sp_plan_destroy(plan);
+        if (!*sp_ctx_errmsg(ctx))
+            sp_fail(ctx, st, "%s", sp_strerror(st));
+        return st;
+    }
+    *out = plan;
+    return SP_OK;
+}
+
+/* --micro-batches auto: the smallest M whose simulated efficiency reaches the target. M = P,
+ * 2P, 4P, ... until it does, then bisection between the last two; every M tried is recorded.
+ * A larger M never lowers the efficiency of the same split, but it can change the split (memory
+ * holds min(P - s, M) micro-batches), so each M gets its own plan. */
+#define SP_AUTO_MAX_FACTOR 4096u
+
+struct mb_point {
+    uint32_t m;
+    double eff;
+};
+
+static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_opts o,
+                           const struct stage_devices *d, sp_plan **out) {
+    struct mb_point tried[64];
+    unsigned n_tried = 0;
+    sp_plan *best = NULL;
+    uint32_t lo = 0, hi = 0, m = o.stages;
+    uint64_t limit = (uint64_t)o.stages * SP_AUTO_MAX_FACTOR;
+    if (limit > SP_MAX_MICRO_BATCHES)
+        limit = SP_MAX_MICRO_BATCHES;
+    sp_status st = SP_OK;
+    while (st == SP_OK) {
+        o.micro_batches = m;
+        sp_plan *plan = NULL;
+        st = plan_once(ctx, profile, &o, d, &plan);
+        if (st != SP_OK)
+            break;
+        double eff = plan->summary.schedule.efficiency;
+        /* For M >= P the split no longer changes with M (in-flight counts stop growing), and
+         * as M grows the efficiency tends to mean / bottleneck stage time: beyond that no M
+         * helps. */
+        double ceiling = plan->summary.bottleneck_ms > 0
+                             ? plan->summary.mean_ms / plan->summary.bottleneck_ms
+                             : 1.0;
+        if (m >= o.stages && ceiling < o.target_efficiency && eff < o.target_efficiency) {
+            sp_plan_destroy(plan);
+            st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                         "no micro-batch count reaches %.1f%% efficiency: the best split into %u "
+                         "stages has an imbalance of %.3f, which caps the efficiency of any "
+                         "schedule at %.1f%% however large M grows (%.1f%% at M = %u). Use fewer "
+                         "stages, a lower --target-efficiency, or a profile with finer layers",
+                         100 * o.target_efficiency, o.stages, 1 / ceiling, 100 * ceiling,
+                         100 * eff, m);
+            break;
+        }
+        if (n_tried < 64)
+            tried[n_tried++] = (struct mb_point){m, eff};
+        if (eff >= o.target_efficiency) {
+            sp_plan_destroy(best);
+            best = plan;
+            hi = m;
+        } else {
+            sp_plan_destroy(plan);
+            lo = m;
+        }
+        if (!hi) { /* still growing */
+            if ((uint64_t)m * 2 > limit) {
+                st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                             "no micro-batch count up to %u reaches %.1f%% efficiency under %s "
+                             "(best: %.1f%% at M = %u)",
+                             m, 100 * o.target_efficiency, sp_schedule_name(o.schedule),
+                             100 * eff, m);
+                break;
+            }
+            m *= 2;
+        } else if (hi - lo > 1) {
+            m = lo + (hi - lo) / 2;
+        } else {
+            break;
+        }
+    }
+    if (st != SP_OK) {
+        sp_plan_destroy(best);
+        return st;
+    }
+    /* sort the tried points by M for the record */
+    for (unsigned i = 1; i < n_tried; i++)
+        for (unsigned k = i; k > 0 && tried[k - 1].m > tried[k].m; k--) {
+            struct mb_point t = tried[k];
+            tried[k] = tried[k - 1];
+            tried[k - 1] = t;
+        }
+    best->search = sp_mallocarray(n_tried, sizeof *best->search);
+    if (!best->search) {
+        sp_plan_destroy(best);
+        return sp_oom(ctx, "recording the micro-batch search");
+    }
+    for (unsigned i = 0; i < n_tried; i++) {
+        best->search[i].micro_batches = tried[i].m;
+        best->search[i].efficiency = tried[i].eff;
+    }
+    best->n_search = n_tried;
+    best->summary.target_efficiency = o.target_efficiency;
+    *out = best;
+    return SP_OK;
 }
 
 sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
@@ -160,66 +394,38 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     if (o.stages < 1 || o.stages > SP_MAX_STAGES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages must be in [1, %u], got %u",
                        SP_MAX_STAGES, o.stages);
-    if (!sp_objective_name(o.objective) || !sp_solver_name(o.solver))
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown objective or solver");
+    if (!sp_objective_name(o.objective) || !sp_solver_name(o.solver) ||
+        !sp_schedule_name(o.schedule))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown objective, solver or schedule");
+    if (o.schedule == SP_SCHEDULE_INTERLEAVED)
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "interleaved plans (--chunks) are not made by this version; simulate "
+                       "gpipe, 1f1b or zb-h1");
+    bool automatic = o.micro_batches == SP_MICRO_BATCHES_AUTO;
     if (o.micro_batches == 0)
         o.micro_batches = o.stages * 4;
-    if (o.micro_batches > SP_MAX_MICRO_BATCHES)
+    if (!automatic && o.micro_batches > SP_MAX_MICRO_BATCHES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, %u], got %u",
                        SP_MAX_MICRO_BATCHES, o.micro_batches);
+    if (automatic && !(o.target_efficiency > 0 && o.target_efficiency < 1))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the target efficiency must be in (0, 1), got %g", o.target_efficiency);
     if (o.solver != SP_SOLVER_DP && o.objective != SP_OBJECTIVE_BOTTLENECK)
         sp_warn(ctx, "the %s solver has no objective; --objective %s is ignored",
                 sp_solver_name(o.solver), sp_objective_name(o.objective));
-
-    size_t *bounds = sp_mallocarray((size_t)o.stages + 1, sizeof *bounds);
-    size_t *even = sp_mallocarray((size_t)o.stages + 1, sizeof *even);
-    if (!bounds || !even) {
-        sp_free(bounds);
-        sp_free(even);
-        return sp_oom(ctx, "partitioning");
-    }
-    double t0 = sp_now_ms();
-    sp_status st;
-    switch (o.solver) {
-    case SP_SOLVER_UNIFORM:
-        st = sp_uniform_bounds(ctx, profile, o.stages, bounds);
-        break;
-    case SP_SOLVER_PARAMETERS:
-        st = sp_parameters_bounds(ctx, profile, o.stages, bounds);
-        break;
-    default:
-        st = solve_dp(ctx, profile, &o, bounds);
-        break;
-    }
-    double solve_ms = sp_now_ms() - t0;
-    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx)) {
-        struct sp_chain c;
-        if (sp_chain_init(ctx, &c, profile, SP_WEIGHT_TIME, o.stages, o.micro_batches,
-                          o.memory_limit_bytes) == SP_OK) {
-            st = explain_infeasible(ctx, profile, &c, &o);
-            sp_chain_release(&c);
-        }
-    }
-    sp_plan *plan = NULL;
+    struct stage_devices d;
+    sp_status st = stage_devices_init(ctx, profile, &o, &d);
+    if (st == SP_OK && d.speed && o.objective == SP_OBJECTIVE_VARIANCE && o.solver == SP_SOLVER_DP)
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                     "--objective variance needs devices of equal speed: with speeds the total "
+                     "time differs between plans, so minimum variance is not the minimum sum of "
+                     "squares this solver finds; use --objective bottleneck");
+    if (st == SP_OK && o.links && sp_links_count(o.links) < o.stages)
+        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                     "%u stages need %u devices in the links file; it has %zu", o.stages,
+                     o.stages, sp_links_count(o.links));
     if (st == SP_OK)
-        st = sp_plan_build(ctx, profile, &o, bounds, &plan);
-    if (st == SP_OK && o.solver != SP_SOLVER_DP)
-        st = check_memory(ctx, plan, &o);
-    if (st == SP_OK)
-        st = sp_uniform_bounds(ctx, profile, o.stages, even);
-    if (st != SP_OK) {
-        sp_plan_destroy(plan);
-        sp_free(bounds);
-        sp_free(even);
-        if (!*sp_ctx_errmsg(ctx))
-            sp_fail(ctx, st, "%s", sp_strerror(st));
-        return st;
-    }
-    plan->summary.optimal = o.solver == SP_SOLVER_DP;
-    plan->summary.solve_ms = solve_ms;
-    plan->summary.even_split_bottleneck_ms = bottleneck_of(profile, even, o.stages);
-    sp_free(bounds);
-    sp_free(even);
-    *out = plan;
-    return SP_OK;
+        st = automatic ? plan_auto(ctx, profile, o, &d, out) : plan_once(ctx, profile, &o, &d, out);
+    stage_devices_release(&d);
+    return st;
 }

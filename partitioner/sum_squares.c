@@ -41,7 +41,7 @@ static void solve_rows(struct stage_dp *d, size_t a1, size_t a2, size_t b1, size
             sp_i128 fn = d->f_next[b - d->b_lo];
             if (fn >= SP_I128_INF)
                 continue;
-            sp_i128 t = (sp_i128)(d->c->w[b] - d->c->w[a]);
+            sp_i128 t = (sp_i128)sp_chain_time(d->c, d->s, a, b);
             sp_i128 v = t * t + fn;
             if (v < best) {
                 best = v;
@@ -72,6 +72,29 @@ static void solve_rows(struct stage_dp *d, size_t a1, size_t a2, size_t b1, size
             a2 = a - 1;
             b2 = split;
         }
+    }
+}
+
+/* With device speeds each stage's time is rounded separately, which can break the quadrangle
+ * inequality by a tick; scan every candidate instead (windows at the optimum are small). */
+static void scan_rows(struct stage_dp *d, size_t a1, size_t a2, size_t b1, size_t b2) {
+    for (size_t a = a1; a <= a2; a++) {
+        sp_i128 best = SP_I128_INF;
+        size_t best_b = 0;
+        for (size_t b = b1 > a + 1 ? b1 : a + 1; b <= b2; b++) {
+            if (!sp_chain_admissible(d->c, d->s, a, b, d->cap))
+                break;
+            sp_i128 fn = d->f_next[b - d->b_lo];
+            if (fn >= SP_I128_INF)
+                continue;
+            sp_i128 t = (sp_i128)sp_chain_time(d->c, d->s, a, b);
+            if (t * t + fn < best) {
+                best = t * t + fn;
+                best_b = b;
+            }
+        }
+        d->f_cur[a - d->a_lo] = best;
+        d->arg[a - d->a_lo] = best < SP_I128_INF ? (uint32_t)(best_b - d->b_lo) : 0;
     }
 }
 
@@ -125,7 +148,10 @@ sp_status sp_chain_min_sum_squares(sp_ctx *ctx, const struct sp_chain *c, int64_
             d.a_lo = lo[s - 1];
             a_hi = hi[s - 1];
         }
-        solve_rows(&d, d.a_lo, a_hi, lo[s], hi[s]);
+        if (c->speed)
+            scan_rows(&d, d.a_lo, a_hi, lo[s], hi[s]);
+        else
+            solve_rows(&d, d.a_lo, a_hi, lo[s], hi[s]);
         sp_i128 *t = f_next;
         f_next = f_cur;
         f_cur = t;

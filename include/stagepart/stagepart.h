@@ -171,8 +171,55 @@ SP_API uint64_t sp_profile_micro_batch_size(const sp_profile *profile);
 SP_API const char *sp_profile_sha256(const sp_profile *profile);
 
 /* ---------------------------------------------------------------------------------------------
+ * Devices and links (docs/formats.md)
+ * ------------------------------------------------------------------------------------------- */
+typedef struct sp_devices sp_devices;
+typedef struct sp_links sp_links;
+
+typedef struct sp_device_info {
+    const char *name;
+    double speed;          /* relative speed (> 0): a stage's time is its work / speed */
+    uint64_t memory_bytes; /* memory of the device; 0: not limited */
+} sp_device_info;
+
+#define SP_MAX_DEVICES 65536u
+#define SP_MIN_SPEED 0.001
+#define SP_MAX_SPEED 1000.0
+
+/* sp_devices_load: a "stagepart-devices" file ({"format", "version": 1, "devices": [...]}).
+ * Each device: "name" (string, unique), optional "speed" (default 1) and "memory_bytes".
+ * Returns SP_ERR_IO, SP_ERR_PARSE, SP_ERR_SCHEMA, SP_ERR_LIMIT, SP_ERR_NOMEM. */
+SP_API sp_status sp_devices_load(sp_ctx *ctx, const char *path, sp_devices **out);
+SP_API void sp_devices_destroy(sp_devices *devices);
+SP_API size_t sp_devices_count(const sp_devices *devices);
+/* sp_devices_get: device i, or NULL when out of range. Borrowed. */
+SP_API const sp_device_info *sp_devices_get(const sp_devices *devices, size_t i);
+/* sp_profile_devices: the profile's own "devices" list, or NULL when it has none. Borrowed. */
+SP_API const sp_devices *sp_profile_devices(const sp_profile *profile);
+
+/* sp_links_load: a "stagepart-links" file: "devices" (N names), "bandwidth_GBps" and
+ * "latency_us" (N x N; row = sender, column = receiver; the diagonal is ignored, off-diagonal
+ * bandwidths must be > 0). Returns the same codes as sp_devices_load. */
+SP_API sp_status sp_links_load(sp_ctx *ctx, const char *path, sp_links **out);
+SP_API void sp_links_destroy(sp_links *links);
+SP_API size_t sp_links_count(const sp_links *links);
+SP_API const char *sp_links_name(const sp_links *links, size_t i);
+/* sp_links_transfer_ms: latency + bytes / bandwidth from device `from` to device `to`, in ms;
+ * 0 when from == to; -1 when an index is out of range. */
+SP_API double sp_links_transfer_ms(const sp_links *links, size_t from, size_t to, uint64_t bytes);
+
+/* ---------------------------------------------------------------------------------------------
  * Partitioning
  * ------------------------------------------------------------------------------------------- */
+/* Pipeline schedules the simulator knows (docs/schedules.md). */
+typedef enum sp_schedule {
+    SP_SCHEDULE_GPIPE = 0,       /* all forwards, then all backwards */
+    SP_SCHEDULE_1F1B = 1,        /* PipeDream-Flush / Megatron 1F1B */
+    SP_SCHEDULE_INTERLEAVED = 2, /* Megatron's interleaved 1F1B, V chunks per device */
+    SP_SCHEDULE_ZB_H1 = 3        /* zero bubble H1: backward split into B and W */
+} sp_schedule;
+
+
 typedef enum sp_objective {
     /* minimum possible largest stage time; among the partitions reaching it, the one with the
      * smallest stage-time variance, then the lexicographically smallest boundaries */
@@ -198,12 +245,25 @@ SP_API sp_status sp_solver_from_name(const char *name, sp_solver *out);
 #define SP_MAX_STAGES 65536u
 #define SP_MAX_MICRO_BATCHES 1000000000u
 
+#define SP_MICRO_BATCHES_AUTO UINT32_MAX
+
 typedef struct sp_partition_opts {
     uint32_t stages;             /* P, number of pipeline stages, >= 1 (default 4) */
-    uint32_t micro_batches;      /* M per iteration; 0 means 4 * stages (the default) */
+    uint32_t micro_batches;      /* M per iteration; 0 means 4 * stages (the default);
+                                  * SP_MICRO_BATCHES_AUTO: the smallest M whose simulated
+                                  * efficiency reaches target_efficiency (within the limits) */
+    double target_efficiency;    /* for SP_MICRO_BATCHES_AUTO, in (0, 1) (default 0.9) */
     sp_objective objective;      /* default SP_OBJECTIVE_BOTTLENECK */
     sp_solver solver;            /* default SP_SOLVER_DP */
+    sp_schedule schedule;        /* schedule the plan is simulated with (default 1F1B) */
     uint64_t memory_limit_bytes; /* per-stage memory cap; 0 means none (default) */
+    const sp_devices *devices;   /* stage s runs on device s: its speed scales the stage's time,
+                                  * its memory caps the stage; NULL: the profile's devices, if any,
+                                  * else identical devices (borrowed; default NULL) */
+    const sp_links *links;       /* boundary s -> s+1 costs latency + activation_bytes of the
+                                  * stage's last layer / bandwidth between devices s and s+1,
+                                  * recorded as send_ms; overlapped with compute (an edge delay in
+                                  * the schedule), not added to stage time (borrowed; NULL: none) */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */
@@ -241,14 +301,6 @@ typedef struct sp_stage {
     uint32_t chunk;             /* model chunk on its device (interleaved plans), else 0 */
 } sp_stage;
 
-/* What the schedule simulator predicts for a plan (sp_plan_attach_schedule). */
-typedef enum sp_schedule {
-    SP_SCHEDULE_GPIPE = 0,       /* all forwards, then all backwards */
-    SP_SCHEDULE_1F1B = 1,        /* PipeDream-Flush / Megatron 1F1B */
-    SP_SCHEDULE_INTERLEAVED = 2, /* Megatron's interleaved 1F1B, V chunks per device */
-    SP_SCHEDULE_ZB_H1 = 3        /* zero bubble H1: backward split into B and W */
-} sp_schedule;
-
 typedef struct sp_plan_schedule {
     bool present;                /* false until a schedule was simulated for the plan */
     sp_schedule schedule;
@@ -272,6 +324,7 @@ typedef struct sp_plan_summary {
     double even_split_bottleneck_ms;  /* bottleneck of equal layer counts, same P */
     double solve_ms;                  /* wall time spent in the solver */
     uint32_t chunks;                  /* model chunks per device: 1, or V for interleaved */
+    double target_efficiency;         /* with --micro-batches auto: the target; else 0 */
     sp_plan_schedule schedule;        /* the simulated schedule, when present */
 } sp_plan_summary;
 
@@ -280,6 +333,14 @@ SP_API size_t sp_plan_stage_count(const sp_plan *plan);
 /* sp_plan_stage: stage i, or NULL when out of range. Borrowed. */
 SP_API const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i);
 SP_API const char *sp_plan_model(const sp_plan *plan);
+
+/* With SP_MICRO_BATCHES_AUTO: every micro-batch count tried and its simulated efficiency, in
+ * increasing M; *count = 0 otherwise. Borrowed. */
+typedef struct sp_mb_point {
+    uint32_t micro_batches;
+    double efficiency;
+} sp_mb_point;
+SP_API const sp_mb_point *sp_plan_micro_batch_search(const sp_plan *plan, size_t *count);
 
 /* sp_plan_load: read and validate a "stagepart-plan" file; sp_plan_parse: the same from a
  * buffer (`name` is used in messages). Every problem is reported with the file and JSON path.

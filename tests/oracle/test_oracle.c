@@ -1,7 +1,7 @@
 /* tests/oracle/test_oracle.c: the exact solvers against brute force.
  *
  * Thousands of random small chains (integer weights with many ties, heavy-tailed weights,
- * zeros, forbidden cuts, memory limits, P from 1 to n + 1) are partitioned through the public
+ * zeros, forbidden cuts, memory limits, devices with speeds and memory, P from 1 to n + 1) are partitioned through the public
  * API and compared, boundary for boundary, with an exhaustive enumeration that applies the
  * documented objective and tie-break literally: minimum bottleneck, then minimum sum of squared
  * stage times (minimum variance), then the lexicographically smallest boundaries. Larger chains
@@ -27,15 +27,19 @@ struct instance {
     uint64_t mem[MAXN], saved[MAXN];
     int cut_after[MAXN];
     uint64_t cap; /* 0: none */
-    int64_t pre_t[MAXN + 1];            /* prefix sums, filled by finish_instance */
+    int use_devices;        /* a "devices" list with speeds and memory */
+    double speed[MAXN];
+    uint64_t devmem[MAXN];  /* 0: not limited */
+    int64_t pre_t[MAXN + 1], pre_f[MAXN + 1]; /* prefix sums, filled by finish_instance */
     uint64_t pre_mem[MAXN + 1], pre_saved[MAXN + 1];
 };
 
 static void finish_instance(struct instance *in) {
-    in->pre_t[0] = 0;
+    in->pre_t[0] = in->pre_f[0] = 0;
     in->pre_mem[0] = in->pre_saved[0] = 0;
     for (int i = 0; i < in->n; i++) {
         in->pre_t[i + 1] = in->pre_t[i] + in->fwd[i] + in->bwd[i];
+        in->pre_f[i + 1] = in->pre_f[i] + in->fwd[i];
         in->pre_mem[i + 1] = in->pre_mem[i] + in->mem[i];
         in->pre_saved[i + 1] = in->pre_saved[i] + in->saved[i];
     }
@@ -66,6 +70,7 @@ static int64_t random_ticks(int dist) {
 }
 
 static void random_instance(struct instance *in, int max_n) {
+    memset(in, 0, sizeof *in);
     in->n = rnd_int(1, max_n);
     in->p = rnd_int(1, in->n + (rnd() % 8 == 0 ? 1 : 0));
     in->m = rnd_int(1, 2 * in->p + 1);
@@ -82,17 +87,23 @@ static void random_instance(struct instance *in, int max_n) {
         in->cut_after[i] = !(forbid && rnd() % 4 == 0);
     }
     in->cap = 0;
-    if (rnd() % 2) {
-        uint64_t total = 0;
-        for (int i = 0; i < in->n; i++)
-            total += in->mem[i] + in->saved[i] * (uint64_t)in->p;
+    uint64_t total = 0;
+    for (int i = 0; i < in->n; i++)
+        total += in->mem[i] + in->saved[i] * (uint64_t)in->p;
+    if (rnd() % 2)
         in->cap = total / (uint64_t)in->p + (uint64_t)rnd_int(0, 120);
+    in->use_devices = rnd() % 3 == 0;
+    static const double speeds[] = {1.0, 0.5, 0.6, 2.0, 1.25};
+    for (int s = 0; s < in->p; s++) {
+        in->speed[s] = in->use_devices ? speeds[rnd() % 5] : 1.0;
+        in->devmem[s] = in->use_devices && rnd() % 2
+                            ? total / (uint64_t)in->p + (uint64_t)rnd_int(0, 200) : 0;
     }
     finish_instance(in);
 }
 
 static char *to_json(const struct instance *in) {
-    size_t cap = 512 + (size_t)in->n * 256;
+    size_t cap = 1024 + (size_t)in->n * 256 + (size_t)in->p * 96;
     char *s = malloc(cap);
     size_t len = (size_t)snprintf(s, cap,
                                   "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"r\","
@@ -105,7 +116,16 @@ static char *to_json(const struct instance *in) {
                                 i ? "," : "", i, in->fwd[i] / 1000000, in->fwd[i] % 1000000,
                                 in->bwd[i] / 1000000, in->bwd[i] % 1000000, in->mem[i],
                                 in->saved[i], in->cut_after[i] ? "true" : "false");
-    snprintf(s + len, cap - len, "]}");
+    len += (size_t)snprintf(s + len, cap - len, "]");
+    if (in->use_devices) {
+        len += (size_t)snprintf(s + len, cap - len, ",\"devices\":[");
+        for (int d = 0; d < in->p; d++)
+            len += (size_t)snprintf(s + len, cap - len,
+                                    "%s{\"name\":\"d%d\",\"speed\":%g,\"memory_bytes\":%" PRIu64 "}",
+                                    d ? "," : "", d, in->speed[d], in->devmem[d]);
+        len += (size_t)snprintf(s + len, cap - len, "]");
+    }
+    snprintf(s + len, cap - len, "}");
     return s;
 }
 
@@ -119,16 +139,23 @@ struct brute {
     i128 best_sq;
 };
 
-static int64_t range_time(const struct instance *in, int a, int b) {
-    return in->pre_t[b] - in->pre_t[a];
+/* stage s's time: forward and backward parts each divided by the speed and rounded */
+static int64_t stage_time(const struct instance *in, int s, int a, int b) {
+    int64_t f = in->pre_f[b] - in->pre_f[a], t = in->pre_t[b] - in->pre_t[a];
+    if (in->speed[s] == 1.0)
+        return t;
+    return llround((double)f / in->speed[s]) + llround((double)(t - f) / in->speed[s]);
 }
 
 static int range_fits(const struct instance *in, int s, int a, int b) {
-    if (!in->cap)
+    uint64_t cap = in->cap, dm = in->devmem[s];
+    if (dm && (!cap || dm < cap))
+        cap = dm;
+    if (!cap)
         return 1;
     uint64_t k = (uint64_t)(in->p - s) < (uint64_t)in->m ? (uint64_t)(in->p - s) : (uint64_t)in->m;
     uint64_t need = in->pre_mem[b] - in->pre_mem[a] + k * (in->pre_saved[b] - in->pre_saved[a]);
-    return need <= in->cap;
+    return need <= cap;
 }
 
 static void brute_rec(struct brute *br, int s) {
@@ -139,7 +166,7 @@ static void brute_rec(struct brute *br, int s) {
         for (int k = 0; k < in->p; k++) {
             if (!range_fits(in, k, br->b[k], br->b[k + 1]))
                 return;
-            int64_t t = range_time(in, br->b[k], br->b[k + 1]);
+            int64_t t = stage_time(in, k, br->b[k], br->b[k + 1]);
             if (t > mx)
                 mx = t;
             sq += (i128)t * t;
@@ -190,7 +217,7 @@ static int64_t naive_min_max(const struct instance *in, int *feasible) {
                     continue;
                 if (!range_fits(in, s - 1, i, j))
                     continue;
-                int64_t t = range_time(in, i, j);
+                int64_t t = stage_time(in, s - 1, i, j);
                 int64_t v = D[s - 1][i] > t ? D[s - 1][i] : t;
                 if (v < D[s][j])
                     D[s][j] = v;
@@ -215,7 +242,7 @@ static i128 naive_min_sumsq(const struct instance *in, int64_t cap, int *feasibl
             for (int i = j - 1; i >= 0; i--) {
                 if (D[s - 1][i] == INF || (i > 0 && !in->cut_after[i - 1]))
                     continue;
-                int64_t t = range_time(in, i, j);
+                int64_t t = stage_time(in, s - 1, i, j);
                 if (t > cap || !range_fits(in, s - 1, i, j))
                     continue;
                 i128 v = D[s - 1][i] + (i128)t * t;
@@ -230,7 +257,7 @@ static i128 naive_min_sumsq(const struct instance *in, int64_t cap, int *feasibl
 static i128 plan_sumsq(const struct instance *in, const size_t *bounds) {
     i128 sq = 0;
     for (int s = 0; s < in->p; s++) {
-        int64_t t = range_time(in, (int)bounds[s], (int)bounds[s + 1]);
+        int64_t t = stage_time(in, s, (int)bounds[s], (int)bounds[s + 1]);
         sq += (i128)t * t;
     }
     return sq;
@@ -266,7 +293,7 @@ static int run_library(const struct instance *in, sp_objective objective, sp_ctx
         bounds[sp_plan_stage_count(plan)] = (size_t)in->n;
         *bottleneck_ms = sp_plan_get_summary(plan)->bottleneck_ms;
         for (size_t s = 0; s < sp_plan_stage_count(plan); s++)
-            if (in->cap && sp_plan_stage(plan, s)->memory_bytes > in->cap)
+            if (!range_fits(in, (int)s, (int)bounds[s], (int)bounds[s + 1]))
                 rc = -3;
     }
     sp_plan_destroy(plan);
@@ -292,6 +319,9 @@ int main(int argc, char **argv) {
         for (int t = 0; t < instances; t++) {
             struct instance in;
             random_instance(&in, 12);
+            if (objective == 1) /* variance is defined for equal speeds only */
+                for (int d = 0; d < in.p; d++)
+                    in.speed[d] = 1.0;
             struct brute br;
             memset(&br, 0, sizeof br);
             br.in = &in;
@@ -333,9 +363,13 @@ int main(int argc, char **argv) {
     for (int t = 0; t < large; t++) {
         struct instance in;
         random_instance(&in, MAXN - 1);
-        if (in.p > MAXP) {
+        if (in.p > MAXP) { /* fewer stages: draw their devices again */
             in.p = rnd_int(1, MAXP);
             in.m = rnd_int(1, 2 * in.p + 1);
+            for (int d = 0; d < in.p; d++) {
+                in.speed[d] = in.use_devices && rnd() % 2 ? 0.5 + (double)(rnd() % 4) / 2 : 1.0;
+                in.devmem[d] = 0;
+            }
         }
         int feasible = 0;
         int64_t best = naive_min_max(&in, &feasible);
@@ -351,7 +385,9 @@ int main(int argc, char **argv) {
             i128 sq = naive_min_sumsq(&in, best, &f2);
             SP_CHECK(f2 && plan_sumsq(&in, bounds) == sq);
         }
-        /* variance objective: minimum sum of squares without a time cap */
+        /* variance objective: minimum sum of squares without a time cap (equal speeds) */
+        for (int d = 0; d < in.p; d++)
+            in.speed[d] = 1.0;
         int f3 = 0;
         i128 sq = naive_min_sumsq(&in, INT64_MAX, &f3);
         rc = run_library(&in, SP_OBJECTIVE_VARIANCE, ctx, bounds, &bn);

@@ -1,0 +1,24 @@
+/* core/devices_impl.h: device lists and link matrices (core/devices.c). */
+#ifndef SP_CORE_DEVICES_IMPL_H
+#define SP_CORE_DEVICES_IMPL_H
+
+#include "json_util.h"
+
+struct sp_devices {
+    size_t n;
+    sp_device_info *info; /* info[n]; names owned */
+};
+
+struct sp_links {
+    size_t n;
+    char **names;       /* names[n] */
+    double *bw_GBps;    /* [n * n], row = sender */
+    double *latency_us; /* [n * n] */
+};
+
+/* sp_devices_from_json: a devices array at `where` (for messages), validated; problems go to
+ * r->ctx. Used for "stagepart-devices" files and for a profile's "devices". */
+sp_status sp_devices_from_json(struct sp_json_reader *r, const cJSON *arr, const char *where,
+                               sp_devices **out);
+
+#endif
