@@ -100,7 +100,7 @@ static double time_solve(sp_ctx *ctx, const sp_profile *p, uint32_t stages, sp_o
 static double time_bisection(sp_ctx *ctx, const sp_profile *p, uint32_t stages, int reps) {
     double t[64];
     struct sp_chain c;
-    struct sp_chain_model model = {SP_WEIGHT_TIME, stages, 4 * stages, 0, NULL, NULL};
+    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME, .stages = stages, .micro_batches = 4 * stages};
     sp_chain_init(ctx, &c, p, &model);
     for (int r = 0; r < reps; r++) {
         int64_t cap = 0;

@@ -18,6 +18,7 @@ enum {
     OPT_DEVICES,
     OPT_LINKS,
     OPT_TARGET,
+    OPT_COMM,
 };
 
 const struct sp_opt cmd_partition_opts[] = {
@@ -29,7 +30,7 @@ const struct sp_opt cmd_partition_opts[] = {
     {OPT_TARGET, "target-efficiency", 0, "<x>",
      "efficiency --micro-batches auto aims for, in (0, 1) (default: 0.9)", "Plan"},
     {OPT_OBJECTIVE, "objective", 0, "<name>",
-     "bottleneck (default) or variance; see docs/partitioning.md", "Plan"},
+     "bottleneck (default), variance or iteration; see docs/partitioning.md", "Plan"},
     {OPT_SOLVER, "solver", 0, "<name>",
      "dp (default, exact), uniform or parameters (baselines)",
      "Plan"},
@@ -42,8 +43,10 @@ const struct sp_opt cmd_partition_opts[] = {
      "(default: the profile's devices, else identical ones)",
      "Constraints"},
     {OPT_LINKS, "links", 0, "<file>",
-     "stagepart-links file: each boundary's transfer time (send_ms), overlapped with compute "
-     "in the simulated schedule",
+     "stagepart-links file: each boundary's transfer time (send_ms)", "Constraints"},
+    {OPT_COMM, "comm", 0, "<model>",
+     "overlap (default: transfers delay the schedule, not the stages) or blocking (transfers "
+     "add to both stages' times)",
      "Constraints"},
     {OPT_OUTPUT, "output", 'o', "<file>", "write the plan JSON to <file> (atomically)",
      "Output"},
@@ -58,7 +61,8 @@ const struct sp_command_help cmd_partition_help = {
     "Stage time is the sum of fwd_ms + bwd_ms of its layers. The default objective, bottleneck,\n"
     "finds the smallest possible largest stage time (exact), and among the plans reaching it the\n"
     "one with the smallest stage-time variance. --objective variance minimizes variance alone,\n"
-    "which can lose throughput. Under --memory-limit, stage s of P holds its memory_bytes plus\n"
+    "which can lose throughput; --objective iteration minimizes (M-1) x bottleneck + the sum of\n"
+    "stage times. Under --memory-limit, stage s of P holds its memory_bytes plus\n"
     "min(P - s, M) times its saved_bytes (1F1B with M micro-batches). Layers with\n"
     "\"cut_after\": false are never followed by a stage boundary.",
     "  stagepart partition samples/profiles/llama3-8b.json --stages 4\n"
@@ -186,6 +190,11 @@ int cmd_partition(int argc, char **argv) {
             target_given = true;
             break;
         }
+        case OPT_COMM:
+            if (sp_comm_from_name(p.value, &opts.comm) != SP_OK)
+                return sp_usage_error("partition", "--comm expects overlap or blocking, got '%s'",
+                                      p.value);
+            break;
         case OPT_DEVICES:
             devices_path = p.value;
             break;
@@ -195,7 +204,8 @@ int cmd_partition(int argc, char **argv) {
         case OPT_OBJECTIVE:
             if (sp_objective_from_name(p.value, &opts.objective) != SP_OK)
                 return sp_usage_error("partition",
-                                      "--objective expects bottleneck or variance, got '%s'",
+                                      "--objective expects bottleneck, variance or iteration, "
+                                      "got '%s'",
                                       p.value);
             break;
         case OPT_SOLVER:

@@ -79,14 +79,9 @@ sp_status sp_devices_from_json(struct sp_json_reader *r, const cJSON *arr, const
     return SP_OK;
 }
 
-static sp_status load_doc(sp_ctx *ctx, const char *path, const char *format, cJSON **root) {
-    char *data = NULL;
-    size_t len = 0;
-    sp_status st = sp_read_file(ctx, path, SP_SMALL_FILE_BYTES, &data, &len);
-    if (st != SP_OK)
-        return st;
-    st = sp_json_parse(ctx, path, data, len, root);
-    sp_free(data);
+static sp_status parse_doc(sp_ctx *ctx, const char *path, const char *data, size_t len,
+                           const char *format, cJSON **root) {
+    sp_status st = sp_json_parse(ctx, path, data, len, root);
     if (st != SP_OK)
         return st;
     struct sp_json_reader r = {ctx, path};
@@ -99,6 +94,17 @@ static sp_status load_doc(sp_ctx *ctx, const char *path, const char *format, cJS
         return SP_ERR_SCHEMA;
     }
     return SP_OK;
+}
+
+static sp_status load_doc(sp_ctx *ctx, const char *path, const char *format, cJSON **root) {
+    char *data = NULL;
+    size_t len = 0;
+    sp_status st = sp_read_file(ctx, path, SP_SMALL_FILE_BYTES, &data, &len);
+    if (st != SP_OK)
+        return st;
+    st = parse_doc(ctx, path, data, len, format, root);
+    sp_free(data);
+    return st;
 }
 
 sp_status sp_devices_load(sp_ctx *ctx, const char *path, sp_devices **out) {
@@ -179,6 +185,8 @@ static void read_matrix(struct sp_json_reader *r, const cJSON *root, const char 
     }
 }
 
+static sp_status links_from_doc(sp_ctx *ctx, const char *path, cJSON *root, sp_links **out);
+
 sp_status sp_links_load(sp_ctx *ctx, const char *path, sp_links **out) {
     if (!ctx)
         return SP_ERR_INVALID_ARG;
@@ -188,8 +196,25 @@ sp_status sp_links_load(sp_ctx *ctx, const char *path, sp_links **out) {
     *out = NULL;
     cJSON *root = NULL;
     sp_status st = load_doc(ctx, path, "stagepart-links", &root);
-    if (st != SP_OK)
-        return st;
+    return st == SP_OK ? links_from_doc(ctx, path, root, out) : st;
+}
+
+sp_status sp_links_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                         sp_links **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!data || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_links_parse: NULL argument");
+    *out = NULL;
+    name = name ? name : "<links>";
+    cJSON *root = NULL;
+    sp_status st = parse_doc(ctx, name, data, len, "stagepart-links", &root);
+    return st == SP_OK ? links_from_doc(ctx, name, root, out) : st;
+}
+
+/* consumes root */
+static sp_status links_from_doc(sp_ctx *ctx, const char *path, cJSON *root, sp_links **out) {
     struct sp_json_reader r = {ctx, path};
     const cJSON *names = cJSON_GetObjectItemCaseSensitive(root, "devices");
     size_t n = cJSON_IsArray(names) ? (size_t)cJSON_GetArraySize(names) : 0;

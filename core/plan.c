@@ -126,9 +126,21 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
             bwd = sp_speed_scale(bwd, sp);
             wgrad = sp_speed_scale(wgrad, sp);
         }
+        int64_t comm = 0; /* blocking: each cut's transfer, forward and back, on both sides */
+        if (opts->links && opts->comm == SP_COMM_BLOCKING) {
+            if (s > 0)
+                comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(
+                                opts->links, s - 1, s,
+                                sp_profile_layer(profile, bounds[s] - 1)->activation_bytes));
+            if (s + 1 < p)
+                comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(
+                                opts->links, s, s + 1,
+                                sp_profile_layer(profile, bounds[s + 1] - 1)->activation_bytes));
+        }
         st->fwd_ms = sp_ticks_to_ms(fwd);
         st->bwd_ms = sp_ticks_to_ms(bwd);
-        st->time_ms = sp_ticks_to_ms(fwd + bwd);
+        st->comm_ms = sp_ticks_to_ms(comm);
+        st->time_ms = sp_ticks_to_ms(fwd + bwd + comm);
         /* rounding per layer can put the wgrad sum a tick above the bwd sum */
         st->wgrad_ms = have_wgrad ? sp_ticks_to_ms(wgrad < bwd ? wgrad : bwd) : -1.0;
         st->send_ms = 0;
@@ -140,14 +152,15 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
         st->inflight = sp_stage_inflight(s, p, opts->micro_batches);
         sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes;
         st->memory_bytes = mem > UINT64_MAX ? UINT64_MAX : (uint64_t)mem;
-        if (fwd + bwd > max_ticks) {
-            max_ticks = fwd + bwd;
+        if (fwd + bwd + comm > max_ticks) {
+            max_ticks = fwd + bwd + comm;
             bottleneck_stage = s;
         }
     }
     sp_plan_summary *sum = &plan->summary;
     sum->stages = p;
     sum->chunks = 1;
+    sum->comm = opts->links ? opts->comm : SP_COMM_OVERLAP;
     sum->micro_batches = opts->micro_batches;
     sum->memory_limit_bytes = opts->memory_limit_bytes;
     sum->objective = opts->objective;

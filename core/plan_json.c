@@ -50,7 +50,8 @@ static bool add_stage(cJSON *arr, const sp_stage *s) {
            add_number(o, "memory_bytes", (double)s->memory_bytes) &&
            (s->wgrad_ms >= 0 ? add_number(o, "wgrad_ms", s->wgrad_ms)
                              : cJSON_AddNullToObject(o, "wgrad_ms") != NULL) &&
-           add_number(o, "send_ms", s->send_ms) && add_number(o, "chunk", s->chunk);
+           add_number(o, "send_ms", s->send_ms) && add_number(o, "comm_ms", s->comm_ms) &&
+           add_number(o, "chunk", s->chunk);
 }
 
 static cJSON *plan_tree(const sp_plan *plan) {
@@ -68,7 +69,8 @@ static cJSON *plan_tree(const sp_plan *plan) {
               add_number(root, "stage_count", m->stages) &&
               add_number(root, "chunks", m->chunks) &&
               add_number(root, "micro_batches", m->micro_batches) &&
-              add_string(root, "memory_model", "1f1b");
+              add_string(root, "memory_model", "1f1b") &&
+              add_string(root, "comm", sp_comm_name(m->comm));
     if (ok)
         ok = m->memory_limit_bytes
                  ? add_number(root, "memory_limit_bytes", (double)m->memory_limit_bytes)

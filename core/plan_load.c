@@ -31,6 +31,12 @@ static sp_status solver_from(const char *n, int *o) {
     *o = (int)s;
     return st;
 }
+static sp_status comm_from(const char *n, int *o) {
+    sp_comm s;
+    sp_status st = sp_comm_from_name(n, &s);
+    *o = (int)s;
+    return st;
+}
 static sp_status objective_from(const char *n, int *o) {
     sp_objective s;
     sp_status st = sp_objective_from_name(n, &s);
@@ -74,6 +80,7 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
         sp_json_problem(r, where, "wgrad_ms", "expected at most bwd_ms (%g), got %g", st->bwd_ms,
                         st->wgrad_ms);
     sp_json_get_number(r, obj, where, "send_ms", false, 0, SP_PROFILE_MAX_LAYER_MS, &st->send_ms);
+    sp_json_get_number(r, obj, where, "comm_ms", false, 0, SP_PROFILE_MAX_LAYER_MS, &st->comm_ms);
     sp_json_get_uint(r, obj, where, "param_bytes", false, 0, &st->param_bytes);
     sp_json_get_uint(r, obj, where, "resident_bytes", false, 0, &st->resident_bytes);
     sp_json_get_uint(r, obj, where, "saved_bytes", false, 0, &st->saved_bytes);
@@ -142,7 +149,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_plan_summary *m = &plan->summary;
     const char *model = NULL, *sha = "", *command = NULL;
     uint64_t stages = 0, chunks = 1, micro = 1, layers = 0, limit = 0;
-    int solver = SP_SOLVER_DP, objective = SP_OBJECTIVE_BOTTLENECK;
+    int solver = SP_SOLVER_DP, objective = SP_OBJECTIVE_BOTTLENECK, comm = SP_COMM_OVERLAP;
     if (!cJSON_IsObject(root)) {
         char got[64];
         sp_json_problem(&r, "", "", "expected a JSON object at the top level, got %s",
@@ -156,6 +163,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_json_get_uint(&r, root, "", "profile_layers", false, 1, &layers);
     read_enum(&r, root, "solver", solver_from, &solver);
     read_enum(&r, root, "objective", objective_from, &objective);
+    read_enum(&r, root, "comm", comm_from, &comm);
     sp_json_get_bool(&r, root, "", "optimal", false, &m->optimal);
     sp_json_get_uint(&r, root, "", "stage_count", true, 1, &stages);
     sp_json_get_uint(&r, root, "", "chunks", false, 1, &chunks);
@@ -250,6 +258,7 @@ done:
     }
     m->solver = (sp_solver)solver;
     m->objective = (sp_objective)objective;
+    m->comm = (sp_comm)comm;
     m->stages = (uint32_t)stages;
     m->chunks = (uint32_t)chunks;
     m->micro_batches = (uint32_t)micro;

@@ -322,10 +322,13 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
     }
     for (uint32_t k = 0; k < K; k++) {
         const sp_stage *s = &plan->stages[k];
-        f[k] = s->fwd_ms;
-        b[k] = s->time_ms - s->fwd_ms; /* backward plus, in blocking plans, its transfers */
+        /* blocking plans: half of a stage's transfers happen in its forward (input in, output
+         * out), half in its backward (gradients); they occupy the device, so no edge delay */
+        bool blocking = m->comm == SP_COMM_BLOCKING;
+        f[k] = s->fwd_ms + (blocking ? s->comm_ms / 2 : 0);
+        b[k] = s->time_ms - f[k];
         w[k] = s->wgrad_ms;
-        send[k] = k + 1 < K ? s->send_ms : 0;
+        send[k] = k + 1 < K && !blocking ? s->send_ms : 0;
         saved[k] = s->saved_bytes;
         resident[k % P] += s->resident_bytes;
     }

@@ -15,6 +15,7 @@ void sp_chain_release(struct sp_chain *c) {
     sp_free(c->wf);
     sp_free(c->cap);
     sp_free(c->speed);
+    sp_free(c->act);
     memset(c, 0, sizeof *c);
 }
 
@@ -56,6 +57,15 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
         if (c->speed)
             c->speed[s] = model->speed[s];
     }
+    if (model->blocking && model->links && stages > 1) {
+        c->blocking = true;
+        c->links = model->links;
+        c->act = sp_calloc(n_pos, sizeof *c->act);
+        if (!c->act) {
+            sp_chain_release(c);
+            return sp_oom(ctx, "building the partitioner's chain");
+        }
+    }
     int64_t w = 0, wf = 0;
     uint64_t mem = 0, saved = 0;
     size_t k = 0;
@@ -77,6 +87,8 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
             c->wf[k] = wf;
             c->mem[k] = mem;
             c->saved[k] = saved;
+            if (c->act)
+                c->act[k] = L->activation_bytes;
         }
     }
     return SP_OK;

@@ -35,6 +35,11 @@ struct sp_chain {
     uint64_t *cap;      /* cap[p]: memory cap of stage s; 0: none */
     bool any_cap;
     double *speed;      /* speed[p]: relative speed of stage s's device; NULL: all equal */
+    /* blocking transfers: boundary s -> s+1 at position k costs link_ticks(s, act[k]) on both
+     * neighbours, twice per micro-batch (activation forward, gradient back) */
+    bool blocking;
+    uint64_t *act;      /* act[n_pos]: activation_bytes of the layer before position k */
+    const sp_links *links;
 };
 
 /* What the chain models besides the profile: stage count, micro-batches (for in-flight
@@ -45,7 +50,26 @@ struct sp_chain_model {
     uint64_t mem_cap;            /* 0: none */
     const double *speed;         /* [stages] or NULL */
     const uint64_t *device_mem;  /* [stages] or NULL; 0 entries: not limited */
+    const sp_links *links;       /* with blocking: the link after stage s is links[s][s+1] */
+    bool blocking;
 };
+
+/* One transfer over the link after stage s of the activation at position k, in ticks. */
+static inline int64_t sp_chain_link_ticks(const struct sp_chain *c, uint32_t s, size_t k) {
+    return sp_ms_to_ticks(sp_links_transfer_ms(c->links, s, s + 1, c->act[k]));
+}
+
+/* Time a stage spends on blocking transfers: in and out, forward and backward. */
+static inline int64_t sp_chain_comm(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {
+    if (!c->blocking)
+        return 0;
+    int64_t t = 0;
+    if (s > 0)
+        t += 2 * sp_chain_link_ticks(c, s - 1, a);
+    if (s + 1 < c->p)
+        t += 2 * sp_chain_link_ticks(c, s, b);
+    return t;
+}
 
 sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
                         const struct sp_chain_model *model);
@@ -61,12 +85,16 @@ static inline bool sp_chain_mem_ok(const struct sp_chain *c, uint32_t s, size_t 
 
 /* Stage s's time over [a, b): the weight, or with device speeds its forward and backward parts
  * each divided by the speed and rounded to a tick (so the plan's fwd + bwd equal its time). */
-static inline int64_t sp_chain_time(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {
+static inline int64_t sp_chain_compute(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {
     int64_t w = c->w[b] - c->w[a];
     if (!c->speed)
         return w;
     int64_t f = c->wf[b] - c->wf[a];
     return sp_speed_scale(f, c->speed[s]) + sp_speed_scale(w - f, c->speed[s]);
+}
+
+static inline int64_t sp_chain_time(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {
+    return sp_chain_compute(c, s, a, b) + sp_chain_comm(c, s, a, b);
 }
 
 static inline bool sp_chain_admissible(const struct sp_chain *c, uint32_t s, size_t a, size_t b,
@@ -102,5 +130,24 @@ sp_status sp_chain_min_bottleneck(sp_ctx *ctx, const struct sp_chain *c, int64_t
  * partition exists; SP_ERR_LIMIT when its tables would not fit in memory. */
 sp_status sp_chain_min_sum_squares(sp_ctx *ctx, const struct sp_chain *c, int64_t cap,
                                    size_t *bounds_out);
+
+/* ---- the general engine (partitioner/general.c) for models where a stage's time is not
+ * monotone in its end (blocking transfers): exact forward and backward reachability at a cap,
+ * and a sum DP over the exact sets of possible stage ends. */
+
+enum sp_sum_kind { SP_SUM_SQUARES, SP_SUM_LINEAR };
+
+/* The smallest cap T with a partition into exactly p admissible stages. */
+sp_status sp_general_min_bottleneck(sp_ctx *ctx, const struct sp_chain *c, int64_t *out_cap);
+/* Among partitions with every stage admissible under cap, the minimum of sum g(t_s) (g = t^2
+ * or t), leftmost boundaries on ties; *out_sum gets the minimum. SP_ERR_INFEASIBLE if none. */
+sp_status sp_general_min_sum(sp_ctx *ctx, const struct sp_chain *c, int64_t cap,
+                             enum sp_sum_kind kind, size_t *bounds_out, sp_i128 *out_sum);
+
+/* Distinct stage times t with lo < t <= hi over every stage that some partition admissible
+ * under cap hi can contain, increasing (the iteration objective's candidate bottlenecks). */
+#define SP_GENERAL_MAX_TIMES 4000000u
+sp_status sp_general_stage_times(sp_ctx *ctx, const struct sp_chain *c, int64_t lo, int64_t hi,
+                                 int64_t **out, size_t *n_out);
 
 #endif

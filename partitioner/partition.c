@@ -8,7 +8,20 @@
 #include "plan_impl.h"
 #include "sim_impl.h"
 
-static const char *const objective_names[] = {"bottleneck", "variance"};
+static const char *const objective_names[] = {"bottleneck", "variance", "iteration"};
+static const char *const comm_names[] = {"overlap", "blocking"};
+
+const char *sp_comm_name(sp_comm c) {
+    return (unsigned)c < sizeof comm_names / sizeof *comm_names ? comm_names[c] : NULL;
+}
+sp_status sp_comm_from_name(const char *name, sp_comm *out) {
+    for (unsigned i = 0; name && i < sizeof comm_names / sizeof *comm_names; i++)
+        if (strcmp(name, comm_names[i]) == 0) {
+            *out = (sp_comm)i;
+            return SP_OK;
+        }
+    return SP_ERR_INVALID_ARG;
+}
 static const char *const solver_names[] = {"dp", "uniform", "parameters"};
 
 const char *sp_objective_name(sp_objective o) {
@@ -46,6 +59,7 @@ void sp_partition_opts_init(sp_partition_opts *opts) {
     opts->memory_limit_bytes = 0;
     opts->devices = NULL;
     opts->links = NULL;
+    opts->comm = SP_COMM_OVERLAP;
 }
 
 static const char *layer_name(const sp_profile *p, size_t l) { return sp_profile_layer(p, l)->name; }
@@ -94,8 +108,14 @@ static sp_status stage_devices_init(sp_ctx *ctx, const sp_profile *profile,
 
 static sp_status chain_for(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
                            const sp_partition_opts *o, const struct stage_devices *d) {
-    struct sp_chain_model model = {SP_WEIGHT_TIME, o->stages, o->micro_batches,
-                                   o->memory_limit_bytes, d->speed, d->memory};
+    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
+                                   .stages = o->stages,
+                                   .micro_batches = o->micro_batches,
+                                   .mem_cap = o->memory_limit_bytes,
+                                   .speed = d->speed,
+                                   .device_mem = d->memory,
+                                   .links = o->links,
+                                   .blocking = o->comm == SP_COMM_BLOCKING};
     return sp_chain_init(ctx, c, profile, &model);
 }
 
@@ -157,6 +177,65 @@ static sp_status explain_infeasible(sp_ctx *ctx, const sp_profile *profile,
                    n - covered, c->inflight[0]);
 }
 
+static int64_t max_stage_time(const struct sp_chain *c, const size_t *bounds) {
+    int64_t m = 0;
+    for (uint32_t s = 0; s < c->p; s++) {
+        int64_t t = sp_chain_time(c, s, bounds[s], bounds[s + 1]);
+        m = t > m ? t : m;
+    }
+    return m;
+}
+
+/* --objective iteration: minimum J = (M-1) x max t + sum t. J* = min over caps T of
+ * (M-1) T + S(T), S(T) the least sum with every stage <= T, attained at the J-optimal plan's
+ * bottleneck. So scan the candidate bottlenecks upward from the min-max optimum, and stop once
+ * (M-1) T + (a lower bound of S) reaches the best J found. Without speeds or blocking transfers
+ * the sum is the same for every plan and the bottleneck plan is J-optimal. */
+static sp_status solve_iteration(sp_ctx *ctx, const struct sp_chain *c, uint32_t M,
+                                 int64_t t_star, size_t *bounds) {
+    sp_i128 sum = 0;
+    sp_status st = sp_general_min_sum(ctx, c, t_star, SP_SUM_LINEAR, bounds, &sum);
+    if (st != SP_OK)
+        return st;
+    if (M == 1) /* J is the sum alone */
+        return sp_general_min_sum(ctx, c, SP_NO_CAP, SP_SUM_LINEAR, bounds, &sum);
+    size_t *trial = sp_mallocarray(c->p + 1, sizeof *trial);
+    if (!trial)
+        return sp_oom(ctx, "minimizing the iteration time");
+    sp_i128 best = (sp_i128)(M - 1) * max_stage_time(c, bounds) + sum;
+    /* lower bound of any plan's sum: the whole chain on the fastest device, compute only */
+    int64_t lb = SP_NO_CAP;
+    for (uint32_t s = 0; s < c->p; s++) {
+        int64_t t = sp_chain_compute(c, s, 0, c->n_pos - 1);
+        lb = t < lb ? t : lb;
+    }
+    sp_i128 hi128 = (best - lb) / (M - 1);
+    int64_t hi = hi128 > (sp_i128)SP_NO_CAP / 2 ? SP_NO_CAP / 2 : (int64_t)hi128;
+    int64_t *cand = NULL;
+    size_t n_cand = 0;
+    if (hi > t_star)
+        st = sp_general_stage_times(ctx, c, t_star, hi, &cand, &n_cand);
+    for (size_t i = 0; st == SP_OK && i < n_cand; i++) {
+        int64_t T = cand[i];
+        if ((sp_i128)(M - 1) * T + lb >= best)
+            break;
+        sp_i128 s_T = 0;
+        st = sp_general_min_sum(ctx, c, T, SP_SUM_LINEAR, trial, &s_T);
+        if (st == SP_ERR_INFEASIBLE) {
+            st = SP_OK;
+            continue;
+        }
+        sp_i128 j = (sp_i128)(M - 1) * max_stage_time(c, trial) + s_T;
+        if (st == SP_OK && j < best) {
+            best = j;
+            memcpy(bounds, trial, (c->p + 1) * sizeof *bounds);
+        }
+    }
+    sp_free(cand);
+    sp_free(trial);
+    return st;
+}
+
 static sp_status solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                           const struct stage_devices *d, size_t *bounds) {
     struct sp_chain c;
@@ -164,12 +243,22 @@ static sp_status solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_parti
     if (st != SP_OK)
         return st;
     int64_t cap = SP_NO_CAP;
+    /* the monotone engine (greedy + windows) unless a stage's cost depends on where it ends */
+    bool general = c.blocking;
+    bool sum_varies = c.blocking || c.speed;
     if (c.n_pos - 1 < o->stages)
         st = SP_ERR_INFEASIBLE;
-    else if (o->objective == SP_OBJECTIVE_BOTTLENECK)
-        st = sp_chain_min_bottleneck(ctx, &c, &cap);
-    if (st == SP_OK)
-        st = sp_chain_min_sum_squares(ctx, &c, cap, bounds);
+    else if (o->objective != SP_OBJECTIVE_VARIANCE)
+        st = general ? sp_general_min_bottleneck(ctx, &c, &cap)
+                     : sp_chain_min_bottleneck(ctx, &c, &cap);
+    if (st == SP_OK) {
+        if (o->objective == SP_OBJECTIVE_ITERATION && sum_varies)
+            st = solve_iteration(ctx, &c, o->micro_batches, cap, bounds);
+        else if (general)
+            st = sp_general_min_sum(ctx, &c, cap, SP_SUM_SQUARES, bounds, NULL);
+        else
+            st = sp_chain_min_sum_squares(ctx, &c, cap, bounds);
+    }
     if (st == SP_ERR_INFEASIBLE)
         st = explain_infeasible(ctx, profile, &c, o);
     if (st == SP_OK)
@@ -201,22 +290,6 @@ static sp_status check_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partiti
         }
     }
     return SP_OK;
-}
-
-static double bottleneck_of(const sp_profile *profile, const size_t *bounds, uint32_t p,
-                            const double *speed) {
-    int64_t best = 0;
-    for (uint32_t s = 0; s < p; s++) {
-        int64_t f = 0, b = 0;
-        for (size_t l = bounds[s]; l < bounds[s + 1]; l++) {
-            f += sp_layer_fwd_ticks(sp_profile_layer(profile, l));
-            b += sp_layer_bwd_ticks(sp_profile_layer(profile, l));
-        }
-        int64_t t = speed ? sp_speed_scale(f, speed[s]) + sp_speed_scale(b, speed[s]) : f + b;
-        if (t > best)
-            best = t;
-    }
-    return sp_ticks_to_ms(best);
 }
 
 /* One complete plan for resolved options: solve, build, check, compare, simulate. */
@@ -262,7 +335,14 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     if (st == SP_OK) {
         plan->summary.optimal = o->solver == SP_SOLVER_DP;
         plan->summary.solve_ms = solve_ms;
-        plan->summary.even_split_bottleneck_ms = bottleneck_of(profile, even, o->stages, d->speed);
+        /* the even split on the same devices and links, figured the same way */
+        sp_plan *even_plan = NULL;
+        st = sp_plan_build(ctx, profile, o, d->speed, even, &even_plan);
+        if (st == SP_OK)
+            plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
+        sp_plan_destroy(even_plan);
+    }
+    if (st == SP_OK) {
         /* every plan carries what its schedule is predicted to achieve */
         sp_sim_opts so;
         sp_sim_opts_init(&so);
@@ -395,7 +475,7 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages must be in [1, %u], got %u",
                        SP_MAX_STAGES, o.stages);
     if (!sp_objective_name(o.objective) || !sp_solver_name(o.solver) ||
-        !sp_schedule_name(o.schedule))
+        !sp_schedule_name(o.schedule) || !sp_comm_name(o.comm))
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown objective, solver or schedule");
     if (o.schedule == SP_SCHEDULE_INTERLEAVED)
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,
@@ -415,11 +495,16 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                 sp_solver_name(o.solver), sp_objective_name(o.objective));
     struct stage_devices d;
     sp_status st = stage_devices_init(ctx, profile, &o, &d);
-    if (st == SP_OK && d.speed && o.objective == SP_OBJECTIVE_VARIANCE && o.solver == SP_SOLVER_DP)
+    bool blocking = o.links && o.comm == SP_COMM_BLOCKING;
+    if (st == SP_OK && (d.speed || blocking) && o.objective == SP_OBJECTIVE_VARIANCE &&
+        o.solver == SP_SOLVER_DP)
         st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                     "--objective variance needs devices of equal speed: with speeds the total "
-                     "time differs between plans, so minimum variance is not the minimum sum of "
-                     "squares this solver finds; use --objective bottleneck");
+                     "--objective variance needs devices of equal speed and overlapped "
+                     "transfers: otherwise the total time differs between plans, so minimum "
+                     "variance is not the minimum sum of squares this solver finds; use "
+                     "--objective bottleneck or iteration");
+    if (st == SP_OK && o.comm == SP_COMM_BLOCKING && !o.links)
+        sp_warn(ctx, "--comm blocking has no effect without --links");
     if (st == SP_OK && o.links && sp_links_count(o.links) < o.stages)
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                      "%u stages need %u devices in the links file; it has %zu", o.stages,

@@ -201,6 +201,9 @@ SP_API const sp_devices *sp_profile_devices(const sp_profile *profile);
  * "latency_us" (N x N; row = sender, column = receiver; the diagonal is ignored, off-diagonal
  * bandwidths must be > 0). Returns the same codes as sp_devices_load. */
 SP_API sp_status sp_links_load(sp_ctx *ctx, const char *path, sp_links **out);
+/* sp_links_parse: the same from a buffer (data[len] must be '\0'); `name` is used in messages. */
+SP_API sp_status sp_links_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                                sp_links **out);
 SP_API void sp_links_destroy(sp_links *links);
 SP_API size_t sp_links_count(const sp_links *links);
 SP_API const char *sp_links_name(const sp_links *links, size_t i);
@@ -225,7 +228,10 @@ typedef enum sp_objective {
      * smallest stage-time variance, then the lexicographically smallest boundaries */
     SP_OBJECTIVE_BOTTLENECK = 0,
     /* minimum stage-time variance over all partitions (can lose throughput: docs/) */
-    SP_OBJECTIVE_VARIANCE = 1
+    SP_OBJECTIVE_VARIANCE = 1,
+    /* minimum (M-1) x bottleneck + sum of stage times (the iteration latency Alpa minimizes);
+     * the same as bottleneck unless speeds or blocking transfers make the sum vary */
+    SP_OBJECTIVE_ITERATION = 2
 } sp_objective;
 
 typedef enum sp_solver {
@@ -244,6 +250,15 @@ SP_API sp_status sp_solver_from_name(const char *name, sp_solver *out);
 
 #define SP_MAX_STAGES 65536u
 #define SP_MAX_MICRO_BATCHES 1000000000u
+
+/* How boundary transfers (with links) are charged. */
+typedef enum sp_comm {
+    SP_COMM_OVERLAP = 0, /* a delay on the dependency edge in the schedule, not stage time */
+    SP_COMM_BLOCKING = 1 /* occupies both neighbours: each stage's time gains 2 x (in + out),
+                          * the activation forward and the gradient back over each of its cuts */
+} sp_comm;
+SP_API const char *sp_comm_name(sp_comm comm);
+SP_API sp_status sp_comm_from_name(const char *name, sp_comm *out);
 
 #define SP_MICRO_BATCHES_AUTO UINT32_MAX
 
@@ -264,6 +279,7 @@ typedef struct sp_partition_opts {
                                   * stage's last layer / bandwidth between devices s and s+1,
                                   * recorded as send_ms; overlapped with compute (an edge delay in
                                   * the schedule), not added to stage time (borrowed; NULL: none) */
+    sp_comm comm;                /* how links are charged (default SP_COMM_OVERLAP) */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */
@@ -299,6 +315,7 @@ typedef struct sp_stage {
     double send_ms;             /* transfer of this stage's output to the next stage, and of the
                                  * gradient back; 0 for the last stage or without links */
     uint32_t chunk;             /* model chunk on its device (interleaved plans), else 0 */
+    double comm_ms;             /* blocking transfers inside time_ms: 2 x (in + out); else 0 */
 } sp_stage;
 
 typedef struct sp_plan_schedule {
@@ -325,6 +342,7 @@ typedef struct sp_plan_summary {
     double solve_ms;                  /* wall time spent in the solver */
     uint32_t chunks;                  /* model chunks per device: 1, or V for interleaved */
     double target_efficiency;         /* with --micro-batches auto: the target; else 0 */
+    sp_comm comm;                     /* how the plan's transfers are charged */
     sp_plan_schedule schedule;        /* the simulated schedule, when present */
 } sp_plan_summary;
 

@@ -15,6 +15,19 @@ expect_stdout_contains "no closed form with delays" "ideal"
 expect_code "uniform on the same devices" 0 "$STAGEPART" partition $P/llama3-8b.json -s 8 --devices $D --solver uniform
 expect_stdout_contains "uniform is 1.74x worse on slow devices" "bottleneck  322.111 ms (stage 7)"
 
+# blocking transfers: added to both stages' times (twice per cut: activation, gradient)
+expect_code "blocking transfers" 0 "$STAGEPART" partition $P/llama3-8b.json -s 8 --devices $D --links $L --comm blocking -o "$TMP/blocking.json"
+comm=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stages"]; print("%.3f %.3f %s" % (s[3]["comm_ms"], s[4]["comm_ms"], all(abs(x["time_ms"]-x["fwd_ms"]-x["bwd_ms"]-x["comm_ms"])<1e-9 for x in s)))' "$TMP/blocking.json")
+if [ "$comm" = "5.846 5.846 True" ]; then pass "comm_ms: both sides of the cross-node cut pay 2 x (in + out)"; else fail "comm_ms" "got $comm"; fi
+expect_code "blocking plan simulates" 0 "$STAGEPART" simulate "$TMP/blocking.json" --json
+busy=$(python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["stages"][3]["busy_ms"])' "$TMP/stdout")
+want=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print("%.3f" % (p["micro_batches"]*p["stages"][3]["time_ms"]))' "$TMP/blocking.json")
+if [ "$busy" = "$want" ]; then pass "blocking transfers occupy the device in the simulation"; else fail "blocking busy" "$busy vs $want"; fi
+expect_code "iteration objective" 0 "$STAGEPART" partition $P/llama3-8b.json -s 8 --devices $D --links $L --comm blocking --objective iteration
+expect_code "blocking without links warns" 0 "$STAGEPART" partition $P/llama3-8b.json -s 4 --comm blocking
+expect_stderr_contains "warning printed" "warning: --comm blocking has no effect without --links"
+expect_code "unknown comm" 2 "$STAGEPART" partition $P/llama3-8b.json --comm sometimes
+
 # devices inside the profile
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); d=json.load(open(sys.argv[2])); p["devices"]=d["devices"]; json.dump(p,open(sys.argv[3],"w"))' $P/llama3-8b.json $D "$TMP/with-devices.json"
 expect_code "a profile's own devices" 0 "$STAGEPART" partition "$TMP/with-devices.json" -s 8 -o "$TMP/plan2.json"

@@ -197,6 +197,32 @@ static void test_parameters_baseline(void) {
     sp_profile_destroy(p);
 }
 
+static void test_iteration_objective(void) {
+    /* docs/partitioning.md: speeds (1, 1, 0.5, 0.5), w = [8,1,7,5,4,8,4,3], M = 4: the min-max
+     * plan [9,16,16,14] has J = 3 x 16 + 55 = 103, the J-optimal [16,17,8,6] J = 98 */
+    const char *json =
+        "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"alpa\",\"micro_batch_size\":1,"
+        "\"devices\":[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\",\"speed\":0.5},"
+        "{\"name\":\"d\",\"speed\":0.5}],\"layers\":["
+        "{\"name\":\"0\",\"fwd_ms\":8,\"bwd_ms\":0},{\"name\":\"1\",\"fwd_ms\":1,\"bwd_ms\":0},"
+        "{\"name\":\"2\",\"fwd_ms\":7,\"bwd_ms\":0},{\"name\":\"3\",\"fwd_ms\":5,\"bwd_ms\":0},"
+        "{\"name\":\"4\",\"fwd_ms\":4,\"bwd_ms\":0},{\"name\":\"5\",\"fwd_ms\":8,\"bwd_ms\":0},"
+        "{\"name\":\"6\",\"fwd_ms\":4,\"bwd_ms\":0},{\"name\":\"7\",\"fwd_ms\":3,\"bwd_ms\":0}]}";
+    sp_profile *p = NULL;
+    SP_CHECK_STATUS(sp_profile_parse(ctx, "alpa.json", json, strlen(json), &p), SP_OK);
+    sp_plan *plan = NULL;
+    SP_CHECK_STATUS(run(p, 4, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 0, 4, &plan), SP_OK);
+    check_loads(plan, (const double[]){9, 16, 16, 14}, 4);
+    sp_plan_destroy(plan);
+    SP_CHECK_STATUS(run(p, 4, SP_OBJECTIVE_ITERATION, SP_SOLVER_DP, 0, 4, &plan), SP_OK);
+    check_loads(plan, (const double[]){16, 17, 8, 6}, 4);
+    sp_plan_destroy(plan);
+    /* variance is refused with speeds */
+    SP_CHECK_STATUS(run(p, 4, SP_OBJECTIVE_VARIANCE, SP_SOLVER_DP, 0, 4, &plan), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "needs devices of equal speed");
+    sp_profile_destroy(p);
+}
+
 static void test_options(void) {
     const double w[] = {1, 2};
     sp_profile *p = make(w, 2, NULL, NULL, NULL, NULL, NULL);
@@ -222,6 +248,7 @@ int main(void) {
     test_forbidden_cuts();
     test_memory();
     test_parameters_baseline();
+    test_iteration_objective();
     test_options();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_partition");
