@@ -19,6 +19,7 @@ enum {
     OPT_LINKS,
     OPT_TARGET,
     OPT_COMM,
+    OPT_CHUNKS,
 };
 
 const struct sp_opt cmd_partition_opts[] = {
@@ -35,7 +36,11 @@ const struct sp_opt cmd_partition_opts[] = {
      "dp (default, exact), uniform or parameters (baselines)",
      "Plan"},
     {OPT_SCHEDULE, "schedule", 0, "<name>",
-     "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1", "Plan"},
+     "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1; interleaved with "
+     "--chunks",
+     "Plan"},
+    {OPT_CHUNKS, "chunks", 0, "<V>",
+     "V model chunks per device for the interleaved schedule (with --solver uniform)", "Plan"},
     {OPT_MEMORY_LIMIT, "memory-limit", 0, "<bytes>",
      "per-stage memory cap, e.g. 80GB or 80GiB (default: none)", "Constraints"},
     {OPT_DEVICES, "devices", 0, "<file>",
@@ -94,6 +99,10 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
     }
     if (namew > 48)
         namew = 48;
+    if (m->chunks > 1)
+        printf("interleaved: %u chunks per device, chunk k on device k mod %u; the bottleneck is "
+               "a device's load (the sum of its chunks)\n\n",
+               m->chunks, m->stages);
     printf("stage  %-*s %6s %10s %10s %10s %10s  share of bottleneck\n", (int)namew, "layers",
            "count", "fwd ms", "bwd ms", "time ms", "memory");
     for (size_t s = 0; s < sp_plan_stage_count(plan); s++) {
@@ -103,15 +112,18 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
             snprintf(range, sizeof range, "%s", st->first_name);
         else
             snprintf(range, sizeof range, "%s .. %s", st->first_name, st->last_name);
-        bar(b, 20, m->bottleneck_ms > 0 ? st->time_ms / m->bottleneck_ms : 1.0);
+        double device_ms = 0; /* the stage's device load: itself, or the sum of its chunks */
+        for (size_t k = st->device; k < sp_plan_stage_count(plan); k += m->stages)
+            device_ms += sp_plan_stage(plan, k)->time_ms;
+        bar(b, 20, m->bottleneck_ms > 0 ? device_ms / m->bottleneck_ms : 1.0);
         printf("%5zu  %-*.*s %6zu %10.3f %10.3f %10.3f %10s  %s %3.0f%%\n", s, (int)namew,
                (int)namew, range, st->last_layer - st->first_layer + 1, st->fwd_ms, st->bwd_ms,
                st->time_ms, sp_format_bytes(st->memory_bytes, mem, sizeof mem), b,
-               m->bottleneck_ms > 0 ? 100.0 * st->time_ms / m->bottleneck_ms : 100.0);
+               m->bottleneck_ms > 0 ? 100.0 * device_ms / m->bottleneck_ms : 100.0);
     }
     double gap = m->lower_bound_ms > 0 ? (m->bottleneck_ms / m->lower_bound_ms - 1) * 100 : 0;
-    printf("\nbottleneck  %.3f ms (stage %u)   lower bound %.3f ms (+%.1f%%)\n", m->bottleneck_ms,
-           m->bottleneck_stage, m->lower_bound_ms, gap);
+    printf("\nbottleneck  %.3f ms (%s %u)   lower bound %.3f ms (+%.1f%%)\n", m->bottleneck_ms,
+           m->chunks > 1 ? "device" : "stage", m->bottleneck_stage, m->lower_bound_ms, gap);
     printf("mean        %.3f ms   stddev %.3f ms   imbalance %.3f (bottleneck / mean)\n",
            m->mean_ms, m->stddev_ms, m->imbalance);
     if (m->memory_limit_bytes) {
@@ -145,6 +157,10 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
                sp_schedule_name(m->schedule.schedule), m->schedule.micro_batches,
                m->schedule.iteration_ms, 100 * m->schedule.bubble_fraction,
                100 * m->schedule.efficiency);
+    if (m->objective == SP_OBJECTIVE_ITERATION)
+        printf("objective   (M-1) x bottleneck + sum = %.3f ms (the formula minimized; the "
+               "simulated iteration above is what to expect)\n",
+               m->formula_iteration_ms);
     printf("solved in   %.3f ms\n", m->solve_ms);
     if (written)
         printf("wrote       %s\n", written);
@@ -190,6 +206,11 @@ int cmd_partition(int argc, char **argv) {
             target_given = true;
             break;
         }
+        case OPT_CHUNKS:
+            if (!sp_opt_uint(&p, 1, SP_MAX_STAGES, &v))
+                return SP_EXIT_USAGE;
+            opts.chunks = (uint32_t)v;
+            break;
         case OPT_COMM:
             if (sp_comm_from_name(p.value, &opts.comm) != SP_OK)
                 return sp_usage_error("partition", "--comm expects overlap or blocking, got '%s'",
@@ -221,10 +242,10 @@ int cmd_partition(int argc, char **argv) {
             output = p.value;
             break;
         case OPT_SCHEDULE:
-            if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK ||
-                opts.schedule == SP_SCHEDULE_INTERLEAVED)
+            if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
                 return sp_usage_error("partition",
-                                      "--schedule expects gpipe, 1f1b or zb-h1, got '%s'",
+                                      "--schedule expects gpipe, 1f1b, zb-h1 or interleaved, "
+                                      "got '%s'",
                                       p.value);
             break;
         case OPT_JSON:

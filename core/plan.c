@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plan_impl.h"
+#include "sim_impl.h"
 
 uint32_t sp_stage_inflight(uint32_t s, uint32_t p, uint32_t m) {
     uint32_t k = p - s;
@@ -74,41 +75,83 @@ static sp_status copy_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *profil
     return SP_OK;
 }
 
+/* Interleaved plans: how many micro-batches of each chunk device d holds at its memory peak,
+ * from Megatron's op order (the same order the simulator runs). counts[V] out. */
+static sp_status interleaved_inflight(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M,
+                                      uint32_t d, const uint64_t *saved, uint32_t *counts) {
+    struct sp_pipeline pl = {P, V, M, SP_SCHEDULE_INTERLEAVED, NULL, NULL, NULL, NULL, NULL, NULL};
+    struct sp_sched_op *ops = NULL;
+    size_t *offset = NULL;
+    sp_status st = sp_schedule_build(ctx, &pl, &ops, &offset);
+    if (st != SP_OK)
+        return st;
+    uint32_t *held = sp_calloc(V, sizeof *held);
+    if (!held) {
+        sp_free(ops);
+        sp_free(offset);
+        return sp_oom(ctx, "building a plan");
+    }
+    uint64_t bytes = 0, peak = 0;
+    memset(counts, 0, V * sizeof *counts);
+    for (size_t i = offset[d]; i < offset[d + 1]; i++) {
+        uint32_t c = ops[i].stage / P;
+        if (ops[i].kind == 'F') {
+            held[c]++;
+            bytes += saved[c];
+            if (bytes > peak || (bytes == peak && peak == 0)) {
+                peak = bytes;
+                memcpy(counts, held, V * sizeof *counts);
+            }
+        } else {
+            held[c]--;
+            bytes -= saved[c];
+        }
+    }
+    sp_free(held);
+    sp_free(ops);
+    sp_free(offset);
+    return SP_OK;
+}
+
 sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                         const double *speed, const size_t *bounds, sp_plan **out) {
     *out = NULL;
     size_t n = sp_profile_layer_count(profile);
-    uint32_t p = opts->stages;
+    uint32_t p = opts->stages, V = opts->chunks > 1 ? opts->chunks : 1, K = p * V;
     sp_plan *plan = sp_calloc(1, sizeof *plan);
     if (!plan)
         return sp_oom(ctx, "building a plan");
-    plan->n_stages = p;
+    plan->n_stages = K;
     plan->n_layers = n;
-    plan->stages = sp_calloc(p, sizeof *plan->stages);
+    plan->stages = sp_calloc(K, sizeof *plan->stages);
     plan->model = sp_strdup(sp_profile_model(profile));
-    if (!plan->stages || !plan->model) {
+    int64_t *device_ticks = sp_calloc(p, sizeof *device_ticks);
+    if (!plan->stages || !plan->model || !device_ticks) {
+        sp_free(device_ticks);
         sp_plan_destroy(plan);
         return sp_oom(ctx, "building a plan");
     }
     memcpy(plan->profile_sha256, sp_profile_sha256(profile), sizeof plan->profile_sha256);
 
-    int64_t total_ticks = 0, max_ticks = 0, heaviest_layer = 0;
+    int64_t total_ticks = 0, heaviest_layer = 0;
     for (size_t l = 0; l < n; l++) {
         int64_t t = sp_layer_ticks(sp_profile_layer(profile, l));
         total_ticks += t;
         if (t > heaviest_layer)
             heaviest_layer = t;
     }
-    uint32_t bottleneck_stage = 0;
-    for (uint32_t s = 0; s < p; s++) {
-        sp_stage *st = &plan->stages[s];
-        st->index = s;
-        st->device = s;
-        st->first_layer = bounds[s];
-        st->last_layer = bounds[s + 1] - 1;
+    bool blocking = opts->links && opts->comm == SP_COMM_BLOCKING;
+    for (uint32_t k = 0; k < K; k++) {
+        sp_stage *st = &plan->stages[k];
+        uint32_t d = k % p; /* virtual stage k runs on device k mod P */
+        st->index = k;
+        st->device = d;
+        st->chunk = k / p;
+        st->first_layer = bounds[k];
+        st->last_layer = bounds[k + 1] - 1;
         int64_t fwd = 0, bwd = 0, wgrad = 0;
         bool have_wgrad = true;
-        for (size_t l = bounds[s]; l < bounds[s + 1]; l++) {
+        for (size_t l = bounds[k]; l < bounds[k + 1]; l++) {
             const sp_layer *L = sp_profile_layer(profile, l);
             fwd += sp_layer_fwd_ticks(L);
             bwd += sp_layer_bwd_ticks(L);
@@ -121,21 +164,20 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
             st->saved_bytes += L->saved_bytes;
         }
         if (speed) {
-            double sp = speed[s];
-            fwd = sp_speed_scale(fwd, sp);
-            bwd = sp_speed_scale(bwd, sp);
-            wgrad = sp_speed_scale(wgrad, sp);
+            fwd = sp_speed_scale(fwd, speed[d]);
+            bwd = sp_speed_scale(bwd, speed[d]);
+            wgrad = sp_speed_scale(wgrad, speed[d]);
         }
         int64_t comm = 0; /* blocking: each cut's transfer, forward and back, on both sides */
-        if (opts->links && opts->comm == SP_COMM_BLOCKING) {
-            if (s > 0)
+        if (blocking) {
+            if (k > 0)
                 comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(
-                                opts->links, s - 1, s,
-                                sp_profile_layer(profile, bounds[s] - 1)->activation_bytes));
-            if (s + 1 < p)
+                                opts->links, (k - 1) % p, d,
+                                sp_profile_layer(profile, bounds[k] - 1)->activation_bytes));
+            if (k + 1 < K)
                 comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(
-                                opts->links, s, s + 1,
-                                sp_profile_layer(profile, bounds[s + 1] - 1)->activation_bytes));
+                                opts->links, d, (k + 1) % p,
+                                sp_profile_layer(profile, bounds[k + 1] - 1)->activation_bytes));
         }
         st->fwd_ms = sp_ticks_to_ms(fwd);
         st->bwd_ms = sp_ticks_to_ms(bwd);
@@ -144,22 +186,48 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
         /* rounding per layer can put the wgrad sum a tick above the bwd sum */
         st->wgrad_ms = have_wgrad ? sp_ticks_to_ms(wgrad < bwd ? wgrad : bwd) : -1.0;
         st->send_ms = 0;
-        if (opts->links && s + 1 < p) {
-            uint64_t bytes = sp_profile_layer(profile, bounds[s + 1] - 1)->activation_bytes;
-            st->send_ms = sp_links_transfer_ms(opts->links, s, s + 1, bytes);
+        if (opts->links && k + 1 < K) {
+            uint64_t bytes = sp_profile_layer(profile, bounds[k + 1] - 1)->activation_bytes;
+            st->send_ms = sp_links_transfer_ms(opts->links, d, (k + 1) % p, bytes);
         }
-        st->chunk = 0;
-        st->inflight = sp_stage_inflight(s, p, opts->micro_batches);
-        sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes;
-        st->memory_bytes = mem > UINT64_MAX ? UINT64_MAX : (uint64_t)mem;
-        if (fwd + bwd + comm > max_ticks) {
-            max_ticks = fwd + bwd + comm;
-            bottleneck_stage = s;
+        st->inflight = sp_stage_inflight(k, p, opts->micro_batches);
+        device_ticks[d] += fwd + bwd + comm;
+    }
+    if (V > 1) { /* in-flight counts from the interleaved order, per device */
+        uint64_t *saved = sp_mallocarray(V, sizeof *saved);
+        uint32_t *counts = sp_mallocarray(V, sizeof *counts);
+        sp_status st = saved && counts ? SP_OK : sp_oom(ctx, "building a plan");
+        for (uint32_t d = 0; st == SP_OK && d < p; d++) {
+            for (uint32_t c = 0; c < V; c++)
+                saved[c] = plan->stages[c * p + d].saved_bytes;
+            st = interleaved_inflight(ctx, p, V, opts->micro_batches, d, saved, counts);
+            for (uint32_t c = 0; st == SP_OK && c < V; c++)
+                plan->stages[c * p + d].inflight = counts[c];
+        }
+        sp_free(saved);
+        sp_free(counts);
+        if (st != SP_OK) {
+            sp_free(device_ticks);
+            sp_plan_destroy(plan);
+            return st;
         }
     }
+    for (uint32_t k = 0; k < K; k++) {
+        sp_stage *st = &plan->stages[k];
+        sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes;
+        st->memory_bytes = mem > UINT64_MAX ? UINT64_MAX : (uint64_t)mem;
+    }
+    /* the bottleneck is a device's load: the sum of its chunks (one stage when V = 1) */
+    int64_t max_ticks = 0;
+    uint32_t bottleneck_stage = 0;
+    for (uint32_t d = 0; d < p; d++)
+        if (device_ticks[d] > max_ticks) {
+            max_ticks = device_ticks[d];
+            bottleneck_stage = d;
+        }
     sp_plan_summary *sum = &plan->summary;
     sum->stages = p;
-    sum->chunks = 1;
+    sum->chunks = V;
     sum->comm = opts->links ? opts->comm : SP_COMM_OVERLAP;
     sum->micro_batches = opts->micro_batches;
     sum->memory_limit_bytes = opts->memory_limit_bytes;
@@ -167,20 +235,22 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
     sum->solver = opts->solver;
     sum->bottleneck_ms = sp_ticks_to_ms(max_ticks);
     sum->bottleneck_stage = bottleneck_stage;
-    /* lower bound: the heaviest layer, or the work spread over the stages; with speeds, the
+    /* lower bound: the heaviest layer, or the work spread over the devices; with speeds, the
      * heaviest layer on the fastest device and the work spread in proportion to speed */
     double lb = (double)total_ticks / (double)p;
     if (speed) {
         double fastest = 0, speed_sum = 0;
-        for (uint32_t s = 0; s < p; s++) {
-            fastest = speed[s] > fastest ? speed[s] : fastest;
-            speed_sum += speed[s];
+        for (uint32_t d = 0; d < p; d++) {
+            fastest = speed[d] > fastest ? speed[d] : fastest;
+            speed_sum += speed[d];
         }
         lb = (double)total_ticks / speed_sum;
         heaviest_layer = sp_speed_scale(heaviest_layer, fastest);
-        total_ticks = 0; /* from here on: the time the stages take, which depends on the plan */
-        for (uint32_t s = 0; s < p; s++)
-            total_ticks += sp_ms_to_ticks(plan->stages[s].time_ms);
+    }
+    if (speed || blocking) { /* from here on: the time the devices take, which depends on the plan */
+        total_ticks = 0;
+        for (uint32_t d = 0; d < p; d++)
+            total_ticks += device_ticks[d];
     }
     sum->total_ms = sp_ticks_to_ms(total_ticks);
     if ((double)heaviest_layer > lb)
@@ -188,14 +258,17 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
     sum->lower_bound_ms = lb / SP_TICKS_PER_MS;
     double mean = (double)total_ticks / (double)p;
     double var = 0;
-    for (uint32_t s = 0; s < p; s++) {
-        double d = plan->stages[s].time_ms * SP_TICKS_PER_MS - mean;
-        var += d * d;
+    for (uint32_t d = 0; d < p; d++) {
+        double dv = (double)device_ticks[d] - mean;
+        var += dv * dv;
     }
     var /= (double)p;
+    sp_free(device_ticks);
     sum->mean_ms = mean / SP_TICKS_PER_MS;
     sum->stddev_ms = sqrt(var) / SP_TICKS_PER_MS;
     sum->imbalance = mean > 0 ? (double)max_ticks / mean : 1.0;
+    sum->formula_iteration_ms =
+        sp_ticks_to_ms(max_ticks) * (double)(opts->micro_batches - 1) + sp_ticks_to_ms(total_ticks);
 
     sp_status st = copy_names(ctx, plan, profile);
     if (st != SP_OK) {

@@ -80,6 +80,7 @@ static cJSON *plan_tree(const sp_plan *plan) {
          add_number(root, "lower_bound_ms", m->lower_bound_ms) &&
          add_number(root, "mean_ms", m->mean_ms) && add_number(root, "stddev_ms", m->stddev_ms) &&
          add_number(root, "imbalance", m->imbalance) && add_number(root, "total_ms", m->total_ms) &&
+         add_number(root, "formula_iteration_ms", m->formula_iteration_ms) &&
          add_number(root, "even_split_bottleneck_ms", m->even_split_bottleneck_ms) &&
          add_number(root, "speedup_vs_even_split",
                     m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1.0) &&

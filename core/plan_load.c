@@ -171,6 +171,8 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_json_get_uint(&r, root, "", "memory_limit_bytes", false, 1, &limit);
     sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, (double)INFINITY, &m->lower_bound_ms);
     sp_json_get_number(&r, root, "", "total_ms", false, 0, (double)INFINITY, &m->total_ms);
+    sp_json_get_number(&r, root, "", "formula_iteration_ms", false, 0, (double)INFINITY,
+                       &m->formula_iteration_ms);
     sp_json_get_number(&r, root, "", "even_split_bottleneck_ms", false, 0, (double)INFINITY,
                        &m->even_split_bottleneck_ms);
     sp_json_get_number(&r, root, "", "solve_ms", false, 0, (double)INFINITY, &m->solve_ms);

@@ -60,6 +60,7 @@ void sp_partition_opts_init(sp_partition_opts *opts) {
     opts->devices = NULL;
     opts->links = NULL;
     opts->comm = SP_COMM_OVERLAP;
+    opts->chunks = 1;
 }
 
 static const char *layer_name(const sp_profile *p, size_t l) { return sp_profile_layer(p, l)->name; }
@@ -268,25 +269,32 @@ static sp_status solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_parti
     return st;
 }
 
-/* A baseline's plan must still satisfy the memory limits to be usable. */
+/* A baseline's plan must still satisfy the memory limits to be usable (per device: the sum of
+ * its chunks when interleaved). */
 static sp_status check_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
                               const struct stage_devices *d) {
-    for (size_t s = 0; s < plan->n_stages; s++) {
-        const sp_stage *st = &plan->stages[s];
-        uint64_t cap = o->memory_limit_bytes, dm = d->memory ? d->memory[s] : 0;
+    for (uint32_t dev = 0; dev < o->stages; dev++) {
+        uint64_t cap = o->memory_limit_bytes, dm = d->memory ? d->memory[dev] : 0;
         if (dm && (!cap || dm < cap))
             cap = dm;
-        if (cap && st->memory_bytes > cap) {
-            char need[16], lim[16];
+        uint64_t need = 0, resident = 0, saved_held = 0;
+        for (size_t k = dev; k < plan->n_stages; k += o->stages) {
+            const sp_stage *st = &plan->stages[k];
+            need += st->memory_bytes;
+            resident += st->resident_bytes;
+            saved_held += st->memory_bytes - st->resident_bytes;
+        }
+        if (cap && need > cap) {
+            char nb[16], lim[16];
             return sp_fail(ctx, SP_ERR_INFEASIBLE,
-                           "the %s split does not fit the memory limit: stage %zu needs %s "
-                           "(resident %llu + %u x saved %llu bytes), the limit is %s; "
-                           "--solver dp finds a plan within the limit when one exists",
-                           sp_solver_name(o->solver), s,
-                           sp_format_bytes(st->memory_bytes, need, sizeof need),
-                           (unsigned long long)st->resident_bytes, st->inflight,
-                           (unsigned long long)st->saved_bytes,
-                           sp_format_bytes(cap, lim, sizeof lim));
+                           "the %s split does not fit the memory limit: %s %u needs %s "
+                           "(resident %llu + saved activations %llu bytes), the limit is %s%s",
+                           sp_solver_name(o->solver), o->chunks > 1 ? "device" : "stage", dev,
+                           sp_format_bytes(need, nb, sizeof nb), (unsigned long long)resident,
+                           (unsigned long long)saved_held, sp_format_bytes(cap, lim, sizeof lim),
+                           o->chunks > 1 ? ""
+                                         : "; --solver dp finds a plan within the limit when one "
+                                           "exists");
         }
     }
     return SP_OK;
@@ -296,8 +304,9 @@ static sp_status check_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partiti
 static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                            const struct stage_devices *d, sp_plan **out) {
     *out = NULL;
-    size_t *bounds = sp_mallocarray((size_t)o->stages + 1, sizeof *bounds);
-    size_t *even = sp_mallocarray((size_t)o->stages + 1, sizeof *even);
+    uint32_t K = o->stages * o->chunks; /* virtual stages */
+    size_t *bounds = sp_mallocarray((size_t)K + 1, sizeof *bounds);
+    size_t *even = sp_mallocarray((size_t)K + 1, sizeof *even);
     if (!bounds || !even) {
         sp_free(bounds);
         sp_free(even);
@@ -307,7 +316,7 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     sp_status st;
     switch (o->solver) {
     case SP_SOLVER_UNIFORM:
-        st = sp_uniform_bounds(ctx, profile, o->stages, bounds);
+        st = sp_uniform_bounds(ctx, profile, K, bounds);
         break;
     case SP_SOLVER_PARAMETERS:
         st = sp_parameters_bounds(ctx, profile, o->stages, bounds);
@@ -330,7 +339,7 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     if (st == SP_OK && o->solver != SP_SOLVER_DP)
         st = check_memory(ctx, plan, o, d);
     if (st == SP_OK)
-        st = sp_uniform_bounds(ctx, profile, o->stages, even);
+        st = sp_uniform_bounds(ctx, profile, K, even);
     sp_sim *sim = NULL;
     if (st == SP_OK) {
         plan->summary.optimal = o->solver == SP_SOLVER_DP;
@@ -382,6 +391,7 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_
     unsigned n_tried = 0;
     sp_plan *best = NULL;
     uint32_t lo = 0, hi = 0, m = o.stages;
+    uint32_t step = o.chunks > 1 ? o.stages : 1; /* interleaved: multiples of P only */
     uint64_t limit = (uint64_t)o.stages * SP_AUTO_MAX_FACTOR;
     if (limit > SP_MAX_MICRO_BATCHES)
         limit = SP_MAX_MICRO_BATCHES;
@@ -430,8 +440,8 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_
                 break;
             }
             m *= 2;
-        } else if (hi - lo > 1) {
-            m = lo + (hi - lo) / 2;
+        } else if (hi - lo > step) {
+            m = lo + (hi - lo) / step / 2 * step;
         } else {
             break;
         }
@@ -477,13 +487,33 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     if (!sp_objective_name(o.objective) || !sp_solver_name(o.solver) ||
         !sp_schedule_name(o.schedule) || !sp_comm_name(o.comm))
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown objective, solver or schedule");
-    if (o.schedule == SP_SCHEDULE_INTERLEAVED)
-        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                       "interleaved plans (--chunks) are not made by this version; simulate "
-                       "gpipe, 1f1b or zb-h1");
+    if (o.chunks == 0)
+        o.chunks = 1;
+    if (o.chunks > SP_MAX_STAGES || (uint64_t)o.chunks * o.stages > SP_MAX_STAGES)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages x chunks must be at most %u, got %u x %u",
+                       SP_MAX_STAGES, o.stages, o.chunks);
+    if (o.chunks > 1) {
+        if (o.solver != SP_SOLVER_UNIFORM)
+            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                           "--chunks %u with --solver %s: balancing interleaved chunks exactly "
+                           "is not a chain problem (each device's load sums %u non-contiguous "
+                           "chunks) and no exact dynamic program is known for it; it needs the "
+                           "ILP solver, which this build does not have yet. --solver uniform "
+                           "--chunks %u makes Megatron-LM's equal split",
+                           o.chunks, sp_solver_name(o.solver), o.chunks, o.chunks);
+        o.schedule = SP_SCHEDULE_INTERLEAVED; /* a chunked plan runs the interleaved schedule */
+    } else if (o.schedule == SP_SCHEDULE_INTERLEAVED) {
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the interleaved schedule needs a plan with chunks (--chunks V, V >= 2)");
+    }
     bool automatic = o.micro_batches == SP_MICRO_BATCHES_AUTO;
     if (o.micro_batches == 0)
         o.micro_batches = o.stages * 4;
+    if (!automatic && o.chunks > 1 && o.micro_batches % o.stages)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the interleaved schedule needs the micro-batch count to be a multiple of "
+                       "the pipeline stages: M = %u, P = %u",
+                       o.micro_batches, o.stages);
     if (!automatic && o.micro_batches > SP_MAX_MICRO_BATCHES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, %u], got %u",
                        SP_MAX_MICRO_BATCHES, o.micro_batches);

@@ -280,6 +280,10 @@ typedef struct sp_partition_opts {
                                   * recorded as send_ms; overlapped with compute (an edge delay in
                                   * the schedule), not added to stage time (borrowed; NULL: none) */
     sp_comm comm;                /* how links are charged (default SP_COMM_OVERLAP) */
+    uint32_t chunks;             /* V model chunks per device for the interleaved schedule: P x V
+                                  * chunks in chain order, chunk k on device k mod P (default 1).
+                                  * Only the uniform solver makes such plans: balancing the
+                                  * non-contiguous chunks of a device exactly needs the ILP */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */
@@ -343,6 +347,8 @@ typedef struct sp_plan_summary {
     uint32_t chunks;                  /* model chunks per device: 1, or V for interleaved */
     double target_efficiency;         /* with --micro-batches auto: the target; else 0 */
     sp_comm comm;                     /* how the plan's transfers are charged */
+    double formula_iteration_ms;      /* (M-1) x bottleneck + sum of device times (Alpa's formula,
+                                       * what --objective iteration minimizes) */
     sp_plan_schedule schedule;        /* the simulated schedule, when present */
 } sp_plan_summary;
 

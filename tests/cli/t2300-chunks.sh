@@ -1,0 +1,35 @@
+#!/bin/sh
+# t2300-chunks: interleaved plans (--chunks V): made by the uniform solver, refused by dp with
+# the reason, simulated with Megatron's interleaved order; memory agrees with the simulator.
+. "$(dirname "$0")/lib.sh"
+P=samples/profiles
+expect_code "dp cannot balance chunks exactly" 4 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2
+expect_stderr_contains "the reason is named" "it needs the ILP solver"
+expect_code "uniform chunks" 0 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --solver uniform -o "$TMP/il.json"
+expect_stdout_contains "interleaved is simulated" "schedule    interleaved, 16 micro-batches"
+expect_stdout_contains "the bottleneck is a device" "(device 3)"
+shape=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(p["stage_count"], p["chunks"], len(p["stages"]), [s["device"] for s in p["stages"]], [s["chunk"] for s in p["stages"]])' "$TMP/il.json")
+if [ "$shape" = "4 2 8 [0, 1, 2, 3, 0, 1, 2, 3] [0, 0, 0, 0, 1, 1, 1, 1]" ]; then pass "8 chunks, chunk k on device k mod 4"; else fail "chunk layout" "$shape"; fi
+expect_code "simulate the interleaved plan" 0 "$STAGEPART" simulate "$TMP/il.json" --json
+cp "$TMP/stdout" "$TMP/sim.json"
+agree=$(python3 - "$TMP/il.json" "$TMP/sim.json" <<'PY'
+import json, sys
+plan, sim = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+P = plan["stage_count"]
+ok = []
+for d, dev in enumerate(sim["stages"]):
+    mem = sum(s["memory_bytes"] for s in plan["stages"] if s["device"] == d)
+    held = sum(s["inflight_micro_batches"] for s in plan["stages"] if s["device"] == d)
+    ok.append(mem == dev["peak_memory_bytes"] and held == dev["peak_inflight"])
+print(all(ok), sim["stages"][0]["peak_inflight"])
+PY
+)
+if [ "$agree" = "True 11" ]; then pass "plan memory equals the simulated peak (device 0 holds 2(P-1)+(V-1)P+1 = 11)"; else fail "plan memory vs simulation" "$agree"; fi
+expect_code "M must be a multiple of P" 2 "$STAGEPART" partition $P/equal-64.json -s 4 --chunks 2 --solver uniform -m 6
+expect_stderr_contains "both numbers named" "M = 6, P = 4"
+expect_code "interleaved needs chunks" 2 "$STAGEPART" partition $P/equal-64.json -s 4 --schedule interleaved
+expect_code "auto M in multiples of P" 0 "$STAGEPART" partition $P/equal-64.json -s 4 --chunks 2 --solver uniform -m auto
+expect_stdout_contains "searched multiples of 4" "M=4 72.7%, M=8 84.2%, M=12 88.9%, M=16 91.4%"
+expect_code "chunked memory limit" 3 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --solver uniform --memory-limit 60GB
+expect_stderr_contains "device named" "the uniform split does not fit the memory limit: device 0 needs"
+test_done
