@@ -112,6 +112,55 @@ static double time_bisection(sp_ctx *ctx, const sp_profile *p, uint32_t stages, 
     return median(t, reps);
 }
 
+/* a links file for P devices: 300 GB/s and 5 us inside groups of 4, 25 GB/s and 10 us across */
+static sp_links *two_level_links(sp_ctx *ctx, uint32_t P) {
+    size_t cap = 256 + (size_t)P * P * 16, len = 0;
+    char *buf = malloc(cap);
+    len += (size_t)snprintf(buf + len, cap - len,
+                            "{\"format\":\"stagepart-links\",\"version\":1,\"devices\":[");
+    for (uint32_t d = 0; d < P; d++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s\"g%u\"", d ? "," : "", d);
+    for (int m = 0; m < 2; m++) {
+        len += (size_t)snprintf(buf + len, cap - len, "],\"%s\":[", m ? "latency_us" : "bandwidth_GBps");
+        for (uint32_t i = 0; i < P; i++) {
+            len += (size_t)snprintf(buf + len, cap - len, "%s[", i ? "," : "");
+            for (uint32_t j = 0; j < P; j++) {
+                bool same = i / 4 == j / 4;
+                len += (size_t)snprintf(buf + len, cap - len, "%s%g", j ? "," : "",
+                                        m ? (same ? 5.0 : 10.0) : (same ? 300.0 : 25.0));
+            }
+            len += (size_t)snprintf(buf + len, cap - len, "]");
+        }
+    }
+    snprintf(buf + len, cap - len, "]}");
+    sp_links *l = NULL;
+    if (sp_links_parse(ctx, "bench-links", buf, strlen(buf), &l) != SP_OK)
+        fprintf(stderr, "bench: %s\n", sp_ctx_errmsg(ctx));
+    free(buf);
+    return l;
+}
+
+static double time_general(sp_ctx *ctx, const sp_profile *p, uint32_t stages, sp_objective obj,
+                           const sp_links *links, sp_comm comm, int reps, double *bottleneck) {
+    double t[16];
+    for (int r = 0; r < reps; r++) {
+        sp_partition_opts o;
+        sp_partition_opts_init(&o);
+        o.stages = stages;
+        o.objective = obj;
+        o.links = links;
+        o.comm = comm;
+        sp_plan *plan = NULL;
+        if (sp_partition(ctx, p, &o, &plan) != SP_OK)
+            fprintf(stderr, "bench: %s\n", sp_ctx_errmsg(ctx));
+        t[r] = plan ? sp_plan_get_summary(plan)->solve_ms : (double)NAN;
+        if (plan)
+            *bottleneck = sp_plan_get_summary(plan)->bottleneck_ms;
+        sp_plan_destroy(plan);
+    }
+    return median(t, reps);
+}
+
 static uint64_t binding_limit(sp_ctx *ctx, const sp_profile *p, uint32_t stages) {
     /* 98 % of the unconstrained optimum's largest stage memory: the limit must change the plan */
     sp_plan *plan = solve(ctx, p, stages, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 0);
@@ -145,7 +194,17 @@ static void speed_table(sp_ctx *ctx) {
     t = time_solve(ctx, mid, 64, SP_OBJECTIVE_VARIANCE, 0, 5, &bn);
     printf("| variance objective (no cap) | 2000 | 64 | %.3f ms | %.3f |\n", t, bn);
     t = time_solve(ctx, big, 128, SP_OBJECTIVE_VARIANCE, 0, 3, &bn);
-    printf("| variance objective (no cap) | 100000 | 128 | %.3f ms | %.3f |\n\n", t, bn);
+    printf("| variance objective (no cap) | 100000 | 128 | %.3f ms | %.3f |\n", t, bn);
+    sp_profile *ten = llm_like(ctx, 10000, 2.4, 2.5);
+    sp_links *l64 = two_level_links(ctx, 64), *l8 = two_level_links(ctx, 8);
+    t = time_general(ctx, ten, 64, SP_OBJECTIVE_BOTTLENECK, l64, SP_COMM_BLOCKING, 3, &bn);
+    printf("| blocking transfers, two-level links (general engine) | 10000 | 64 | %.3f ms | %.3f |\n",
+           t, bn);
+    t = time_general(ctx, mid, 8, SP_OBJECTIVE_ITERATION, l8, SP_COMM_BLOCKING, 3, &bn);
+    printf("| iteration objective, blocking transfers | 2000 | 8 | %.3f ms | %.3f |\n\n", t, bn);
+    sp_links_destroy(l64);
+    sp_links_destroy(l8);
+    sp_profile_destroy(ten);
     sp_profile_destroy(big);
     sp_profile_destroy(mid);
 }

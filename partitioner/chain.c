@@ -16,7 +16,56 @@ void sp_chain_release(struct sp_chain *c) {
     sp_free(c->cap);
     sp_free(c->speed);
     sp_free(c->act);
+    sp_free(c->link_of);
+    sp_free(c->link_ticks);
     memset(c, 0, sizeof *c);
+}
+
+#define SP_LINK_CACHE_MAX_ENTRIES ((size_t)32 << 20) /* 256 MiB of cached transfer times */
+
+/* Links with the same latency and bandwidth cost the same: cache one array of transfer ticks
+ * per distinct link. Without the cache (allocation failure, or too large) the costs are
+ * computed on the fly, which gives the same numbers. */
+static void cache_links(struct sp_chain *c) {
+    uint32_t p = c->p, distinct = 0;
+    double *lat = sp_mallocarray(p, sizeof *lat), *gb = sp_mallocarray(p, sizeof *gb);
+    c->link_of = sp_calloc(p, sizeof *c->link_of);
+    if (!lat || !gb || !c->link_of)
+        goto fail;
+    for (uint32_t s = 0; s + 1 < p; s++) {
+        double l0 = sp_links_transfer_ms(c->links, s, s + 1, 0);
+        double l1 = sp_links_transfer_ms(c->links, s, s + 1, 1000000000);
+        uint32_t id = 0;
+        while (id < distinct && !(lat[id] == l0 && gb[id] == l1))
+            id++;
+        if (id == distinct) {
+            lat[distinct] = l0;
+            gb[distinct++] = l1;
+        }
+        c->link_of[s] = id;
+    }
+    if ((size_t)distinct * c->n_pos > SP_LINK_CACHE_MAX_ENTRIES || !distinct)
+        goto fail;
+    c->link_ticks = sp_mallocarray((size_t)distinct * c->n_pos, sizeof *c->link_ticks);
+    if (!c->link_ticks)
+        goto fail;
+    for (uint32_t s = 0, done = 0; s + 1 < p && done < distinct; s++) {
+        if (c->link_of[s] != done)
+            continue; /* ids appear in order of first use */
+        for (size_t k = 0; k < c->n_pos; k++)
+            c->link_ticks[(size_t)done * c->n_pos + k] =
+                sp_ms_to_ticks(sp_links_transfer_ms(c->links, s, s + 1, c->act[k]));
+        done++;
+    }
+    sp_free(lat);
+    sp_free(gb);
+    return;
+fail:
+    sp_free(lat);
+    sp_free(gb);
+    sp_free(c->link_of);
+    c->link_of = NULL;
+    c->link_ticks = NULL;
 }
 
 sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
@@ -76,8 +125,13 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
     c->saved[0] = 0;
     for (size_t l = 0; l < n; l++) {
         const sp_layer *L = sp_profile_layer(profile, l);
-        w += weight == SP_WEIGHT_TIME ? sp_layer_ticks(L) : (int64_t)L->param_bytes;
-        wf += weight == SP_WEIGHT_TIME ? sp_layer_fwd_ticks(L) : 0;
+        if (weight == SP_WEIGHT_TIME) {
+            int64_t f = sp_layer_fwd_ticks(L);
+            w += f + sp_layer_bwd_ticks(L);
+            wf += f;
+        } else {
+            w += (int64_t)L->param_bytes;
+        }
         mem += L->memory_bytes;
         saved += L->saved_bytes;
         if (l + 1 == n || L->cut_after) {
@@ -91,6 +145,8 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
                 c->act[k] = L->activation_bytes;
         }
     }
+    if (c->blocking)
+        cache_links(c);
     return SP_OK;
 }
 

@@ -40,6 +40,10 @@ struct sp_chain {
     bool blocking;
     uint64_t *act;      /* act[n_pos]: activation_bytes of the layer before position k */
     const sp_links *links;
+    /* transfer ticks cached per distinct link (most clusters have two or three kinds):
+     * link_ticks[link_of[s] * n_pos + k]; NULL when too large to cache */
+    uint32_t *link_of;  /* link_of[p] */
+    int64_t *link_ticks;
 };
 
 /* What the chain models besides the profile: stage count, micro-batches (for in-flight
@@ -56,6 +60,8 @@ struct sp_chain_model {
 
 /* One transfer over the link after stage s of the activation at position k, in ticks. */
 static inline int64_t sp_chain_link_ticks(const struct sp_chain *c, uint32_t s, size_t k) {
+    if (c->link_ticks)
+        return c->link_ticks[(size_t)c->link_of[s] * c->n_pos + k];
     return sp_ms_to_ticks(sp_links_transfer_ms(c->links, s, s + 1, c->act[k]));
 }
 

@@ -150,17 +150,30 @@ sp_status sp_general_min_bottleneck(sp_ctx *ctx, const struct sp_chain *c, int64
             int64_t t = sp_chain_link_ticks(c, s, k);
             max_link = t > max_link ? t : max_link;
         }
+    /* Transfers only add time, so the compute-only optimum (the monotone engine, microseconds)
+     * is a lower bound, and that plan with its transfers added an upper bound: every stage pays
+     * at most two cuts, forward and back. */
+    struct sp_chain compute_only = *c;
+    compute_only.blocking = false;
+    int64_t lo = 0;
+    st = sp_chain_min_bottleneck(ctx, &compute_only, &lo);
+    if (st == SP_ERR_INFEASIBLE) {
+        reach_release(&r);
+        return st;
+    }
+    if (st != SP_OK)
+        lo = 0;
     for (uint32_t s = 0; s < c->p; s++) {
         int64_t t = sp_chain_compute(c, s, 0, last);
         hi = t > hi ? t : hi;
     }
-    hi += 4 * max_link;
+    hi = (st == SP_OK ? lo : hi) + 4 * max_link;
+    st = SP_OK;
     forward(c, hi, &r);
     if (!r.fw[(size_t)(c->p - 1) * r.n + last]) {
         reach_release(&r);
         return SP_ERR_INFEASIBLE;
     }
-    int64_t lo = 0;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         forward(c, mid, &r);
