@@ -40,6 +40,12 @@ char *sp_command_line(int argc, char **argv);
 
 int cmd_partition(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_evaluate(int argc, char **argv);
+int cmd_import_plan(int argc, char **argv);
+extern const struct sp_command_help cmd_check_help, cmd_export_help, cmd_evaluate_help;
+extern const struct sp_opt cmd_check_opts[], cmd_export_opts[], cmd_evaluate_opts[];
 extern const struct sp_command_help cmd_simulate_help;
 extern const struct sp_opt cmd_simulate_opts[];
 extern const struct sp_command_help cmd_partition_help;

@@ -20,10 +20,20 @@ static const struct sp_command_help version_help = {
     "version", "", "Show the version, the compiled-in features and the CUDA devices seen.", NULL,
     NULL};
 static const struct sp_opt no_opts[] = {{0, NULL, 0, NULL, NULL, NULL}};
+static const struct sp_command_help import_plan_help = {
+    "import-plan",
+    "PROFILE (--megatron-layout S | --balance N,N,... | --parts 0,A,...,N) -o PLAN [options]",
+    "Write the split you run today as a plan file, for stagepart check.",
+    "The same as evaluate (see stagepart help evaluate), and -o is required.",
+    "  stagepart import-plan model.json --megatron-layout \"Et*8|t*8|t*8|t*8L\" -o plan.json\n"};
 
 const struct sp_command sp_commands[] = {
     {"partition", cmd_partition, &cmd_partition_help, cmd_partition_opts},
     {"simulate", cmd_simulate, &cmd_simulate_help, cmd_simulate_opts},
+    {"evaluate", cmd_evaluate, &cmd_evaluate_help, cmd_evaluate_opts},
+    {"import-plan", cmd_import_plan, &import_plan_help, cmd_evaluate_opts},
+    {"check", cmd_check, &cmd_check_help, cmd_check_opts},
+    {"export", cmd_export, &cmd_export_help, cmd_export_opts},
     {"help", cmd_help, &help_help, no_opts},
     {"version", cmd_version, &version_help, no_opts},
     {NULL, NULL, NULL, NULL},

@@ -22,6 +22,9 @@ void sp_plan_destroy(sp_plan *plan) {
     sp_free(plan->stages);
     sp_free(plan->names);
     sp_free(plan->search);
+    sp_free(plan->layer_names);
+    sp_free(plan->layer_kinds);
+    sp_free(plan->layer_pool);
     sp_free(plan);
 }
 
@@ -33,6 +36,37 @@ const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i) {
     return (plan && i < plan->n_stages) ? &plan->stages[i] : NULL;
 }
 const char *sp_plan_model(const sp_plan *plan) { return plan ? plan->model : ""; }
+size_t sp_plan_layer_count(const sp_plan *plan) { return plan ? plan->n_layers : 0; }
+const char *sp_plan_layer_name(const sp_plan *plan, size_t i) {
+    return plan && plan->layer_names && i < plan->n_layers ? plan->layer_names[i] : NULL;
+}
+const char *sp_plan_layer_kind(const sp_plan *plan, size_t i) {
+    return plan && plan->layer_kinds && i < plan->n_layers ? plan->layer_kinds[i] : NULL;
+}
+
+sp_status sp_plan_set_layers(sp_ctx *ctx, sp_plan *plan, size_t n, const char *const *names,
+                             const char *const *kinds) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += strlen(names[i]) + strlen(kinds[i]) + 2;
+    plan->layer_names = sp_mallocarray(n, sizeof *plan->layer_names);
+    plan->layer_kinds = sp_mallocarray(n, sizeof *plan->layer_kinds);
+    plan->layer_pool = sp_malloc(total);
+    if (!plan->layer_names || !plan->layer_kinds || !plan->layer_pool)
+        return sp_oom(ctx, "recording layer names");
+    char *w = plan->layer_pool;
+    for (size_t i = 0; i < n; i++) {
+        size_t a = strlen(names[i]) + 1, b = strlen(kinds[i]) + 1;
+        memcpy(w, names[i], a);
+        plan->layer_names[i] = w;
+        w += a;
+        memcpy(w, kinds[i], b);
+        plan->layer_kinds[i] = w;
+        w += b;
+    }
+    return SP_OK;
+}
+
 const sp_mb_point *sp_plan_micro_batch_search(const sp_plan *plan, size_t *count) {
     *count = plan ? plan->n_search : 0;
     return plan ? plan->search : NULL;
@@ -271,6 +305,20 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
         sp_ticks_to_ms(max_ticks) * (double)(opts->micro_batches - 1) + sp_ticks_to_ms(total_ticks);
 
     sp_status st = copy_names(ctx, plan, profile);
+    if (st == SP_OK) {
+        const char **names = sp_mallocarray(n, sizeof *names), **kinds = sp_mallocarray(n, sizeof *kinds);
+        if (!names || !kinds) {
+            st = sp_oom(ctx, "recording layer names");
+        } else {
+            for (size_t l = 0; l < n; l++) {
+                names[l] = sp_profile_layer(profile, l)->name;
+                kinds[l] = sp_profile_layer(profile, l)->kind;
+            }
+            st = sp_plan_set_layers(ctx, plan, n, names, kinds);
+        }
+        sp_free(names);
+        sp_free(kinds);
+    }
     if (st != SP_OK) {
         sp_plan_destroy(plan);
         return st;

@@ -13,6 +13,9 @@ struct sp_plan {
     size_t n_stages;
     sp_stage *stages;         /* stages[n_stages] */
     char *names;              /* first/last names of the stages, NUL-separated */
+    const char **layer_names; /* layer_names[n_layers] (and kinds), or NULL when not recorded */
+    const char **layer_kinds;
+    char *layer_pool;
     sp_mb_point *search;      /* search[n_search]: the M tried by --micro-batches auto */
     size_t n_search;
 };
@@ -24,6 +27,10 @@ struct sp_plan {
  * NULL) divides stage s's times; opts->links gives each boundary's send_ms. */
 sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                         const double *speed, const size_t *bounds, sp_plan **out);
+
+/* sp_plan_set_layers: record the profile's layer names and kinds (copied). */
+sp_status sp_plan_set_layers(sp_ctx *ctx, sp_plan *plan, size_t n, const char *const *names,
+                             const char *const *kinds);
 
 /* sp_stage_inflight: micro-batches whose activations stage s of p holds under 1F1B with m
  * micro-batches: min(p - s, m). */

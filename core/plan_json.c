@@ -109,6 +109,16 @@ static cJSON *plan_tree(const sp_plan *plan) {
     ok = stages != NULL;
     for (size_t s = 0; ok && s < plan->n_stages; s++)
         ok = add_stage(stages, &plan->stages[s]);
+    if (ok && plan->layer_names) {
+        cJSON *names = cJSON_CreateStringArray(plan->layer_names, (int)plan->n_layers);
+        ok = names && cJSON_AddItemToObject(root, "layer_names", names);
+        if (!ok)
+            cJSON_Delete(names);
+        cJSON *kinds = ok ? cJSON_CreateStringArray(plan->layer_kinds, (int)plan->n_layers) : NULL;
+        ok = ok && kinds && cJSON_AddItemToObject(root, "layer_kinds", kinds);
+        if (!ok)
+            cJSON_Delete(kinds);
+    }
     if (!ok) {
         cJSON_Delete(root);
         return NULL;

@@ -290,6 +290,43 @@ done:
         }
     }
     recompute_summary(plan);
+    const cJSON *ln = cJSON_GetObjectItemCaseSensitive(root, "layer_names");
+    const cJSON *lk = cJSON_GetObjectItemCaseSensitive(root, "layer_kinds");
+    if (ln && !cJSON_IsNull(ln)) {
+        size_t count = cJSON_IsArray(ln) ? (size_t)cJSON_GetArraySize(ln) : 0;
+        size_t kcount = cJSON_IsArray(lk) ? (size_t)cJSON_GetArraySize(lk) : 0;
+        if (count != plan->n_layers || (lk && !cJSON_IsNull(lk) && kcount != count)) {
+            sp_json_problem(&r, "", "layer_names",
+                            "expected %zu names (and as many kinds), one per profile layer",
+                            plan->n_layers);
+        } else {
+            const char **ns = sp_calloc(count, sizeof *ns), **ks = sp_calloc(count, sizeof *ks);
+            if (!ns || !ks) {
+                sp_free(ns);
+                sp_free(ks);
+                fail = sp_oom(ctx, "reading a plan");
+                goto done_status;
+            }
+            size_t i = 0;
+            const cJSON *kv = cJSON_IsArray(lk) ? lk->child : NULL;
+            for (const cJSON *c = ln->child; c; c = c->next, i++, kv = kv ? kv->next : NULL) {
+                ns[i] = cJSON_IsString(c) ? c->valuestring : NULL;
+                ks[i] = kv && cJSON_IsString(kv) ? kv->valuestring : "";
+                if (!ns[i])
+                    sp_json_problem(&r, "layer_names", "", "entry %zu is not a string", i);
+            }
+            if (!ctx->problems && sp_plan_set_layers(ctx, plan, count, ns, ks) != SP_OK)
+                fail = SP_ERR_NOMEM;
+            sp_free(ns);
+            sp_free(ks);
+        }
+        if (ctx->problems || fail == SP_ERR_NOMEM) {
+            sp_problems_finish(ctx);
+            if (fail != SP_ERR_NOMEM)
+                ctx->status = fail = SP_ERR_SCHEMA;
+            goto done_status;
+        }
+    }
     sp_free(names);
     cJSON_Delete(root);
     *out = plan;

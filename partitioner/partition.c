@@ -22,7 +22,7 @@ sp_status sp_comm_from_name(const char *name, sp_comm *out) {
         }
     return SP_ERR_INVALID_ARG;
 }
-static const char *const solver_names[] = {"dp", "uniform", "parameters"};
+static const char *const solver_names[] = {"dp", "uniform", "parameters", "given"};
 
 const char *sp_objective_name(sp_objective o) {
     return (unsigned)o < sizeof objective_names / sizeof *objective_names ? objective_names[o]
@@ -472,6 +472,193 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_
     return SP_OK;
 }
 
+void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
+    sp_partition_opts_init(opts);
+    if (!plan)
+        return;
+    const sp_plan_summary *m = &plan->summary;
+    opts->stages = m->stages;
+    opts->chunks = m->chunks;
+    opts->micro_batches = m->micro_batches;
+    opts->objective = m->objective;
+    opts->solver = m->solver == SP_SOLVER_GIVEN ? SP_SOLVER_DP : m->solver;
+    if (m->chunks > 1 && opts->solver == SP_SOLVER_DP)
+        opts->solver = SP_SOLVER_UNIFORM;
+    opts->schedule = m->schedule.present ? m->schedule.schedule : SP_SCHEDULE_1F1B;
+    opts->memory_limit_bytes = m->memory_limit_bytes;
+}
+
+sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile,
+                             const sp_partition_opts *opts, const size_t *first_layers,
+                             size_t count, sp_plan **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!profile || !opts || !first_layers || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_from_split: NULL argument");
+    *out = NULL;
+    sp_partition_opts o = *opts;
+    o.solver = SP_SOLVER_GIVEN;
+    if (o.chunks == 0)
+        o.chunks = 1;
+    if (o.micro_batches == 0 || o.micro_batches == SP_MICRO_BATCHES_AUTO)
+        o.micro_batches = 4 * o.stages;
+    if (o.chunks > 1)
+        o.schedule = SP_SCHEDULE_INTERLEAVED;
+    size_t n = sp_profile_layer_count(profile);
+    if (o.stages < 1 || (uint64_t)o.stages * o.chunks != count || count > SP_MAX_STAGES)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the split has %zu stages; expected stages x chunks = %u x %u", count,
+                       o.stages, o.chunks);
+    if (o.chunks > 1 && o.micro_batches % o.stages)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the interleaved schedule needs the micro-batch count to be a multiple of "
+                       "the pipeline stages: M = %u, P = %u",
+                       o.micro_batches, o.stages);
+    size_t *bounds = sp_mallocarray(count + 1, sizeof *bounds);
+    if (!bounds)
+        return sp_oom(ctx, "evaluating a split");
+    for (size_t s = 0; s < count; s++)
+        bounds[s] = first_layers[s];
+    bounds[count] = n;
+    sp_status st = SP_OK;
+    if (bounds[0] != 0)
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG, "stage 0 must start at layer 0, not %zu", bounds[0]);
+    for (size_t s = 0; st == SP_OK && s < count; s++)
+        if (bounds[s + 1] <= bounds[s])
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "stage %zu is empty or out of order (starts at layer %zu, the next at "
+                         "%zu; the profile has %zu layers): every stage needs at least one layer",
+                         s, bounds[s], bounds[s + 1], n);
+    for (size_t s = 1; st == SP_OK && s < count; s++)
+        if (!sp_profile_layer(profile, bounds[s] - 1)->cut_after)
+            sp_warn(ctx, "stage %zu starts after layer '%s', which has cut_after: false", s,
+                    sp_profile_layer(profile, bounds[s] - 1)->name);
+    struct stage_devices d;
+    if (st == SP_OK)
+        st = stage_devices_init(ctx, profile, &o, &d);
+    sp_plan *plan = NULL;
+    if (st == SP_OK) {
+        st = sp_plan_build(ctx, profile, &o, d.speed, bounds, &plan);
+        if (st == SP_OK) {
+            plan->summary.even_split_bottleneck_ms = plan->summary.bottleneck_ms;
+            size_t *even = sp_mallocarray(count + 1, sizeof *even);
+            sp_plan *even_plan = NULL;
+            if (even && sp_uniform_bounds(ctx, profile, (uint32_t)count, even) == SP_OK &&
+                sp_plan_build(ctx, profile, &o, d.speed, even, &even_plan) == SP_OK)
+                plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
+            sp_plan_destroy(even_plan);
+            sp_free(even);
+            sp_sim_opts so;
+            sp_sim_opts_init(&so);
+            so.schedule = o.schedule;
+            so.keep_ops = false;
+            sp_sim *sim = NULL;
+            st = sp_simulate_plan(ctx, plan, &so, &sim);
+            if (st == SP_OK)
+                sp_plan_attach_schedule(plan, sim);
+            sp_sim_destroy(sim);
+        }
+        stage_devices_release(&d);
+    }
+    sp_free(bounds);
+    if (st != SP_OK) {
+        sp_plan_destroy(plan);
+        return st;
+    }
+    *out = plan;
+    return SP_OK;
+}
+
+/* name -> index in a profile, for matching plans to changed profiles */
+struct name_index {
+    size_t cap;
+    size_t *slot; /* layer index or SIZE_MAX */
+};
+
+static uint64_t fnv(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static size_t name_find(const struct name_index *ix, const sp_profile *p, const char *name) {
+    size_t k = (size_t)fnv(name) & (ix->cap - 1);
+    while (ix->slot[k] != SIZE_MAX) {
+        if (strcmp(sp_profile_layer(p, ix->slot[k])->name, name) == 0)
+            return ix->slot[k];
+        k = (k + 1) & (ix->cap - 1);
+    }
+    return SIZE_MAX;
+}
+
+sp_status sp_plan_remap(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
+                        size_t *first_layers) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!plan || !profile || !first_layers)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_remap: NULL argument");
+    if (!plan->layer_names)
+        return sp_fail(ctx, SP_ERR_SCHEMA,
+                       "the plan records no layer names (made by an older stagepart?); "
+                       "partition again to check it against a profile");
+    size_t n = sp_profile_layer_count(profile);
+    struct name_index ix = {16, NULL};
+    while (ix.cap < 2 * n)
+        ix.cap *= 2;
+    ix.slot = sp_mallocarray(ix.cap, sizeof *ix.slot);
+    bool *seen = sp_calloc(n, sizeof *seen);
+    if (!ix.slot || !seen) {
+        sp_free(ix.slot);
+        sp_free(seen);
+        return sp_oom(ctx, "matching layers");
+    }
+    for (size_t k = 0; k < ix.cap; k++)
+        ix.slot[k] = SIZE_MAX;
+    for (size_t l = 0; l < n; l++) {
+        size_t k = (size_t)fnv(sp_profile_layer(profile, l)->name) & (ix.cap - 1);
+        while (ix.slot[k] != SIZE_MAX)
+            k = (k + 1) & (ix.cap - 1);
+        ix.slot[k] = l;
+    }
+    unsigned removed = 0, added = 0, moved = 0;
+    size_t expect = 0;
+    for (size_t i = 0; i < plan->n_layers; i++) {
+        size_t at = name_find(&ix, profile, plan->layer_names[i]);
+        if (at == SIZE_MAX) {
+            if (removed++ < 20)
+                sp_problem(ctx, "layer '%s' of the plan is not in the profile (removed or renamed)",
+                           plan->layer_names[i]);
+            continue;
+        }
+        seen[at] = true;
+        if (at < expect && moved++ < 20)
+            sp_problem(ctx, "layer '%s' moved: it now comes before a layer that preceded it",
+                       plan->layer_names[i]);
+        expect = at + 1;
+    }
+    for (size_t l = 0; l < n; l++)
+        if (!seen[l] && added++ < 20)
+            sp_problem(ctx, "layer '%s' of the profile is not in the plan (added or renamed)",
+                       sp_profile_layer(profile, l)->name);
+    if (!removed && !added && !moved) {
+        for (size_t s = 0; s < plan->n_stages; s++)
+            first_layers[s] = name_find(&ix, profile, plan->layer_names[plan->stages[s].first_layer]);
+    }
+    sp_free(ix.slot);
+    sp_free(seen);
+    if (removed || added || moved) {
+        sp_problem(ctx, "the profile's layers differ from the plan's: %u removed, %u added, %u "
+                   "moved",
+                   removed, added, moved);
+        ctx->status = SP_ERR_SCHEMA;
+        return SP_ERR_SCHEMA;
+    }
+    return SP_OK;
+}
+
 sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                        sp_plan **out) {
     if (!ctx)
@@ -485,7 +672,7 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages must be in [1, %u], got %u",
                        SP_MAX_STAGES, o.stages);
     if (!sp_objective_name(o.objective) || !sp_solver_name(o.solver) ||
-        !sp_schedule_name(o.schedule) || !sp_comm_name(o.comm))
+        o.solver == SP_SOLVER_GIVEN || !sp_schedule_name(o.schedule) || !sp_comm_name(o.comm))
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown objective, solver or schedule");
     if (o.chunks == 0)
         o.chunks = 1;

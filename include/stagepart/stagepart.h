@@ -237,7 +237,8 @@ typedef enum sp_objective {
 typedef enum sp_solver {
     SP_SOLVER_DP = 0,        /* exact (bisection + dynamic programming) */
     SP_SOLVER_UNIFORM = 1,   /* equal layer counts, Megatron-LM's default */
-    SP_SOLVER_PARAMETERS = 2 /* balance param_bytes, DeepSpeed's partition_method="parameters" */
+    SP_SOLVER_PARAMETERS = 2, /* balance param_bytes, DeepSpeed's partition_method="parameters" */
+    SP_SOLVER_GIVEN = 3       /* a split given by the user (sp_plan_from_split, evaluate) */
 } sp_solver;
 
 /* sp_objective_name / sp_solver_name: "bottleneck", "dp", ... Static strings, NULL when out of
@@ -357,6 +358,70 @@ SP_API size_t sp_plan_stage_count(const sp_plan *plan);
 /* sp_plan_stage: stage i, or NULL when out of range. Borrowed. */
 SP_API const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i);
 SP_API const char *sp_plan_model(const sp_plan *plan);
+/* The names and kinds of the profile's layers the plan was made from, in order (plans record
+ * them so that `check` can match a changed profile and `export` can name modules). Borrowed;
+ * NULL when i is out of range or the plan file did not record them. */
+SP_API const char *sp_plan_layer_name(const sp_plan *plan, size_t i);
+SP_API const char *sp_plan_layer_kind(const sp_plan *plan, size_t i);
+SP_API size_t sp_plan_layer_count(const sp_plan *plan);
+
+/* sp_plan_from_split: a plan for a split given by the caller, e.g. the one a user runs today.
+ * first_layers[K] are the first layer of each of the K = opts->stages x opts->chunks stages,
+ * increasing from 0 (each stage ends where the next begins, the last at the last layer). The plan
+ * gets every figure and the simulated schedule, solver "given". Returns SP_ERR_INVALID_ARG when
+ * the split is not one (the message names the stage), SP_ERR_NOMEM. */
+SP_API sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile,
+                                    const sp_partition_opts *opts, const size_t *first_layers,
+                                    size_t count, sp_plan **out);
+
+/* sp_plan_remap: the plan's stages on a changed profile, matched by layer name: first_layers
+ * [stage count] gets each stage's first layer in `profile`. SP_ERR_SCHEMA when the layers differ
+ * (the message lists the layers added, removed or moved) or the plan recorded no names. */
+SP_API sp_status sp_plan_remap(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
+                               size_t *first_layers);
+
+/* sp_megatron_layout_split: the split a Megatron-LM --pipeline-model-parallel-layout string
+ * describes, on this profile: layers before the first "transformer" are the E group, layers
+ * after the last are the L group (head, loss), `t` are the transformer layers. *first_layers
+ * (freed with sp_free) gets the first layer of each segment, *count the number of segments
+ * (stages x virtual stages). SP_ERR_INVALID_ARG with the reason when the string or its match with
+ * the profile is wrong; SP_ERR_UNSUPPORTED for multi-token prediction (m). */
+SP_API sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile,
+                                          const char *layout, size_t **first_layers,
+                                          size_t *count);
+
+/* Frameworks a plan can be exported to (docs/export.md). */
+typedef enum sp_export_format {
+    SP_EXPORT_MEGATRON = 0,   /* --pipeline-model-parallel-layout (and first/last counts) */
+    SP_EXPORT_DEEPSPEED = 1,  /* PipelineModule parts and a subclass applying them */
+    SP_EXPORT_TORCHGPIPE = 2, /* balance list (torchgpipe, fairscale) */
+    SP_EXPORT_PIPPY = 3,      /* torch.distributed.pipelining split_spec */
+    SP_EXPORT_TORCHTITAN = 4  /* module_fqns_per_model_part */
+} sp_export_format;
+SP_API const char *sp_export_format_name(sp_export_format format);
+SP_API sp_status sp_export_format_from_name(const char *name, sp_export_format *out);
+
+/* sp_plan_export: the plan in a framework's own form. *text gets what to paste (flags or a
+ * Python snippet, ending in a newline), *value the bare value as JSON (a string, list or
+ * object); both freed with sp_free(), either may be NULL. Module names are the profile's layer
+ * names with module_prefix (may be NULL) in front; layers of kind "loss" are no modules and are
+ * left out of module lists. SP_ERR_INVALID_ARG when the format cannot express the plan (the
+ * message names the stage), e.g. a boundary inside Megatron's E or L group, chunks for DeepSpeed. */
+SP_API sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
+                                const char *module_prefix, char **text, char **value);
+
+/* What `check --report` reads from a run report ("stagepart-run-report", version 1, written by
+ * `stagepart run`): measured.iteration_ms, measured.imbalance, predicted.iteration_ms,
+ * predicted.imbalance. Other fields are ignored. */
+typedef struct sp_run_report_summary {
+    double measured_iteration_ms, measured_imbalance;
+    double predicted_iteration_ms, predicted_imbalance;
+} sp_run_report_summary;
+SP_API sp_status sp_run_report_load(sp_ctx *ctx, const char *path, sp_run_report_summary *out);
+
+/* sp_plan_options: the options a plan was made with (stages, chunks, micro-batches, objective,
+ * solver, schedule, memory limit; no devices or links), for re-partitioning a new profile. */
+SP_API void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts);
 
 /* With SP_MICRO_BATCHES_AUTO: every micro-batch count tried and its simulated efficiency, in
  * increasing M; *count = 0 otherwise. Borrowed. */

@@ -1,0 +1,110 @@
+/* cli/cmd_export.c: `stagepart export`: a plan in the form a framework takes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { OPT_TO = 1, OPT_PREFIX, OPT_OUTPUT, OPT_JSON };
+
+const struct sp_opt cmd_export_opts[] = {
+    {OPT_TO, "to", 't', "<framework>", "megatron, deepspeed, torchgpipe, pippy or torchtitan",
+     "Export"},
+    {OPT_PREFIX, "module-prefix", 0, "<prefix>",
+     "put <prefix> before layer names to make module names (e.g. model.)", "Export"},
+    {OPT_OUTPUT, "output", 'o', "<file>", "write the result to <file> (atomically)", "Output"},
+    {OPT_JSON, "json", 0, NULL, "print {\"format\": \"stagepart-export\", ...} with the bare value",
+     "Output"},
+    {0, NULL, 0, NULL, NULL, NULL},
+};
+
+const struct sp_command_help cmd_export_help = {
+    "export",
+    "PLAN --to FRAMEWORK [--module-prefix P] [-o FILE] [--json]",
+    "Print a plan in the form a framework takes.",
+    "megatron: --pipeline-model-parallel-layout (E embedding, t transformer layers, L head and\n"
+    "  loss; chunk-major for interleaved plans), and the first/last-stage counts when the plan\n"
+    "  has that shape. deepspeed: PipelineModule parts and a subclass that applies them.\n"
+    "  torchgpipe: the balance list (also fairscale). pippy: torch.distributed.pipelining\n"
+    "  split_spec. torchtitan: module_fqns_per_model_part. Module names are the profile's layer\n"
+    "  names with --module-prefix in front; layers of kind \"loss\" are no modules. A plan a\n"
+    "  format cannot express is refused (exit 2) with the stage named. docs/export.md.",
+    "  stagepart export plan.json --to megatron\n"
+    "  stagepart export plan.json --to deepspeed -o pipeline_parts.py\n"
+    "  stagepart export plan.json --to pippy --module-prefix model.\n",
+};
+
+int cmd_export(int argc, char **argv) {
+    const char *to = NULL, *prefix = NULL, *output = NULL;
+    bool json = false;
+    struct sp_opt_parser p;
+    sp_opt_parser_init(&p, "export", cmd_export_opts, argc, argv);
+    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+        switch (id) {
+        case SP_OPT_ERROR:
+            return SP_EXIT_USAGE;
+        case SP_OPT_HELP:
+            sp_print_command_help(stdout, &cmd_export_help, cmd_export_opts);
+            return SP_EXIT_OK;
+        case OPT_TO:
+            to = p.value;
+            break;
+        case OPT_PREFIX:
+            prefix = p.value;
+            break;
+        case OPT_OUTPUT:
+            output = p.value;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        }
+    }
+    if (p.n_positional != 1)
+        return sp_usage_error("export", p.n_positional ? "expected one PLAN" : "missing PLAN");
+    sp_export_format format;
+    if (!to)
+        return sp_usage_error("export", "missing --to FRAMEWORK");
+    if (sp_export_format_from_name(to, &format) != SP_OK)
+        return sp_usage_error("export",
+                              "--to expects megatron, deepspeed, torchgpipe, pippy or "
+                              "torchtitan, got '%s'",
+                              to);
+    sp_ctx *ctx = NULL;
+    if (sp_ctx_create(&ctx) != SP_OK)
+        return SP_EXIT_INTERNAL;
+    sp_plan *plan = NULL;
+    char *text = NULL, *value = NULL, *doc = NULL;
+    int code = SP_EXIT_OK;
+    sp_status st = sp_plan_load(ctx, p.positional[0], &plan);
+    if (st == SP_OK)
+        st = sp_plan_export(ctx, plan, format, prefix, &text, &value);
+    if (st == SP_OK && json) {
+        size_t cap = strlen(value) + 256;
+        doc = malloc(cap);
+        if (!doc) {
+            code = SP_EXIT_INTERNAL;
+            goto out;
+        }
+        snprintf(doc, cap,
+                 "{\n\t\"format\":\t\"stagepart-export\",\n\t\"version\":\t1,\n\t\"to\":\t\"%s\","
+                 "\n\t\"value\":\t%s\n}\n",
+                 to, value);
+    }
+    if (st == SP_OK && output)
+        st = sp_write_file_atomic(ctx, output, json ? doc : text, strlen(json ? doc : text));
+    if (st != SP_OK) {
+        code = sp_report(ctx, st, json);
+        goto out;
+    }
+    if (!output)
+        fputs(json ? doc : text, stdout);
+    else
+        printf("wrote %s\n", output);
+out:
+    free(doc);
+    sp_free(text);
+    sp_free(value);
+    sp_plan_destroy(plan);
+    sp_ctx_destroy(ctx);
+    return code;
+}

@@ -1,0 +1,269 @@
+/* core/export.c: plans in each framework's own form (docs/export.md; the formats are described
+ * in the design notes' ecosystem.md). Every output is derived from the plan's stage boundaries
+ * and recorded layer names and kinds; a plan a format cannot express is refused, naming the
+ * stage, rather than silently approximated. */
+#include <stdio.h>
+#include <string.h>
+
+#include "layout_impl.h"
+#include "plan_impl.h"
+
+static const char *const export_names[] = {"megatron", "deepspeed", "torchgpipe", "pippy",
+                                           "torchtitan"};
+
+const char *sp_export_format_name(sp_export_format f) {
+    return (unsigned)f < sizeof export_names / sizeof *export_names ? export_names[f] : NULL;
+}
+
+sp_status sp_export_format_from_name(const char *name, sp_export_format *out) {
+    for (unsigned i = 0; name && i < sizeof export_names / sizeof *export_names; i++)
+        if (strcmp(name, export_names[i]) == 0) {
+            *out = (sp_export_format)i;
+            return SP_OK;
+        }
+    return SP_ERR_INVALID_ARG;
+}
+
+/* segment text: "E", "t" or "t*N", "L" */
+static void segment_text(struct sp_strbuf *sb, bool e, size_t t, bool l) {
+    if (e)
+        sp_strbuf_puts(sb, "E");
+    if (t > 3)
+        sp_strbuf_printf(sb, "t*%zu", t);
+    else
+        for (size_t i = 0; i < t; i++)
+            sp_strbuf_puts(sb, "t");
+    if (l)
+        sp_strbuf_puts(sb, "L");
+}
+
+static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *text,
+                          struct sp_strbuf *value) {
+    size_t e_end = 0, l_start = 0, n = plan->n_layers, K = plan->n_stages;
+    sp_status st = sp_layout_groups(ctx, n, plan->layer_kinds, plan->layer_names, &e_end, &l_start);
+    if (st != SP_OK)
+        return st;
+    size_t *t = sp_calloc(K, sizeof *t);
+    bool *e = sp_calloc(K, sizeof *e), *l = sp_calloc(K, sizeof *l);
+    if (!t || !e || !l) {
+        st = sp_oom(ctx, "exporting a plan");
+        goto out;
+    }
+    for (size_t k = 0; k < K && st == SP_OK; k++) {
+        size_t a = plan->stages[k].first_layer, b = plan->stages[k].last_layer + 1;
+        if (a > 0 && a < e_end)
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "stage %zu starts inside the embedding group (layers %s..%s): Megatron's "
+                         "E cannot be split",
+                         k, plan->layer_names[0], plan->layer_names[e_end - 1]);
+        else if (a > l_start && a < n)
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "stage %zu starts inside the output group (layers %s..%s): Megatron's L "
+                         "cannot be split",
+                         k, plan->layer_names[l_start], plan->layer_names[n - 1]);
+        e[k] = a == 0 && e_end > 0;
+        l[k] = b == n && l_start < n;
+        size_t lo = a > e_end ? a : e_end, hi = b < l_start ? b : l_start;
+        t[k] = hi > lo ? hi - lo : 0;
+    }
+    if (st != SP_OK)
+        goto out;
+    /* layout: runs of three or more identical segments (not the last) as (seg|)*N */
+    for (size_t k = 0; k < K;) {
+        size_t run = 1;
+        while (k + run < K - 1 && t[k + run] == t[k] && !e[k + run] && !l[k + run] && !e[k] &&
+               !l[k])
+            run++;
+        if (run >= 3) {
+            sp_strbuf_puts(value, "(");
+            segment_text(value, false, t[k], false);
+            sp_strbuf_printf(value, "|)*%zu,", run); /* the comma is cosmetic: it shows the next segment is not part of the repeat */
+            k += run;
+            continue;
+        }
+        segment_text(value, e[k], t[k], l[k]);
+        if (k + 1 < K)
+            sp_strbuf_puts(value, "|");
+        k++;
+    }
+    uint32_t P = plan->summary.stages;
+    size_t decoders = l_start - e_end;
+    sp_strbuf_printf(text,
+                     "--pipeline-model-parallel-size %u --num-layers %zu "
+                     "--pipeline-model-parallel-layout \"%s\"\n",
+                     P, decoders, sp_strbuf_str(value));
+    /* the first/last form, when the plan has exactly that shape: free first and last counts,
+     * the middle ranks equal (Megatron splits the rest evenly over them) */
+    if (plan->summary.chunks == 1 && P >= 2) {
+        bool shape = e[0] && l[K - 1];
+        for (size_t k = 1; k + 1 < K; k++)
+            shape = shape && t[k] == t[1];
+        if (shape)
+            sp_strbuf_printf(text,
+                             "# or, equivalently:\n--pipeline-model-parallel-size %u --num-layers "
+                             "%zu --decoder-first-pipeline-num-layers %zu "
+                             "--decoder-last-pipeline-num-layers %zu\n",
+                             P, decoders, t[0], t[K - 1]);
+    }
+out:
+    sp_free(t);
+    sp_free(e);
+    sp_free(l);
+    return st;
+}
+
+static sp_status no_chunks(sp_ctx *ctx, const sp_plan *plan, const char *what) {
+    if (plan->summary.chunks > 1)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "%s has no interleaved schedule; this plan has %u chunks per device", what,
+                       plan->summary.chunks);
+    return SP_OK;
+}
+
+static bool is_module(const sp_plan *plan, size_t l) {
+    return strcmp(plan->layer_kinds[l], "loss") != 0;
+}
+
+static void module_name(struct sp_strbuf *sb, const char *prefix, const char *name) {
+    sp_strbuf_printf(sb, "\"%s%s\"", prefix ? prefix : "", name);
+}
+
+sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
+                         const char *module_prefix, char **text_out, char **value_out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!plan || !sp_export_format_name(format))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_export: no plan or unknown format");
+    if (text_out)
+        *text_out = NULL;
+    if (value_out)
+        *value_out = NULL;
+    if (!plan->layer_names)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the plan records no layer names (made by an older stagepart?); "
+                       "partition again to export it");
+    for (const char *c = module_prefix; c && *c; c++)
+        if (*c == '"' || *c == '\\' || (unsigned char)*c < 32)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG, "--module-prefix: quotes, backslashes and "
+                                                    "control characters are not allowed");
+    struct sp_strbuf text, value;
+    sp_strbuf_init(&text);
+    sp_strbuf_init(&value);
+    size_t K = plan->n_stages;
+    sp_status st = SP_OK;
+    switch (format) {
+    case SP_EXPORT_MEGATRON: {
+        struct sp_strbuf layout;
+        sp_strbuf_init(&layout);
+        st = megatron(ctx, plan, &text, &layout);
+        sp_strbuf_printf(&value, "\"%s\"", sp_strbuf_str(&layout));
+        sp_strbuf_release(&layout);
+        break;
+    }
+    case SP_EXPORT_DEEPSPEED:
+        if ((st = no_chunks(ctx, plan, "DeepSpeed's PipelineModule")) != SP_OK)
+            break;
+        sp_strbuf_puts(&value, "[");
+        for (size_t k = 0; k <= K; k++)
+            sp_strbuf_printf(&value, "%s%zu", k ? ", " : "",
+                             k < K ? plan->stages[k].first_layer : plan->n_layers);
+        sp_strbuf_puts(&value, "]");
+        sp_strbuf_printf(
+            &text,
+            "# stagepart plan for %s (profile sha256 %.12s): stage s owns layers[parts[s]:parts[s+1]]\n"
+            "from deepspeed.pipe import PipelineModule\n\n\n"
+            "class PlannedPipelineModule(PipelineModule):\n"
+            "    PARTS = %s\n\n"
+            "    def _partition_layers(self, method=\"parameters\"):\n"
+            "        num_stages = self._topo.get_dim(\"pipe\")\n"
+            "        stage_id = self._topo.get_coord(self.global_rank).pipe\n"
+            "        assert len(self.PARTS) == num_stages + 1, \"plan made for %zu stages\"\n"
+            "        assert self.PARTS[-1] == len(self._layer_specs), \"plan made for %zu layers\"\n"
+            "        self.parts = list(self.PARTS)\n"
+            "        self._set_bounds(start=self.parts[stage_id], stop=self.parts[stage_id + 1])\n",
+            plan->model, plan->profile_sha256, sp_strbuf_str(&value), K, plan->n_layers);
+        break;
+    case SP_EXPORT_TORCHGPIPE:
+        if ((st = no_chunks(ctx, plan, "torchgpipe's GPipe")) != SP_OK)
+            break;
+        sp_strbuf_puts(&value, "[");
+        for (size_t k = 0; k < K; k++)
+            sp_strbuf_printf(&value, "%s%zu", k ? ", " : "",
+                             plan->stages[k].last_layer - plan->stages[k].first_layer + 1);
+        sp_strbuf_puts(&value, "]");
+        sp_strbuf_printf(&text,
+                         "# stagepart plan for %s: layer counts per partition of the nn.Sequential\n"
+                         "balance = %s\n"
+                         "model = GPipe(model, balance=balance, chunks=%u)  # or fairscale Pipe\n",
+                         plan->model, sp_strbuf_str(&value), plan->summary.micro_batches);
+        break;
+    case SP_EXPORT_PIPPY:
+        sp_strbuf_puts(&value, "{");
+        for (size_t k = 1; k < K && st == SP_OK; k++) {
+            size_t l = plan->stages[k].first_layer;
+            if (!is_module(plan, l)) {
+                st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                             "stage %zu begins at layer '%s' of kind \"loss\", which is no module "
+                             "a split point can name",
+                             k, plan->layer_names[l]);
+                break;
+            }
+            sp_strbuf_puts(&value, k > 1 ? ", " : "");
+            module_name(&value, module_prefix, plan->layer_names[l]);
+            sp_strbuf_puts(&value, ": \"BEGINNING\"");
+        }
+        sp_strbuf_puts(&value, "}");
+        if (st != SP_OK)
+            break;
+        sp_strbuf_printf(&text, "# stagepart plan for %s: %zu stages%s\n"
+                                "from torch.distributed.pipelining import SplitPoint, pipeline\n\n"
+                                "split_spec = {",
+                         plan->model, K,
+                         plan->summary.chunks > 1
+                             ? " (interleaved: stage k on rank k % P, e.g. Interleaved1F1B)"
+                             : "");
+        for (size_t k = 1; k < K; k++) {
+            sp_strbuf_puts(&text, k > 1 ? ", " : "");
+            module_name(&text, module_prefix, plan->layer_names[plan->stages[k].first_layer]);
+            sp_strbuf_puts(&text, ": SplitPoint.BEGINNING");
+        }
+        sp_strbuf_puts(&text, "}\npipe = pipeline(model, mb_args=(example_micro_batch,), "
+                              "split_spec=split_spec)\n");
+        break;
+    case SP_EXPORT_TORCHTITAN:
+        sp_strbuf_puts(&value, "[");
+        for (size_t k = 0; k < K; k++) {
+            sp_strbuf_puts(&value, k ? ", [" : "[");
+            bool any = false;
+            for (size_t l = plan->stages[k].first_layer; l <= plan->stages[k].last_layer; l++) {
+                if (!is_module(plan, l))
+                    continue;
+                sp_strbuf_puts(&value, any ? ", " : "");
+                module_name(&value, module_prefix, plan->layer_names[l]);
+                any = true;
+            }
+            sp_strbuf_puts(&value, "]");
+        }
+        sp_strbuf_puts(&value, "]");
+        sp_strbuf_printf(&text,
+                         "# stagepart plan for %s: [parallelism] in the torchtitan job config\n"
+                         "pipeline_parallel_degree = %u\n"
+                         "module_fqns_per_model_part = %s\n",
+                         plan->model, plan->summary.stages, sp_strbuf_str(&value));
+        break;
+    }
+    if (st == SP_OK && (text.oom || value.oom))
+        st = sp_oom(ctx, "exporting a plan");
+    if (st == SP_OK && text_out) {
+        *text_out = text.buf ? text.buf : sp_strdup("");
+        text.buf = NULL;
+    }
+    if (st == SP_OK && value_out) {
+        *value_out = value.buf ? value.buf : sp_strdup("");
+        value.buf = NULL;
+    }
+    sp_strbuf_release(&text);
+    sp_strbuf_release(&value);
+    return st;
+}

@@ -1,0 +1,21 @@
+/* core/layout_impl.h: parsed Megatron layouts (core/megatron_layout.c), shared with export. */
+#ifndef SP_CORE_LAYOUT_IMPL_H
+#define SP_CORE_LAYOUT_IMPL_H
+
+#include "internal.h"
+
+struct sp_layout {
+    char *symbols;  /* the expanded string, segments separated by '|' */
+    size_t *start;  /* start[segments + 1]: segment k is symbols[start[k] .. start[k+1]-1) */
+    size_t segments;
+};
+
+sp_status sp_layout_parse(sp_ctx *ctx, const char *text, struct sp_layout *out);
+void sp_layout_release(struct sp_layout *l);
+/* occurrences of `symbol` in segment k */
+size_t sp_layout_count(const struct sp_layout *l, size_t segment, char symbol);
+/* the E group [0, e_end) and the L group [l_start, n) of n layers with these kinds */
+sp_status sp_layout_groups(sp_ctx *ctx, size_t n, const char *const *kinds,
+                           const char *const *names, size_t *e_end, size_t *l_start);
+
+#endif

@@ -1,0 +1,253 @@
+/* core/megatron_layout.c: Megatron-LM's --pipeline-model-parallel-layout strings
+ * (megatron/core/transformer/pipeline_parallel_layer_layout.py; docs/export.md).
+ *
+ * Grammar, as Megatron parses it: commas are cosmetic; "(...)*N" repeats its text N times (no
+ * nesting); "X*N" repeats one symbol; "|" separates segments (virtual stages, chunk-major:
+ * segment i is chunk i / P on pipeline rank i mod P). Symbols: E embedding, t transformer
+ * layer, m multi-token prediction, L loss and output. Parsing here follows the same steps so the
+ * strings stagepart writes are checked against the reader users' Megatron will apply. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layout_impl.h"
+
+#define SP_LAYOUT_MAX_EXPANDED ((size_t)1 << 24)
+
+static sp_status expand(sp_ctx *ctx, const char *in, struct sp_strbuf *out, bool groups) {
+    size_t n = strlen(in);
+    for (size_t i = 0; i < n;) {
+        if (groups && in[i] == '(') {
+            const char *close = strchr(in + i, ')');
+            if (!close)
+                return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                               "layout: '(' at offset %zu is never closed", i);
+            if (memchr(in + i + 1, '(', (size_t)(close - in - i - 1)))
+                return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                               "layout: nested parentheses at offset %zu (Megatron does not "
+                               "nest repeats)",
+                               i);
+            size_t body = (size_t)(close - in) - i - 1;
+            if (close[1] != '*' || !isdigit((unsigned char)close[2]))
+                return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                               "layout: '(...)' at offset %zu must be followed by *N", i);
+            char *end = NULL;
+            unsigned long times = strtoul(close + 2, &end, 10);
+            if (times == 0 || times > 1000000)
+                return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                               "layout: repeat count at offset %zu must be in [1, 1000000]",
+                               (size_t)(close + 2 - in));
+            for (unsigned long k = 0; k < times; k++) {
+                sp_strbuf_append(out, in + i + 1, body);
+                if (out->len > SP_LAYOUT_MAX_EXPANDED)
+                    return sp_fail(ctx, SP_ERR_LIMIT, "layout: expands beyond %zu symbols",
+                                   SP_LAYOUT_MAX_EXPANDED);
+            }
+            i = (size_t)(end - in);
+        } else if (!groups && in[i] != '|' && in[i + 1] == '*') {
+            char *end = NULL;
+            if (!isdigit((unsigned char)in[i + 2]))
+                return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                               "layout: '%c*' at offset %zu needs a repeat count", in[i], i);
+            unsigned long times = strtoul(in + i + 2, &end, 10);
+            if (times > 1000000)
+                return sp_fail(ctx, SP_ERR_INVALID_ARG, "layout: repeat count too large");
+            for (unsigned long k = 0; k < times; k++)
+                sp_strbuf_append(out, in + i, 1);
+            if (out->len > SP_LAYOUT_MAX_EXPANDED)
+                return sp_fail(ctx, SP_ERR_LIMIT, "layout: expands beyond %zu symbols",
+                               SP_LAYOUT_MAX_EXPANDED);
+            i = (size_t)(end - in);
+        } else {
+            sp_strbuf_append(out, in + i, 1);
+            i++;
+        }
+    }
+    return out->oom ? sp_oom(ctx, "expanding a layout") : SP_OK;
+}
+
+void sp_layout_release(struct sp_layout *l) {
+    sp_free(l->symbols);
+    sp_free(l->start);
+    memset(l, 0, sizeof *l);
+}
+
+sp_status sp_layout_parse(sp_ctx *ctx, const char *text, struct sp_layout *out) {
+    memset(out, 0, sizeof *out);
+    if (!text || !*text)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "layout: empty string");
+    struct sp_strbuf nocomma, groups, flat;
+    sp_strbuf_init(&nocomma);
+    sp_strbuf_init(&groups);
+    sp_strbuf_init(&flat);
+    for (const char *c = text; *c; c++)
+        if (*c != ',' && !isspace((unsigned char)*c))
+            sp_strbuf_append(&nocomma, c, 1);
+    sp_status st = nocomma.oom ? sp_oom(ctx, "parsing a layout") : SP_OK;
+    if (st == SP_OK)
+        st = expand(ctx, sp_strbuf_str(&nocomma), &groups, true);
+    if (st == SP_OK)
+        st = expand(ctx, sp_strbuf_str(&groups), &flat, false);
+    if (st == SP_OK) {
+        const char *s = sp_strbuf_str(&flat);
+        size_t len = strlen(s), segments = 1;
+        for (size_t i = 0; i < len; i++) {
+            if (s[i] == '|')
+                segments++;
+            else if (!strchr("EtmL", s[i]))
+                st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                             "layout: unknown symbol '%c' (expected E, t, m, L, |, (...)*N or "
+                             "X*N)",
+                             s[i]);
+        }
+        out->symbols = sp_strdup(s);
+        out->start = sp_mallocarray(segments + 1, sizeof *out->start);
+        if (st == SP_OK && (!out->symbols || !out->start))
+            st = sp_oom(ctx, "parsing a layout");
+        if (st == SP_OK) {
+            out->segments = segments;
+            size_t k = 0;
+            out->start[k++] = 0;
+            for (size_t i = 0; i < len; i++)
+                if (s[i] == '|')
+                    out->start[k++] = i + 1;
+            out->start[k] = len + 1; /* segment k is symbols[start[k] .. start[k+1] - 1) */
+        }
+    }
+    sp_strbuf_release(&nocomma);
+    sp_strbuf_release(&groups);
+    sp_strbuf_release(&flat);
+    if (st != SP_OK)
+        sp_layout_release(out);
+    return st;
+}
+
+size_t sp_layout_count(const struct sp_layout *l, size_t segment, char symbol) {
+    size_t n = 0;
+    for (size_t i = l->start[segment]; i + 1 < l->start[segment + 1]; i++)
+        n += l->symbols[i] == symbol;
+    return n;
+}
+
+/* The layers as Megatron sees them: those before the first transformer are E, those after the
+ * last are L, and only transformer layers lie between. */
+sp_status sp_layout_groups(sp_ctx *ctx, size_t n, const char *const *kinds,
+                           const char *const *names, size_t *e_end, size_t *l_start) {
+    size_t first = n, last = 0;
+    for (size_t l = 0; l < n; l++)
+        if (strcmp(kinds[l], "transformer") == 0) {
+            if (first == n)
+                first = l;
+            last = l;
+        }
+    if (first == n)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "Megatron layouts count transformer layers, and no layer has \"kind\": "
+                       "\"transformer\"");
+    for (size_t l = first; l <= last; l++)
+        if (strcmp(kinds[l], "transformer") != 0)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layer '%s' (kind \"%s\") lies between transformer layers; a Megatron "
+                           "layout has only E, t and L",
+                           names[l], kinds[l]);
+    *e_end = first;
+    *l_start = last + 1;
+    return SP_OK;
+}
+
+static sp_status profile_groups(sp_ctx *ctx, const sp_profile *profile, size_t *e_end,
+                                size_t *l_start) {
+    size_t n = sp_profile_layer_count(profile);
+    const char **kinds = sp_mallocarray(n, sizeof *kinds), **names = sp_mallocarray(n, sizeof *names);
+    sp_status st = kinds && names ? SP_OK : sp_oom(ctx, "reading a layout");
+    for (size_t l = 0; st == SP_OK && l < n; l++) {
+        kinds[l] = sp_profile_layer(profile, l)->kind;
+        names[l] = sp_profile_layer(profile, l)->name;
+    }
+    if (st == SP_OK)
+        st = sp_layout_groups(ctx, n, kinds, names, e_end, l_start);
+    sp_free(kinds);
+    sp_free(names);
+    return st;
+}
+
+sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const char *layout,
+                                   size_t **first_layers, size_t *count) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!profile || !layout || !first_layers || !count)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_megatron_layout_split: NULL argument");
+    *first_layers = NULL;
+    *count = 0;
+    size_t e_end = 0, l_start = 0;
+    sp_status st = profile_groups(ctx, profile, &e_end, &l_start);
+    if (st != SP_OK)
+        return st;
+    struct sp_layout lay;
+    if ((st = sp_layout_parse(ctx, layout, &lay)) != SP_OK)
+        return st;
+    size_t n = sp_profile_layer_count(profile), decoders = l_start - e_end;
+    size_t *first = sp_mallocarray(lay.segments, sizeof *first);
+    if (!first) {
+        sp_layout_release(&lay);
+        return sp_oom(ctx, "reading a layout");
+    }
+    size_t pos = 0, t_seen = 0;
+    bool e_seen = false, l_seen = false;
+    for (size_t k = 0; k < lay.segments && st == SP_OK; k++) {
+        first[k] = pos;
+        size_t before = pos;
+        for (size_t i = lay.start[k]; i + 1 < lay.start[k + 1] && st == SP_OK; i++) {
+            char c = lay.symbols[i];
+            if (c == 'm')
+                st = sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                             "layout: multi-token prediction (m) layers are not modelled");
+            else if (c == 'E') {
+                if (e_seen || pos != 0)
+                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                                 "layout: E must come first, exactly once (segment %zu)", k);
+                e_seen = true;
+                pos = e_end;
+            } else if (c == 't') {
+                if (!e_seen && e_end > 0)
+                    st = sp_fail(ctx, SP_ERR_INVALID_ARG, "layout: t before E (segment %zu)", k);
+                else if (t_seen == decoders)
+                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                                 "layout: more t than the profile's %zu transformer layers", decoders);
+                else {
+                    pos = e_end + ++t_seen;
+                    e_seen = true;
+                }
+            } else if (c == 'L') {
+                if (l_seen || t_seen != decoders)
+                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                                 "layout: L must come last, exactly once, after all %zu t "
+                                 "(segment %zu has it after %zu)",
+                                 decoders, k, t_seen);
+                l_seen = true;
+                pos = n;
+            }
+        }
+        if (st == SP_OK && pos == before)
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "layout: segment %zu is empty; Megatron allows empty stages, stagepart "
+                         "plans need at least one layer per stage",
+                         k);
+    }
+    if (st == SP_OK && (t_seen != decoders || !l_seen || (!e_seen && e_end > 0)))
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                     "layout: has %zu t%s%s; the profile has %zu transformer layers, %s and %s",
+                     t_seen, e_seen ? "" : ", no E", l_seen ? "" : ", no L", decoders,
+                     e_end ? "an embedding group" : "no embedding",
+                     l_start < n ? "an output group" : "no output");
+    size_t segments = lay.segments;
+    sp_layout_release(&lay);
+    if (st != SP_OK) {
+        sp_free(first);
+        return st;
+    }
+    *first_layers = first;
+    *count = segments;
+    return SP_OK;
+}

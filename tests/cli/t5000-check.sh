@@ -1,0 +1,46 @@
+#!/bin/sh
+# t5000-check: the CI gate: pass, each failing criterion, layer mismatches named, JUnit, GitHub
+# annotations, JSON, run reports.
+. "$(dirname "$0")/lib.sh"
+P=samples/profiles
+"$STAGEPART" partition $P/llama3-8b.json -s 4 -o "$TMP/plan.json" >/dev/null
+expect_code "a current plan passes" 0 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json
+expect_stdout_contains "one line per criterion" "PASS  imbalance          imbalance 1.051 <= 1.100"
+expect_stdout_contains "summary line" "stagepart check: 4 passed, 0 failed"
+expect_code "a tighter imbalance limit fails" 1 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --max-imbalance 1.02
+expect_stdout_contains "the failing number is shown" "FAIL  imbalance          imbalance 1.051 > 1.020"
+
+# the model changed: the LM head got 3x slower
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); h=[l for l in p["layers"] if l["name"]=="lm_head"][0]; h["fwd_ms"]*=3; h["bwd_ms"]*=3; h["wgrad_ms"]*=3; json.dump(p,open(sys.argv[2],"w"))' $P/llama3-8b.json "$TMP/slower.json"
+expect_code "a regression fails" 1 "$STAGEPART" check --plan "$TMP/plan.json" --profile "$TMP/slower.json" --max-imbalance 2
+expect_stdout_contains "regression named with numbers" "FAIL  regression         predicted iteration"
+expect_code "a loose regression limit passes it" 0 "$STAGEPART" check --plan "$TMP/plan.json" --profile "$TMP/slower.json" --max-imbalance 2 --max-regression 1 --max-stale 1
+
+# staleness: a committed even split
+"$STAGEPART" import-plan $P/llama3-8b.json --balance 9,8,8,10 -o "$TMP/even.json" >/dev/null
+expect_code "a stale plan fails" 1 "$STAGEPART" check --plan "$TMP/even.json" --profile $P/llama3-8b.json --max-imbalance 2
+expect_stdout_contains "staleness says what to do" "run stagepart partition again and commit the plan"
+
+# layers added, removed, renamed
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["layers"][5]["name"]="layers.4b"; p["layers"].insert(10, dict(p["layers"][10], name="layers.extra")); json.dump(p,open(sys.argv[2],"w"))' $P/llama3-8b.json "$TMP/changed.json"
+expect_code "changed layers fail" 1 "$STAGEPART" check --plan "$TMP/plan.json" --profile "$TMP/changed.json"
+expect_stdout_contains "renamed layer named" "layer 'layers.4' of the plan is not in the profile (removed or renamed)"
+expect_stdout_contains "added layer named" "layer 'layers.extra' of the profile is not in the plan (added or renamed)"
+
+# JUnit, GitHub annotations, JSON
+expect_code "junit" 1 "$STAGEPART" check --plan "$TMP/even.json" --profile $P/llama3-8b.json --junit "$TMP/check.xml"
+if grep -q '<testsuite name="stagepart check" tests="4" failures="2"' "$TMP/check.xml" && python3 -c 'import sys,xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])' "$TMP/check.xml"; then pass "junit XML parses and counts failures"; else fail "junit XML"; fi
+GITHUB_ACTIONS=true "$STAGEPART" check --plan "$TMP/even.json" --profile $P/llama3-8b.json >"$TMP/stdout" 2>"$TMP/stderr"
+expect_stdout_contains "github annotation" "::error title=stagepart check: imbalance::imbalance 1.197 > 1.100"
+expect_code "json" 1 "$STAGEPART" check --plan "$TMP/even.json" --profile $P/llama3-8b.json --json
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="stagepart-check" and d["passed"] is False and [c["name"] for c in d["criteria"] if not c["passed"]]==["imbalance","staleness"]' "$TMP/stdout"; then pass "json result"; else fail "json result"; fi
+
+# run report
+expect_code "run report gated" 0 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --report tests/data/run-report.json
+expect_stdout_contains "prediction error shown" "PASS  prediction error   measured iteration 5400.000 ms, predicted 5210.761 ms: +3.6%"
+expect_code "prediction error limit" 1 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --report tests/data/run-report.json --max-prediction-error 0.02
+expect_code "bad report" 2 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --report "$TMP/plan.json"
+expect_stderr_contains "bad report named" 'format: expected "stagepart-run-report"'
+expect_code "missing --plan" 2 "$STAGEPART" check --profile $P/llama3-8b.json
+expect_code "bad limit" 2 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --max-imbalance 0.5
+test_done

@@ -1,0 +1,53 @@
+#!/bin/sh
+# t5100-export: plans in each framework's form, refusals, and evaluate / import-plan.
+. "$(dirname "$0")/lib.sh"
+P=samples/profiles
+"$STAGEPART" partition $P/llama3-8b.json -s 4 -o "$TMP/plan.json" >/dev/null
+expect_code "megatron" 0 "$STAGEPART" export "$TMP/plan.json" --to megatron
+expect_stdout_contains "layout" '--pipeline-model-parallel-layout "Et*8|t*9|t*9|t*6L"'
+expect_stdout_contains "first/last form" "--decoder-first-pipeline-num-layers 8 --decoder-last-pipeline-num-layers 6"
+expect_code "deepspeed" 0 "$STAGEPART" export "$TMP/plan.json" --to deepspeed
+expect_stdout_contains "parts" "PARTS = [0, 9, 18, 27, 35]"
+expect_code "deepspeed snippet is Python" 0 python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "$TMP/stdout"
+expect_code "torchgpipe" 0 "$STAGEPART" export "$TMP/plan.json" --to torchgpipe
+expect_stdout_contains "balance" "balance = [9, 9, 9, 8]"
+expect_code "pippy with a prefix" 0 "$STAGEPART" export "$TMP/plan.json" --to pippy --module-prefix model.
+expect_stdout_contains "split_spec" 'split_spec = {"model.layers.8": SplitPoint.BEGINNING, "model.layers.17": SplitPoint.BEGINNING, "model.layers.26": SplitPoint.BEGINNING}'
+expect_code "pippy snippet is Python" 0 python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "$TMP/stdout"
+expect_code "torchtitan json" 0 "$STAGEPART" export "$TMP/plan.json" --to torchtitan --json
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=d["value"]; assert d["format"]=="stagepart-export" and len(v)==4 and v[0][0]=="embedding" and v[3][-1]=="lm_head" and "loss" not in v[3]' "$TMP/stdout"; then pass "torchtitan: module lists, the loss left out"; else fail "torchtitan module lists"; fi
+expect_code "export to a file" 0 "$STAGEPART" export "$TMP/plan.json" --to deepspeed -o "$TMP/parts.py"
+expect_code "unknown framework" 2 "$STAGEPART" export "$TMP/plan.json" --to jax
+
+# what a format cannot express
+"$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --solver uniform -o "$TMP/il.json" >/dev/null
+expect_code "deepspeed has no interleaving" 2 "$STAGEPART" export "$TMP/il.json" --to deepspeed
+expect_stderr_contains "chunks named" "this plan has 2 chunks per device"
+expect_code "megatron interleaved layout" 0 "$STAGEPART" export "$TMP/il.json" --to megatron
+expect_stdout_contains "chunk-major layout" '"Et*4|(t*4|)*6,t*4L"'
+"$STAGEPART" partition $P/llama3-8b.json -s 35 -o "$TMP/p35.json" >/dev/null
+expect_code "a cut inside L" 2 "$STAGEPART" export "$TMP/p35.json" --to megatron
+expect_stderr_contains "stage named" "stage 34 starts inside the output group (layers lm_head..loss)"
+expect_code "pippy cannot split at the loss" 2 "$STAGEPART" export "$TMP/p35.json" --to pippy
+expect_stderr_contains "loss named" "stage 34 begins at layer 'loss' of kind \"loss\""
+
+# evaluate and import-plan
+expect_code "evaluate a megatron layout" 0 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*8|t*8|t*8|t*8L"
+expect_stdout_contains "the comparison" "your split: efficiency 73%, bottleneck stage 3; optimal: 81%, +12% throughput"
+expect_code "evaluate a balance list" 0 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,8
+expect_stdout_contains "already optimal" "+0% throughput"
+expect_code "evaluate parts as json" 0 "$STAGEPART" evaluate $P/llama3-8b.json --parts 0,9,17,25,35 --json
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert abs(d["throughput_gain"]-0.1157)<0.001' "$TMP/stdout"; then pass "evaluation json"; else fail "evaluation json" "$(cat "$TMP/stdout")"; fi
+expect_code "import-plan" 0 "$STAGEPART" import-plan $P/llama3-8b.json --megatron-layout "(Et*7|)*1,t*9|t*8|t*8L" -o "$TMP/imported.json"
+expect_code "the imported plan exports back" 0 "$STAGEPART" export "$TMP/imported.json" --to megatron
+expect_stdout_contains "round trip" '"Et*7|t*9|t*8|t*8L"'
+expect_code "import-plan needs -o" 2 "$STAGEPART" import-plan $P/llama3-8b.json --balance 9,9,9,8
+expect_code "wrong t count" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*8|t*8|t*8|t*7L"
+expect_stderr_contains "count named" "after all 32 t (segment 3 has it after 31)"
+expect_code "empty stage" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*16||t*16L"
+expect_stderr_contains "empty segment named" "segment 1 is empty"
+expect_code "balance that does not add up" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9
+expect_code "two splits" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,8 --parts 0,35
+expect_code "bad symbol" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Ex*8|t*24L"
+expect_stderr_contains "symbol named" "unknown symbol 'x'"
+test_done
