@@ -26,9 +26,10 @@ static double unit(void) { /* splitmix64 -> [0, 1) */
 static sp_profile *llm_like(sp_ctx *ctx, size_t n, double head_factor, double emb_factor) {
     size_t cap = 256 + n * 220, len = 0;
     char *buf = malloc(cap);
-    len += (size_t)snprintf(buf + len, cap - len,
-                            "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"llm-like\","
-                            "\"micro_batch_size\":1,\"layers\":[");
+    len +=
+        (size_t)snprintf(buf + len, cap - len,
+                         "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"llm-like\","
+                         "\"micro_batch_size\":1,\"layers\":[");
     for (size_t i = 0; i < n; i++) {
         double t = 0.9 + 0.2 * unit();
         const char *kind = "transformer";
@@ -44,11 +45,11 @@ static sp_profile *llm_like(sp_ctx *ctx, size_t n, double head_factor, double em
             params = 2e8 * emb_factor;
             saved = 5e6;
         }
-        len += (size_t)snprintf(buf + len, cap - len,
-                                "%s{\"name\":\"l%zu\",\"kind\":\"%s\",\"fwd_ms\":%.6f,\"bwd_ms\":%.6f,"
-                                "\"param_bytes\":%.0f,\"memory_bytes\":%.0f,\"saved_bytes\":%.0f}",
-                                i ? "," : "", i, kind, t / 3, 2 * t / 3, 2 * params, 16 * params,
-                                saved);
+        len += (size_t)snprintf(
+            buf + len, cap - len,
+            "%s{\"name\":\"l%zu\",\"kind\":\"%s\",\"fwd_ms\":%.6f,\"bwd_ms\":%.6f,"
+            "\"param_bytes\":%.0f,\"memory_bytes\":%.0f,\"saved_bytes\":%.0f}",
+            i ? "," : "", i, kind, t / 3, 2 * t / 3, 2 * params, 16 * params, saved);
     }
     snprintf(buf + len, cap - len, "]}");
     sp_profile *p = NULL;
@@ -100,7 +101,8 @@ static double time_solve(sp_ctx *ctx, const sp_profile *p, uint32_t stages, sp_o
 static double time_bisection(sp_ctx *ctx, const sp_profile *p, uint32_t stages, int reps) {
     double t[64];
     struct sp_chain c;
-    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME, .stages = stages, .micro_batches = 4 * stages};
+    struct sp_chain_model model = {
+        .weight = SP_WEIGHT_TIME, .stages = stages, .micro_batches = 4 * stages};
     sp_chain_init(ctx, &c, p, &model);
     for (int r = 0; r < reps; r++) {
         int64_t cap = 0;
@@ -121,7 +123,8 @@ static sp_links *two_level_links(sp_ctx *ctx, uint32_t P) {
     for (uint32_t d = 0; d < P; d++)
         len += (size_t)snprintf(buf + len, cap - len, "%s\"g%u\"", d ? "," : "", d);
     for (int m = 0; m < 2; m++) {
-        len += (size_t)snprintf(buf + len, cap - len, "],\"%s\":[", m ? "latency_us" : "bandwidth_GBps");
+        len += (size_t)snprintf(buf + len, cap - len, "],\"%s\":[",
+                                m ? "latency_us" : "bandwidth_GBps");
         for (uint32_t i = 0; i < P; i++) {
             len += (size_t)snprintf(buf + len, cap - len, "%s[", i ? "," : "");
             for (uint32_t j = 0; j < P; j++) {
@@ -198,8 +201,9 @@ static void speed_table(sp_ctx *ctx) {
     sp_profile *ten = llm_like(ctx, 10000, 2.4, 2.5);
     sp_links *l64 = two_level_links(ctx, 64), *l8 = two_level_links(ctx, 8);
     t = time_general(ctx, ten, 64, SP_OBJECTIVE_BOTTLENECK, l64, SP_COMM_BLOCKING, 3, &bn);
-    printf("| blocking transfers, two-level links (general engine) | 10000 | 64 | %.3f ms | %.3f |\n",
-           t, bn);
+    printf(
+        "| blocking transfers, two-level links (general engine) | 10000 | 64 | %.3f ms | %.3f |\n",
+        t, bn);
     t = time_general(ctx, mid, 8, SP_OBJECTIVE_ITERATION, l8, SP_COMM_BLOCKING, 3, &bn);
     printf("| iteration objective, blocking transfers | 2000 | 8 | %.3f ms | %.3f |\n\n", t, bn);
     sp_links_destroy(l64);

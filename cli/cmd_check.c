@@ -21,8 +21,7 @@ enum {
 
 const struct sp_opt cmd_check_opts[] = {
     {OPT_PLAN, "plan", 0, "<file>", "the committed plan", "Inputs"},
-    {OPT_PROFILE, "profile", 0, "<file>", "a freshly measured profile of the same model",
-     "Inputs"},
+    {OPT_PROFILE, "profile", 0, "<file>", "a freshly measured profile of the same model", "Inputs"},
     {OPT_REPORT, "report", 0, "<file>", "a run report (stagepart run) to gate as well", "Inputs"},
     {OPT_MAX_IMBALANCE, "max-imbalance", 0, "<x>",
      "fail when bottleneck / mean stage time exceeds x (default: 1.10)", "Limits"},
@@ -190,15 +189,14 @@ static void evaluate(struct results *r, const sp_plan *committed, const sp_plan 
             sp_schedule_name(n->schedule.schedule), n->schedule.micro_batches);
     }
     x = add(r, "staleness");
-    double gain = f->schedule.iteration_ms > 0
-                      ? n->schedule.iteration_ms / f->schedule.iteration_ms - 1
-                      : 0;
+    double gain =
+        f->schedule.iteration_ms > 0 ? n->schedule.iteration_ms / f->schedule.iteration_ms - 1 : 0;
     x->value = gain;
     x->limit = max_stale;
     x->passed = gain <= max_stale;
     say(x, "a new plan would be %.1f%% faster (%.3f ms against %.3f ms) %s %.1f%%%s", 100 * gain,
-        f->schedule.iteration_ms, n->schedule.iteration_ms, x->passed ? "<=" : ">",
-        100 * max_stale, x->passed ? "" : ": run stagepart partition again and commit the plan");
+        f->schedule.iteration_ms, n->schedule.iteration_ms, x->passed ? "<=" : ">", 100 * max_stale,
+        x->passed ? "" : ": run stagepart partition again and commit the plan");
     if (report) {
         x = add(r, "measured imbalance");
         x->value = report->measured_imbalance;

@@ -27,8 +27,7 @@ const struct sp_opt cmd_evaluate_opts[] = {
     {OPT_SCHEDULE, "schedule", 0, "<name>", "gpipe, 1f1b (default), zb-h1", "Simulation"},
     {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M>", "micro-batches (default: 4 x stages)",
      "Simulation"},
-    {OPT_OUTPUT, "output", 'o', "<file>", "write the split as a plan file (for check)",
-     "Output"},
+    {OPT_OUTPUT, "output", 'o', "<file>", "write the split as a plan file (for check)", "Output"},
     {OPT_JSON, "json", 0, NULL, "print the comparison as JSON", "Output"},
     {0, NULL, 0, NULL, NULL, NULL},
 };
@@ -69,8 +68,7 @@ static bool parse_list(const char *opt, const char *text, size_t **out, size_t *
     }
     if (!v || !*n) {
         free(v);
-        sp_usage_error("evaluate", "--%s expects numbers separated by commas, got '%s'", opt,
-                       text);
+        sp_usage_error("evaluate", "--%s expects numbers separated by commas, got '%s'", opt, text);
         return false;
     }
     *out = v;
@@ -79,9 +77,8 @@ static bool parse_list(const char *opt, const char *text, size_t **out, size_t *
 
 static void print_comparison(const sp_plan *yours, const sp_plan *best) {
     const sp_plan_summary *a = sp_plan_get_summary(yours), *b = sp_plan_get_summary(best);
-    double gain = b->schedule.iteration_ms > 0
-                      ? a->schedule.iteration_ms / b->schedule.iteration_ms - 1
-                      : 0;
+    double gain =
+        b->schedule.iteration_ms > 0 ? a->schedule.iteration_ms / b->schedule.iteration_ms - 1 : 0;
     printf("%s: %u stages%s, %s, %u micro-batches\n\n", sp_plan_model(yours), a->stages,
            a->chunks > 1 ? " (interleaved)" : "", sp_schedule_name(a->schedule.schedule),
            a->micro_batches);
@@ -185,8 +182,8 @@ static int run(int argc, char **argv, const char *command) {
                 at += list[s];
             }
             if (at != n) {
-                code = sp_usage_error(command, "--balance adds up to %zu layers; the profile has %zu",
-                                      at, n);
+                code = sp_usage_error(
+                    command, "--balance adds up to %zu layers; the profile has %zu", at, n);
                 goto out;
             }
         } else {
@@ -225,17 +222,18 @@ static int run(int argc, char **argv, const char *command) {
     }
     if (json) {
         const sp_plan_summary *a = sp_plan_get_summary(yours), *b = sp_plan_get_summary(best);
-        printf("{\n\t\"format\":\t\"stagepart-evaluation\",\n\t\"version\":\t1,\n"
-               "\t\"yours\":\t{\"bottleneck_ms\": %.17g, \"bottleneck_stage\": %u, \"imbalance\": "
-               "%.17g, \"iteration_ms\": %.17g, \"efficiency\": %.17g},\n"
-               "\t\"optimal\":\t{\"bottleneck_ms\": %.17g, \"bottleneck_stage\": %u, \"imbalance\": "
-               "%.17g, \"iteration_ms\": %.17g, \"efficiency\": %.17g},\n"
-               "\t\"throughput_gain\":\t%.17g\n}\n",
-               a->bottleneck_ms, a->bottleneck_stage, a->imbalance, a->schedule.iteration_ms,
-               a->schedule.efficiency, b->bottleneck_ms, b->bottleneck_stage, b->imbalance,
-               b->schedule.iteration_ms, b->schedule.efficiency,
-               b->schedule.iteration_ms > 0 ? a->schedule.iteration_ms / b->schedule.iteration_ms - 1
-                                            : 0);
+        printf(
+            "{\n\t\"format\":\t\"stagepart-evaluation\",\n\t\"version\":\t1,\n"
+            "\t\"yours\":\t{\"bottleneck_ms\": %.17g, \"bottleneck_stage\": %u, \"imbalance\": "
+            "%.17g, \"iteration_ms\": %.17g, \"efficiency\": %.17g},\n"
+            "\t\"optimal\":\t{\"bottleneck_ms\": %.17g, \"bottleneck_stage\": %u, \"imbalance\": "
+            "%.17g, \"iteration_ms\": %.17g, \"efficiency\": %.17g},\n"
+            "\t\"throughput_gain\":\t%.17g\n}\n",
+            a->bottleneck_ms, a->bottleneck_stage, a->imbalance, a->schedule.iteration_ms,
+            a->schedule.efficiency, b->bottleneck_ms, b->bottleneck_stage, b->imbalance,
+            b->schedule.iteration_ms, b->schedule.efficiency,
+            b->schedule.iteration_ms > 0 ? a->schedule.iteration_ms / b->schedule.iteration_ms - 1
+                                         : 0);
     } else {
         print_comparison(yours, best);
         if (output)
@@ -257,5 +255,9 @@ out:
     return code;
 }
 
-int cmd_evaluate(int argc, char **argv) { return run(argc, argv, "evaluate"); }
-int cmd_import_plan(int argc, char **argv) { return run(argc, argv, "import-plan"); }
+int cmd_evaluate(int argc, char **argv) {
+    return run(argc, argv, "evaluate");
+}
+int cmd_import_plan(int argc, char **argv) {
+    return run(argc, argv, "import-plan");
+}

@@ -32,8 +32,7 @@ const struct sp_opt cmd_partition_opts[] = {
      "efficiency --micro-batches auto aims for, in (0, 1) (default: 0.9)", "Plan"},
     {OPT_OBJECTIVE, "objective", 0, "<name>",
      "bottleneck (default), variance or iteration; see docs/partitioning.md", "Plan"},
-    {OPT_SOLVER, "solver", 0, "<name>",
-     "dp (default, exact), uniform or parameters (baselines)",
+    {OPT_SOLVER, "solver", 0, "<name>", "dp (default, exact), uniform or parameters (baselines)",
      "Plan"},
     {OPT_SCHEDULE, "schedule", 0, "<name>",
      "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1; interleaved with "
@@ -53,8 +52,7 @@ const struct sp_opt cmd_partition_opts[] = {
      "overlap (default: transfers delay the schedule, not the stages) or blocking (transfers "
      "add to both stages' times)",
      "Constraints"},
-    {OPT_OUTPUT, "output", 'o', "<file>", "write the plan JSON to <file> (atomically)",
-     "Output"},
+    {OPT_OUTPUT, "output", 'o', "<file>", "write the plan JSON to <file> (atomically)", "Output"},
     {OPT_JSON, "json", 0, NULL, "print the plan JSON on stdout instead of the table", "Output"},
     {0, NULL, 0, NULL, NULL, NULL},
 };
@@ -231,9 +229,8 @@ int cmd_partition(int argc, char **argv) {
             break;
         case OPT_SOLVER:
             if (sp_solver_from_name(p.value, &opts.solver) != SP_OK)
-                return sp_usage_error("partition",
-                                      "--solver expects dp, uniform or parameters, got '%s'",
-                                      p.value);
+                return sp_usage_error(
+                    "partition", "--solver expects dp, uniform or parameters, got '%s'", p.value);
             break;
         case OPT_MEMORY_LIMIT:
             memory_text = p.value;

@@ -112,8 +112,7 @@ static int cmd_version(int argc, char **argv) {
 /* Flush stdout and fail on write errors (a full disk must not look like success). */
 static int finish_stdout(int code) {
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "stagepart: error: cannot write to standard output: %s\n",
-                strerror(errno));
+        fprintf(stderr, "stagepart: error: cannot write to standard output: %s\n", strerror(errno));
         return code ? code : SP_EXIT_INTERNAL;
     }
     return code;

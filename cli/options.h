@@ -48,8 +48,7 @@ void sp_opt_parser_init(struct sp_opt_parser *p, const char *command, const stru
 int sp_opt_next(struct sp_opt_parser *p);
 
 /* Print a usage error (one line plus a hint) to stderr; returns exit code 2. */
-int sp_usage_error(const char *command, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int sp_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Value parsers: print a usage error naming the option and return false on bad input. */
 bool sp_opt_uint(const struct sp_opt_parser *p, uint64_t min, uint64_t max, uint64_t *out);

@@ -23,9 +23,13 @@ sp_status sp_set_allocator(sp_malloc_fn malloc_fn, sp_realloc_fn realloc_fn, sp_
     return SP_OK;
 }
 
-void *sp_malloc(size_t size) { return g_malloc(size ? size : 1); }
+void *sp_malloc(size_t size) {
+    return g_malloc(size ? size : 1);
+}
 
-void *sp_realloc(void *ptr, size_t size) { return g_realloc(ptr, size ? size : 1); }
+void *sp_realloc(void *ptr, size_t size) {
+    return g_realloc(ptr, size ? size : 1);
+}
 
 void sp_free(void *ptr) {
     if (ptr)
@@ -54,4 +58,6 @@ char *sp_strndup(const char *s, size_t n) {
     return d;
 }
 
-char *sp_strdup(const char *s) { return sp_strndup(s, strlen(s)); }
+char *sp_strdup(const char *s) {
+    return sp_strndup(s, strlen(s));
+}

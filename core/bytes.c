@@ -15,10 +15,20 @@ struct unit {
 };
 
 static const struct unit units[] = {
-    {"", 1.0},           {"b", 1.0},           {"kb", 1e3},           {"mb", 1e6},
-    {"gb", 1e9},         {"tb", 1e12},         {"kib", 1024.0},       {"mib", 1048576.0},
-    {"gib", 1073741824.0}, {"tib", 1099511627776.0}, {"k", 1e3},     {"m", 1e6},
-    {"g", 1e9},          {"t", 1e12},
+    {"", 1.0},
+    {"b", 1.0},
+    {"kb", 1e3},
+    {"mb", 1e6},
+    {"gb", 1e9},
+    {"tb", 1e12},
+    {"kib", 1024.0},
+    {"mib", 1048576.0},
+    {"gib", 1073741824.0},
+    {"tib", 1099511627776.0},
+    {"k", 1e3},
+    {"m", 1e6},
+    {"g", 1e9},
+    {"t", 1e12},
 };
 
 sp_status sp_parse_bytes(sp_ctx *ctx, const char *text, uint64_t *out_bytes) {
@@ -39,8 +49,8 @@ sp_status sp_parse_bytes(sp_ctx *ctx, const char *text, uint64_t *out_bytes) {
         if (strcasecmp(end, units[i].suffix) == 0) {
             double bytes = value * units[i].factor;
             if (bytes > SP_MAX_EXACT_INTEGER)
-                return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                               "byte count '%s' is larger than 2^53 bytes", text);
+                return sp_fail(ctx, SP_ERR_INVALID_ARG, "byte count '%s' is larger than 2^53 bytes",
+                               text);
             if (floor(bytes) != bytes)
                 return sp_fail(ctx, SP_ERR_INVALID_ARG,
                                "byte count '%s' is not a whole number of bytes", text);

@@ -19,9 +19,13 @@ void sp_ctx_destroy(sp_ctx *ctx) {
     sp_free(ctx);
 }
 
-const char *sp_ctx_errmsg(const sp_ctx *ctx) { return ctx ? sp_strbuf_str(&ctx->err) : ""; }
+const char *sp_ctx_errmsg(const sp_ctx *ctx) {
+    return ctx ? sp_strbuf_str(&ctx->err) : "";
+}
 
-const char *sp_ctx_warnings(const sp_ctx *ctx) { return ctx ? sp_strbuf_str(&ctx->warn) : ""; }
+const char *sp_ctx_warnings(const sp_ctx *ctx) {
+    return ctx ? sp_strbuf_str(&ctx->warn) : "";
+}
 
 void sp_ctx_begin(sp_ctx *ctx) {
     sp_strbuf_reset(&ctx->err);

@@ -18,7 +18,9 @@ void sp_devices_destroy(sp_devices *d) {
     sp_free(d->info);
     sp_free(d);
 }
-size_t sp_devices_count(const sp_devices *d) { return d ? d->n : 0; }
+size_t sp_devices_count(const sp_devices *d) {
+    return d ? d->n : 0;
+}
 const sp_device_info *sp_devices_get(const sp_devices *d, size_t i) {
     return d && i < d->n ? &d->info[i] : NULL;
 }
@@ -36,7 +38,8 @@ sp_status sp_devices_from_json(struct sp_json_reader *r, const cJSON *arr, const
     for (const cJSON *c = arr->child; c; c = c->next)
         n++;
     if (n > SP_MAX_DEVICES) {
-        sp_json_problem(r, where, "", "%zu devices is more than the limit of %u", n, SP_MAX_DEVICES);
+        sp_json_problem(r, where, "", "%zu devices is more than the limit of %u", n,
+                        SP_MAX_DEVICES);
         return SP_ERR_LIMIT;
     }
     sp_devices *d = sp_calloc(1, sizeof *d);
@@ -63,8 +66,9 @@ sp_status sp_devices_from_json(struct sp_json_reader *r, const cJSON *arr, const
         sp_json_get_uint(r, c, at, "memory_bytes", false, 0, &info->memory_bytes);
         for (size_t k = 0; name && k < i; k++)
             if (d->info[k].name && strcmp(d->info[k].name, name) == 0)
-                sp_json_problem(r, at, "name", "duplicate device name \"%s\" (first used by %s[%zu])",
-                                name, where, k);
+                sp_json_problem(r, at, "name",
+                                "duplicate device name \"%s\" (first used by %s[%zu])", name, where,
+                                k);
         info->name = sp_strdup(name ? name : "");
         if (!info->name) {
             sp_devices_destroy(d);
@@ -119,8 +123,8 @@ sp_status sp_devices_load(sp_ctx *ctx, const char *path, sp_devices **out) {
     if (st != SP_OK)
         return st;
     struct sp_json_reader r = {ctx, path};
-    st = sp_devices_from_json(&r, cJSON_GetObjectItemCaseSensitive(root, "devices"), "devices",
-                              out);
+    st =
+        sp_devices_from_json(&r, cJSON_GetObjectItemCaseSensitive(root, "devices"), "devices", out);
     sp_problems_finish(ctx);
     cJSON_Delete(root);
     return st;
@@ -138,7 +142,9 @@ void sp_links_destroy(sp_links *l) {
     sp_free(l->latency_us);
     sp_free(l);
 }
-size_t sp_links_count(const sp_links *l) { return l ? l->n : 0; }
+size_t sp_links_count(const sp_links *l) {
+    return l ? l->n : 0;
+}
 const char *sp_links_name(const sp_links *l, size_t i) {
     return l && i < l->n ? l->names[i] : NULL;
 }

@@ -11,17 +11,15 @@
 static const char *const export_names[] = {"megatron", "deepspeed", "torchgpipe", "pippy",
                                            "torchtitan"};
 
-const char *sp_export_format_name(sp_export_format f) {
-    return (unsigned)f < sizeof export_names / sizeof *export_names ? export_names[f] : NULL;
+const char *sp_export_format_name(sp_export_format v) {
+    return sp_name_of(export_names, SP_COUNT_OF(export_names), (int)v);
 }
-
 sp_status sp_export_format_from_name(const char *name, sp_export_format *out) {
-    for (unsigned i = 0; name && i < sizeof export_names / sizeof *export_names; i++)
-        if (strcmp(name, export_names[i]) == 0) {
-            *out = (sp_export_format)i;
-            return SP_OK;
-        }
-    return SP_ERR_INVALID_ARG;
+    int v = sp_value_of(export_names, SP_COUNT_OF(export_names), name);
+    if (v < 0)
+        return SP_ERR_INVALID_ARG;
+    *out = (sp_export_format)v;
+    return SP_OK;
 }
 
 /* segment text: "E", "t" or "t*N", "L" */
@@ -77,7 +75,8 @@ static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *te
         if (run >= 3) {
             sp_strbuf_puts(value, "(");
             segment_text(value, false, t[k], false);
-            sp_strbuf_printf(value, "|)*%zu,", run); /* the comma is cosmetic: it shows the next segment is not part of the repeat */
+            sp_strbuf_printf(value, "|)*%zu,", run); /* the comma is cosmetic: it shows the next
+                                                        segment is not part of the repeat */
             k += run;
             continue;
         }
@@ -145,8 +144,9 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
                        "partition again to export it");
     for (const char *c = module_prefix; c && *c; c++)
         if (*c == '"' || *c == '\\' || (unsigned char)*c < 32)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG, "--module-prefix: quotes, backslashes and "
-                                                    "control characters are not allowed");
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "--module-prefix: quotes, backslashes and "
+                           "control characters are not allowed");
     struct sp_strbuf text, value;
     sp_strbuf_init(&text);
     sp_strbuf_init(&value);
@@ -171,7 +171,8 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
         sp_strbuf_puts(&value, "]");
         sp_strbuf_printf(
             &text,
-            "# stagepart plan for %s (profile sha256 %.12s): stage s owns layers[parts[s]:parts[s+1]]\n"
+            "# stagepart plan for %s (profile sha256 %.12s): stage s owns "
+            "layers[parts[s]:parts[s+1]]\n"
             "from deepspeed.pipe import PipelineModule\n\n\n"
             "class PlannedPipelineModule(PipelineModule):\n"
             "    PARTS = %s\n\n"
@@ -179,7 +180,8 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
             "        num_stages = self._topo.get_dim(\"pipe\")\n"
             "        stage_id = self._topo.get_coord(self.global_rank).pipe\n"
             "        assert len(self.PARTS) == num_stages + 1, \"plan made for %zu stages\"\n"
-            "        assert self.PARTS[-1] == len(self._layer_specs), \"plan made for %zu layers\"\n"
+            "        assert self.PARTS[-1] == len(self._layer_specs), \"plan made for %zu "
+            "layers\"\n"
             "        self.parts = list(self.PARTS)\n"
             "        self._set_bounds(start=self.parts[stage_id], stop=self.parts[stage_id + 1])\n",
             plan->model, plan->profile_sha256, sp_strbuf_str(&value), K, plan->n_layers);
@@ -192,11 +194,12 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
             sp_strbuf_printf(&value, "%s%zu", k ? ", " : "",
                              plan->stages[k].last_layer - plan->stages[k].first_layer + 1);
         sp_strbuf_puts(&value, "]");
-        sp_strbuf_printf(&text,
-                         "# stagepart plan for %s: layer counts per partition of the nn.Sequential\n"
-                         "balance = %s\n"
-                         "model = GPipe(model, balance=balance, chunks=%u)  # or fairscale Pipe\n",
-                         plan->model, sp_strbuf_str(&value), plan->summary.micro_batches);
+        sp_strbuf_printf(
+            &text,
+            "# stagepart plan for %s: layer counts per partition of the nn.Sequential\n"
+            "balance = %s\n"
+            "model = GPipe(model, balance=balance, chunks=%u)  # or fairscale Pipe\n",
+            plan->model, sp_strbuf_str(&value), plan->summary.micro_batches);
         break;
     case SP_EXPORT_PIPPY:
         sp_strbuf_puts(&value, "{");
@@ -216,9 +219,10 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
         sp_strbuf_puts(&value, "}");
         if (st != SP_OK)
             break;
-        sp_strbuf_printf(&text, "# stagepart plan for %s: %zu stages%s\n"
-                                "from torch.distributed.pipelining import SplitPoint, pipeline\n\n"
-                                "split_spec = {",
+        sp_strbuf_printf(&text,
+                         "# stagepart plan for %s: %zu stages%s\n"
+                         "from torch.distributed.pipelining import SplitPoint, pipeline\n\n"
+                         "split_spec = {",
                          plan->model, K,
                          plan->summary.chunks > 1
                              ? " (interleaved: stage k on rank k % P, e.g. Interleaved1F1B)"

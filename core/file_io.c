@@ -107,8 +107,8 @@ sp_status sp_write_file_atomic(sp_ctx *ctx, const char *path, const void *data, 
         return sp_oom(ctx, "naming a temporary file");
     int fd = mkstemp(tmp.buf);
     if (fd < 0) {
-        sp_status st = sp_fail(ctx, SP_ERR_IO, "cannot create a temporary file for '%s': %s",
-                               path, strerror(errno));
+        sp_status st = sp_fail(ctx, SP_ERR_IO, "cannot create a temporary file for '%s': %s", path,
+                               strerror(errno));
         sp_strbuf_release(&tmp);
         return st;
     }
@@ -135,8 +135,8 @@ sp_status sp_write_file_atomic(sp_ctx *ctx, const char *path, const void *data, 
     if (err) {
         unlink(tmp.buf);
         sp_strbuf_release(&tmp);
-        return sp_fail(ctx, SP_ERR_IO, "cannot %s '%s': %s (the existing file is unchanged)",
-                       what, path, strerror(err));
+        return sp_fail(ctx, SP_ERR_IO, "cannot %s '%s': %s (the existing file is unchanged)", what,
+                       path, strerror(err));
     }
     sp_strbuf_release(&tmp);
     return SP_OK;

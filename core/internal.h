@@ -26,7 +26,7 @@ __extension__ typedef unsigned __int128 sp_u128;
 
 /* ---- allocator (core/alloc.c): every allocation goes through the hooks of sp_set_allocator */
 void *sp_malloc(size_t size);
-void *sp_calloc(size_t count, size_t size);   /* zeroed; NULL on overflow */
+void *sp_calloc(size_t count, size_t size); /* zeroed; NULL on overflow */
 void *sp_realloc(void *ptr, size_t size);
 void *sp_mallocarray(size_t count, size_t size); /* NULL on overflow */
 char *sp_strdup(const char *s);
@@ -78,6 +78,11 @@ sp_status sp_read_file(sp_ctx *ctx, const char *path, size_t max_bytes, char **o
 
 /* ---- hashing (core/sha256.c): out_hex gets 64 lowercase hex digits and a NUL. */
 sp_status sp_sha256_hex(sp_ctx *ctx, const void *data, size_t len, char out_hex[65]);
+
+/* ---- name tables of enums: the name of value v, or NULL; the value of a name, or -1 */
+#define SP_COUNT_OF(a) (sizeof(a) / sizeof *(a))
+const char *sp_name_of(const char *const *names, size_t count, int value);
+int sp_value_of(const char *const *names, size_t count, const char *name);
 
 /* ---- time */
 double sp_now_ms(void); /* monotonic clock, milliseconds */

@@ -6,8 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
-                        cJSON **out) {
+sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t len, cJSON **out) {
     *out = NULL;
     size_t nul = strlen(data);
     const char *end = NULL;
@@ -41,8 +40,8 @@ sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     if (len == 0)
         return sp_fail(ctx, SP_ERR_PARSE, "%s: empty file, expected a JSON object", name);
     if (nul != len)
-        return sp_fail(ctx, SP_ERR_PARSE, "%s:%zu:%zu: malformed JSON: NUL byte in the text",
-                       name, line, col);
+        return sp_fail(ctx, SP_ERR_PARSE, "%s:%zu:%zu: malformed JSON: NUL byte in the text", name,
+                       line, col);
     if (end >= data + len)
         return sp_fail(ctx, SP_ERR_PARSE, "%s:%zu:%zu: malformed JSON: unexpected end of input",
                        name, line, col);
@@ -83,8 +82,8 @@ const char *sp_json_describe(const cJSON *v, char *buf, size_t size) {
     return buf;
 }
 
-void sp_json_problem(struct sp_json_reader *r, const char *where, const char *key,
-                     const char *fmt, ...) {
+void sp_json_problem(struct sp_json_reader *r, const char *where, const char *key, const char *fmt,
+                     ...) {
     struct sp_strbuf sb;
     sp_strbuf_init(&sb);
     va_list ap;
@@ -117,8 +116,8 @@ bool sp_json_get_string(struct sp_json_reader *r, const cJSON *obj, const char *
     return sp_json_string(r, field(obj, key), where, key, required, max_len, out);
 }
 
-bool sp_json_string(struct sp_json_reader *r, const cJSON *v, const char *where,
-                    const char *key, bool required, size_t max_len, const char **out) {
+bool sp_json_string(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
+                    bool required, size_t max_len, const char **out) {
     if (v && cJSON_IsNull(v))
         v = NULL;
     if (!v)
@@ -148,8 +147,8 @@ bool sp_json_get_number(struct sp_json_reader *r, const cJSON *obj, const char *
     return sp_json_number(r, field(obj, key), where, key, required, min, max, out);
 }
 
-bool sp_json_number(struct sp_json_reader *r, const cJSON *v, const char *where,
-                    const char *key, bool required, double min, double max, double *out) {
+bool sp_json_number(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
+                    bool required, double min, double max, double *out) {
     char got[64];
     if (v && cJSON_IsNull(v))
         v = NULL;
@@ -240,7 +239,8 @@ bool sp_json_check_header(struct sp_json_reader *r, const cJSON *root, const cha
     }
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "version");
     if (!cJSON_IsNumber(v) || v->valuedouble != (double)version) {
-        if (cJSON_IsNumber(v) && v->valuedouble > version && floor(v->valuedouble) == v->valuedouble)
+        if (cJSON_IsNumber(v) && v->valuedouble > version &&
+            floor(v->valuedouble) == v->valuedouble)
             sp_json_problem(r, "", "version",
                             "version %s is newer than this build reads (%d); upgrade stagepart",
                             sp_json_describe(v, got, sizeof got), version);

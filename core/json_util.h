@@ -12,8 +12,7 @@
 /* sp_json_parse: parse data[0..len) (data[len] must be '\0'). On malformed input fails with
  * SP_ERR_PARSE and "name:line:column: malformed JSON near '...'". Embedded NUL bytes and
  * trailing content are malformed. */
-sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
-                        cJSON **out);
+sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t len, cJSON **out);
 
 /* sp_json_describe: short text for a value in "got ..." messages: "abc" (quoted, cut at 40
  * bytes), 12.5, true, null, an object, an array. Writes into buf. */
@@ -39,10 +38,10 @@ bool sp_json_get_bool(struct sp_json_reader *r, const cJSON *obj, const char *wh
                       const char *key, bool required, bool *out);
 /* The same checks on a value already looked up (v may be NULL: absent). Validators that read
  * many objects (profile layers) look fields up in one pass over the children and use these. */
-bool sp_json_string(struct sp_json_reader *r, const cJSON *v, const char *where,
-                    const char *key, bool required, size_t max_len, const char **out);
-bool sp_json_number(struct sp_json_reader *r, const cJSON *v, const char *where,
-                    const char *key, bool required, double min, double max, double *out);
+bool sp_json_string(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
+                    bool required, size_t max_len, const char **out);
+bool sp_json_number(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
+                    bool required, double min, double max, double *out);
 bool sp_json_uint(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
                   bool required, uint64_t min, uint64_t *out);
 bool sp_json_bool(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
@@ -50,7 +49,7 @@ bool sp_json_bool(struct sp_json_reader *r, const cJSON *v, const char *where, c
 /* the "format" and "version" header every stagepart document carries */
 bool sp_json_check_header(struct sp_json_reader *r, const cJSON *root, const char *format,
                           int version);
-void sp_json_problem(struct sp_json_reader *r, const char *where, const char *key,
-                     const char *fmt, ...) SP_PRINTF(4, 5);
+void sp_json_problem(struct sp_json_reader *r, const char *where, const char *key, const char *fmt,
+                     ...) SP_PRINTF(4, 5);
 
 #endif

@@ -5,8 +5,8 @@
 #include "internal.h"
 
 struct sp_layout {
-    char *symbols;  /* the expanded string, segments separated by '|' */
-    size_t *start;  /* start[segments + 1]: segment k is symbols[start[k] .. start[k+1]-1) */
+    char *symbols; /* the expanded string, segments separated by '|' */
+    size_t *start; /* start[segments + 1]: segment k is symbols[start[k] .. start[k+1]-1) */
     size_t segments;
 };
 

@@ -20,8 +20,8 @@ static sp_status expand(sp_ctx *ctx, const char *in, struct sp_strbuf *out, bool
         if (groups && in[i] == '(') {
             const char *close = strchr(in + i, ')');
             if (!close)
-                return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                               "layout: '(' at offset %zu is never closed", i);
+                return sp_fail(ctx, SP_ERR_INVALID_ARG, "layout: '(' at offset %zu is never closed",
+                               i);
             if (memchr(in + i + 1, '(', (size_t)(close - in - i - 1)))
                 return sp_fail(ctx, SP_ERR_INVALID_ARG,
                                "layout: nested parentheses at offset %zu (Megatron does not "
@@ -158,7 +158,8 @@ sp_status sp_layout_groups(sp_ctx *ctx, size_t n, const char *const *kinds,
 static sp_status profile_groups(sp_ctx *ctx, const sp_profile *profile, size_t *e_end,
                                 size_t *l_start) {
     size_t n = sp_profile_layer_count(profile);
-    const char **kinds = sp_mallocarray(n, sizeof *kinds), **names = sp_mallocarray(n, sizeof *names);
+    const char **kinds = sp_mallocarray(n, sizeof *kinds),
+               **names = sp_mallocarray(n, sizeof *names);
     sp_status st = kinds && names ? SP_OK : sp_oom(ctx, "reading a layout");
     for (size_t l = 0; st == SP_OK && l < n; l++) {
         kinds[l] = sp_profile_layer(profile, l)->kind;
@@ -214,7 +215,8 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
                     st = sp_fail(ctx, SP_ERR_INVALID_ARG, "layout: t before E (segment %zu)", k);
                 else if (t_seen == decoders)
                     st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                                 "layout: more t than the profile's %zu transformer layers", decoders);
+                                 "layout: more t than the profile's %zu transformer layers",
+                                 decoders);
                 else {
                     pos = e_end + ++t_seen;
                     e_seen = true;

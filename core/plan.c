@@ -31,12 +31,18 @@ void sp_plan_destroy(sp_plan *plan) {
 const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan) {
     return plan ? &plan->summary : NULL;
 }
-size_t sp_plan_stage_count(const sp_plan *plan) { return plan ? plan->n_stages : 0; }
+size_t sp_plan_stage_count(const sp_plan *plan) {
+    return plan ? plan->n_stages : 0;
+}
 const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i) {
     return (plan && i < plan->n_stages) ? &plan->stages[i] : NULL;
 }
-const char *sp_plan_model(const sp_plan *plan) { return plan ? plan->model : ""; }
-size_t sp_plan_layer_count(const sp_plan *plan) { return plan ? plan->n_layers : 0; }
+const char *sp_plan_model(const sp_plan *plan) {
+    return plan ? plan->model : "";
+}
+size_t sp_plan_layer_count(const sp_plan *plan) {
+    return plan ? plan->n_layers : 0;
+}
 const char *sp_plan_layer_name(const sp_plan *plan, size_t i) {
     return plan && plan->layer_names && i < plan->n_layers ? plan->layer_names[i] : NULL;
 }
@@ -111,8 +117,8 @@ static sp_status copy_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *profil
 
 /* Interleaved plans: how many micro-batches of each chunk device d holds at its memory peak,
  * from Megatron's op order (the same order the simulator runs). counts[V] out. */
-static sp_status interleaved_inflight(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M,
-                                      uint32_t d, const uint64_t *saved, uint32_t *counts) {
+static sp_status interleaved_inflight(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M, uint32_t d,
+                                      const uint64_t *saved, uint32_t *counts) {
     struct sp_pipeline pl = {P, V, M, SP_SCHEDULE_INTERLEAVED, NULL, NULL, NULL, NULL, NULL, NULL};
     struct sp_sched_op *ops = NULL;
     size_t *offset = NULL;
@@ -281,7 +287,8 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
         lb = (double)total_ticks / speed_sum;
         heaviest_layer = sp_speed_scale(heaviest_layer, fastest);
     }
-    if (speed || blocking) { /* from here on: the time the devices take, which depends on the plan */
+    if (speed ||
+        blocking) { /* from here on: the time the devices take, which depends on the plan */
         total_ticks = 0;
         for (uint32_t d = 0; d < p; d++)
             total_ticks += device_ticks[d];
@@ -306,7 +313,8 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
 
     sp_status st = copy_names(ctx, plan, profile);
     if (st == SP_OK) {
-        const char **names = sp_mallocarray(n, sizeof *names), **kinds = sp_mallocarray(n, sizeof *kinds);
+        const char **names = sp_mallocarray(n, sizeof *names),
+                   **kinds = sp_mallocarray(n, sizeof *kinds);
         if (!names || !kinds) {
             st = sp_oom(ctx, "recording layer names");
         } else {

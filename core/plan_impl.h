@@ -6,7 +6,7 @@
 
 struct sp_plan {
     char *model;
-    char *command;            /* NULL until sp_plan_set_command */
+    char *command; /* NULL until sp_plan_set_command */
     char profile_sha256[65];
     size_t n_layers;
     sp_plan_summary summary;
@@ -16,7 +16,7 @@ struct sp_plan {
     const char **layer_names; /* layer_names[n_layers] (and kinds), or NULL when not recorded */
     const char **layer_kinds;
     char *layer_pool;
-    sp_mb_point *search;      /* search[n_search]: the M tried by --micro-batches auto */
+    sp_mb_point *search; /* search[n_search]: the M tried by --micro-batches auto */
     size_t n_search;
 };
 

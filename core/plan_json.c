@@ -40,9 +40,9 @@ static bool add_stage(cJSON *arr, const sp_stage *s) {
            add_number(o, "first_layer", (double)s->first_layer) &&
            add_number(o, "last_layer", (double)s->last_layer) &&
            add_number(o, "layers", (double)(s->last_layer - s->first_layer + 1)) &&
-           add_string(o, "first_name", s->first_name) &&
-           add_string(o, "last_name", s->last_name) && add_number(o, "fwd_ms", s->fwd_ms) &&
-           add_number(o, "bwd_ms", s->bwd_ms) && add_number(o, "time_ms", s->time_ms) &&
+           add_string(o, "first_name", s->first_name) && add_string(o, "last_name", s->last_name) &&
+           add_number(o, "fwd_ms", s->fwd_ms) && add_number(o, "bwd_ms", s->bwd_ms) &&
+           add_number(o, "time_ms", s->time_ms) &&
            add_number(o, "param_bytes", (double)s->param_bytes) &&
            add_number(o, "resident_bytes", (double)s->resident_bytes) &&
            add_number(o, "saved_bytes", (double)s->saved_bytes) &&
@@ -66,8 +66,7 @@ static cJSON *plan_tree(const sp_plan *plan) {
               add_string(root, "solver", sp_solver_name(m->solver)) &&
               add_string(root, "objective", sp_objective_name(m->objective)) &&
               cJSON_AddBoolToObject(root, "optimal", m->optimal) &&
-              add_number(root, "stage_count", m->stages) &&
-              add_number(root, "chunks", m->chunks) &&
+              add_number(root, "stage_count", m->stages) && add_number(root, "chunks", m->chunks) &&
               add_number(root, "micro_batches", m->micro_batches) &&
               add_string(root, "memory_model", "1f1b") &&
               add_string(root, "comm", sp_comm_name(m->comm));

@@ -169,7 +169,8 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_json_get_uint(&r, root, "", "chunks", false, 1, &chunks);
     sp_json_get_uint(&r, root, "", "micro_batches", true, 1, &micro);
     sp_json_get_uint(&r, root, "", "memory_limit_bytes", false, 1, &limit);
-    sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, (double)INFINITY, &m->lower_bound_ms);
+    sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, (double)INFINITY,
+                       &m->lower_bound_ms);
     sp_json_get_number(&r, root, "", "total_ms", false, 0, (double)INFINITY, &m->total_ms);
     sp_json_get_number(&r, root, "", "formula_iteration_ms", false, 0, (double)INFINITY,
                        &m->formula_iteration_ms);
@@ -199,7 +200,8 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     if (cJSON_IsObject(gen))
         sp_json_get_string(&r, gen, "generator", "command", false, (size_t)1 << 20, &command);
     if (stages > SP_MAX_STAGES || chunks > SP_MAX_STAGES || micro > SP_MAX_MICRO_BATCHES) {
-        sp_json_problem(&r, "", "stage_count", "stage_count (%llu), chunks (%llu) or "
+        sp_json_problem(&r, "", "stage_count",
+                        "stage_count (%llu), chunks (%llu) or "
                         "micro_batches (%llu) beyond the limits (%u, %u, %u)",
                         (unsigned long long)stages, (unsigned long long)chunks,
                         (unsigned long long)micro, SP_MAX_STAGES, SP_MAX_STAGES,
@@ -218,9 +220,11 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     if (ctx->problems)
         goto done;
     if (n != stages * chunks) {
-        sp_json_problem(&r, "", "stages", "expected %llu stages (stage_count %llu x chunks %llu), "
-                        "got %zu", (unsigned long long)(stages * chunks),
-                        (unsigned long long)stages, (unsigned long long)chunks, n);
+        sp_json_problem(&r, "", "stages",
+                        "expected %llu stages (stage_count %llu x chunks %llu), "
+                        "got %zu",
+                        (unsigned long long)(stages * chunks), (unsigned long long)stages,
+                        (unsigned long long)chunks, n);
         goto done;
     }
     plan->stages = sp_calloc(n, sizeof *plan->stages);
@@ -240,12 +244,12 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
         size_t expect = k ? plan->stages[k - 1].last_layer + 1 : 0;
         if (s->first_layer != expect)
             sp_json_problem(&r, where, "first_layer",
-                            "expected %zu (stages cover the layers contiguously), got %zu",
-                            expect, s->first_layer);
+                            "expected %zu (stages cover the layers contiguously), got %zu", expect,
+                            s->first_layer);
         if (s->device != k % stages)
-            sp_json_problem(&r, where, "device", "expected %llu (stage k runs on device k mod %llu), got %u",
-                            (unsigned long long)(k % stages), (unsigned long long)stages,
-                            s->device);
+            sp_json_problem(
+                &r, where, "device", "expected %llu (stage k runs on device k mod %llu), got %u",
+                (unsigned long long)(k % stages), (unsigned long long)stages, s->device);
     }
     if (!ctx->problems && layers && plan->stages[n - 1].last_layer + 1 != layers)
         sp_json_problem(&r, "stages[last]", "last_layer",

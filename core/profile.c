@@ -12,8 +12,8 @@
 #include "devices_impl.h"
 #include "json_util.h"
 
-#define SP_PROFILE_MAX_FILE_BYTES ((size_t)4 << 30) /* 4 GiB: larger files are refused */
-#define SP_TOTAL_LIMIT 4611686018427387904.0        /* 2^62 */
+#define SP_PROFILE_MAX_FILE_BYTES ((size_t)4 << 30)     /* 4 GiB: larger files are refused */
+#define SP_TOTAL_LIMIT            4611686018427387904.0 /* 2^62 */
 
 struct sp_profile {
     char *model, *source, *device;
@@ -37,16 +37,28 @@ void sp_profile_destroy(sp_profile *p) {
     sp_free(p);
 }
 
-const sp_devices *sp_profile_devices(const sp_profile *p) { return p ? p->devices : NULL; }
+const sp_devices *sp_profile_devices(const sp_profile *p) {
+    return p ? p->devices : NULL;
+}
 
-size_t sp_profile_layer_count(const sp_profile *p) { return p ? p->n_layers : 0; }
+size_t sp_profile_layer_count(const sp_profile *p) {
+    return p ? p->n_layers : 0;
+}
 const sp_layer *sp_profile_layer(const sp_profile *p, size_t i) {
     return (p && i < p->n_layers) ? &p->layers[i] : NULL;
 }
-const char *sp_profile_model(const sp_profile *p) { return p ? p->model : ""; }
-const char *sp_profile_source(const sp_profile *p) { return p && p->source ? p->source : ""; }
-uint64_t sp_profile_micro_batch_size(const sp_profile *p) { return p ? p->micro_batch_size : 0; }
-const char *sp_profile_sha256(const sp_profile *p) { return p ? p->sha256 : ""; }
+const char *sp_profile_model(const sp_profile *p) {
+    return p ? p->model : "";
+}
+const char *sp_profile_source(const sp_profile *p) {
+    return p && p->source ? p->source : "";
+}
+uint64_t sp_profile_micro_batch_size(const sp_profile *p) {
+    return p ? p->micro_batch_size : 0;
+}
+const char *sp_profile_sha256(const sp_profile *p) {
+    return p ? p->sha256 : "";
+}
 
 /* Duplicate names through an open-addressing hash set of layer indices (linear in n; the
  * profile may hold millions of layers). Reports each repeat with the first layer using it. */
@@ -78,19 +90,31 @@ static void check_unique_names(struct sp_json_reader *r, const sp_layer *layers,
         }
         char where[48];
         snprintf(where, sizeof where, "layers[%zu]", i);
-        sp_json_problem(r, where, "name", "duplicate layer name \"%.60s\" (first used by layers[%zu])",
+        sp_json_problem(r, where, "name",
+                        "duplicate layer name \"%.60s\" (first used by layers[%zu])",
                         layers[i].name, slot[k]);
     }
     sp_free(slot);
 }
 
 enum layer_field {
-    F_NAME, F_KIND, F_FWD, F_BWD, F_WGRAD, F_RECOMPUTE, F_ACTIVATION, F_SAVED, F_PARAM, F_MEMORY,
-    F_CUT_AFTER, F_COUNT
+    F_NAME,
+    F_KIND,
+    F_FWD,
+    F_BWD,
+    F_WGRAD,
+    F_RECOMPUTE,
+    F_ACTIVATION,
+    F_SAVED,
+    F_PARAM,
+    F_MEMORY,
+    F_CUT_AFTER,
+    F_COUNT
 };
 static const char *const layer_field_names[F_COUNT] = {
-    "name", "kind", "fwd_ms", "bwd_ms", "wgrad_ms", "recompute_ms", "activation_bytes",
-    "saved_bytes", "param_bytes", "memory_bytes", "cut_after"};
+    "name",        "kind",         "fwd_ms",           "bwd_ms",
+    "wgrad_ms",    "recompute_ms", "activation_bytes", "saved_bytes",
+    "param_bytes", "memory_bytes", "cut_after"};
 
 /* Field of a layer object by key, or -1 for unknown keys (ignored). The first letter is
  * unique among the names, so one strcmp decides: profiles have millions of these. */
@@ -183,8 +207,11 @@ static void check_totals(struct sp_json_reader *r, const sp_profile *p) {
     const struct {
         const char *what;
         double value;
-    } totals[] = {{"fwd_ms + bwd_ms in nanoseconds", time_ns}, {"memory_bytes", mem},
-                  {"saved_bytes", saved}, {"param_bytes", param}, {"activation_bytes", act}};
+    } totals[] = {{"fwd_ms + bwd_ms in nanoseconds", time_ns},
+                  {"memory_bytes", mem},
+                  {"saved_bytes", saved},
+                  {"param_bytes", param},
+                  {"activation_bytes", act}};
     for (size_t k = 0; k < sizeof totals / sizeof totals[0]; k++)
         if (totals[k].value >= SP_TOTAL_LIMIT)
             sp_json_problem(r, "layers", "",

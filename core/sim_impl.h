@@ -34,7 +34,7 @@ struct sp_sim {
     sp_sim_device *devices; /* [P] */
     sp_sim_op *ops;         /* every op with its times, when kept */
     size_t n_ops;
-    char *title;            /* model and plan, for timelines */
+    char *title; /* model and plan, for timelines */
 };
 
 /* sp_simulate_pipeline: the event simulation itself (sp_simulate wraps it for plans). */
@@ -43,7 +43,6 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
 
 /* sp_simulate_plan: sp_simulate without starting a new call on ctx (keeps its warnings), for
  * the partitioner. */
-sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts,
-                           sp_sim **out);
+sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts, sp_sim **out);
 
 #endif

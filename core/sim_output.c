@@ -41,8 +41,9 @@ sp_status sp_sim_to_json(sp_ctx *ctx, const sp_sim *sim, char **out) {
               cJSON_AddNumberToObject(root, "ideal_ms", m->ideal_ms) &&
               cJSON_AddBoolToObject(root, "equal_stages", m->equal_stages);
     if (ok)
-        ok = m->equal_stages ? cJSON_AddNumberToObject(root, "closed_form_ms", m->closed_form_ms) != NULL
-                             : cJSON_AddNullToObject(root, "closed_form_ms") != NULL;
+        ok = m->equal_stages
+                 ? cJSON_AddNumberToObject(root, "closed_form_ms", m->closed_form_ms) != NULL
+                 : cJSON_AddNullToObject(root, "closed_form_ms") != NULL;
     cJSON *as = ok ? cJSON_AddArrayToObject(root, "assumptions") : NULL;
     ok = as != NULL;
     for (size_t i = 0; ok && i < sizeof assumptions / sizeof *assumptions; i++) {
@@ -211,7 +212,8 @@ sp_status sp_sim_write_svg(sp_ctx *ctx, const sp_sim *sim, const char *title, co
                              x + w / 2, y + row / 2 + 4, op->micro_batch);
     }
     double axis_y = top + m->devices * (row + gap) + 4, step = nice_step(span);
-    sp_strbuf_printf(&sb, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
+    sp_strbuf_printf(&sb,
+                     "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
                      left, axis_y, left + plot_w, axis_y);
     for (double t = 0; t <= span * 1.0001; t += step)
         sp_strbuf_printf(&sb,
@@ -220,10 +222,12 @@ sp_status sp_sim_write_svg(sp_ctx *ctx, const sp_sim *sim, const char *title, co
                          "</text>\n",
                          left + t * sx, axis_y, left + t * sx, axis_y + 5, left + t * sx,
                          axis_y + 18, t);
-    sp_strbuf_printf(&sb, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">ms</text>\n",
+    sp_strbuf_printf(&sb,
+                     "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">ms</text>\n",
                      left + plot_w, axis_y + 32);
     double ly = axis_y + 32;
-    const char *labels[3] = {"forward", m->schedule == SP_SCHEDULE_ZB_H1 ? "backward (input)" : "backward",
+    const char *labels[3] = {"forward",
+                             m->schedule == SP_SCHEDULE_ZB_H1 ? "backward (input)" : "backward",
                              "backward (weights)"};
     const char kinds[3] = {'F', 'B', 'W'};
     int n_labels = m->schedule == SP_SCHEDULE_ZB_H1 ? 3 : 2;

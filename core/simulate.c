@@ -29,7 +29,9 @@ static double *end_of(struct sim_state *s, char kind, uint32_t mb, uint32_t k) {
     return &a[(size_t)mb * s->K + k];
 }
 
-static uint32_t device_of(const struct sim_state *s, uint32_t k) { return k % s->pl->P; }
+static uint32_t device_of(const struct sim_state *s, uint32_t k) {
+    return k % s->pl->P;
+}
 
 static double duration(const struct sim_state *s, const struct sp_sched_op *op) {
     const struct sp_pipeline *pl = s->pl;
@@ -82,12 +84,18 @@ void sp_sim_destroy(sp_sim *sim) {
     sp_free(sim);
 }
 
-const sp_sim_summary *sp_sim_get_summary(const sp_sim *sim) { return sim ? &sim->summary : NULL; }
-size_t sp_sim_device_count(const sp_sim *sim) { return sim ? sim->summary.devices : 0; }
+const sp_sim_summary *sp_sim_get_summary(const sp_sim *sim) {
+    return sim ? &sim->summary : NULL;
+}
+size_t sp_sim_device_count(const sp_sim *sim) {
+    return sim ? sim->summary.devices : 0;
+}
 const sp_sim_device *sp_sim_get_device(const sp_sim *sim, size_t i) {
     return sim && i < sim->summary.devices ? &sim->devices[i] : NULL;
 }
-size_t sp_sim_op_count(const sp_sim *sim) { return sim ? sim->n_ops : 0; }
+size_t sp_sim_op_count(const sp_sim *sim) {
+    return sim ? sim->n_ops : 0;
+}
 const sp_sim_op *sp_sim_get_op(const sp_sim *sim, size_t i) {
     return sim && i < sim->n_ops ? &sim->ops[i] : NULL;
 }
@@ -265,7 +273,8 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
         }
         for (uint32_t d = 0; d < P; d++)
             for (size_t i = offset[d]; i < offset[d + 1]; i++)
-                sim->ops[i] = (sp_sim_op){d, ops[i].stage, ops[i].mb, ops[i].kind, start[i], fin[i]};
+                sim->ops[i] =
+                    (sp_sim_op){d, ops[i].stage, ops[i].mb, ops[i].kind, start[i], fin[i]};
         sim->n_ops = n_ops;
     }
     *out = sim;

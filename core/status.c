@@ -5,14 +5,20 @@
 #include "build_info.h"
 #include "internal.h"
 
-const char *sp_version(void) { return SP_BUILD_VERSION; }
-const char *sp_git_hash(void) { return SP_BUILD_GIT_HASH; }
-const char *sp_features(void) { return SP_BUILD_FEATURES; }
+const char *sp_version(void) {
+    return SP_BUILD_VERSION;
+}
+const char *sp_git_hash(void) {
+    return SP_BUILD_GIT_HASH;
+}
+const char *sp_features(void) {
+    return SP_BUILD_FEATURES;
+}
 
 const char *sp_status_name(sp_status status) {
     switch (status) {
-#define SP_STATUS_NAME_(name, msg) \
-    case name:                     \
+#define SP_STATUS_NAME_(name, msg)                                                                 \
+    case name:                                                                                     \
         return #name;
         SP_STATUS_MAP(SP_STATUS_NAME_)
 #undef SP_STATUS_NAME_
@@ -23,8 +29,8 @@ const char *sp_status_name(sp_status status) {
 
 const char *sp_strerror(sp_status status) {
     switch (status) {
-#define SP_STATUS_MSG_(name, msg) \
-    case name:                    \
+#define SP_STATUS_MSG_(name, msg)                                                                  \
+    case name:                                                                                     \
         return msg;
         SP_STATUS_MAP(SP_STATUS_MSG_)
 #undef SP_STATUS_MSG_
@@ -39,12 +45,20 @@ double sp_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int64_t sp_ms_to_ticks(double ms) { return (int64_t)llround(ms * SP_TICKS_PER_MS); }
+int64_t sp_ms_to_ticks(double ms) {
+    return (int64_t)llround(ms * SP_TICKS_PER_MS);
+}
 
-double sp_ticks_to_ms(int64_t ticks) { return (double)ticks / SP_TICKS_PER_MS; }
+double sp_ticks_to_ms(int64_t ticks) {
+    return (double)ticks / SP_TICKS_PER_MS;
+}
 
-int64_t sp_layer_fwd_ticks(const sp_layer *layer) { return sp_ms_to_ticks(layer->fwd_ms); }
-int64_t sp_layer_bwd_ticks(const sp_layer *layer) { return sp_ms_to_ticks(layer->bwd_ms); }
+int64_t sp_layer_fwd_ticks(const sp_layer *layer) {
+    return sp_ms_to_ticks(layer->fwd_ms);
+}
+int64_t sp_layer_bwd_ticks(const sp_layer *layer) {
+    return sp_ms_to_ticks(layer->bwd_ms);
+}
 int64_t sp_layer_ticks(const sp_layer *layer) {
     return sp_layer_fwd_ticks(layer) + sp_layer_bwd_ticks(layer);
 }

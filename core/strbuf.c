@@ -4,7 +4,9 @@
 
 #include "internal.h"
 
-void sp_strbuf_init(struct sp_strbuf *sb) { memset(sb, 0, sizeof *sb); }
+void sp_strbuf_init(struct sp_strbuf *sb) {
+    memset(sb, 0, sizeof *sb);
+}
 
 void sp_strbuf_release(struct sp_strbuf *sb) {
     sp_free(sb->buf);
@@ -49,7 +51,9 @@ void sp_strbuf_append(struct sp_strbuf *sb, const char *s, size_t n) {
     sb->buf[sb->len] = '\0';
 }
 
-void sp_strbuf_puts(struct sp_strbuf *sb, const char *s) { sp_strbuf_append(sb, s, strlen(s)); }
+void sp_strbuf_puts(struct sp_strbuf *sb, const char *s) {
+    sp_strbuf_append(sb, s, strlen(s));
+}
 
 void sp_strbuf_vprintf(struct sp_strbuf *sb, const char *fmt, va_list ap) {
     va_list ap2;
@@ -69,4 +73,17 @@ void sp_strbuf_printf(struct sp_strbuf *sb, const char *fmt, ...) {
     va_end(ap);
 }
 
-const char *sp_strbuf_str(const struct sp_strbuf *sb) { return sb->buf ? sb->buf : ""; }
+const char *sp_strbuf_str(const struct sp_strbuf *sb) {
+    return sb->buf ? sb->buf : "";
+}
+
+const char *sp_name_of(const char *const *names, size_t count, int value) {
+    return value >= 0 && (size_t)value < count ? names[value] : NULL;
+}
+
+int sp_value_of(const char *const *names, size_t count, const char *name) {
+    for (size_t i = 0; name && i < count; i++)
+        if (strcmp(name, names[i]) == 0)
+            return (int)i;
+    return -1;
+}

@@ -38,8 +38,8 @@ static size_t nearest_position(const struct sp_chain *c, size_t target, size_t k
 
 /* The layer indices of the repeated block kind (see the file comment), or *out = NULL and
  * *count = n when every layer counts. */
-static sp_status block_layers(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
-                              size_t **out, size_t *count) {
+static sp_status block_layers(sp_ctx *ctx, const sp_profile *profile, uint32_t stages, size_t **out,
+                              size_t *count) {
     size_t n = sp_profile_layer_count(profile);
     *out = NULL;
     *count = n;
@@ -114,7 +114,8 @@ sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t sta
 sp_status sp_parameters_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
                                size_t *bounds) {
     struct sp_chain c;
-    struct sp_chain_model model = {.weight = SP_WEIGHT_PARAMS, .stages = stages, .micro_batches = 1};
+    struct sp_chain_model model = {
+        .weight = SP_WEIGHT_PARAMS, .stages = stages, .micro_batches = 1};
     sp_status st = sp_chain_init(ctx, &c, profile, &model);
     if (st != SP_OK)
         return st;

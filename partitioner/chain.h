@@ -34,15 +34,15 @@ struct sp_chain {
     uint32_t *inflight; /* inflight[p]: micro-batches held by stage s */
     uint64_t *cap;      /* cap[p]: memory cap of stage s; 0: none */
     bool any_cap;
-    double *speed;      /* speed[p]: relative speed of stage s's device; NULL: all equal */
+    double *speed; /* speed[p]: relative speed of stage s's device; NULL: all equal */
     /* blocking transfers: boundary s -> s+1 at position k costs link_ticks(s, act[k]) on both
      * neighbours, twice per micro-batch (activation forward, gradient back) */
     bool blocking;
-    uint64_t *act;      /* act[n_pos]: activation_bytes of the layer before position k */
+    uint64_t *act; /* act[n_pos]: activation_bytes of the layer before position k */
     const sp_links *links;
     /* transfer ticks cached per distinct link (most clusters have two or three kinds):
      * link_ticks[link_of[s] * n_pos + k]; NULL when too large to cache */
-    uint32_t *link_of;  /* link_of[p] */
+    uint32_t *link_of; /* link_of[p] */
     int64_t *link_ticks;
 };
 
@@ -51,10 +51,10 @@ struct sp_chain {
 struct sp_chain_model {
     enum sp_chain_weight weight;
     uint32_t stages, micro_batches;
-    uint64_t mem_cap;            /* 0: none */
-    const double *speed;         /* [stages] or NULL */
-    const uint64_t *device_mem;  /* [stages] or NULL; 0 entries: not limited */
-    const sp_links *links;       /* with blocking: the link after stage s is links[s][s+1] */
+    uint64_t mem_cap;           /* 0: none */
+    const double *speed;        /* [stages] or NULL */
+    const uint64_t *device_mem; /* [stages] or NULL; 0 entries: not limited */
+    const sp_links *links;      /* with blocking: the link after stage s is links[s][s+1] */
     bool blocking;
 };
 
@@ -114,8 +114,8 @@ size_t sp_chain_reach_forward(const struct sp_chain *c, uint32_t s, size_t a, in
 size_t sp_chain_reach_backward(const struct sp_chain *c, uint32_t s, size_t b, int64_t cap);
 
 /* Greedy furthest reach: can the chain be covered by p admissible stages, some possibly empty
- * (stage s taking inflight[s])? Exact for that relaxation by the exchange argument; `end_out` (optional)
- * gets the position reached. */
+ * (stage s taking inflight[s])? Exact for that relaxation by the exchange argument; `end_out`
+ * (optional) gets the position reached. */
 bool sp_chain_greedy_covers(const struct sp_chain *c, int64_t cap, size_t *end_out);
 
 /* Stage windows for cap T: every partition into exactly p admissible stages ends stage s at a

@@ -21,7 +21,7 @@
 #define SP_GENERAL_MAX_SCAN ((uint64_t)4e9) /* starts x ends x stages scanned with speeds */
 
 struct reach {
-    size_t n;          /* positions */
+    size_t n; /* positions */
     uint32_t p;
     unsigned char *fw; /* fw[s * n + b] */
     unsigned char *bw; /* bw[s * n + a]; row p is the end */
@@ -75,8 +75,8 @@ static void forward(const struct sp_chain *c, int64_t cap, struct reach *r) {
                     lm++;
                 while (head < tail && r->dq[head] < lm)
                     head++;
-                cur[b] = head < tail && (sp_i128)start_key(c, s, r->dq[head]) +
-                                                end_key(c, s, b) <= (sp_i128)cap;
+                cur[b] = head < tail &&
+                         (sp_i128)start_key(c, s, r->dq[head]) + end_key(c, s, b) <= (sp_i128)cap;
             } else {
                 while (lm < b && !sp_chain_mem_ok(c, s, lm, b))
                     lm++;
@@ -112,8 +112,8 @@ static void backward(const struct sp_chain *c, int64_t cap, struct reach *r) {
                 }
                 while (head < tail && r->dq[head] > rm)
                     head++;
-                cur[a] = head < tail && (sp_i128)end_key(c, s, r->dq[head]) +
-                                                start_key(c, s, a) <= (sp_i128)cap;
+                cur[a] = head < tail &&
+                         (sp_i128)end_key(c, s, r->dq[head]) + start_key(c, s, a) <= (sp_i128)cap;
             } else {
                 for (size_t b = a + 1; b <= rm && !cur[a]; b++)
                     if (next[b] && sp_chain_time(c, s, a, b) <= cap)
@@ -202,7 +202,8 @@ sp_status sp_general_min_sum(sp_ctx *ctx, const struct sp_chain *c, int64_t cap,
     forward(c, cap, &r);
     backward(c, cap, &r);
     /* ends[s]: the possible ends of stage s, increasing; starts of stage s = ends[s-1] or {0} */
-    size_t *list = sp_mallocarray((size_t)p * n, sizeof *list), *count = sp_calloc(p, sizeof *count);
+    size_t *list = sp_mallocarray((size_t)p * n, sizeof *list),
+           *count = sp_calloc(p, sizeof *count);
     sp_i128 *f_next = sp_mallocarray(n, sizeof *f_next), *f_cur = sp_mallocarray(n, sizeof *f_cur);
     uint32_t *arg = sp_mallocarray((size_t)p * n, sizeof *arg);
     if (!list || !count || !f_next || !f_cur || !arg) {
@@ -296,8 +297,8 @@ sp_status sp_general_stage_times(sp_ctx *ctx, const struct sp_chain *c, int64_t 
     }
     for (uint32_t s = 0; s < c->p && st == SP_OK; s++) {
         for (size_t a = 0; a < last && st == SP_OK; a++) {
-            bool start_ok = s == 0 ? a == 0
-                                   : r.fw[(size_t)(s - 1) * n + a] && r.bw[(size_t)s * n + a];
+            bool start_ok =
+                s == 0 ? a == 0 : r.fw[(size_t)(s - 1) * n + a] && r.bw[(size_t)s * n + a];
             if (!start_ok)
                 continue;
             for (size_t b = a + 1; b <= last; b++) {

@@ -11,41 +11,36 @@
 static const char *const objective_names[] = {"bottleneck", "variance", "iteration"};
 static const char *const comm_names[] = {"overlap", "blocking"};
 
-const char *sp_comm_name(sp_comm c) {
-    return (unsigned)c < sizeof comm_names / sizeof *comm_names ? comm_names[c] : NULL;
+const char *sp_comm_name(sp_comm v) {
+    return sp_name_of(comm_names, SP_COUNT_OF(comm_names), (int)v);
 }
 sp_status sp_comm_from_name(const char *name, sp_comm *out) {
-    for (unsigned i = 0; name && i < sizeof comm_names / sizeof *comm_names; i++)
-        if (strcmp(name, comm_names[i]) == 0) {
-            *out = (sp_comm)i;
-            return SP_OK;
-        }
-    return SP_ERR_INVALID_ARG;
+    int v = sp_value_of(comm_names, SP_COUNT_OF(comm_names), name);
+    if (v < 0)
+        return SP_ERR_INVALID_ARG;
+    *out = (sp_comm)v;
+    return SP_OK;
 }
 static const char *const solver_names[] = {"dp", "uniform", "parameters", "given"};
-
-const char *sp_objective_name(sp_objective o) {
-    return (unsigned)o < sizeof objective_names / sizeof *objective_names ? objective_names[o]
-                                                                          : NULL;
-}
-const char *sp_solver_name(sp_solver s) {
-    return (unsigned)s < sizeof solver_names / sizeof *solver_names ? solver_names[s] : NULL;
+const char *sp_objective_name(sp_objective v) {
+    return sp_name_of(objective_names, SP_COUNT_OF(objective_names), (int)v);
 }
 sp_status sp_objective_from_name(const char *name, sp_objective *out) {
-    for (unsigned i = 0; name && i < sizeof objective_names / sizeof *objective_names; i++)
-        if (strcmp(name, objective_names[i]) == 0) {
-            *out = (sp_objective)i;
-            return SP_OK;
-        }
-    return SP_ERR_INVALID_ARG;
+    int v = sp_value_of(objective_names, SP_COUNT_OF(objective_names), name);
+    if (v < 0)
+        return SP_ERR_INVALID_ARG;
+    *out = (sp_objective)v;
+    return SP_OK;
+}
+const char *sp_solver_name(sp_solver v) {
+    return sp_name_of(solver_names, SP_COUNT_OF(solver_names), (int)v);
 }
 sp_status sp_solver_from_name(const char *name, sp_solver *out) {
-    for (unsigned i = 0; name && i < sizeof solver_names / sizeof *solver_names; i++)
-        if (strcmp(name, solver_names[i]) == 0) {
-            *out = (sp_solver)i;
-            return SP_OK;
-        }
-    return SP_ERR_INVALID_ARG;
+    int v = sp_value_of(solver_names, SP_COUNT_OF(solver_names), name);
+    if (v < 0)
+        return SP_ERR_INVALID_ARG;
+    *out = (sp_solver)v;
+    return SP_OK;
 }
 
 void sp_partition_opts_init(sp_partition_opts *opts) {
@@ -63,12 +58,14 @@ void sp_partition_opts_init(sp_partition_opts *opts) {
     opts->chunks = 1;
 }
 
-static const char *layer_name(const sp_profile *p, size_t l) { return sp_profile_layer(p, l)->name; }
+static const char *layer_name(const sp_profile *p, size_t l) {
+    return sp_profile_layer(p, l)->name;
+}
 
 /* The devices the stages run on (opts, else the profile's), as per-stage speeds and memory. */
 struct stage_devices {
-    double *speed;        /* [P] or NULL when every speed is 1 */
-    uint64_t *memory;     /* [P] or NULL */
+    double *speed;    /* [P] or NULL when every speed is 1 */
+    uint64_t *memory; /* [P] or NULL */
     const sp_devices *list;
 };
 
@@ -192,8 +189,8 @@ static int64_t max_stage_time(const struct sp_chain *c, const size_t *bounds) {
  * bottleneck. So scan the candidate bottlenecks upward from the min-max optimum, and stop once
  * (M-1) T + (a lower bound of S) reaches the best J found. Without speeds or blocking transfers
  * the sum is the same for every plan and the bottleneck plan is J-optimal. */
-static sp_status solve_iteration(sp_ctx *ctx, const struct sp_chain *c, uint32_t M,
-                                 int64_t t_star, size_t *bounds) {
+static sp_status solve_iteration(sp_ctx *ctx, const struct sp_chain *c, uint32_t M, int64_t t_star,
+                                 size_t *bounds) {
     sp_i128 sum = 0;
     sp_status st = sp_general_min_sum(ctx, c, t_star, SP_SUM_LINEAR, bounds, &sum);
     if (st != SP_OK)
@@ -416,8 +413,8 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_
                          "stages has an imbalance of %.3f, which caps the efficiency of any "
                          "schedule at %.1f%% however large M grows (%.1f%% at M = %u). Use fewer "
                          "stages, a lower --target-efficiency, or a profile with finer layers",
-                         100 * o.target_efficiency, o.stages, 1 / ceiling, 100 * ceiling,
-                         100 * eff, m);
+                         100 * o.target_efficiency, o.stages, 1 / ceiling, 100 * ceiling, 100 * eff,
+                         m);
             break;
         }
         if (n_tried < 64)
@@ -435,8 +432,8 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_
                 st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                              "no micro-batch count up to %u reaches %.1f%% efficiency under %s "
                              "(best: %.1f%% at M = %u)",
-                             m, 100 * o.target_efficiency, sp_schedule_name(o.schedule),
-                             100 * eff, m);
+                             m, 100 * o.target_efficiency, sp_schedule_name(o.schedule), 100 * eff,
+                             m);
                 break;
             }
             m *= 2;
@@ -488,9 +485,8 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
     opts->memory_limit_bytes = m->memory_limit_bytes;
 }
 
-sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile,
-                             const sp_partition_opts *opts, const size_t *first_layers,
-                             size_t count, sp_plan **out) {
+sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                             const size_t *first_layers, size_t count, sp_plan **out) {
     if (!ctx)
         return SP_ERR_INVALID_ARG;
     sp_ctx_begin(ctx);
@@ -645,12 +641,14 @@ sp_status sp_plan_remap(sp_ctx *ctx, const sp_plan *plan, const sp_profile *prof
                        sp_profile_layer(profile, l)->name);
     if (!removed && !added && !moved) {
         for (size_t s = 0; s < plan->n_stages; s++)
-            first_layers[s] = name_find(&ix, profile, plan->layer_names[plan->stages[s].first_layer]);
+            first_layers[s] =
+                name_find(&ix, profile, plan->layer_names[plan->stages[s].first_layer]);
     }
     sp_free(ix.slot);
     sp_free(seen);
     if (removed || added || moved) {
-        sp_problem(ctx, "the profile's layers differ from the plan's: %u removed, %u added, %u "
+        sp_problem(ctx,
+                   "the profile's layers differ from the plan's: %u removed, %u added, %u "
                    "moved",
                    removed, added, moved);
         ctx->status = SP_ERR_SCHEMA;
@@ -669,8 +667,8 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     *out = NULL;
     sp_partition_opts o = *opts;
     if (o.stages < 1 || o.stages > SP_MAX_STAGES)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages must be in [1, %u], got %u",
-                       SP_MAX_STAGES, o.stages);
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages must be in [1, %u], got %u", SP_MAX_STAGES,
+                       o.stages);
     if (!sp_objective_name(o.objective) || !sp_solver_name(o.solver) ||
         o.solver == SP_SOLVER_GIVEN || !sp_schedule_name(o.schedule) || !sp_comm_name(o.comm))
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown objective, solver or schedule");
@@ -705,8 +703,8 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, %u], got %u",
                        SP_MAX_MICRO_BATCHES, o.micro_batches);
     if (automatic && !(o.target_efficiency > 0 && o.target_efficiency < 1))
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the target efficiency must be in (0, 1), got %g", o.target_efficiency);
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "the target efficiency must be in (0, 1), got %g",
+                       o.target_efficiency);
     if (o.solver != SP_SOLVER_DP && o.objective != SP_OBJECTIVE_BOTTLENECK)
         sp_warn(ctx, "the %s solver has no objective; --objective %s is ignored",
                 sp_solver_name(o.solver), sp_objective_name(o.objective));
@@ -724,8 +722,8 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         sp_warn(ctx, "--comm blocking has no effect without --links");
     if (st == SP_OK && o.links && sp_links_count(o.links) < o.stages)
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
-                     "%u stages need %u devices in the links file; it has %zu", o.stages,
-                     o.stages, sp_links_count(o.links));
+                     "%u stages need %u devices in the links file; it has %zu", o.stages, o.stages,
+                     sp_links_count(o.links));
     if (st == SP_OK)
         st = automatic ? plan_auto(ctx, profile, o, &d, out) : plan_once(ctx, profile, &o, &d, out);
     stage_devices_release(&d);

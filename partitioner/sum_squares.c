@@ -14,7 +14,7 @@
 
 #include "chain.h"
 
-#define SP_I128_INF ((sp_i128)1 << 125)
+#define SP_I128_INF              ((sp_i128)1 << 125)
 #define SP_SUMSQ_MAX_TABLE_BYTES ((size_t)2 << 30) /* 2 GiB of argmin tables at most */
 
 struct stage_dp {

@@ -16,8 +16,7 @@ sp_status sp_cuda_device_count(sp_ctx *ctx, int *out_count) {
         return sp_fail(ctx, SP_ERR_NO_DEVICE, "%s",
                        err == cudaSuccess ? "the runtime sees 0 devices" : cudaGetErrorString(err));
     if (err != cudaSuccess)
-        return sp_fail(ctx, SP_ERR_CUDA, "cudaGetDeviceCount failed: %s",
-                       cudaGetErrorString(err));
+        return sp_fail(ctx, SP_ERR_CUDA, "cudaGetDeviceCount failed: %s", cudaGetErrorString(err));
     *out_count = count;
     return SP_OK;
 }

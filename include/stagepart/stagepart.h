@@ -109,8 +109,7 @@ SP_API const char *sp_ctx_warnings(const sp_ctx *ctx);
  * flushed and fsync'ed, then renamed over path. On any failure the temporary file is removed
  * and an existing file at path is left untouched. Returns SP_ERR_IO (detail names the path and
  * the system error) or SP_ERR_INVALID_ARG. */
-SP_API sp_status sp_write_file_atomic(sp_ctx *ctx, const char *path, const void *data,
-                                      size_t len);
+SP_API sp_status sp_write_file_atomic(sp_ctx *ctx, const char *path, const void *data, size_t len);
 
 /* sp_parse_bytes: parse a byte count with an optional suffix: plain digits, or a decimal
  * number followed by B, KB, MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of
@@ -119,8 +118,9 @@ SP_API sp_status sp_write_file_atomic(sp_ctx *ctx, const char *path, const void 
  * the text when it is not such a count. */
 SP_API sp_status sp_parse_bytes(sp_ctx *ctx, const char *text, uint64_t *out_bytes);
 
-/* sp_format_bytes: a byte count for people, in decimal units B, kB, MB, GB, TB with three significant digits ("1.23 GB", "999 B"). Writes at most size
- * bytes into buf (16 is always enough) and returns buf. */
+/* sp_format_bytes: a byte count for people, in decimal units B, kB, MB, GB, TB with three
+ * significant digits ("1.23 GB", "999 B"). Writes at most size bytes into buf (16 is always enough)
+ * and returns buf. */
 SP_API const char *sp_format_bytes(uint64_t bytes, char *buf, size_t size);
 
 /* ---------------------------------------------------------------------------------------------
@@ -144,10 +144,10 @@ typedef struct sp_layer {
 } sp_layer;
 
 /* Limits enforced when reading (exceeding one is SP_ERR_LIMIT with a message naming it). */
-#define SP_PROFILE_MAX_LAYERS 10000000u   /* 10 million layers */
-#define SP_PROFILE_MAX_LAYER_MS 1.0e9     /* one layer's fwd or bwd: about 11.6 days */
-#define SP_NAME_MAX_BYTES 4096u           /* a layer name or kind */
-#define SP_MAX_EXACT_INTEGER 9007199254740992.0 /* 2^53: byte counts are exact below it */
+#define SP_PROFILE_MAX_LAYERS   10000000u          /* 10 million layers */
+#define SP_PROFILE_MAX_LAYER_MS 1.0e9              /* one layer's fwd or bwd: about 11.6 days */
+#define SP_NAME_MAX_BYTES       4096u              /* a layer name or kind */
+#define SP_MAX_EXACT_INTEGER    9007199254740992.0 /* 2^53: byte counts are exact below it */
 
 /* sp_profile_load: read and validate a profile file. sp_profile_parse: the same from a buffer;
  * `name` is used in messages in place of the file name. Every problem found is reported (up
@@ -183,8 +183,8 @@ typedef struct sp_device_info {
 } sp_device_info;
 
 #define SP_MAX_DEVICES 65536u
-#define SP_MIN_SPEED 0.001
-#define SP_MAX_SPEED 1000.0
+#define SP_MIN_SPEED   0.001
+#define SP_MAX_SPEED   1000.0
 
 /* sp_devices_load: a "stagepart-devices" file ({"format", "version": 1, "devices": [...]}).
  * Each device: "name" (string, unique), optional "speed" (default 1) and "memory_bytes".
@@ -222,7 +222,6 @@ typedef enum sp_schedule {
     SP_SCHEDULE_ZB_H1 = 3        /* zero bubble H1: backward split into B and W */
 } sp_schedule;
 
-
 typedef enum sp_objective {
     /* minimum possible largest stage time; among the partitions reaching it, the one with the
      * smallest stage-time variance, then the lexicographically smallest boundaries */
@@ -235,8 +234,8 @@ typedef enum sp_objective {
 } sp_objective;
 
 typedef enum sp_solver {
-    SP_SOLVER_DP = 0,        /* exact (bisection + dynamic programming) */
-    SP_SOLVER_UNIFORM = 1,   /* equal layer counts, Megatron-LM's default */
+    SP_SOLVER_DP = 0,         /* exact (bisection + dynamic programming) */
+    SP_SOLVER_UNIFORM = 1,    /* equal layer counts, Megatron-LM's default */
     SP_SOLVER_PARAMETERS = 2, /* balance param_bytes, DeepSpeed's partition_method="parameters" */
     SP_SOLVER_GIVEN = 3       /* a split given by the user (sp_plan_from_split, evaluate) */
 } sp_solver;
@@ -249,7 +248,7 @@ SP_API const char *sp_solver_name(sp_solver solver);
 SP_API sp_status sp_objective_from_name(const char *name, sp_objective *out);
 SP_API sp_status sp_solver_from_name(const char *name, sp_solver *out);
 
-#define SP_MAX_STAGES 65536u
+#define SP_MAX_STAGES        65536u
 #define SP_MAX_MICRO_BATCHES 1000000000u
 
 /* How boundary transfers (with links) are charged. */
@@ -299,32 +298,32 @@ typedef struct sp_plan sp_plan;
  * by a boundary. Returns SP_ERR_INVALID_ARG (bad options: message says which),
  * SP_ERR_INFEASIBLE (no plan satisfies the constraints: the message says which layer or stage
  * cannot fit, or that P exceeds the allowed cuts), SP_ERR_NOMEM. */
-SP_API sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile,
-                              const sp_partition_opts *opts, sp_plan **out);
+SP_API sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                              sp_plan **out);
 SP_API void sp_plan_destroy(sp_plan *plan);
 
 /* One stage of a plan. Layer indices are 0-based and inclusive. */
 typedef struct sp_stage {
     uint32_t index;
-    uint32_t device;            /* device index; stage s runs on device s */
+    uint32_t device; /* device index; stage s runs on device s */
     size_t first_layer, last_layer;
     const char *first_name, *last_name;
     double fwd_ms, bwd_ms;
-    double time_ms;             /* fwd_ms + bwd_ms: one micro-batch's forward and backward */
+    double time_ms; /* fwd_ms + bwd_ms: one micro-batch's forward and backward */
     uint64_t param_bytes;
-    uint64_t resident_bytes;    /* sum of the layers' memory_bytes */
-    uint64_t saved_bytes;       /* sum of saved_bytes, per micro-batch in flight */
-    uint32_t inflight;          /* micro-batches in flight under 1F1B: min(P - index, M) */
-    uint64_t memory_bytes;      /* resident_bytes + inflight * saved_bytes */
-    double wgrad_ms;            /* weight-gradient part of bwd_ms; -1 when a layer lacks it */
-    double send_ms;             /* transfer of this stage's output to the next stage, and of the
-                                 * gradient back; 0 for the last stage or without links */
-    uint32_t chunk;             /* model chunk on its device (interleaved plans), else 0 */
-    double comm_ms;             /* blocking transfers inside time_ms: 2 x (in + out); else 0 */
+    uint64_t resident_bytes; /* sum of the layers' memory_bytes */
+    uint64_t saved_bytes;    /* sum of saved_bytes, per micro-batch in flight */
+    uint32_t inflight;       /* micro-batches in flight under 1F1B: min(P - index, M) */
+    uint64_t memory_bytes;   /* resident_bytes + inflight * saved_bytes */
+    double wgrad_ms;         /* weight-gradient part of bwd_ms; -1 when a layer lacks it */
+    double send_ms;          /* transfer of this stage's output to the next stage, and of the
+                              * gradient back; 0 for the last stage or without links */
+    uint32_t chunk;          /* model chunk on its device (interleaved plans), else 0 */
+    double comm_ms;          /* blocking transfers inside time_ms: 2 x (in + out); else 0 */
 } sp_stage;
 
 typedef struct sp_plan_schedule {
-    bool present;                /* false until a schedule was simulated for the plan */
+    bool present; /* false until a schedule was simulated for the plan */
     sp_schedule schedule;
     uint32_t micro_batches, chunks;
     double iteration_ms, bubble_fraction, efficiency;
@@ -334,23 +333,23 @@ typedef struct sp_plan_schedule {
 typedef struct sp_plan_summary {
     sp_solver solver;
     sp_objective objective;
-    bool optimal;                     /* proven optimal for the objective (dp solver) */
+    bool optimal; /* proven optimal for the objective (dp solver) */
     uint32_t stages, micro_batches;
-    uint64_t memory_limit_bytes;      /* 0: none */
-    double bottleneck_ms;             /* largest stage time */
-    uint32_t bottleneck_stage;        /* first stage reaching it */
-    double lower_bound_ms;            /* max(heaviest layer, total / P) */
-    double mean_ms, stddev_ms;        /* over stages; population stddev */
-    double imbalance;                 /* bottleneck / mean (1.0 = perfect balance) */
-    double total_ms;                  /* sum of all layers' fwd_ms + bwd_ms */
-    double even_split_bottleneck_ms;  /* bottleneck of equal layer counts, same P */
-    double solve_ms;                  /* wall time spent in the solver */
-    uint32_t chunks;                  /* model chunks per device: 1, or V for interleaved */
-    double target_efficiency;         /* with --micro-batches auto: the target; else 0 */
-    sp_comm comm;                     /* how the plan's transfers are charged */
-    double formula_iteration_ms;      /* (M-1) x bottleneck + sum of device times (Alpa's formula,
-                                       * what --objective iteration minimizes) */
-    sp_plan_schedule schedule;        /* the simulated schedule, when present */
+    uint64_t memory_limit_bytes;     /* 0: none */
+    double bottleneck_ms;            /* largest stage time */
+    uint32_t bottleneck_stage;       /* first stage reaching it */
+    double lower_bound_ms;           /* max(heaviest layer, total / P) */
+    double mean_ms, stddev_ms;       /* over stages; population stddev */
+    double imbalance;                /* bottleneck / mean (1.0 = perfect balance) */
+    double total_ms;                 /* sum of all layers' fwd_ms + bwd_ms */
+    double even_split_bottleneck_ms; /* bottleneck of equal layer counts, same P */
+    double solve_ms;                 /* wall time spent in the solver */
+    uint32_t chunks;                 /* model chunks per device: 1, or V for interleaved */
+    double target_efficiency;        /* with --micro-batches auto: the target; else 0 */
+    sp_comm comm;                    /* how the plan's transfers are charged */
+    double formula_iteration_ms;     /* (M-1) x bottleneck + sum of device times (Alpa's formula,
+                                      * what --objective iteration minimizes) */
+    sp_plan_schedule schedule;       /* the simulated schedule, when present */
 } sp_plan_summary;
 
 SP_API const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan);
@@ -387,8 +386,7 @@ SP_API sp_status sp_plan_remap(sp_ctx *ctx, const sp_plan *plan, const sp_profil
  * (stages x virtual stages). SP_ERR_INVALID_ARG with the reason when the string or its match with
  * the profile is wrong; SP_ERR_UNSUPPORTED for multi-token prediction (m). */
 SP_API sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile,
-                                          const char *layout, size_t **first_layers,
-                                          size_t *count);
+                                          const char *layout, size_t **first_layers, size_t *count);
 
 /* Frameworks a plan can be exported to (docs/export.md). */
 typedef enum sp_export_format {
@@ -406,7 +404,8 @@ SP_API sp_status sp_export_format_from_name(const char *name, sp_export_format *
  * object); both freed with sp_free(), either may be NULL. Module names are the profile's layer
  * names with module_prefix (may be NULL) in front; layers of kind "loss" are no modules and are
  * left out of module lists. SP_ERR_INVALID_ARG when the format cannot express the plan (the
- * message names the stage), e.g. a boundary inside Megatron's E or L group, chunks for DeepSpeed. */
+ * message names the stage), e.g. a boundary inside Megatron's E or L group, chunks for DeepSpeed.
+ */
 SP_API sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
                                 const char *module_prefix, char **text, char **value);
 

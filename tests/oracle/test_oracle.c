@@ -6,8 +6,8 @@
  * API and compared, boundary for boundary, with an exhaustive enumeration that applies the
  * documented objective and tie-break literally: minimum bottleneck, then minimum sum of squared
  * stage times (minimum variance), then the lexicographically smallest boundaries; for the
- * iteration objective, the minimum (M-1) x bottleneck + sum of stage times (by value). Larger chains
- * are compared by value (bottleneck, then sum of squares) with textbook O(n^2 p) dynamic
+ * iteration objective, the minimum (M-1) x bottleneck + sum of stage times (by value). Larger
+ * chains are compared by value (bottleneck, then sum of squares) with textbook O(n^2 p) dynamic
  * programs.
  *
  * Usage: test_oracle [instances] [seed]  (defaults 4000 and 1). */
@@ -28,13 +28,13 @@ struct instance {
     int64_t fwd[MAXN], bwd[MAXN]; /* ticks (ns) */
     uint64_t mem[MAXN], saved[MAXN];
     int cut_after[MAXN];
-    uint64_t cap; /* 0: none */
-    int use_devices;        /* a "devices" list with speeds and memory */
+    uint64_t cap;    /* 0: none */
+    int use_devices; /* a "devices" list with speeds and memory */
     double speed[MAXN];
-    uint64_t devmem[MAXN];  /* 0: not limited */
-    int blocking;           /* links with blocking transfers */
-    double lat_us[MAXN], bw_GBps[MAXN]; /* the link after stage s */
-    uint64_t act[MAXN];     /* activation_bytes of each layer */
+    uint64_t devmem[MAXN];                    /* 0: not limited */
+    int blocking;                             /* links with blocking transfers */
+    double lat_us[MAXN], bw_GBps[MAXN];       /* the link after stage s */
+    uint64_t act[MAXN];                       /* activation_bytes of each layer */
     int64_t pre_t[MAXN + 1], pre_f[MAXN + 1]; /* prefix sums, filled by finish_instance */
     uint64_t pre_mem[MAXN + 1], pre_saved[MAXN + 1];
 };
@@ -57,8 +57,12 @@ static uint64_t rnd(void) { /* splitmix64 */
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
-static int rnd_int(int lo, int hi) { return lo + (int)(rnd() % (uint64_t)(hi - lo + 1)); }
-static double rnd_unit(void) { return (double)(rnd() >> 11) / 9007199254740992.0; }
+static int rnd_int(int lo, int hi) {
+    return lo + (int)(rnd() % (uint64_t)(hi - lo + 1));
+}
+static double rnd_unit(void) {
+    return (double)(rnd() >> 11) / 9007199254740992.0;
+}
 
 static int64_t random_ticks(int dist) {
     switch (dist) {
@@ -108,8 +112,8 @@ static void random_instance(struct instance *in, int max_n) {
     static const double speeds[] = {1.0, 0.5, 0.6, 2.0, 1.25};
     for (int s = 0; s < in->p; s++) {
         in->speed[s] = in->use_devices ? speeds[rnd() % 5] : 1.0;
-        in->devmem[s] = in->use_devices && rnd() % 2
-                            ? total / (uint64_t)in->p + (uint64_t)rnd_int(0, 200) : 0;
+        in->devmem[s] =
+            in->use_devices && rnd() % 2 ? total / (uint64_t)in->p + (uint64_t)rnd_int(0, 200) : 0;
     }
     finish_instance(in);
 }
@@ -124,7 +128,8 @@ static char *to_json(const struct instance *in) {
         len += (size_t)snprintf(s + len, cap - len,
                                 "%s{\"name\":\"l%d\",\"fwd_ms\":%" PRId64 ".%06" PRId64
                                 ",\"bwd_ms\":%" PRId64 ".%06" PRId64 ",\"memory_bytes\":%" PRIu64
-                                ",\"saved_bytes\":%" PRIu64 ",\"activation_bytes\":%" PRIu64 ",\"cut_after\":%s}",
+                                ",\"saved_bytes\":%" PRIu64 ",\"activation_bytes\":%" PRIu64
+                                ",\"cut_after\":%s}",
                                 i ? "," : "", i, in->fwd[i] / 1000000, in->fwd[i] % 1000000,
                                 in->bwd[i] / 1000000, in->bwd[i] % 1000000, in->mem[i],
                                 in->saved[i], in->act[i], in->cut_after[i] ? "true" : "false");
@@ -132,9 +137,10 @@ static char *to_json(const struct instance *in) {
     if (in->use_devices) {
         len += (size_t)snprintf(s + len, cap - len, ",\"devices\":[");
         for (int d = 0; d < in->p; d++)
-            len += (size_t)snprintf(s + len, cap - len,
-                                    "%s{\"name\":\"d%d\",\"speed\":%g,\"memory_bytes\":%" PRIu64 "}",
-                                    d ? "," : "", d, in->speed[d], in->devmem[d]);
+            len +=
+                (size_t)snprintf(s + len, cap - len,
+                                 "%s{\"name\":\"d%d\",\"speed\":%g,\"memory_bytes\":%" PRIu64 "}",
+                                 d ? "," : "", d, in->speed[d], in->devmem[d]);
         len += (size_t)snprintf(s + len, cap - len, "]");
     }
     snprintf(s + len, cap - len, "}");
@@ -179,8 +185,8 @@ static char *links_json(const struct instance *in) {
     for (int d = 0; d < in->p; d++)
         len += (size_t)snprintf(s + len, cap - len, "%s\"d%d\"", d ? "," : "", d);
     for (int m = 0; m < 2; m++) {
-        len += (size_t)snprintf(s + len, cap - len, "],\"%s\":[",
-                                m ? "latency_us" : "bandwidth_GBps");
+        len +=
+            (size_t)snprintf(s + len, cap - len, "],\"%s\":[", m ? "latency_us" : "bandwidth_GBps");
         for (int i = 0; i < in->p; i++) {
             len += (size_t)snprintf(s + len, cap - len, "%s[", i ? "," : "");
             for (int j = 0; j < in->p; j++) {
@@ -480,8 +486,8 @@ int main(int argc, char **argv) {
         SP_CHECK(rc != -2 && rc != -3);
         SP_CHECK_MSG((rc == 0) == (feasible != 0), "feasibility differs (n=%d p=%d)", in.n, in.p);
         if (rc == 0 && feasible) {
-            SP_CHECK_MSG(llround(bn * 1e6) == best, "bottleneck %.6f vs naive %.6f (n=%d p=%d)",
-                         bn, (double)best / 1e6, in.n, in.p);
+            SP_CHECK_MSG(llround(bn * 1e6) == best, "bottleneck %.6f vs naive %.6f (n=%d p=%d)", bn,
+                         (double)best / 1e6, in.n, in.p);
             int f2 = 0;
             i128 sq = naive_min_sumsq(&in, best, &f2);
             SP_CHECK(f2 && plan_sumsq(&in, bounds) == sq);
@@ -500,8 +506,7 @@ int main(int argc, char **argv) {
                          in.p);
     }
     printf("oracle: %d small instances for each of 3 objectives (%d infeasible), %d large\n",
-           instances,
-           infeasible, large);
+           instances, infeasible, large);
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_oracle");
 }

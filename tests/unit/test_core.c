@@ -24,17 +24,24 @@ static void test_bytes(void) {
     struct {
         const char *text;
         uint64_t bytes;
-    } ok[] = {{"0", 0},           {"4096", 4096},         {"80GB", 80000000000ull},
-              {"80GiB", 85899345920ull}, {"80gib", 85899345920ull}, {"1.5TB", 1500000000000ull},
-              {"512MiB", 536870912ull}, {"10kB", 10000},   {"7B", 7},
-              {"2G", 2000000000ull}, {"9007199254740992", 9007199254740992ull}};
+    } ok[] = {{"0", 0},
+              {"4096", 4096},
+              {"80GB", 80000000000ull},
+              {"80GiB", 85899345920ull},
+              {"80gib", 85899345920ull},
+              {"1.5TB", 1500000000000ull},
+              {"512MiB", 536870912ull},
+              {"10kB", 10000},
+              {"7B", 7},
+              {"2G", 2000000000ull},
+              {"9007199254740992", 9007199254740992ull}};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         uint64_t v = 1;
         SP_CHECK_STATUS(sp_parse_bytes(ctx, ok[i].text, &v), SP_OK);
         SP_CHECK_MSG(v == ok[i].bytes, "%s -> %llu", ok[i].text, (unsigned long long)v);
     }
-    const char *bad[] = {"", "-1", "GB", "80 GB", "80XB", "0x10", "inf", "nan", "1.5B",
-                         "99999999999TB", "+5", "1e3"};
+    const char *bad[] = {"",    "-1",  "GB",   "80 GB",         "80XB", "0x10",
+                         "inf", "nan", "1.5B", "99999999999TB", "+5",   "1e3"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 0;
         sp_status st = sp_parse_bytes(ctx, bad[i], &v);
@@ -42,7 +49,8 @@ static void test_bytes(void) {
                      "'%s' accepted", bad[i]);
     }
     SP_CHECK_STATUS(sp_parse_bytes(ctx, "80XB", &(uint64_t){0}), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "expected a byte count like 80GB, 80GiB or 4096, got '80XB'");
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx),
+                      "expected a byte count like 80GB, 80GiB or 4096, got '80XB'");
     char buf[16];
     SP_CHECK(strcmp(sp_format_bytes(999, buf, sizeof buf), "999 B") == 0);
     SP_CHECK(strcmp(sp_format_bytes(80000000000ull, buf, sizeof buf), "80 GB") == 0);
@@ -78,8 +86,7 @@ static void test_atomic_write(void) {
     SP_CHECK_STATUS(sp_write_file_atomic(ctx, missing, "x", 1), SP_ERR_IO);
     SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "cannot create a temporary file");
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "ls -A %s | grep -c tmp > /dev/null && exit 1; rm -rf %s", dir,
-             dir);
+    snprintf(cmd, sizeof cmd, "ls -A %s | grep -c tmp > /dev/null && exit 1; rm -rf %s", dir, dir);
     SP_CHECK(system(cmd) == 0); /* no temporary files left behind */
 }
 
@@ -96,9 +103,10 @@ static void *count_realloc(void *p, size_t n) {
 static void test_allocator_and_plan_json(void) {
     SP_CHECK_STATUS(sp_set_allocator(count_malloc, NULL, free), SP_ERR_INVALID_ARG);
     SP_CHECK_STATUS(sp_set_allocator(count_malloc, count_realloc, free), SP_OK);
-    const char *json = "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"tiny\","
-                       "\"micro_batch_size\":1,\"layers\":[{\"name\":\"a\",\"fwd_ms\":1,"
-                       "\"bwd_ms\":2,\"param_bytes\":10},{\"name\":\"b\",\"fwd_ms\":1,\"bwd_ms\":2}]}";
+    const char *json =
+        "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"tiny\","
+        "\"micro_batch_size\":1,\"layers\":[{\"name\":\"a\",\"fwd_ms\":1,"
+        "\"bwd_ms\":2,\"param_bytes\":10},{\"name\":\"b\",\"fwd_ms\":1,\"bwd_ms\":2}]}";
     sp_profile *p = NULL;
     SP_CHECK_STATUS(sp_profile_parse(ctx, "tiny.json", json, strlen(json), &p), SP_OK);
     SP_CHECK(alloc_calls > 0);
@@ -113,10 +121,24 @@ static void test_allocator_and_plan_json(void) {
     sp_set_allocator(NULL, NULL, NULL);
     cJSON *root = cJSON_Parse(text);
     SP_CHECK(root != NULL);
-    const char *keys[] = {"format", "version", "model", "solver", "objective", "optimal",
-                          "micro_batches", "profile_sha256", "bottleneck_ms", "lower_bound_ms",
-                          "mean_ms", "stddev_ms", "imbalance", "solve_ms", "stages",
-                          "generator", "even_split_bottleneck_ms", "memory_limit_bytes"};
+    const char *keys[] = {"format",
+                          "version",
+                          "model",
+                          "solver",
+                          "objective",
+                          "optimal",
+                          "micro_batches",
+                          "profile_sha256",
+                          "bottleneck_ms",
+                          "lower_bound_ms",
+                          "mean_ms",
+                          "stddev_ms",
+                          "imbalance",
+                          "solve_ms",
+                          "stages",
+                          "generator",
+                          "even_split_bottleneck_ms",
+                          "memory_limit_bytes"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         SP_CHECK_MSG(cJSON_GetObjectItemCaseSensitive(root, keys[i]) != NULL, "no %s", keys[i]);
     SP_CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(root, "format")->valuestring,
@@ -128,8 +150,8 @@ static void test_allocator_and_plan_json(void) {
                     "stagepart partition tiny.json -s 2") == 0);
     cJSON *stages = cJSON_GetObjectItemCaseSensitive(root, "stages");
     SP_CHECK_EQ_INT(cJSON_GetArraySize(stages), 2);
-    const char *stage_keys[] = {"index", "device", "first_layer", "last_layer", "first_name",
-                                "last_name", "fwd_ms", "bwd_ms", "time_ms", "memory_bytes"};
+    const char *stage_keys[] = {"index",     "device", "first_layer", "last_layer", "first_name",
+                                "last_name", "fwd_ms", "bwd_ms",      "time_ms",    "memory_bytes"};
     cJSON *s1 = cJSON_GetArrayItem(stages, 1);
     for (size_t i = 0; i < sizeof stage_keys / sizeof stage_keys[0]; i++)
         SP_CHECK_MSG(cJSON_GetObjectItemCaseSensitive(s1, stage_keys[i]) != NULL, "no %s",

@@ -58,15 +58,17 @@ static void test_round_trip(void) {
             continue;
         /* embedding, decoders, head, loss */
         char json[16384];
-        size_t len = (size_t)snprintf(json, sizeof json,
-                                      "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"m\","
-                                      "\"micro_batch_size\":1,\"layers\":[{\"name\":\"emb\","
-                                      "\"kind\":\"embedding\",\"fwd_ms\":0.1,\"bwd_ms\":0.2}");
+        size_t len =
+            (size_t)snprintf(json, sizeof json,
+                             "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"m\","
+                             "\"micro_batch_size\":1,\"layers\":[{\"name\":\"emb\","
+                             "\"kind\":\"embedding\",\"fwd_ms\":0.1,\"bwd_ms\":0.2}");
         for (unsigned i = 0; i < decoders; i++)
-            len += (size_t)snprintf(json + len, sizeof json - len,
-                                    ",{\"name\":\"layers.%u\",\"kind\":\"transformer\",\"fwd_ms\":1,"
-                                    "\"bwd_ms\":2}",
-                                    i);
+            len +=
+                (size_t)snprintf(json + len, sizeof json - len,
+                                 ",{\"name\":\"layers.%u\",\"kind\":\"transformer\",\"fwd_ms\":1,"
+                                 "\"bwd_ms\":2}",
+                                 i);
         snprintf(json + len, sizeof json - len,
                  ",{\"name\":\"head\",\"kind\":\"head\",\"fwd_ms\":2,\"bwd_ms\":4},{\"name\":"
                  "\"loss\",\"kind\":\"loss\",\"fwd_ms\":0.1,\"bwd_ms\":0.1}]}");

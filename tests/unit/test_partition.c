@@ -95,7 +95,7 @@ static void test_objectives(void) {
 static void test_gpt_like(void) {
     /* [embed 0.3, 8 x 1.0, head 2.5] into 4: the optimum is 3.0 (torchgpipe finds 4.5) */
     double w[10] = {0.3, 1, 1, 1, 1, 1, 1, 1, 1, 2.5};
-    const char *kinds[10] = {"embedding", "transformer", "transformer", "transformer",
+    const char *kinds[10] = {"embedding",   "transformer", "transformer", "transformer",
                              "transformer", "transformer", "transformer", "transformer",
                              "transformer", "head"};
     sp_profile *p = make(w, 10, kinds, NULL, NULL, NULL, NULL);
@@ -218,7 +218,8 @@ static void test_iteration_objective(void) {
     check_loads(plan, (const double[]){16, 17, 8, 6}, 4);
     sp_plan_destroy(plan);
     /* variance is refused with speeds */
-    SP_CHECK_STATUS(run(p, 4, SP_OBJECTIVE_VARIANCE, SP_SOLVER_DP, 0, 4, &plan), SP_ERR_INVALID_ARG);
+    SP_CHECK_STATUS(run(p, 4, SP_OBJECTIVE_VARIANCE, SP_SOLVER_DP, 0, 4, &plan),
+                    SP_ERR_INVALID_ARG);
     SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "needs devices of equal speed");
     sp_profile_destroy(p);
 }

@@ -4,7 +4,8 @@
 
 #include "../test.h"
 
-#define HEAD "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"m\",\"micro_batch_size\":2,"
+#define HEAD                                                                                       \
+    "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"m\",\"micro_batch_size\":2,"
 
 static sp_ctx *ctx;
 
@@ -49,8 +50,7 @@ static void test_valid(void) {
 
 static void test_bad_inputs(void) {
     expect_error("", SP_ERR_PARSE, "model.json: empty file");
-    expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1", SP_ERR_PARSE,
-                 "model.json:1:");
+    expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1", SP_ERR_PARSE, "model.json:1:");
     expect_error("{\n  \"format\": \"stagepart-profile\",\n  oops\n}", SP_ERR_PARSE,
                  "model.json:3:3: malformed JSON near 'oops'");
     expect_error("{} trailing", SP_ERR_PARSE, "malformed JSON");
@@ -65,19 +65,21 @@ static void test_bad_inputs(void) {
                  "layers: expected an array of layer objects, got an object");
     expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1,\"bwd_ms\":1},"
                       "{\"name\":\"b\",\"fwd_ms\":\"abc\",\"bwd_ms\":1}]}",
-                 SP_ERR_SCHEMA, "model.json: layers[1].fwd_ms: expected a finite number >= 0, got \"abc\"");
+                 SP_ERR_SCHEMA,
+                 "model.json: layers[1].fwd_ms: expected a finite number >= 0, got \"abc\"");
     expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":-1,\"bwd_ms\":1}]}", SP_ERR_SCHEMA,
                  "layers[0].fwd_ms: expected a finite number >= 0, got -1");
     expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":NaN,\"bwd_ms\":1}]}", SP_ERR_PARSE,
                  "malformed JSON near 'NaN");
-    expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1e999,\"bwd_ms\":1}]}",
-                 SP_ERR_SCHEMA, "layers[0].fwd_ms: expected a finite number >= 0, got a number too large");
-    expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1e10,\"bwd_ms\":1}]}",
-                 SP_ERR_SCHEMA, "layers[0].fwd_ms: 10000000000 is above the limit of 1e+09");
+    expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1e999,\"bwd_ms\":1}]}", SP_ERR_SCHEMA,
+                 "layers[0].fwd_ms: expected a finite number >= 0, got a number too large");
+    expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1e10,\"bwd_ms\":1}]}", SP_ERR_SCHEMA,
+                 "layers[0].fwd_ms: 10000000000 is above the limit of 1e+09");
     expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1,\"bwd_ms\":1,"
                       "\"param_bytes\":9007199254740993000}]}",
                  SP_ERR_SCHEMA, "layers[0].param_bytes: integer 9007199254740993");
-    expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1,\"bwd_ms\":1,\"saved_bytes\":1.5}]}",
+    expect_error(HEAD
+                 "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1,\"bwd_ms\":1,\"saved_bytes\":1.5}]}",
                  SP_ERR_SCHEMA, "layers[0].saved_bytes: expected an integer >= 0, got 1.5");
     expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1,\"bwd_ms\":1,\"cut_after\":1}]}",
                  SP_ERR_SCHEMA, "layers[0].cut_after: expected true or false, got 1");
@@ -133,8 +135,9 @@ static void test_million_layers(void) {
     char *buf = malloc(cap);
     len = (size_t)snprintf(buf, cap, HEAD "\"layers\":[");
     for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s{\"name\":\"l%zu\",\"fwd_ms\":%zu,\"bwd_ms\":1}",
-                                i ? "," : "", i, i % 7);
+        len += (size_t)snprintf(buf + len, cap - len,
+                                "%s{\"name\":\"l%zu\",\"fwd_ms\":%zu,\"bwd_ms\":1}", i ? "," : "",
+                                i, i % 7);
     len += (size_t)snprintf(buf + len, cap - len, "]}");
     sp_profile *p = NULL;
     SP_CHECK_STATUS(sp_profile_parse(ctx, "big.json", buf, len, &p), SP_OK);

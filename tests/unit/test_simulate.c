@@ -41,7 +41,7 @@ static void test_equal_stages(void) {
         {SP_SCHEDULE_GPIPE, 4, 1, 8, 1, 2, 0, 33},
         {SP_SCHEDULE_1F1B, 8, 1, 32, 1, 2, 0, 39 * 3},
         {SP_SCHEDULE_1F1B, 16, 1, 64, 1, 2, 0, 79 * 3},
-        {SP_SCHEDULE_1F1B, 8, 1, 3, 1, 2, 0, 10 * 3},  /* M < P */
+        {SP_SCHEDULE_1F1B, 8, 1, 3, 1, 2, 0, 10 * 3}, /* M < P */
         {SP_SCHEDULE_GPIPE, 8, 1, 1, 1, 2, 0, 8 * 3},
         /* interleaved: iteration = M(F+B) (1 + (P-1)/(V M)); F, B per device */
         {SP_SCHEDULE_INTERLEAVED, 8, 2, 32, 0.5, 1, 0, 32 * 3 * (1 + 7.0 / 64)},
@@ -173,8 +173,8 @@ static void test_unequal_bounds(void) {
             lower = fmax(lower, lb);
         }
         SP_CHECK_MSG(T <= upper + 1e-9, "1F1B %.9g above Alpa's bound %.9g", T, upper);
-        SP_CHECK_MSG(!lower_applies || T >= lower - 1e-9, "1F1B %.9g below the lower bound %.9g (P=%u M=%u)", T,
-                     lower, P, M);
+        SP_CHECK_MSG(!lower_applies || T >= lower - 1e-9,
+                     "1F1B %.9g below the lower bound %.9g (P=%u M=%u)", T, lower, P, M);
         upper_tight += T > upper - 1e-9;
         sp_sim_destroy(o);
     }
