@@ -209,6 +209,37 @@ static void speed_table(sp_ctx *ctx) {
     sp_links_destroy(l64);
     sp_links_destroy(l8);
     sp_profile_destroy(ten);
+    if (strstr(sp_features(), "glpk")) {
+        printf("## The ILP on GLPK (one solve each, 30 s limit)\n\n");
+        printf("| case | n | P x V | time | proven | free binaries | bottleneck ms |\n"
+               "|---|---|---|---|---|---|---|\n");
+        struct {
+            size_t n;
+            uint32_t p, v;
+        } cases[] = {{512, 16, 1}, {1024, 8, 1}, {64, 4, 2}, {128, 4, 2}, {64, 8, 2}};
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            sp_profile *q = llm_like(ctx, cases[i].n, 2.4, 2.5);
+            sp_partition_opts o;
+            sp_partition_opts_init(&o);
+            o.stages = cases[i].p;
+            o.chunks = cases[i].v;
+            o.solver = SP_SOLVER_ILP;
+            o.time_limit_s = 30;
+            sp_plan *plan = NULL;
+            if (sp_partition(ctx, q, &o, &plan) == SP_OK) {
+                const sp_plan_summary *m = sp_plan_get_summary(plan);
+                printf("| bottleneck%s | %zu | %u x %u | %.0f ms | %s | %llu | %.3f |\n",
+                       cases[i].v > 1 ? ", interleaved chunks" : "", cases[i].n, cases[i].p,
+                       cases[i].v, m->solve_ms, m->optimal ? "yes" : "no (time limit)",
+                       (unsigned long long)m->free_binaries, m->bottleneck_ms);
+            } else {
+                fprintf(stderr, "bench: %s\n", sp_ctx_errmsg(ctx));
+            }
+            sp_plan_destroy(plan);
+            sp_profile_destroy(q);
+        }
+        printf("\n");
+    }
     sp_profile_destroy(big);
     sp_profile_destroy(mid);
 }

@@ -20,6 +20,7 @@ enum {
     OPT_TARGET,
     OPT_COMM,
     OPT_CHUNKS,
+    OPT_TIME_LIMIT,
 };
 
 const struct sp_opt cmd_partition_opts[] = {
@@ -32,12 +33,15 @@ const struct sp_opt cmd_partition_opts[] = {
      "efficiency --micro-batches auto aims for, in (0, 1) (default: 0.9)", "Plan"},
     {OPT_OBJECTIVE, "objective", 0, "<name>",
      "bottleneck (default), variance or iteration; see docs/partitioning.md", "Plan"},
-    {OPT_SOLVER, "solver", 0, "<name>", "dp (default, exact), uniform or parameters (baselines)",
+    {OPT_SOLVER, "solver", 0, "<name>",
+     "dp (default, exact), ilp (GLPK: chunks, range, deviation), uniform or parameters (baselines)",
      "Plan"},
     {OPT_SCHEDULE, "schedule", 0, "<name>",
      "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1; interleaved with "
      "--chunks",
      "Plan"},
+    {OPT_TIME_LIMIT, "time-limit", 0, "<s>",
+     "ilp solver: stop after s seconds with the best plan found and its gap (default: 30)", "Plan"},
     {OPT_CHUNKS, "chunks", 0, "<V>",
      "V model chunks per device for the interleaved schedule (with --solver uniform)", "Plan"},
     {OPT_MEMORY_LIMIT, "memory-limit", 0, "<bytes>",
@@ -204,6 +208,14 @@ int cmd_partition(int argc, char **argv) {
             target_given = true;
             break;
         }
+        case OPT_TIME_LIMIT: {
+            char *end = NULL;
+            opts.time_limit_s = strtod(p.value, &end);
+            if (!end || *end || !(opts.time_limit_s > 0) || opts.time_limit_s > 1e6)
+                return sp_usage_error(
+                    "partition", "--time-limit expects seconds in (0, 1e6], got '%s'", p.value);
+            break;
+        }
         case OPT_CHUNKS:
             if (!sp_opt_uint(&p, 1, SP_MAX_STAGES, &v))
                 return SP_EXIT_USAGE;
@@ -228,9 +240,11 @@ int cmd_partition(int argc, char **argv) {
                                       p.value);
             break;
         case OPT_SOLVER:
-            if (sp_solver_from_name(p.value, &opts.solver) != SP_OK)
-                return sp_usage_error(
-                    "partition", "--solver expects dp, uniform or parameters, got '%s'", p.value);
+            if (sp_solver_from_name(p.value, &opts.solver) != SP_OK ||
+                opts.solver == SP_SOLVER_GIVEN)
+                return sp_usage_error("partition",
+                                      "--solver expects dp, ilp, uniform or parameters, got '%s'",
+                                      p.value);
             break;
         case OPT_MEMORY_LIMIT:
             memory_text = p.value;

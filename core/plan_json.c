@@ -84,6 +84,15 @@ static cJSON *plan_tree(const sp_plan *plan) {
          add_number(root, "speedup_vs_even_split",
                     m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1.0) &&
          add_number(root, "solve_ms", m->solve_ms);
+    if (ok && m->solver == SP_SOLVER_ILP) {
+        cJSON *o = cJSON_AddObjectToObject(root, "ilp");
+        ok = o && add_string(o, "status", m->solver_status ? m->solver_status : "") &&
+             add_number(o, "mip_gap", m->mip_gap) &&
+             add_number(o, "best_bound_ms", m->best_bound_ms) &&
+             add_number(o, "objective_ms", m->objective_ms) &&
+             add_number(o, "nodes", (double)m->nodes) &&
+             add_number(o, "free_binaries", (double)m->free_binaries);
+    }
     if (ok && m->schedule.present) {
         const sp_plan_schedule *sc = &m->schedule;
         cJSON *o = cJSON_AddObjectToObject(root, "schedule");

@@ -5,10 +5,12 @@
 
 #include "baselines.h"
 #include "chain.h"
+#include "ilp.h"
 #include "plan_impl.h"
 #include "sim_impl.h"
 
-static const char *const objective_names[] = {"bottleneck", "variance", "iteration"};
+static const char *const objective_names[] = {"bottleneck", "variance", "iteration", "range",
+                                              "deviation"};
 static const char *const comm_names[] = {"overlap", "blocking"};
 
 const char *sp_comm_name(sp_comm v) {
@@ -21,7 +23,7 @@ sp_status sp_comm_from_name(const char *name, sp_comm *out) {
     *out = (sp_comm)v;
     return SP_OK;
 }
-static const char *const solver_names[] = {"dp", "uniform", "parameters", "given"};
+static const char *const solver_names[] = {"dp", "uniform", "parameters", "given", "ilp"};
 const char *sp_objective_name(sp_objective v) {
     return sp_name_of(objective_names, SP_COUNT_OF(objective_names), (int)v);
 }
@@ -56,6 +58,7 @@ void sp_partition_opts_init(sp_partition_opts *opts) {
     opts->links = NULL;
     opts->comm = SP_COMM_OVERLAP;
     opts->chunks = 1;
+    opts->time_limit_s = 30;
 }
 
 static const char *layer_name(const sp_profile *p, size_t l) {
@@ -297,6 +300,75 @@ static sp_status check_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partiti
     return SP_OK;
 }
 
+static size_t position_of(const struct sp_chain *c, size_t layer) {
+    size_t lo = 0, hi = c->n_pos - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->pos[mid] >= layer)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* --solver ilp: the chain over the K = P x V virtual stages (each with its device's speed), an
+ * incumbent from the exact DP (V = 1) or the uniform chunk split, then the program. */
+static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                           const struct stage_devices *d, size_t *bounds,
+                           struct sp_ilp_result *res) {
+    uint32_t K = o->stages * o->chunks;
+    double *speed = NULL;
+    if (d->speed) {
+        speed = sp_mallocarray(K, sizeof *speed);
+        if (!speed)
+            return sp_oom(ctx, "building the integer program");
+        for (uint32_t k = 0; k < K; k++)
+            speed[k] = d->speed[k % o->stages];
+    }
+    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
+                                   .stages = K,
+                                   .micro_batches = o->micro_batches,
+                                   .mem_cap = o->chunks > 1 ? 0 : o->memory_limit_bytes,
+                                   .speed = speed,
+                                   .device_mem = o->chunks > 1 ? NULL : d->memory};
+    struct sp_chain c;
+    sp_status st = sp_chain_init(ctx, &c, profile, &model);
+    sp_free(speed);
+    if (st != SP_OK)
+        return st;
+    size_t *inc = sp_mallocarray((size_t)K + 1, sizeof *inc);
+    if (!inc) {
+        sp_chain_release(&c);
+        return sp_oom(ctx, "building the integer program");
+    }
+    if (c.n_pos - 1 < K) {
+        st = SP_ERR_INFEASIBLE;
+    } else if (o->chunks == 1) {
+        int64_t cap = 0;
+        st = sp_chain_min_bottleneck(ctx, &c, &cap);
+        if (st == SP_OK)
+            st = sp_chain_min_sum_squares(ctx, &c, cap, inc);
+    } else {
+        st = sp_uniform_bounds(ctx, profile, K, inc);
+        for (uint32_t k = 0; st == SP_OK && k <= K; k++)
+            inc[k] = position_of(&c, inc[k]);
+    }
+    if (st == SP_OK) {
+        struct sp_ilp_input in = {&c,           o->stages,       o->micro_batches,
+                                  o->objective, o->time_limit_s, inc};
+        st = sp_ilp_solve(ctx, &in, res);
+    }
+    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && o->chunks == 1)
+        st = explain_infeasible(ctx, profile, &c, o);
+    if (st == SP_OK)
+        for (uint32_t k = 0; k <= K; k++)
+            bounds[k] = c.pos[res->bounds[k]];
+    sp_free(inc);
+    sp_chain_release(&c);
+    return st;
+}
+
 /* One complete plan for resolved options: solve, build, check, compare, simulate. */
 static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                            const struct stage_devices *d, sp_plan **out) {
@@ -311,7 +383,11 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     }
     double t0 = sp_now_ms();
     sp_status st;
+    struct sp_ilp_result ilp = {0};
     switch (o->solver) {
+    case SP_SOLVER_ILP:
+        st = solve_ilp(ctx, profile, o, d, bounds, &ilp);
+        break;
     case SP_SOLVER_UNIFORM:
         st = sp_uniform_bounds(ctx, profile, K, bounds);
         break;
@@ -333,13 +409,28 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     sp_plan *plan = NULL;
     if (st == SP_OK)
         st = sp_plan_build(ctx, profile, o, d->speed, bounds, &plan);
-    if (st == SP_OK && o->solver != SP_SOLVER_DP)
+    if (st == SP_OK && o->solver != SP_SOLVER_DP && o->solver != SP_SOLVER_ILP)
         st = check_memory(ctx, plan, o, d);
     if (st == SP_OK)
         st = sp_uniform_bounds(ctx, profile, K, even);
     sp_sim *sim = NULL;
     if (st == SP_OK) {
-        plan->summary.optimal = o->solver == SP_SOLVER_DP;
+        plan->summary.optimal =
+            o->solver == SP_SOLVER_DP || (o->solver == SP_SOLVER_ILP && ilp.optimal);
+        if (o->solver == SP_SOLVER_ILP) {
+            sp_plan_summary *m = &plan->summary;
+            m->mip_gap = ilp.mip_gap;
+            m->best_bound_ms = ilp.best_bound;
+            m->objective_ms = ilp.objective_ms;
+            m->solver_status = ilp.status;
+            m->nodes = ilp.nodes;
+            m->free_binaries = ilp.free_binaries;
+            if (!ilp.optimal)
+                sp_warn(ctx,
+                        "the ilp solver stopped at the time limit (%g s): the plan is the best "
+                        "found, %.2f%% above the proven bound; raise --time-limit to prove it",
+                        o->time_limit_s, 100 * ilp.mip_gap);
+        }
         plan->summary.solve_ms = solve_ms;
         /* the even split on the same devices and links, figured the same way */
         sp_plan *even_plan = NULL;
@@ -361,6 +452,7 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     sp_sim_destroy(sim);
     sp_free(bounds);
     sp_free(even);
+    sp_free(ilp.bounds);
     if (st != SP_OK) {
         sp_plan_destroy(plan);
         if (!*sp_ctx_errmsg(ctx))
@@ -677,14 +769,33 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     if (o.chunks > SP_MAX_STAGES || (uint64_t)o.chunks * o.stages > SP_MAX_STAGES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages x chunks must be at most %u, got %u x %u",
                        SP_MAX_STAGES, o.stages, o.chunks);
+    if (o.solver == SP_SOLVER_ILP) {
+        if (o.objective == SP_OBJECTIVE_VARIANCE)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "the ilp solver is linear: variance is quadratic; use --objective "
+                           "deviation (the sum of |load - mean|), range or bottleneck");
+        if (o.comm == SP_COMM_BLOCKING && o.links)
+            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                           "the ilp solver models overlapped transfers only; --comm blocking "
+                           "needs --solver dp");
+        if (o.chunks > 1 && o.memory_limit_bytes)
+            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                           "memory limits with --chunks are not modelled by the ilp solver yet "
+                           "(the in-flight count of each chunk depends on the interleaved order)");
+        if (!(o.time_limit_s > 0) || o.time_limit_s > 1e6)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG, "the time limit must be in (0, 1e6] s");
+    } else if (o.objective == SP_OBJECTIVE_RANGE || o.objective == SP_OBJECTIVE_DEVIATION) {
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "--objective %s needs --solver ilp",
+                       sp_objective_name(o.objective));
+    }
     if (o.chunks > 1) {
-        if (o.solver != SP_SOLVER_UNIFORM)
+        if (o.solver != SP_SOLVER_UNIFORM && o.solver != SP_SOLVER_ILP)
             return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                            "--chunks %u with --solver %s: balancing interleaved chunks exactly "
                            "is not a chain problem (each device's load sums %u non-contiguous "
-                           "chunks) and no exact dynamic program is known for it; it needs the "
-                           "ILP solver, which this build does not have yet. --solver uniform "
-                           "--chunks %u makes Megatron-LM's equal split",
+                           "chunks) and no exact dynamic program is known for it. --solver ilp "
+                           "balances them exactly (GLPK); --solver uniform --chunks %u makes "
+                           "Megatron-LM's equal split",
                            o.chunks, sp_solver_name(o.solver), o.chunks, o.chunks);
         o.schedule = SP_SCHEDULE_INTERLEAVED; /* a chunked plan runs the interleaved schedule */
     } else if (o.schedule == SP_SCHEDULE_INTERLEAVED) {
@@ -705,7 +816,8 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     if (automatic && !(o.target_efficiency > 0 && o.target_efficiency < 1))
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "the target efficiency must be in (0, 1), got %g",
                        o.target_efficiency);
-    if (o.solver != SP_SOLVER_DP && o.objective != SP_OBJECTIVE_BOTTLENECK)
+    if (o.solver != SP_SOLVER_DP && o.solver != SP_SOLVER_ILP &&
+        o.objective != SP_OBJECTIVE_BOTTLENECK)
         sp_warn(ctx, "the %s solver has no objective; --objective %s is ignored",
                 sp_solver_name(o.solver), sp_objective_name(o.objective));
     struct stage_devices d;

@@ -230,14 +230,20 @@ typedef enum sp_objective {
     SP_OBJECTIVE_VARIANCE = 1,
     /* minimum (M-1) x bottleneck + sum of stage times (the iteration latency Alpa minimizes);
      * the same as bottleneck unless speeds or blocking transfers make the sum vary */
-    SP_OBJECTIVE_ITERATION = 2
+    SP_OBJECTIVE_ITERATION = 2,
+    /* ilp solver only: minimum (largest - smallest) device load */
+    SP_OBJECTIVE_RANGE = 3,
+    /* ilp solver only: minimum sum of |device load - mean| */
+    SP_OBJECTIVE_DEVIATION = 4
 } sp_objective;
 
 typedef enum sp_solver {
     SP_SOLVER_DP = 0,         /* exact (bisection + dynamic programming) */
     SP_SOLVER_UNIFORM = 1,    /* equal layer counts, Megatron-LM's default */
     SP_SOLVER_PARAMETERS = 2, /* balance param_bytes, DeepSpeed's partition_method="parameters" */
-    SP_SOLVER_GIVEN = 3       /* a split given by the user (sp_plan_from_split, evaluate) */
+    SP_SOLVER_GIVEN = 3,      /* a split given by the user (sp_plan_from_split, evaluate) */
+    SP_SOLVER_ILP = 4         /* the mixed-integer program on GLPK: proven optimal, or the best
+                               * found with its gap when the time limit ends it */
 } sp_solver;
 
 /* sp_objective_name / sp_solver_name: "bottleneck", "dp", ... Static strings, NULL when out of
@@ -282,8 +288,11 @@ typedef struct sp_partition_opts {
     sp_comm comm;                /* how links are charged (default SP_COMM_OVERLAP) */
     uint32_t chunks;             /* V model chunks per device for the interleaved schedule: P x V
                                   * chunks in chain order, chunk k on device k mod P (default 1).
-                                  * Only the uniform solver makes such plans: balancing the
-                                  * non-contiguous chunks of a device exactly needs the ILP */
+                                  * The ilp solver balances them exactly (the largest device load,
+                                  * the sum of its chunks); uniform makes the equal split; dp
+                                  * cannot (non-contiguous sums are no chain problem) */
+    double time_limit_s;         /* ilp solver: stop after this long with the best plan found
+                                  * (default 30) */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */
@@ -350,6 +359,13 @@ typedef struct sp_plan_summary {
     double formula_iteration_ms;     /* (M-1) x bottleneck + sum of device times (Alpa's formula,
                                       * what --objective iteration minimizes) */
     sp_plan_schedule schedule;       /* the simulated schedule, when present */
+    /* ilp solver: how the search ended */
+    double mip_gap;            /* relative gap of the objective (0 when optimal) */
+    double best_bound_ms;      /* proven lower bound of the objective */
+    double objective_ms;       /* the program's objective value */
+    const char *solver_status; /* "optimal", "time limit", ...; static; NULL otherwise */
+    long long nodes;           /* branch-and-bound nodes */
+    uint64_t free_binaries;    /* binaries left after window fixing */
 } sp_plan_summary;
 
 SP_API const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan);

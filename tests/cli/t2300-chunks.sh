@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 P=samples/profiles
 expect_code "dp cannot balance chunks exactly" 4 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2
-expect_stderr_contains "the reason is named" "it needs the ILP solver"
+expect_stderr_contains "the reason is named" "--solver ilp balances them exactly"
 expect_code "uniform chunks" 0 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --solver uniform -o "$TMP/il.json"
 expect_stdout_contains "interleaved is simulated" "schedule    interleaved, 16 micro-batches"
 expect_stdout_contains "the bottleneck is a device" "(device 3)"

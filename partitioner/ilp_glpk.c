@@ -1,0 +1,505 @@
+/* partitioner/ilp_glpk.c: the mixed-integer program on GLPK, and every glp_* call.
+ *
+ * Staircase formulation (the design notes' partitioning.md §4): over the chain's blocks b (the
+ * units between candidate cut positions) and virtual stages k = 0..K-1, binary u[b][k] = 1 iff
+ * block b lies in a stage <= k (u[b][K-1] = 1). Block b is in stage k iff
+ * u[b][k] - u[b][k-1] = 1. Rows: u decreasing in b and increasing in k (contiguity), every stage
+ * non-empty, device loads L_d = sum over the stages k = d (mod P) of their block times, memory
+ * caps per stage (one chunk per device only), and the objective's rows:
+ *   bottleneck  min T with L_d <= T; then, T fixed, min sum |L_d - mean| (the spread tie-break)
+ *   iteration   min (M-1) T + sum L_d
+ *   range       min T - L with L <= L_d <= T
+ *   deviation   min sum |L_d - mean|
+ * Window fixing: with an incumbent's T_UB, stage k must end where the stages up to k can carry
+ * the layers before and the later stages the layers after; u outside that window is fixed,
+ * which leaves a few free binaries per boundary. The incumbent (the DP's plan, or the uniform
+ * chunk split) is injected at the first heuristic callback. GLPK's terminal output is off, its
+ * fatal errors are caught with an error hook and longjmp (they would abort the process), and
+ * every return code and status is checked: a return of 0 does not mean optimal.
+ *
+ * Units: milliseconds (nanosecond coefficients make GLPK's simplex stall on badly scaled rows;
+ * the problem is also scaled with glp_scale_prob). With device speeds the program divides each
+ * block's time by the speed (linear); the plan then rounds each stage's sums to nanoseconds, so
+ * its figures can differ from the program's by a nanosecond per layer. */
+#include <glpk.h>
+#include <math.h>
+#include <setjmp.h>
+#include <string.h>
+
+#include "ilp.h"
+
+#define SP_ILP_MAX_COLUMNS 2000000
+
+struct model {
+    const struct sp_ilp_input *in;
+    const struct sp_chain *c;
+    uint32_t K, P;
+    size_t B;                            /* blocks */
+    int n_u;                             /* u columns: B x (K-1) */
+    int col_T, col_L, col_load, col_dev; /* first column of each group (1-based) */
+    int n_cols;
+    double *x_inc; /* the incumbent, columns 1..n_cols, or NULL */
+    bool injected;
+    double gap, bound;
+    long long nodes;
+};
+
+struct guard {
+    jmp_buf jb;
+};
+
+static void on_glpk_error(void *info) {
+    longjmp(((struct guard *)info)->jb, 1);
+}
+
+static int col_u(const struct model *m, size_t b, uint32_t k) {
+    return 1 + (int)(b * (m->K - 1) + k);
+}
+
+/* time of block b on virtual stage k (its device's speed), ms */
+static double block_time(const struct model *m, size_t b, uint32_t k) {
+    double w = (double)(m->c->w[b + 1] - m->c->w[b]) / SP_TICKS_PER_MS;
+    return m->c->speed ? w / m->c->speed[k] : w;
+}
+
+static void callback(glp_tree *tree, void *info) {
+    struct model *m = info;
+    int a_cnt = 0, n_cnt = 0, t_cnt = 0;
+    glp_ios_tree_size(tree, &a_cnt, &n_cnt, &t_cnt);
+    m->nodes = t_cnt;
+    int best = glp_ios_best_node(tree);
+    if (best)
+        m->bound = glp_ios_node_bound(tree, best);
+    m->gap = glp_ios_mip_gap(tree);
+    if (glp_ios_reason(tree) == GLP_IHEUR && m->x_inc && !m->injected) {
+        m->injected = true;
+        glp_ios_heur_sol(tree, m->x_inc);
+    }
+}
+
+struct rowbuf {
+    int *ind;
+    double *val;
+    int len;
+};
+
+static void row_add(struct rowbuf *r, int col, double v) {
+    r->ind[++r->len] = col;
+    r->val[r->len] = v;
+}
+
+static int add_row(glp_prob *lp, struct rowbuf *r, int type, double lb, double ub) {
+    int i = glp_add_rows(lp, 1);
+    glp_set_mat_row(lp, i, r->len, r->ind, r->val);
+    glp_set_row_bnds(lp, i, type, lb, ub);
+    r->len = 0;
+    return i;
+}
+
+/* window of stage k's end (a position) for a cap T_UB on every stage: the stages up to k must
+ * carry the blocks before it, the later stages those after */
+static void window(const struct model *m, double t_ub_ms, uint32_t k, size_t *lo, size_t *hi) {
+    const struct sp_chain *c = m->c;
+    double before = 0, after = 0, t_ub = t_ub_ms * SP_TICKS_PER_MS; /* in ticks, like w */
+    for (uint32_t j = 0; j < m->K; j++) {
+        double cap = c->speed ? t_ub * c->speed[j] : t_ub; /* work a stage can take */
+        if (j <= k)
+            before += cap;
+        else
+            after += cap;
+    }
+    double total = (double)c->w[m->B];
+    *lo = (size_t)k + 1;
+    *hi = m->B - (m->K - 1 - k);
+    while (*lo < *hi && total - (double)c->w[*lo] > after * (1 + 1e-12))
+        (*lo)++;
+    while (*hi > *lo && (double)c->w[*hi] > before * (1 + 1e-12))
+        (*hi)--;
+}
+
+static double load_of(const struct model *m, const size_t *bounds, uint32_t d) {
+    double t = 0;
+    for (uint32_t k = d; k < m->K; k += m->P)
+        for (size_t b = bounds[k]; b < bounds[k + 1]; b++)
+            t += block_time(m, b, k);
+    return t;
+}
+
+static void fill_incumbent(struct model *m, const size_t *bounds, double *x) {
+    for (size_t b = 0; b < m->B; b++)
+        for (uint32_t k = 0; k + 1 < m->K; k++)
+            x[col_u(m, b, k)] = b < bounds[k + 1] ? 1 : 0;
+    double mx = 0, mn = (double)INFINITY, sum = 0;
+    for (uint32_t d = 0; d < m->P; d++) {
+        double l = load_of(m, bounds, d);
+        x[m->col_load + (int)d] = l;
+        mx = fmax(mx, l);
+        mn = fmin(mn, l);
+        sum += l;
+    }
+    x[m->col_T] = mx;
+    x[m->col_L] = mn;
+    for (uint32_t d = 0; d < m->P; d++)
+        x[m->col_dev + (int)d] = fabs(x[m->col_load + (int)d] - sum / m->P);
+}
+
+static const char *status_name(int st) {
+    switch (st) {
+    case GLP_OPT:
+        return "optimal";
+    case GLP_FEAS:
+        return "feasible";
+    case GLP_NOFEAS:
+        return "infeasible";
+    default:
+        return "undefined";
+    }
+}
+
+sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp_result *out) {
+    memset(out, 0, sizeof *out);
+    const struct sp_chain *c = in->c;
+    struct model m = {.in = in, .c = c, .K = c->p, .P = in->devices, .B = c->n_pos - 1};
+    if (m.B < m.K)
+        return SP_ERR_INFEASIBLE;
+    if ((double)m.B * (m.K > 1 ? m.K - 1 : 1) > SP_ILP_MAX_COLUMNS)
+        return sp_fail(ctx, SP_ERR_LIMIT,
+                       "the program would have %.0f binaries, more than %d: use the dp solver or "
+                       "fewer layers",
+                       (double)m.B * (m.K - 1), SP_ILP_MAX_COLUMNS);
+    m.n_u = (int)(m.B * (m.K - 1));
+    m.col_T = m.n_u + 1;
+    m.col_L = m.n_u + 2;
+    m.col_load = m.n_u + 3;
+    m.col_dev = m.col_load + (int)m.P;
+    m.n_cols = m.col_dev + (int)m.P - 1;
+    size_t row_cap = (size_t)m.n_u + (size_t)m.P * 4 + 16;
+    struct rowbuf r = {sp_mallocarray(row_cap + 1, sizeof(int)),
+                       sp_mallocarray(row_cap + 1, sizeof(double)), 0};
+    double *x = sp_calloc((size_t)m.n_cols + 1, sizeof *x);
+    out->bounds = sp_mallocarray((size_t)m.K + 1, sizeof *out->bounds);
+    if (!r.ind || !r.val || !x || !out->bounds) {
+        sp_free(r.ind);
+        sp_free(r.val);
+        sp_free(x);
+        sp_free(out->bounds);
+        out->bounds = NULL;
+        return sp_oom(ctx, "building the integer program");
+    }
+    if (in->incumbent) {
+        fill_incumbent(&m, in->incumbent, x);
+        m.x_inc = x;
+    }
+    double t0 = sp_now_ms();
+    struct guard guard;
+    volatile sp_status st = SP_OK;
+    glp_prob *volatile lp = NULL;
+    int term = glp_term_out(GLP_OFF); /* a JSON stdout must never see GLPK's text */
+    glp_error_hook(on_glpk_error, &guard);
+    if (setjmp(guard.jb)) {
+        glp_error_hook(NULL, NULL);
+        glp_free_env(); /* frees lp too */
+        glp_term_out(term);
+        sp_free(r.ind);
+        sp_free(r.val);
+        sp_free(x);
+        sp_free(out->bounds);
+        out->bounds = NULL;
+        return sp_fail(ctx, SP_ERR_SOLVER, "GLPK stopped with an internal error");
+    }
+    lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_cols(lp, m.n_cols);
+    /* T bounds: the incumbent's value for the bottleneck; valid lower bounds otherwise */
+    double t_ub = m.x_inc ? x[m.col_T] : (double)INFINITY;
+    if (in->objective == SP_OBJECTIVE_ITERATION && m.x_inc && in->micro_batches > 1) {
+        double sum = 0, fastest = 0;
+        for (uint32_t d = 0; d < m.P; d++)
+            sum += x[m.col_load + (int)d];
+        for (uint32_t k = 0; k < m.K; k++)
+            fastest = fmax(fastest, c->speed ? c->speed[k] : 1.0);
+        double j_inc = (in->micro_batches - 1) * x[m.col_T] + sum;
+        t_ub = (j_inc - (double)c->w[m.B] / SP_TICKS_PER_MS / fastest) / (in->micro_batches - 1) +
+               1e-6;
+    } else if (in->objective != SP_OBJECTIVE_BOTTLENECK) {
+        t_ub = (double)INFINITY; /* range and deviation may trade a larger bottleneck for balance */
+    }
+    size_t fixed = 0;
+    for (uint32_t k = 0; k + 1 < m.K; k++) {
+        size_t lo = k + 1, hi = m.B - (m.K - 1 - k);
+        if (isfinite(t_ub))
+            window(&m, t_ub * (1 + 1e-9) + 1e-6, k, &lo, &hi);
+        for (size_t b = 0; b < m.B; b++) {
+            int j = col_u(&m, b, k);
+            glp_set_col_kind(lp, j, GLP_BV);
+            if (b < lo || b == 0) { /* stage <= k ends at or after lo */
+                glp_set_col_bnds(lp, j, GLP_FX, 1, 1);
+                fixed++;
+            } else if (b >= hi) {
+                glp_set_col_bnds(lp, j, GLP_FX, 0, 0);
+                fixed++;
+            }
+        }
+    }
+    out->free_binaries = (size_t)m.n_u - fixed;
+    double lb = 0;
+    for (size_t b = 0; b < m.B; b++) { /* the heaviest block on the fastest stage */
+        double best = (double)INFINITY;
+        for (uint32_t k = 0; k < m.K; k++)
+            best = fmin(best, block_time(&m, b, k));
+        lb = fmax(lb, best);
+    }
+    if (isfinite(t_ub) && t_ub > lb)
+        glp_set_col_bnds(lp, m.col_T, GLP_DB, lb, t_ub * (1 + 1e-9) + 1e-6);
+    else
+        glp_set_col_bnds(lp, m.col_T, GLP_LO, lb, 0);
+    glp_set_col_bnds(lp, m.col_L, GLP_LO, 0, 0);
+    for (uint32_t d = 0; d < m.P; d++) {
+        glp_set_col_bnds(lp, m.col_load + (int)d, GLP_LO, 0, 0);
+        glp_set_col_bnds(lp, m.col_dev + (int)d, GLP_LO, 0, 0);
+    }
+    /* contiguity */
+    for (uint32_t k = 0; k + 1 < m.K; k++)
+        for (size_t b = 0; b + 1 < m.B; b++) {
+            row_add(&r, col_u(&m, b, k), 1);
+            row_add(&r, col_u(&m, b + 1, k), -1);
+            add_row(lp, &r, GLP_LO, 0, 0);
+            if (k + 2 < m.K) {
+                row_add(&r, col_u(&m, b, k), 1);
+                row_add(&r, col_u(&m, b, k + 1), -1);
+                add_row(lp, &r, GLP_UP, 0, 0);
+            }
+        }
+    if (m.K > 2) /* the last block's ordering across k, which the loop above skips */
+        for (uint32_t k = 0; k + 2 < m.K; k++) {
+            row_add(&r, col_u(&m, m.B - 1, k), 1);
+            row_add(&r, col_u(&m, m.B - 1, k + 1), -1);
+            add_row(lp, &r, GLP_UP, 0, 0);
+        }
+    /* non-empty stages: sum_b u[b][k] - sum_b u[b][k-1] >= 1 */
+    for (uint32_t k = 0; k < m.K; k++) {
+        double rhs = 1;
+        for (size_t b = 0; b < m.B; b++) {
+            if (k + 1 < m.K)
+                row_add(&r, col_u(&m, b, k), 1);
+            else
+                rhs -= 1; /* u[b][K-1] = 1 */
+            if (k > 0)
+                row_add(&r, col_u(&m, b, k - 1), -1);
+        }
+        add_row(lp, &r, GLP_LO, rhs, 0);
+    }
+    /* device loads: L_d - sum_{k = d mod P} sum_b time(b,k) (u[b][k] - u[b][k-1]) = const */
+    for (uint32_t d = 0; d < m.P; d++) {
+        double rhs = 0;
+        row_add(&r, m.col_load + (int)d, 1);
+        for (size_t b = 0; b < m.B; b++)
+            for (uint32_t k = 0; k < m.K; k++) {
+                double coef = (k % m.P == d ? block_time(&m, b, k) : 0) -
+                              (k + 1 < m.K && (k + 1) % m.P == d ? block_time(&m, b, k + 1) : 0);
+                if (k + 1 == m.K) {
+                    if (k % m.P == d)
+                        rhs += block_time(&m, b, k); /* the constant u[b][K-1] = 1 */
+                    continue;
+                }
+                if (coef != 0)
+                    row_add(&r, col_u(&m, b, k), -coef);
+            }
+        add_row(lp, &r, GLP_FX, rhs, rhs);
+        row_add(&r, m.col_load + (int)d, 1);
+        row_add(&r, m.col_T, -1);
+        add_row(lp, &r, GLP_UP, 0, 0);
+        row_add(&r, m.col_load + (int)d, 1);
+        row_add(&r, m.col_L, -1);
+        add_row(lp, &r, GLP_LO, 0, 0);
+        /* dev_d >= +-(L_d - mean), mean = sum L / P */
+        for (int sign = -1; sign <= 1; sign += 2) {
+            row_add(&r, m.col_dev + (int)d, 1);
+            for (uint32_t e = 0; e < m.P; e++)
+                row_add(&r, m.col_load + (int)e, sign * ((e == d ? 1.0 : 0.0) - 1.0 / m.P));
+            add_row(lp, &r, GLP_LO, 0, 0);
+        }
+    }
+    /* memory caps (one chunk per device): sum_b (mem_b + k_s saved_b) x[b][s] <= cap_s */
+    for (uint32_t k = 0; c->any_cap && m.P == m.K && k < m.K; k++) {
+        if (!c->cap[k])
+            continue;
+        double rhs = (double)c->cap[k];
+        for (size_t b = 0; b < m.B; b++) {
+            double need = (double)(c->mem[b + 1] - c->mem[b]) +
+                          (double)c->inflight[k] * (double)(c->saved[b + 1] - c->saved[b]);
+            double nk = k + 1 < m.K ? need : 0, nk1 = 0;
+            if (k + 1 == m.K)
+                rhs -= need;
+            if (k > 0)
+                nk1 = need;
+            if (nk != 0)
+                row_add(&r, col_u(&m, b, k), nk);
+            if (nk1 != 0)
+                row_add(&r, col_u(&m, b, k - 1), -nk1);
+        }
+        add_row(lp, &r, GLP_UP, 0, rhs);
+    }
+    /* objective */
+    int phases = 1;
+    switch (in->objective) {
+    case SP_OBJECTIVE_ITERATION:
+        glp_set_obj_coef(lp, m.col_T, in->micro_batches > 0 ? in->micro_batches - 1 : 0);
+        for (uint32_t d = 0; d < m.P; d++)
+            glp_set_obj_coef(lp, m.col_load + (int)d, 1);
+        break;
+    case SP_OBJECTIVE_RANGE:
+        glp_set_obj_coef(lp, m.col_T, 1);
+        glp_set_obj_coef(lp, m.col_L, -1);
+        break;
+    case SP_OBJECTIVE_DEVIATION:
+        for (uint32_t d = 0; d < m.P; d++)
+            glp_set_obj_coef(lp, m.col_dev + (int)d, 1);
+        break;
+    default:
+        glp_set_obj_coef(lp, m.col_T, 1);
+        phases = 2;
+        break;
+    }
+    glp_scale_prob(lp, GLP_SF_AUTO);
+    glp_smcp smcp;
+    glp_init_smcp(&smcp);
+    smcp.msg_lev = GLP_MSG_OFF;
+    glp_iocp iocp;
+    glp_init_iocp(&iocp);
+    iocp.msg_lev = GLP_MSG_OFF;
+    iocp.presolve = GLP_OFF; /* keeps column numbers, which the injected incumbent relies on */
+    iocp.mir_cuts = GLP_ON;
+    iocp.gmi_cuts = GLP_ON;
+    iocp.cov_cuts = GLP_ON;
+    iocp.clq_cuts = GLP_ON;
+    iocp.fp_heur = GLP_ON;
+    iocp.cb_func = callback;
+    iocp.cb_info = &m;
+    double limit_ms = in->time_limit_s * 1e3;
+    int mip = GLP_UNDEF;
+    for (int phase = 0; phase < phases && st == SP_OK; phase++) {
+        m.injected = false;
+        m.bound = -(double)INFINITY;
+        double left_lp = limit_ms - (sp_now_ms() - t0);
+        smcp.tm_lim = left_lp > 1 ? (int)fmin(left_lp, 2e9) : 1;
+        int ret = glp_simplex(lp, &smcp);
+        int lps = glp_get_status(lp);
+        if (phase == 1 && (ret != 0 || lps != GLP_OPT)) {
+            out->status = "optimal bottleneck; the spread tie-break failed";
+            break; /* the phase-1 plan stands */
+        }
+        if (ret == GLP_ETMLIM) {
+            out->status = "time limit, no plan found";
+            st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                         "the ilp solver's relaxation did not finish within the time limit of %g s",
+                         in->time_limit_s);
+            break;
+        }
+        if (ret != 0 || (lps != GLP_OPT && lps != GLP_NOFEAS)) {
+            st = sp_fail(ctx, SP_ERR_SOLVER, "GLPK's simplex failed (code %d, status %s)", ret,
+                         status_name(lps));
+            break;
+        }
+        if (lps == GLP_NOFEAS) {
+            st = SP_ERR_INFEASIBLE;
+            break;
+        }
+        double left = limit_ms - (sp_now_ms() - t0);
+        iocp.tm_lim = left > 1 ? (int)fmin(left, 2e9) : 1;
+        ret = glp_intopt(lp, &iocp);
+        mip = glp_mip_status(lp);
+        if (phase == 1 &&
+            ((ret != 0 && ret != GLP_ETMLIM) || (mip != GLP_OPT && mip != GLP_FEAS))) {
+            out->status = "optimal bottleneck; the spread tie-break failed";
+            break; /* out->bounds still hold the phase-1 plan */
+        }
+        if (ret != 0 && ret != GLP_ETMLIM && ret != GLP_EMIPGAP) {
+            st = sp_fail(ctx, SP_ERR_SOLVER, "GLPK's branch and cut failed (code %d)", ret);
+            break;
+        }
+        if (mip == GLP_NOFEAS || (mip == GLP_UNDEF && ret == 0)) {
+            st = SP_ERR_INFEASIBLE;
+            break;
+        }
+        if (mip == GLP_UNDEF) { /* the time ran out before any integer solution */
+            out->status = "time limit, no plan found";
+            st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                         "the ilp solver found no plan within the time limit of %g s",
+                         in->time_limit_s);
+            break;
+        }
+        bool proven = mip == GLP_OPT && ret == 0;
+        for (uint32_t k = 0; k + 1 < m.K; k++) {
+            size_t end = 0;
+            for (size_t blk = 0; blk < m.B; blk++)
+                end += glp_mip_col_val(lp, col_u(&m, blk, k)) > 0.5;
+            out->bounds[k + 1] = end;
+        }
+        out->bounds[0] = 0;
+        out->bounds[m.K] = m.B;
+        if (phase == 1) { /* the tie-break: the bottleneck's figures stay those of phase 1 */
+            if (!proven)
+                out->status = "optimal bottleneck; spread tie-break stopped by the time limit";
+            break;
+        }
+        out->found = true;
+        out->optimal = proven;
+        out->status = ret == GLP_ETMLIM ? "time limit" : status_name(mip);
+        out->objective_ms = glp_mip_obj_val(lp);
+        out->mip_gap = proven ? 0 : m.gap;
+        out->best_bound = proven ? glp_mip_obj_val(lp) : m.bound;
+        if (phases == 2) {
+            if (!proven)
+                break; /* no time left for the tie-break: keep the bottleneck's plan */
+            /* phase 2: the bottleneck fixed at its optimum, the least spread */
+            double t_star = glp_mip_obj_val(lp);
+            glp_set_col_bnds(lp, m.col_T, GLP_DB, lb < t_star ? lb : t_star,
+                             t_star * (1 + 1e-9) + 1e-6);
+            glp_set_obj_coef(lp, m.col_T, 0);
+            for (uint32_t d = 0; d < m.P; d++)
+                glp_set_obj_coef(lp, m.col_dev + (int)d, 1);
+            fill_incumbent(&m, out->bounds, x);
+            m.x_inc = x;
+        }
+    }
+    /* The time ran out before GLPK had any plan: the incumbent is still a valid plan. */
+    if (!out->found && in->incumbent && out->status &&
+        strncmp(out->status, "time limit", 10) == 0) {
+        sp_ctx_begin(ctx);
+        st = SP_OK;
+        memcpy(out->bounds, in->incumbent, ((size_t)m.K + 1) * sizeof *out->bounds);
+        out->found = true;
+        out->optimal = false;
+        out->status = "time limit: the incumbent is kept";
+        double value = m.x_inc[m.col_T];
+        if (in->objective == SP_OBJECTIVE_ITERATION) {
+            value *= in->micro_batches > 0 ? in->micro_batches - 1 : 0;
+            for (uint32_t d = 0; d < m.P; d++)
+                value += m.x_inc[m.col_load + (int)d];
+        } else if (in->objective == SP_OBJECTIVE_RANGE) {
+            value -= m.x_inc[m.col_L];
+        } else if (in->objective == SP_OBJECTIVE_DEVIATION) {
+            value = 0;
+            for (uint32_t d = 0; d < m.P; d++)
+                value += m.x_inc[m.col_dev + (int)d];
+        }
+        out->objective_ms = value;
+        out->best_bound = in->objective == SP_OBJECTIVE_BOTTLENECK ? lb : 0;
+        out->mip_gap = value > 0 ? (value - out->best_bound) / value : 0;
+    }
+    out->nodes = m.nodes;
+    out->solve_ms = sp_now_ms() - t0;
+    glp_delete_prob(lp);
+    glp_error_hook(NULL, NULL);
+    glp_term_out(term);
+    sp_free(r.ind);
+    sp_free(r.val);
+    sp_free(x);
+    if (st != SP_OK) {
+        sp_free(out->bounds);
+        out->bounds = NULL;
+        out->found = false;
+    }
+    return st;
+}

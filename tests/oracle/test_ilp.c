@@ -1,0 +1,239 @@
+/* tests/oracle/test_ilp.c: the GLPK program against the exact DP and brute force.
+ *
+ * Bottleneck (V = 1, with memory limits and forbidden cuts): the same optimal bottleneck as the
+ * DP. Interleaved chunks (V = 2, 3), range and deviation: brute force over every split. Plus the
+ * time limit (best plan, not optimal) and the refusals. Skipped (77) in builds without GLPK. */
+#include <inttypes.h>
+#include <math.h>
+#include <stagepart/stagepart.h>
+
+#include "../test.h"
+
+static sp_ctx *ctx;
+static uint64_t rng = 11;
+static unsigned rnd(unsigned n) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)((rng >> 33) % n);
+}
+
+struct inst {
+    int n;
+    int64_t w[24]; /* ticks: fwd only */
+    int cut[24];
+    unsigned mem[24], saved[24];
+};
+
+static sp_profile *profile_of(const struct inst *in) {
+    char buf[8192];
+    size_t len = (size_t)snprintf(buf, sizeof buf,
+                                  "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"i\","
+                                  "\"micro_batch_size\":1,\"layers\":[");
+    for (int i = 0; i < in->n; i++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len,
+                                "%s{\"name\":\"l%d\",\"fwd_ms\":%" PRId64 ".%06" PRId64
+                                ",\"bwd_ms\":0,\"memory_bytes\":%u,\"saved_bytes\":%u,"
+                                "\"cut_after\":%s}",
+                                i ? "," : "", i, in->w[i] / 1000000, in->w[i] % 1000000, in->mem[i],
+                                in->saved[i], in->cut[i] ? "true" : "false");
+    snprintf(buf + len, sizeof buf - len, "]}");
+    sp_profile *p = NULL;
+    if (sp_profile_parse(ctx, "ilp.json", buf, strlen(buf), &p) != SP_OK)
+        fprintf(stderr, "%s\n", sp_ctx_errmsg(ctx));
+    return p;
+}
+
+static sp_status plan_with(const sp_profile *p, uint32_t P, uint32_t V, sp_solver solver,
+                           sp_objective obj, uint64_t mem, sp_plan **out) {
+    sp_partition_opts o;
+    sp_partition_opts_init(&o);
+    o.stages = P;
+    o.chunks = V;
+    o.solver = solver;
+    o.objective = obj;
+    o.memory_limit_bytes = mem;
+    o.micro_batches = 4 * P;
+    o.time_limit_s = 60;
+    return sp_partition(ctx, p, &o, out);
+}
+
+/* brute force over splits into K stages: min of f(device loads), f = max, range or deviation */
+static int64_t best_brute(const struct inst *in, int K, int P, int which, int *b, int s,
+                          int64_t best) {
+    if (s == K) {
+        int64_t load[8] = {0};
+        for (int k = 0; k < K; k++)
+            for (int l = b[k]; l < b[k + 1]; l++)
+                load[k % P] += in->w[l];
+        int64_t mx = 0, mn = INT64_MAX, sum = 0;
+        for (int d = 0; d < P; d++) {
+            mx = load[d] > mx ? load[d] : mx;
+            mn = load[d] < mn ? load[d] : mn;
+            sum += load[d];
+        }
+        int64_t v = mx;
+        if (which == 1)
+            v = mx - mn;
+        if (which == 2) { /* sum |load - mean| x P, integer */
+            v = 0;
+            for (int d = 0; d < P; d++)
+                v += llabs(load[d] * P - sum);
+        }
+        return v < best ? v : best;
+    }
+    if (s == K - 1) {
+        b[K] = in->n;
+        return best_brute(in, K, P, which, b, K, best);
+    }
+    for (int e = b[s] + 1; e <= in->n - (K - 1 - s); e++) {
+        if (!in->cut[e - 1])
+            continue;
+        b[s + 1] = e;
+        best = best_brute(in, K, P, which, b, s + 1, best);
+    }
+    return best;
+}
+
+static int64_t plan_value(const sp_plan *plan, const struct inst *in, int P, int which) {
+    int64_t load[8] = {0};
+    for (size_t k = 0; k < sp_plan_stage_count(plan); k++) {
+        const sp_stage *s = sp_plan_stage(plan, k);
+        for (size_t l = s->first_layer; l <= s->last_layer; l++)
+            load[k % (size_t)P] += in->w[l];
+    }
+    int64_t mx = 0, mn = INT64_MAX, sum = 0;
+    for (int d = 0; d < P; d++) {
+        mx = load[d] > mx ? load[d] : mx;
+        mn = load[d] < mn ? load[d] : mn;
+        sum += load[d];
+    }
+    if (which == 1)
+        return mx - mn;
+    if (which == 2) {
+        int64_t v = 0;
+        for (int d = 0; d < P; d++)
+            v += llabs(load[d] * P - sum);
+        return v;
+    }
+    return mx;
+}
+
+static void random_inst(struct inst *in, int n) {
+    in->n = n;
+    for (int i = 0; i < n; i++) {
+        in->w[i] = (int64_t)(1 + rnd(9)) * 1000000 + (rnd(2) ? (int64_t)rnd(1000) * 1000 : 0);
+        in->cut[i] = rnd(5) != 0;
+        in->mem[i] = rnd(50);
+        in->saved[i] = rnd(20);
+    }
+}
+
+static void test_against_dp(void) {
+    int agree = 0;
+    for (int t = 0; t < 150; t++) {
+        struct inst in;
+        random_inst(&in, 4 + (int)rnd(16));
+        uint32_t P = 1 + rnd(5);
+        uint64_t mem = rnd(2) ? 0 : 250 + rnd(300);
+        sp_profile *p = profile_of(&in);
+        sp_plan *dp = NULL, *ilp = NULL;
+        sp_status a = plan_with(p, P, 1, SP_SOLVER_DP, SP_OBJECTIVE_BOTTLENECK, mem, &dp);
+        sp_status b = plan_with(p, P, 1, SP_SOLVER_ILP, SP_OBJECTIVE_BOTTLENECK, mem, &ilp);
+        SP_CHECK_MSG(a == b, "dp %s, ilp %s (%s)", sp_status_name(a), sp_status_name(b),
+                     sp_ctx_errmsg(ctx));
+        if (a == SP_OK && b == SP_OK) {
+            SP_CHECK(sp_plan_get_summary(ilp)->optimal);
+            SP_CHECK_MSG(fabs(sp_plan_get_summary(dp)->bottleneck_ms -
+                              sp_plan_get_summary(ilp)->bottleneck_ms) < 1e-9,
+                         "dp %.6f vs ilp %.6f", sp_plan_get_summary(dp)->bottleneck_ms,
+                         sp_plan_get_summary(ilp)->bottleneck_ms);
+            for (size_t s = 0; mem && s < sp_plan_stage_count(ilp); s++)
+                SP_CHECK(sp_plan_stage(ilp, s)->memory_bytes <= mem);
+            agree++;
+        }
+        sp_plan_destroy(dp);
+        sp_plan_destroy(ilp);
+        sp_profile_destroy(p);
+    }
+    printf("ilp = dp on %d feasible instances\n", agree);
+}
+
+static void test_against_brute(void) {
+    const char *names[] = {"bottleneck", "range", "deviation"};
+    sp_objective objs[] = {SP_OBJECTIVE_BOTTLENECK, SP_OBJECTIVE_RANGE, SP_OBJECTIVE_DEVIATION};
+    int checked = 0;
+    for (int t = 0; t < 120; t++) {
+        struct inst in;
+        random_inst(&in, 6 + (int)rnd(6));
+        for (int i = 0; i < in.n; i++)
+            in.cut[i] = 1;
+        int P = 2 + (int)rnd(2), V = 1 + (int)rnd(3), which = (int)rnd(3);
+        if (P * V > in.n)
+            continue;
+        int b[32] = {0};
+        int64_t brute = best_brute(&in, P * V, P, which, b, 0, INT64_MAX);
+        sp_profile *p = profile_of(&in);
+        sp_plan *plan = NULL;
+        sp_status st = plan_with(p, (uint32_t)P, (uint32_t)V, SP_SOLVER_ILP, objs[which], 0, &plan);
+        SP_CHECK_MSG(st == SP_OK, "%s: %s", names[which], sp_ctx_errmsg(ctx));
+        if (st == SP_OK) {
+            int64_t got = plan_value(plan, &in, P, which);
+            SP_CHECK_MSG(sp_plan_get_summary(plan)->optimal, "%s not proven", names[which]);
+            SP_CHECK_MSG(got == brute, "%s P=%d V=%d: ilp %" PRId64 ", brute force %" PRId64,
+                         names[which], P, V, got, brute);
+            checked++;
+        }
+        sp_plan_destroy(plan);
+        sp_profile_destroy(p);
+    }
+    printf("ilp = brute force on %d instances (chunks, range, deviation)\n", checked);
+}
+
+static void test_limits_and_refusals(void) {
+    struct inst in;
+    random_inst(&in, 20);
+    sp_profile *p = profile_of(&in);
+    sp_plan *plan = NULL;
+    sp_partition_opts o;
+    sp_partition_opts_init(&o);
+    o.solver = SP_SOLVER_ILP;
+    o.stages = 4;
+    o.chunks = 3;
+    o.micro_batches = 16;
+    o.time_limit_s = 0.001; /* too short to prove: the incumbent or better, not optimal */
+    SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_OK);
+    SP_CHECK(plan && !sp_plan_get_summary(plan)->optimal);
+    SP_CHECK_CONTAINS(sp_ctx_warnings(ctx), "the ilp solver stopped at the time limit");
+    sp_plan_destroy(plan);
+    o.time_limit_s = 30;
+    o.objective = SP_OBJECTIVE_VARIANCE;
+    SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "variance is quadratic");
+    o.objective = SP_OBJECTIVE_BOTTLENECK;
+    o.chunks = 1;
+    o.memory_limit_bytes = 1;
+    SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_ERR_INFEASIBLE);
+    o.memory_limit_bytes = 0;
+    o.stages = 21;
+    SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_ERR_INFEASIBLE);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "cannot cut 20 layers into 21");
+    o.stages = 4;
+    o.objective = SP_OBJECTIVE_RANGE;
+    o.solver = SP_SOLVER_DP;
+    SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "--objective range needs --solver ilp");
+    sp_profile_destroy(p);
+}
+
+int main(void) {
+    sp_ctx_create(&ctx);
+    if (!strstr(sp_features(), "glpk")) {
+        printf("test_ilp: this build has no GLPK; skipped\n");
+        sp_ctx_destroy(ctx);
+        return 77;
+    }
+    test_against_dp();
+    test_against_brute();
+    test_limits_and_refusals();
+    sp_ctx_destroy(ctx);
+    return sp_test_finish("test_ilp");
+}
