@@ -12,6 +12,8 @@ struct sp_ilp_input {
     sp_objective objective;   /* bottleneck, iteration, range or deviation */
     double time_limit_s;
     const size_t *incumbent; /* a feasible plan's position bounds [K+1], or NULL */
+    double t_lower_ms;       /* a proven lower bound of the bottleneck (the exact DP's optimum,
+                              * with one chunk per device), or 0 */
 };
 
 struct sp_ilp_result {

@@ -6,16 +6,20 @@
  * u[b][k] - u[b][k-1] = 1. Rows: u decreasing in b and increasing in k (contiguity), every stage
  * non-empty, device loads L_d = sum over the stages k = d (mod P) of their block times, memory
  * caps per stage (one chunk per device only), and the objective's rows:
- *   bottleneck  min T with L_d <= T; then, T fixed, min sum |L_d - mean| (the spread tie-break)
+ *   bottleneck  min T with L_d <= T; then, T fixed, min sum |L_d - mean| (the spread tie-break,
+ *               given twice the first phase's time, at least 1 s)
  *   iteration   min (M-1) T + sum L_d
  *   range       min T - L with L <= L_d <= T
  *   deviation   min sum |L_d - mean|
  * Window fixing: with an incumbent's T_UB, stage k must end where the stages up to k can carry
  * the layers before and the later stages the layers after; u outside that window is fixed,
  * which leaves a few free binaries per boundary. The incumbent (the DP's plan, or the uniform
- * chunk split) is injected at the first heuristic callback. GLPK's terminal output is off, its
- * fatal errors are caught with an error hook and longjmp (they would abort the process), and
- * every return code and status is checked: a return of 0 does not mean optimal.
+ * chunk split) is injected at the first heuristic callback. With one chunk per device the DP's
+ * optimum is exact, so it also bounds T from below (the design notes' §4.5): the program then
+ * proves the bottleneck at the root and spends its time on the tie-break. Chunks, range and
+ * deviation have no such bound and are proved by branch and cut alone. GLPK's terminal output is
+ * off, its fatal errors are caught with an error hook and longjmp (they would abort the process),
+ * and every return code and status is checked: a return of 0 does not mean optimal.
  *
  * Units: milliseconds (nanosecond coefficients make GLPK's simplex stall on badly scaled rows;
  * the problem is also scaled with glp_scale_prob). With device speeds the program divides each
@@ -249,6 +253,8 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
             best = fmin(best, block_time(&m, b, k));
         lb = fmax(lb, best);
     }
+    if (in->objective == SP_OBJECTIVE_BOTTLENECK && in->t_lower_ms > lb)
+        lb = in->t_lower_ms * (1 - 1e-12); /* the DP's optimum: exact, so a valid bound */
     if (isfinite(t_ub) && t_ub > lb)
         glp_set_col_bnds(lp, m.col_T, GLP_DB, lb, t_ub * (1 + 1e-9) + 1e-6);
     else
@@ -378,6 +384,7 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     iocp.cb_info = &m;
     double limit_ms = in->time_limit_s * 1e3;
     int mip = GLP_UNDEF;
+    double phase1_ms = 0;
     for (int phase = 0; phase < phases && st == SP_OK; phase++) {
         m.injected = false;
         m.bound = -(double)INFINITY;
@@ -406,6 +413,8 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
             break;
         }
         double left = limit_ms - (sp_now_ms() - t0);
+        if (phase == 1) /* the tie-break gets twice the bottleneck's time (at least 1 s) */
+            left = fmin(left, fmax(1000.0, 2 * phase1_ms));
         iocp.tm_lim = left > 1 ? (int)fmin(left, 2e9) : 1;
         ret = glp_intopt(lp, &iocp);
         mip = glp_mip_status(lp);
@@ -450,6 +459,7 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
         out->mip_gap = proven ? 0 : m.gap;
         out->best_bound = proven ? glp_mip_obj_val(lp) : m.bound;
         if (phases == 2) {
+            phase1_ms = sp_now_ms() - t0;
             if (!proven)
                 break; /* no time left for the tie-break: keep the bottleneck's plan */
             /* phase 2: the bottleneck fixed at its optimum, the least spread */

@@ -355,8 +355,10 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
             inc[k] = position_of(&c, inc[k]);
     }
     if (st == SP_OK) {
-        struct sp_ilp_input in = {&c,           o->stages,       o->micro_batches,
-                                  o->objective, o->time_limit_s, inc};
+        struct sp_ilp_input in = {&c,  o->stages, o->micro_batches, o->objective, o->time_limit_s,
+                                  inc, 0};
+        if (o->chunks == 1) /* the DP's bottleneck is exact: a proven lower bound of T */
+            in.t_lower_ms = (double)max_stage_time(&c, inc) / SP_TICKS_PER_MS;
         st = sp_ilp_solve(ctx, &in, res);
     }
     if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && o->chunks == 1)
