@@ -84,6 +84,7 @@ __attribute__((format(printf, 2, 3))) static void say(struct criterion *c, const
 struct sp_strbuf_lite {
     char *buf;
     size_t len, cap;
+    bool oom; /* an append failed: the text is incomplete and must not be written */
 };
 
 static void lite_puts(struct sp_strbuf_lite *b, const char *s) {
@@ -93,8 +94,10 @@ static void lite_puts(struct sp_strbuf_lite *b, const char *s) {
         while (cap < b->len + n + 1)
             cap *= 2;
         char *nb = realloc(b->buf, cap);
-        if (!nb)
+        if (!nb) {
+            b->oom = true;
             return;
+        }
         b->buf = nb;
         b->cap = cap;
     }
@@ -114,7 +117,7 @@ static void xml_escape(struct sp_strbuf_lite *b, const char *s) {
 }
 
 static sp_status write_junit(sp_ctx *ctx, const struct results *r, const char *path) {
-    struct sp_strbuf_lite b = {NULL, 0, 0};
+    struct sp_strbuf_lite b = {NULL, 0, 0, false};
     int failures = 0, skipped = 0;
     for (int i = 0; i < r->n; i++) {
         failures += !r->c[i].passed && !r->c[i].skipped;
@@ -146,7 +149,7 @@ static sp_status write_junit(sp_ctx *ctx, const struct results *r, const char *p
         lite_puts(&b, "</testcase>\n");
     }
     lite_puts(&b, "</testsuite>\n</testsuites>\n");
-    sp_status st = b.buf ? sp_write_file_atomic(ctx, path, b.buf, b.len) : SP_ERR_NOMEM;
+    sp_status st = b.buf && !b.oom ? sp_write_file_atomic(ctx, path, b.buf, b.len) : SP_ERR_NOMEM;
     free(b.buf);
     return st;
 }
