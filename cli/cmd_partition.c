@@ -21,6 +21,7 @@ enum {
     OPT_COMM,
     OPT_CHUNKS,
     OPT_TIME_LIMIT,
+    OPT_RECOMPUTE,
 };
 
 const struct sp_opt cmd_partition_opts[] = {
@@ -42,6 +43,10 @@ const struct sp_opt cmd_partition_opts[] = {
      "Plan"},
     {OPT_TIME_LIMIT, "time-limit", 0, "<s>",
      "ilp solver: stop after s seconds with the best plan found and its gap (default: 30)", "Plan"},
+    {OPT_RECOMPUTE, "recompute", 0, "<auto|off>",
+     "ilp solver: choose which layers recompute their forward instead of keeping saved_bytes "
+     "(default: off)",
+     "Constraints"},
     {OPT_CHUNKS, "chunks", 0, "<V>",
      "V model chunks per device for the interleaved schedule (with --solver uniform)", "Plan"},
     {OPT_MEMORY_LIMIT, "memory-limit", 0, "<bytes>",
@@ -216,6 +221,12 @@ int cmd_partition(int argc, char **argv) {
                     "partition", "--time-limit expects seconds in (0, 1e6], got '%s'", p.value);
             break;
         }
+        case OPT_RECOMPUTE:
+            if (strcmp(p.value, "auto") != 0 && strcmp(p.value, "off") != 0)
+                return sp_usage_error("partition", "--recompute expects auto or off, got '%s'",
+                                      p.value);
+            opts.recompute = strcmp(p.value, "auto") == 0;
+            break;
         case OPT_CHUNKS:
             if (!sp_opt_uint(&p, 1, SP_MAX_STAGES, &v))
                 return SP_EXIT_USAGE;

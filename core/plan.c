@@ -22,6 +22,7 @@ void sp_plan_destroy(sp_plan *plan) {
     sp_free(plan->stages);
     sp_free(plan->names);
     sp_free(plan->search);
+    sp_free(plan->recomputed);
     sp_free(plan->layer_names);
     sp_free(plan->layer_kinds);
     sp_free(plan->layer_pool);
@@ -155,6 +156,16 @@ static sp_status interleaved_inflight(sp_ctx *ctx, uint32_t P, uint32_t V, uint3
 
 sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                         const double *speed, const size_t *bounds, sp_plan **out) {
+    return sp_plan_build_recompute(ctx, profile, opts, speed, bounds, NULL, out);
+}
+
+bool sp_plan_layer_recomputed(const sp_plan *plan, size_t i) {
+    return plan && plan->recomputed && i < plan->n_layers && plan->recomputed[i];
+}
+
+sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
+                                  const sp_partition_opts *opts, const double *speed,
+                                  const size_t *bounds, const bool *recompute, sp_plan **out) {
     *out = NULL;
     size_t n = sp_profile_layer_count(profile);
     uint32_t p = opts->stages, V = opts->chunks > 1 ? opts->chunks : 1, K = p * V;
@@ -189,25 +200,31 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
         st->chunk = k / p;
         st->first_layer = bounds[k];
         st->last_layer = bounds[k + 1] - 1;
-        int64_t fwd = 0, bwd = 0, wgrad = 0;
+        int64_t fwd = 0, bwd = 0, wgrad = 0, rc = 0;
         bool have_wgrad = true;
         for (size_t l = bounds[k]; l < bounds[k + 1]; l++) {
             const sp_layer *L = sp_profile_layer(profile, l);
             fwd += sp_layer_fwd_ticks(L);
             bwd += sp_layer_bwd_ticks(L);
+            bool again = recompute && recompute[l] && L->recompute_ms >= 0;
+            if (again)
+                rc += sp_ms_to_ticks(L->recompute_ms);
             if (L->wgrad_ms < 0)
                 have_wgrad = false;
             else
                 wgrad += sp_ms_to_ticks(L->wgrad_ms);
             st->param_bytes += L->param_bytes;
             st->resident_bytes += L->memory_bytes;
-            st->saved_bytes += L->saved_bytes;
+            st->saved_bytes += again ? 0 : L->saved_bytes;
         }
+        bwd += rc; /* the forward recomputed at the start of the backward */
         if (speed) {
             fwd = sp_speed_scale(fwd, speed[d]);
             bwd = sp_speed_scale(bwd, speed[d]);
             wgrad = sp_speed_scale(wgrad, speed[d]);
+            rc = sp_speed_scale(rc, speed[d]);
         }
+        st->recompute_ms = sp_ticks_to_ms(rc);
         int64_t comm = 0; /* blocking: each cut's transfer, forward and back, on both sides */
         if (blocking) {
             if (k > 0)
@@ -312,6 +329,16 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
         sp_ticks_to_ms(max_ticks) * (double)(opts->micro_batches - 1) + sp_ticks_to_ms(total_ticks);
 
     sp_status st = copy_names(ctx, plan, profile);
+    bool any_recompute = false;
+    for (size_t l = 0; recompute && l < n; l++)
+        any_recompute |= recompute[l];
+    if (st == SP_OK && any_recompute) {
+        plan->recomputed = sp_mallocarray(n, sizeof *plan->recomputed);
+        if (!plan->recomputed)
+            st = sp_oom(ctx, "building a plan");
+        else
+            memcpy(plan->recomputed, recompute, n * sizeof *plan->recomputed);
+    }
     if (st == SP_OK) {
         const char **names = sp_mallocarray(n, sizeof *names),
                    **kinds = sp_mallocarray(n, sizeof *kinds);

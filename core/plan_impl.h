@@ -16,6 +16,7 @@ struct sp_plan {
     const char **layer_names; /* layer_names[n_layers] (and kinds), or NULL when not recorded */
     const char **layer_kinds;
     char *layer_pool;
+    bool *recomputed;    /* recomputed[n_layers], or NULL when no layer is */
     sp_mb_point *search; /* search[n_search]: the M tried by --micro-batches auto */
     size_t n_search;
 };
@@ -27,6 +28,11 @@ struct sp_plan {
  * NULL) divides stage s's times; opts->links gives each boundary's send_ms. */
 sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                         const double *speed, const size_t *bounds, sp_plan **out);
+/* the same, with recompute[n] (or NULL): the layers whose forward the backward recomputes
+ * (their recompute_ms joins bwd_ms, their saved_bytes are not kept) */
+sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
+                                  const sp_partition_opts *opts, const double *speed,
+                                  const size_t *bounds, const bool *recompute, sp_plan **out);
 
 /* sp_plan_set_layers: record the profile's layer names and kinds (copied). */
 sp_status sp_plan_set_layers(sp_ctx *ctx, sp_plan *plan, size_t n, const char *const *names,

@@ -51,7 +51,7 @@ static bool add_stage(cJSON *arr, const sp_stage *s) {
            (s->wgrad_ms >= 0 ? add_number(o, "wgrad_ms", s->wgrad_ms)
                              : cJSON_AddNullToObject(o, "wgrad_ms") != NULL) &&
            add_number(o, "send_ms", s->send_ms) && add_number(o, "comm_ms", s->comm_ms) &&
-           add_number(o, "chunk", s->chunk);
+           add_number(o, "recompute_ms", s->recompute_ms) && add_number(o, "chunk", s->chunk);
 }
 
 static cJSON *plan_tree(const sp_plan *plan) {
@@ -117,6 +117,15 @@ static cJSON *plan_tree(const sp_plan *plan) {
     ok = stages != NULL;
     for (size_t s = 0; ok && s < plan->n_stages; s++)
         ok = add_stage(stages, &plan->stages[s]);
+    if (ok && plan->recomputed && plan->layer_names) {
+        cJSON *arr = cJSON_AddArrayToObject(root, "recomputed_layers");
+        ok = arr != NULL;
+        for (size_t l = 0; ok && l < plan->n_layers; l++)
+            if (plan->recomputed[l]) {
+                cJSON *str = cJSON_CreateString(plan->layer_names[l]);
+                ok = str && cJSON_AddItemToArray(arr, str);
+            }
+    }
     if (ok && plan->layer_names) {
         cJSON *names = cJSON_CreateStringArray(plan->layer_names, (int)plan->n_layers);
         ok = names && cJSON_AddItemToObject(root, "layer_names", names);

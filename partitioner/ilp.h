@@ -11,9 +11,11 @@ struct sp_ilp_input {
     uint32_t micro_batches;   /* for the iteration objective */
     sp_objective objective;   /* bottleneck, iteration, range or deviation */
     double time_limit_s;
-    const size_t *incumbent; /* a feasible plan's position bounds [K+1], or NULL */
-    double t_lower_ms;       /* a proven lower bound of the bottleneck (the exact DP's optimum,
-                              * with one chunk per device), or 0 */
+    const size_t *incumbent;  /* a feasible plan's position bounds [K+1], or NULL */
+    const int64_t *recompute; /* recompute[B]: ticks to recompute block b's forward, -1 when it
+                               * cannot be recomputed; NULL: no recomputation choices */
+    double t_lower_ms;        /* a proven lower bound of the bottleneck (the exact DP's optimum,
+                               * with one chunk per device), or 0 */
 };
 
 struct sp_ilp_result {
@@ -26,6 +28,7 @@ struct sp_ilp_result {
     long long nodes;     /* branch-and-bound nodes */
     double solve_ms;
     size_t free_binaries; /* after window fixing */
+    bool *recompute;      /* [B] blocks recomputed, when in->recompute (the caller frees it) */
 };
 
 /* Returns SP_ERR_UNSUPPORTED when the build has no GLPK, SP_ERR_INFEASIBLE when no plan

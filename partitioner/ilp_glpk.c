@@ -41,6 +41,7 @@ struct model {
     size_t B;                            /* blocks */
     int n_u;                             /* u columns: B x (K-1) */
     int col_T, col_L, col_load, col_dev; /* first column of each group (1-based) */
+    int col_r, col_y;                    /* recomputation: r[b], y[b][k] = r[b] x[b][k] */
     int n_cols;
     double *x_inc; /* the incumbent, columns 1..n_cols, or NULL */
     bool injected;
@@ -177,16 +178,24 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     m.col_load = m.n_u + 3;
     m.col_dev = m.col_load + (int)m.P;
     m.n_cols = m.col_dev + (int)m.P - 1;
-    size_t row_cap = (size_t)m.n_u + (size_t)m.P * 4 + 16;
+    if (in->recompute) {
+        m.col_r = m.n_cols + 1;
+        m.col_y = m.col_r + (int)m.B;
+        m.n_cols = m.col_y + (int)(m.B * m.K) - 1;
+    }
+    size_t row_cap = (size_t)m.n_u + (size_t)m.P * 4 + 16 + (in->recompute ? m.B * 2 : 0);
     struct rowbuf r = {sp_mallocarray(row_cap + 1, sizeof(int)),
                        sp_mallocarray(row_cap + 1, sizeof(double)), 0};
     double *x = sp_calloc((size_t)m.n_cols + 1, sizeof *x);
     out->bounds = sp_mallocarray((size_t)m.K + 1, sizeof *out->bounds);
-    if (!r.ind || !r.val || !x || !out->bounds) {
+    out->recompute = in->recompute ? sp_calloc(m.B, sizeof *out->recompute) : NULL;
+    if (!r.ind || !r.val || !x || !out->bounds || (in->recompute && !out->recompute)) {
         sp_free(r.ind);
         sp_free(r.val);
         sp_free(x);
         sp_free(out->bounds);
+        sp_free(out->recompute);
+        out->recompute = NULL;
         out->bounds = NULL;
         return sp_oom(ctx, "building the integer program");
     }
@@ -208,6 +217,8 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
         sp_free(r.val);
         sp_free(x);
         sp_free(out->bounds);
+        sp_free(out->recompute);
+        out->recompute = NULL;
         out->bounds = NULL;
         return sp_fail(ctx, SP_ERR_SOLVER, "GLPK stopped with an internal error");
     }
@@ -311,6 +322,12 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
                 if (coef != 0)
                     row_add(&r, col_u(&m, b, k), -coef);
             }
+        for (size_t b = 0; in->recompute && b < m.B; b++) /* recomputed blocks' extra time */
+            for (uint32_t k = d; k < m.K; k += m.P)
+                if (in->recompute[b] >= 0) {
+                    double t = (double)in->recompute[b] / SP_TICKS_PER_MS;
+                    row_add(&r, m.col_y + (int)(b * m.K + k), c->speed ? -t / c->speed[k] : -t);
+                }
         add_row(lp, &r, GLP_FX, rhs, rhs);
         row_add(&r, m.col_load + (int)d, 1);
         row_add(&r, m.col_T, -1);
@@ -324,6 +341,43 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
             for (uint32_t e = 0; e < m.P; e++)
                 row_add(&r, m.col_load + (int)e, sign * ((e == d ? 1.0 : 0.0) - 1.0 / m.P));
             add_row(lp, &r, GLP_LO, 0, 0);
+        }
+    }
+    /* recomputation: y[b][k] = r[b] AND "block b in stage k" (x = u[b][k] - u[b][k-1]):
+     * y <= r, y <= x, y >= r + x - 1; y costs the block's recompute time in stage k and spares
+     * k's in-flight copies of its saved bytes */
+    if (in->recompute) {
+        for (size_t b = 0; b < m.B; b++) {
+            int jr = m.col_r + (int)b;
+            glp_set_col_kind(lp, jr, GLP_BV);
+            if (in->recompute[b] < 0)
+                glp_set_col_bnds(lp, jr, GLP_FX, 0, 0);
+            for (uint32_t k = 0; k < m.K; k++) {
+                int jy = m.col_y + (int)(b * m.K + k);
+                if (in->recompute[b] < 0) {
+                    glp_set_col_bnds(lp, jy, GLP_FX, 0, 0);
+                    continue;
+                }
+                glp_set_col_bnds(lp, jy, GLP_DB, 0, 1);
+                /* x[b][k] = u[b][k] - u[b][k-1], with u[b][K-1] = 1 and u[b][-1] = 0 */
+                double cx = k + 1 < m.K ? 0 : 1; /* the constant part of x */
+                row_add(&r, jy, 1);
+                row_add(&r, jr, -1);
+                add_row(lp, &r, GLP_UP, 0, 0);
+                row_add(&r, jy, 1);
+                if (k + 1 < m.K)
+                    row_add(&r, col_u(&m, b, k), -1);
+                if (k > 0)
+                    row_add(&r, col_u(&m, b, k - 1), 1);
+                add_row(lp, &r, GLP_UP, 0, cx);
+                row_add(&r, jy, 1);
+                row_add(&r, jr, -1);
+                if (k + 1 < m.K)
+                    row_add(&r, col_u(&m, b, k), -1);
+                if (k > 0)
+                    row_add(&r, col_u(&m, b, k - 1), 1);
+                add_row(lp, &r, GLP_LO, cx - 1, 0);
+            }
         }
     }
     /* memory caps (one chunk per device): sum_b (mem_b + k_s saved_b) x[b][s] <= cap_s */
@@ -343,6 +397,9 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
                 row_add(&r, col_u(&m, b, k), nk);
             if (nk1 != 0)
                 row_add(&r, col_u(&m, b, k - 1), -nk1);
+            double spared = (double)c->inflight[k] * (double)(c->saved[b + 1] - c->saved[b]);
+            if (in->recompute && in->recompute[b] >= 0 && spared != 0)
+                row_add(&r, m.col_y + (int)(b * m.K + k), -spared);
         }
         add_row(lp, &r, GLP_UP, 0, rhs);
     }
@@ -367,6 +424,15 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
         phases = 2;
         break;
     }
+    /* Recomputation is extra work: where an objective could gain from it (spreading loads by
+     * adding time to light stages), charge it three times its time, more than it can ever
+     * save there, so blocks are recomputed only where memory needs it. */
+    bool charge_recompute = in->recompute && (in->objective == SP_OBJECTIVE_RANGE ||
+                                              in->objective == SP_OBJECTIVE_DEVIATION);
+    for (size_t b = 0; charge_recompute && b < m.B; b++)
+        for (uint32_t k = 0; in->recompute[b] >= 0 && k < m.K; k++)
+            glp_set_obj_coef(lp, m.col_y + (int)(b * m.K + k),
+                             3 * (double)in->recompute[b] / SP_TICKS_PER_MS);
     glp_scale_prob(lp, GLP_SF_AUTO);
     glp_smcp smcp;
     glp_init_smcp(&smcp);
@@ -447,6 +513,8 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
         }
         out->bounds[0] = 0;
         out->bounds[m.K] = m.B;
+        for (size_t blk = 0; in->recompute && out->recompute && blk < m.B; blk++)
+            out->recompute[blk] = glp_mip_col_val(lp, m.col_r + (int)blk) > 0.5;
         if (phase == 1) { /* the tie-break: the bottleneck's figures stay those of phase 1 */
             if (!proven)
                 out->status = "optimal bottleneck; spread tie-break stopped by the time limit";
@@ -469,7 +537,14 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
             glp_set_obj_coef(lp, m.col_T, 0);
             for (uint32_t d = 0; d < m.P; d++)
                 glp_set_obj_coef(lp, m.col_dev + (int)d, 1);
-            fill_incumbent(&m, out->bounds, x);
+            for (size_t b = 0; in->recompute && b < m.B; b++) /* as above: no useless work */
+                for (uint32_t k = 0; in->recompute[b] >= 0 && k < m.K; k++)
+                    glp_set_obj_coef(lp, m.col_y + (int)(b * m.K + k),
+                                     3 * (double)in->recompute[b] / SP_TICKS_PER_MS);
+            /* the phase-1 solution, every column (GLPK does not check injected solutions, so
+             * this one must be exactly feasible: recomputation columns included) */
+            for (int j = 1; j <= m.n_cols; j++)
+                x[j] = glp_mip_col_val(lp, j);
             m.x_inc = x;
         }
     }
@@ -508,6 +583,8 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     sp_free(x);
     if (st != SP_OK) {
         sp_free(out->bounds);
+        sp_free(out->recompute);
+        out->recompute = NULL;
         out->bounds = NULL;
         out->found = false;
     }

@@ -315,7 +315,7 @@ static size_t position_of(const struct sp_chain *c, size_t layer) {
 /* --solver ilp: the chain over the K = P x V virtual stages (each with its device's speed), an
  * incumbent from the exact DP (V = 1) or the uniform chunk split, then the program. */
 static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                           const struct stage_devices *d, size_t *bounds,
+                           const struct stage_devices *d, size_t *bounds, bool *recompute,
                            struct sp_ilp_result *res) {
     uint32_t K = o->stages * o->chunks;
     double *speed = NULL;
@@ -332,16 +332,32 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
                                    .mem_cap = o->chunks > 1 ? 0 : o->memory_limit_bytes,
                                    .speed = speed,
                                    .device_mem = o->chunks > 1 ? NULL : d->memory};
-    struct sp_chain c;
+    struct sp_chain c, free_chain; /* free_chain: the same without memory caps */
     sp_status st = sp_chain_init(ctx, &c, profile, &model);
+    struct sp_chain_model free_model = model;
+    free_model.mem_cap = 0;
+    free_model.device_mem = NULL;
+    if (st == SP_OK && (st = sp_chain_init(ctx, &free_chain, profile, &free_model)) != SP_OK)
+        sp_chain_release(&c);
     sp_free(speed);
     if (st != SP_OK)
         return st;
+    size_t B = c.n_pos - 1;
     size_t *inc = sp_mallocarray((size_t)K + 1, sizeof *inc);
-    if (!inc) {
-        sp_chain_release(&c);
-        return sp_oom(ctx, "building the integer program");
+    int64_t *rc = o->recompute ? sp_mallocarray(B, sizeof *rc) : NULL;
+    if (!inc || (o->recompute && !rc)) {
+        st = sp_oom(ctx, "building the integer program");
+        goto out;
     }
+    for (size_t b = 0; rc && b < B; b++) { /* a block recomputes when all its layers can */
+        rc[b] = 0;
+        for (size_t l = c.pos[b]; l < c.pos[b + 1] && rc[b] >= 0; l++) {
+            double ms = sp_profile_layer(profile, l)->recompute_ms;
+            rc[b] = ms < 0 ? -1 : rc[b] + sp_ms_to_ticks(ms);
+        }
+    }
+    bool have_incumbent = true;
+    double t_lower = 0;
     if (c.n_pos - 1 < K) {
         st = SP_ERR_INFEASIBLE;
     } else if (o->chunks == 1) {
@@ -349,25 +365,78 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
         st = sp_chain_min_bottleneck(ctx, &c, &cap);
         if (st == SP_OK)
             st = sp_chain_min_sum_squares(ctx, &c, cap, inc);
+        if (st == SP_OK && !o->recompute) /* the DP's bottleneck is exact: it bounds T */
+            t_lower = (double)max_stage_time(&c, inc) / SP_TICKS_PER_MS;
+        if (o->recompute) {
+            /* without recomputation the memory limit may leave no plan: then the program starts
+             * without an incumbent. Its bottleneck is at least the DP's without memory caps
+             * (recomputation only adds time) */
+            if (st == SP_ERR_INFEASIBLE) {
+                have_incumbent = false;
+                st = SP_OK;
+                sp_ctx_begin(ctx);
+            }
+            int64_t free_cap = 0;
+            if (st == SP_OK && sp_chain_min_bottleneck(ctx, &free_chain, &free_cap) == SP_OK)
+                t_lower = (double)free_cap / SP_TICKS_PER_MS;
+        }
     } else {
         st = sp_uniform_bounds(ctx, profile, K, inc);
         for (uint32_t k = 0; st == SP_OK && k <= K; k++)
             inc[k] = position_of(&c, inc[k]);
     }
     if (st == SP_OK) {
-        struct sp_ilp_input in = {&c,  o->stages, o->micro_batches, o->objective, o->time_limit_s,
-                                  inc, 0};
-        if (o->chunks == 1) /* the DP's bottleneck is exact: a proven lower bound of T */
-            in.t_lower_ms = (double)max_stage_time(&c, inc) / SP_TICKS_PER_MS;
+        struct sp_ilp_input in = {.c = &c,
+                                  .devices = o->stages,
+                                  .micro_batches = o->micro_batches,
+                                  .objective = o->objective,
+                                  .time_limit_s = o->time_limit_s,
+                                  .incumbent = have_incumbent ? inc : NULL,
+                                  .recompute = rc,
+                                  .t_lower_ms = t_lower};
         st = sp_ilp_solve(ctx, &in, res);
     }
     if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && o->chunks == 1)
         st = explain_infeasible(ctx, profile, &c, o);
-    if (st == SP_OK)
+    if (st == SP_OK) {
         for (uint32_t k = 0; k <= K; k++)
             bounds[k] = c.pos[res->bounds[k]];
+        for (size_t b = 0; recompute && res->recompute && b < B; b++)
+            for (size_t l = c.pos[b]; l < c.pos[b + 1]; l++)
+                recompute[l] = res->recompute[b];
+        /* Keep recomputation only where memory needs it: the program may recompute a layer it
+         * need not (at equal bottleneck); undoing that only shortens its stage. Layers with the
+         * longest recomputation are undone first. */
+        for (uint32_t k = 0; recompute && k < K; k++) {
+            size_t a = c.pos[res->bounds[k]], e = c.pos[res->bounds[k + 1]];
+            uint64_t cap = c.cap[k];
+            uint64_t mem = 0, saved = 0;
+            for (size_t l = a; l < e; l++) {
+                mem += sp_profile_layer(profile, l)->memory_bytes;
+                saved += recompute[l] ? 0 : sp_profile_layer(profile, l)->saved_bytes;
+            }
+            for (;;) {
+                size_t best = SIZE_MAX;
+                for (size_t l = a; l < e; l++) {
+                    const sp_layer *L = sp_profile_layer(profile, l);
+                    sp_u128 need = (sp_u128)mem + (sp_u128)c.inflight[k] * (saved + L->saved_bytes);
+                    if (recompute[l] && (!cap || need <= cap) &&
+                        (best == SIZE_MAX ||
+                         L->recompute_ms > sp_profile_layer(profile, best)->recompute_ms))
+                        best = l;
+                }
+                if (best == SIZE_MAX)
+                    break;
+                recompute[best] = false;
+                saved += sp_profile_layer(profile, best)->saved_bytes;
+            }
+        }
+    }
+out:
     sp_free(inc);
+    sp_free(rc);
     sp_chain_release(&c);
+    sp_chain_release(&free_chain);
     return st;
 }
 
@@ -386,9 +455,16 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     double t0 = sp_now_ms();
     sp_status st;
     struct sp_ilp_result ilp = {0};
+    size_t n_layers = sp_profile_layer_count(profile);
+    bool *recompute = o->recompute ? sp_calloc(n_layers, sizeof *recompute) : NULL;
+    if (o->recompute && !recompute) {
+        sp_free(bounds);
+        sp_free(even);
+        return sp_oom(ctx, "partitioning");
+    }
     switch (o->solver) {
     case SP_SOLVER_ILP:
-        st = solve_ilp(ctx, profile, o, d, bounds, &ilp);
+        st = solve_ilp(ctx, profile, o, d, bounds, recompute, &ilp);
         break;
     case SP_SOLVER_UNIFORM:
         st = sp_uniform_bounds(ctx, profile, K, bounds);
@@ -410,7 +486,7 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     }
     sp_plan *plan = NULL;
     if (st == SP_OK)
-        st = sp_plan_build(ctx, profile, o, d->speed, bounds, &plan);
+        st = sp_plan_build_recompute(ctx, profile, o, d->speed, bounds, recompute, &plan);
     if (st == SP_OK && o->solver != SP_SOLVER_DP && o->solver != SP_SOLVER_ILP)
         st = check_memory(ctx, plan, o, d);
     if (st == SP_OK)
@@ -455,6 +531,8 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     sp_free(bounds);
     sp_free(even);
     sp_free(ilp.bounds);
+    sp_free(ilp.recompute);
+    sp_free(recompute);
     if (st != SP_OK) {
         sp_plan_destroy(plan);
         if (!*sp_ctx_errmsg(ctx))
@@ -780,12 +858,20 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
             return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                            "the ilp solver models overlapped transfers only; --comm blocking "
                            "needs --solver dp");
+        if (o.recompute && o.chunks > 1)
+            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                           "recomputation choices with --chunks are not modelled by the ilp "
+                           "solver yet");
         if (o.chunks > 1 && o.memory_limit_bytes)
             return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                            "memory limits with --chunks are not modelled by the ilp solver yet "
                            "(the in-flight count of each chunk depends on the interleaved order)");
         if (!(o.time_limit_s > 0) || o.time_limit_s > 1e6)
             return sp_fail(ctx, SP_ERR_INVALID_ARG, "the time limit must be in (0, 1e6] s");
+    } else if (o.recompute) {
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--recompute auto needs --solver ilp (choosing layers to recompute is "
+                       "not a chain problem)");
     } else if (o.objective == SP_OBJECTIVE_RANGE || o.objective == SP_OBJECTIVE_DEVIATION) {
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "--objective %s needs --solver ilp",
                        sp_objective_name(o.objective));

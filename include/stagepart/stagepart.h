@@ -293,6 +293,9 @@ typedef struct sp_partition_opts {
                                   * cannot (non-contiguous sums are no chain problem) */
     double time_limit_s;         /* ilp solver: stop after this long with the best plan found
                                   * (default 30) */
+    bool recompute;              /* ilp solver ("--recompute auto"): choose which layers with
+                                  * recompute_ms recompute their forward in the backward instead
+                                  * of keeping their saved_bytes (default false) */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */
@@ -329,6 +332,7 @@ typedef struct sp_stage {
                               * gradient back; 0 for the last stage or without links */
     uint32_t chunk;          /* model chunk on its device (interleaved plans), else 0 */
     double comm_ms;          /* blocking transfers inside time_ms: 2 x (in + out); else 0 */
+    double recompute_ms;     /* recomputation inside bwd_ms (those layers keep no saved_bytes) */
 } sp_stage;
 
 typedef struct sp_plan_schedule {
@@ -379,6 +383,8 @@ SP_API const char *sp_plan_model(const sp_plan *plan);
 SP_API const char *sp_plan_layer_name(const sp_plan *plan, size_t i);
 SP_API const char *sp_plan_layer_kind(const sp_plan *plan, size_t i);
 SP_API size_t sp_plan_layer_count(const sp_plan *plan);
+/* sp_plan_layer_recomputed: whether the plan recomputes layer i's forward in the backward. */
+SP_API bool sp_plan_layer_recomputed(const sp_plan *plan, size_t i);
 
 /* sp_plan_from_split: a plan for a split given by the caller, e.g. the one a user runs today.
  * first_layers[K] are the first layer of each of the K = opts->stages x opts->chunks stages,

@@ -8,7 +8,7 @@ for f in samples/profiles/*.json; do
 done
 expect_code "devices sample matches its schema" 0 $CHECK docs/schema/devices.schema.json samples/devices/two-speeds-8.json
 expect_code "links sample matches its schema" 0 $CHECK docs/schema/links.schema.json samples/links/two-nodes-8.json
-for args in "-s 4 --chunks 2 --solver uniform" "-s 4 --solver ilp" "-s 8 --devices samples/devices/two-speeds-8.json --links samples/links/two-nodes-8.json" "-s 8 --devices samples/devices/two-speeds-8.json --links samples/links/two-nodes-8.json --comm blocking --objective iteration" "-s 8 -m auto --target-efficiency 0.8" "-s 4" "-s 8 --memory-limit 80GB" "-s 4 --solver uniform" "-s 2 --objective variance"; do
+for args in "-s 4 --chunks 2 --solver uniform" "-s 4 --solver ilp" "-s 8 --memory-limit 30GB --solver ilp --recompute auto" "-s 8 --devices samples/devices/two-speeds-8.json --links samples/links/two-nodes-8.json" "-s 8 --devices samples/devices/two-speeds-8.json --links samples/links/two-nodes-8.json --comm blocking --objective iteration" "-s 8 -m auto --target-efficiency 0.8" "-s 4" "-s 8 --memory-limit 80GB" "-s 4 --solver uniform" "-s 2 --objective variance"; do
     # shellcheck disable=SC2086
     "$STAGEPART" partition samples/profiles/llama3-8b.json $args -o "$TMP/plan.json" >/dev/null
     expect_code "plan ($args) matches the plan schema" 0 $CHECK docs/schema/plan.schema.json "$TMP/plan.json"

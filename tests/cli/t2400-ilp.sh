@@ -22,5 +22,9 @@ expect_stderr_contains "memory reason named" "layer 'embedding' alone needs"
 expect_code "more stages than cuts" 3 "$STAGEPART" partition $P/resnet50.json -s 20 --solver ilp
 expect_code "devices fewer than stages" 3 "$STAGEPART" partition $P/llama3-8b.json -s 16 --solver ilp --devices samples/devices/two-speeds-8.json
 expect_code "chunks with a memory limit" 4 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --solver ilp --memory-limit 80GB
+expect_code "recomputation reaches the unlimited bottleneck" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --memory-limit 9GB --solver ilp --recompute auto --json
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["recomputed_layers"] and abs(p["bottleneck_ms"]-12.884895)<1e-6 and max(s["memory_bytes"] for s in p["stages"]) <= 9e9' "$TMP/stdout"; then pass "recomputed layers listed, memory within the limit"; else fail "recomputation plan"; fi
+expect_code "without recomputation it does not fit" 3 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --memory-limit 9GB
+expect_code "recompute needs ilp" 2 "$STAGEPART" partition $P/gpt3-2.7b.json --recompute auto
 expect_code "bad time limit" 2 "$STAGEPART" partition $P/llama3-8b.json --solver ilp --time-limit 0
 test_done

@@ -188,6 +188,103 @@ static void test_against_brute(void) {
     printf("ilp = brute force on %d instances (chunks, range, deviation)\n", checked);
 }
 
+/* recomputation: brute force over splits x subsets of recomputed layers, bottleneck under a
+ * memory limit (fwd w, bwd 0, recompute_ms = w / 2, 1F1B in-flight counts) */
+static int64_t brute_recompute(const struct inst *in, int P, int M, uint64_t cap) {
+    int64_t best = INT64_MAX;
+    int b[8];
+    b[0] = 0;
+    b[P] = in->n;
+    for (unsigned mask = 0; mask < (1u << (in->n - 1)); mask++) { /* cut positions */
+        if (__builtin_popcount(mask) != P - 1)
+            continue;
+        int s = 1;
+        for (int i = 1; i < in->n; i++)
+            if (mask & (1u << (i - 1)))
+                b[s++] = i;
+        for (unsigned rc = 0; rc < (1u << in->n); rc++) {
+            int64_t mx = 0;
+            bool fits = true;
+            for (int k = 0; k < P && fits; k++) {
+                uint64_t need = 0;
+                uint64_t infl = (uint64_t)(P - k) < (uint64_t)M ? (uint64_t)(P - k) : (uint64_t)M;
+                int64_t t = 0;
+                for (int l = b[k]; l < b[k + 1]; l++) {
+                    bool again = rc & (1u << l);
+                    t += in->w[l] + (again ? in->w[l] / 2 : 0);
+                    need += in->mem[l] + (again ? 0 : infl * in->saved[l]);
+                }
+                fits = need <= cap;
+                mx = t > mx ? t : mx;
+            }
+            if (fits && mx < best)
+                best = mx;
+        }
+    }
+    return best;
+}
+
+static void test_recompute(void) {
+    int checked = 0, helped = 0;
+    for (int t = 0; t < 80; t++) {
+        struct inst in;
+        random_inst(&in, 3 + (int)rnd(5));
+        for (int i = 0; i < in.n; i++) {
+            in.cut[i] = 1;
+            in.w[i] = (int64_t)(2 + 2 * rnd(5)) * 1000000; /* even ms: w / 2 exact */
+            in.saved[i] = 5 + rnd(30);
+        }
+        int P = 1 + (int)rnd(3);
+        if (P > in.n)
+            continue;
+        uint64_t cap = 40 + rnd(120);
+        int64_t brute = brute_recompute(&in, P, 4 * P, cap);
+        char buf[8192];
+        size_t len = (size_t)snprintf(buf, sizeof buf,
+                                      "{\"format\":\"stagepart-profile\",\"version\":1,"
+                                      "\"model\":\"r\",\"micro_batch_size\":1,\"layers\":[");
+        for (int i = 0; i < in.n; i++)
+            len += (size_t)snprintf(
+                buf + len, sizeof buf - len,
+                "%s{\"name\":\"l%d\",\"fwd_ms\":%" PRId64 ",\"bwd_ms\":0,\"recompute_ms\":%" PRId64
+                ",\"memory_bytes\":%u,\"saved_bytes\":%u}",
+                i ? "," : "", i, in.w[i] / 1000000, in.w[i] / 2000000, in.mem[i], in.saved[i]);
+        snprintf(buf + len, sizeof buf - len, "]}");
+        sp_profile *p = NULL;
+        SP_CHECK_STATUS(sp_profile_parse(ctx, "rc.json", buf, strlen(buf), &p), SP_OK);
+        sp_partition_opts o;
+        sp_partition_opts_init(&o);
+        o.stages = (uint32_t)P;
+        o.micro_batches = (uint32_t)(4 * P);
+        o.solver = SP_SOLVER_ILP;
+        o.recompute = true;
+        o.memory_limit_bytes = cap;
+        sp_plan *plan = NULL;
+        sp_status st = sp_partition(ctx, p, &o, &plan);
+        if (brute == INT64_MAX) {
+            SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "brute force found no plan, ilp: %s",
+                         sp_status_name(st));
+        } else {
+            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+            if (st == SP_OK) {
+                double bn = sp_plan_get_summary(plan)->bottleneck_ms;
+                SP_CHECK_MSG(fabs(bn - (double)brute / 1e6) < 1e-9, "ilp %.6f, brute force %.6f",
+                             bn, (double)brute / 1e6);
+                for (size_t s = 0; s < sp_plan_stage_count(plan); s++)
+                    SP_CHECK(sp_plan_stage(plan, s)->memory_bytes <= cap);
+                for (size_t l = 0; l < (size_t)in.n; l++)
+                    helped += sp_plan_layer_recomputed(plan, l);
+                checked++;
+            }
+        }
+        sp_plan_destroy(plan);
+        sp_profile_destroy(p);
+    }
+    printf("recomputation: ilp = brute force on %d instances (%d layers recomputed)\n", checked,
+           helped);
+    SP_CHECK(helped > 0);
+}
+
 static void test_limits_and_refusals(void) {
     struct inst in;
     random_inst(&in, 20);
@@ -233,6 +330,7 @@ int main(void) {
     }
     test_against_dp();
     test_against_brute();
+    test_recompute();
     test_limits_and_refusals();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_ilp");
