@@ -12,7 +12,9 @@
 
 #include "layout_impl.h"
 
-#define SP_LAYOUT_MAX_EXPANDED ((size_t)1 << 24)
+/* A layout names every layer once, so 2^20 symbols is far beyond any model (the largest have a
+ * few hundred layers) while keeping a hostile string's cost to milliseconds. */
+#define SP_LAYOUT_MAX_EXPANDED ((size_t)1 << 20)
 
 static sp_status expand(sp_ctx *ctx, const char *in, struct sp_strbuf *out, bool groups) {
     size_t n = strlen(in);
@@ -37,12 +39,12 @@ static sp_status expand(sp_ctx *ctx, const char *in, struct sp_strbuf *out, bool
                 return sp_fail(ctx, SP_ERR_INVALID_ARG,
                                "layout: repeat count at offset %zu must be in [1, 1000000]",
                                (size_t)(close + 2 - in));
-            for (unsigned long k = 0; k < times; k++) {
+            /* refuse before expanding: the work must stay proportional to what is kept */
+            if (body && times > (SP_LAYOUT_MAX_EXPANDED - out->len) / body)
+                return sp_fail(ctx, SP_ERR_LIMIT, "layout: expands beyond %zu symbols",
+                               SP_LAYOUT_MAX_EXPANDED);
+            for (unsigned long k = 0; k < times; k++)
                 sp_strbuf_append(out, in + i + 1, body);
-                if (out->len > SP_LAYOUT_MAX_EXPANDED)
-                    return sp_fail(ctx, SP_ERR_LIMIT, "layout: expands beyond %zu symbols",
-                                   SP_LAYOUT_MAX_EXPANDED);
-            }
             i = (size_t)(end - in);
         } else if (!groups && in[i] != '|' && in[i + 1] == '*') {
             char *end = NULL;
@@ -52,13 +54,16 @@ static sp_status expand(sp_ctx *ctx, const char *in, struct sp_strbuf *out, bool
             unsigned long times = strtoul(in + i + 2, &end, 10);
             if (times > 1000000)
                 return sp_fail(ctx, SP_ERR_INVALID_ARG, "layout: repeat count too large");
-            for (unsigned long k = 0; k < times; k++)
-                sp_strbuf_append(out, in + i, 1);
-            if (out->len > SP_LAYOUT_MAX_EXPANDED)
+            if (times > SP_LAYOUT_MAX_EXPANDED - out->len)
                 return sp_fail(ctx, SP_ERR_LIMIT, "layout: expands beyond %zu symbols",
                                SP_LAYOUT_MAX_EXPANDED);
+            for (unsigned long k = 0; k < times; k++)
+                sp_strbuf_append(out, in + i, 1);
             i = (size_t)(end - in);
         } else {
+            if (out->len >= SP_LAYOUT_MAX_EXPANDED)
+                return sp_fail(ctx, SP_ERR_LIMIT, "layout: expands beyond %zu symbols",
+                               SP_LAYOUT_MAX_EXPANDED);
             sp_strbuf_append(out, in + i, 1);
             i++;
         }

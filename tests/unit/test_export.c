@@ -41,6 +41,13 @@ static void test_megatron_examples(void) {
     SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "nested");
     SP_CHECK_STATUS(sp_layout_parse(ctx, "Et*|L", &l), SP_ERR_INVALID_ARG);
     SP_CHECK_STATUS(sp_layout_parse(ctx, "", &l), SP_ERR_INVALID_ARG);
+    /* the expansion limit (2^20 symbols) is enforced before the work, for both repeat forms */
+    SP_CHECK_STATUS(sp_layout_parse(ctx, "Et*1000|(t*1000|)*1000000L", &l), SP_ERR_LIMIT);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "expands beyond 1048576 symbols");
+    SP_CHECK_STATUS(sp_layout_parse(ctx, "(t*100000t*100000|)*9L", &l), SP_ERR_LIMIT);
+    SP_CHECK_STATUS(sp_layout_parse(ctx, "(Et*100000|)*10", &l), SP_OK); /* just inside */
+    SP_CHECK_MSG(l.segments == 11 && total(&l, 't') == 1000000, "%zu segments", l.segments);
+    sp_layout_release(&l);
 }
 
 static uint64_t rng = 3;
