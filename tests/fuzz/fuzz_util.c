@@ -1,0 +1,41 @@
+/* fuzz_util.c: buffers, a temporary file and the one invariant every target checks. */
+#include "fuzz_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+char *fuzz_cstring(const uint8_t *data, size_t size) {
+    char *text = malloc(size + 1);
+    if (text) {
+        if (size)
+            memcpy(text, data, size);
+        text[size] = '\0';
+    }
+    return text;
+}
+
+const char *fuzz_temp_file(const uint8_t *data, size_t size) {
+    static char path[64];
+    if (!path[0]) {
+        const char *dir = getenv("TMPDIR");
+        snprintf(path, sizeof path, "%.24s/sp-fuzz-%ld.json", dir && *dir ? dir : "/tmp",
+                 (long)getpid());
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return NULL;
+    size_t written = size ? fwrite(data, 1, size, f) : 0;
+    if (fclose(f) != 0 || written != size)
+        return NULL;
+    return path;
+}
+
+void fuzz_require_message(const sp_ctx *ctx, sp_status status) {
+    if (status != SP_OK) {
+        const char *msg = sp_ctx_errmsg(ctx);
+        if (!msg || !*msg)
+            __builtin_trap();
+    }
+}
