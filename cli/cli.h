@@ -38,6 +38,14 @@ void sp_print_warnings(const sp_ctx *ctx);
  * for provenance; the caller frees it with free(). */
 char *sp_command_line(int argc, char **argv);
 
+/* Refuse an output that is one of the command's inputs (the same file by device and inode, so
+ * "./x.json" for "x.json", or an output file that an input symlink points to): the atomic write
+ * would replace the input the user meant to keep. An output that is itself a symlink is replaced
+ * as a link and never counts. inputs may hold NULLs (options not given). Returns 0, or the usage
+ * error's exit code. */
+int sp_check_output_not_input(const char *command, const char *option, const char *output,
+                              const char *const *inputs, size_t input_count);
+
 int cmd_partition(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_check(int argc, char **argv);

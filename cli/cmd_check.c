@@ -270,6 +270,10 @@ int cmd_check(int argc, char **argv) {
         return sp_usage_error("check", "unexpected argument '%s'", p.positional[0]);
     if (!plan_path || !profile_path)
         return sp_usage_error("check", "missing %s", plan_path ? "--profile" : "--plan");
+    const char *inputs[] = {plan_path, profile_path, report_path};
+    int clash = sp_check_output_not_input("check", "--junit", junit, inputs, 3);
+    if (clash)
+        return clash;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return SP_EXIT_INTERNAL;

@@ -150,6 +150,10 @@ static int run(int argc, char **argv, const char *command) {
                               "give the split once: --megatron-layout, --balance or --parts");
     if (strcmp(command, "import-plan") == 0 && !output)
         return sp_usage_error(command, "missing -o PLAN (the file to write)");
+    const char *inputs[] = {p.positional[0]};
+    int clash = sp_check_output_not_input(command, "--output", output, inputs, 1);
+    if (clash)
+        return clash;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return SP_EXIT_INTERNAL;

@@ -61,6 +61,10 @@ int cmd_export(int argc, char **argv) {
     }
     if (p.n_positional != 1)
         return sp_usage_error("export", p.n_positional ? "expected one PLAN" : "missing PLAN");
+    const char *inputs[] = {p.positional[0]};
+    int clash = sp_check_output_not_input("export", "--output", output, inputs, 1);
+    if (clash)
+        return clash;
     sp_export_format format;
     if (!to)
         return sp_usage_error("export", "missing --to FRAMEWORK");

@@ -282,6 +282,10 @@ int cmd_partition(int argc, char **argv) {
                               p.n_positional);
     if (target_given && opts.micro_batches != SP_MICRO_BATCHES_AUTO)
         return sp_usage_error("partition", "--target-efficiency needs --micro-batches auto");
+    const char *inputs[] = {p.positional[0], devices_path, links_path};
+    int clash = sp_check_output_not_input("partition", "--output", output, inputs, 3);
+    if (clash)
+        return clash;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK) {
         fputs("stagepart: error: out of memory\n", stderr);

@@ -102,6 +102,12 @@ int cmd_simulate(int argc, char **argv) {
     }
     if (p.n_positional != 1)
         return sp_usage_error("simulate", p.n_positional ? "expected one PLAN" : "missing PLAN");
+    const char *inputs[] = {p.positional[0]};
+    int clash = sp_check_output_not_input("simulate", "--trace", trace, inputs, 1);
+    if (!clash)
+        clash = sp_check_output_not_input("simulate", "--svg", svg, inputs, 1);
+    if (clash)
+        return clash;
     opts.keep_ops = trace || svg;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)

@@ -2,6 +2,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -106,4 +107,21 @@ char *sp_command_line(int argc, char **argv) {
     }
     *w = '\0';
     return out;
+}
+
+int sp_check_output_not_input(const char *command, const char *option, const char *output,
+                              const char *const *inputs, size_t input_count) {
+    struct stat out_st, in_st;
+    /* lstat: an output that is a symbolic link is replaced by the atomic rename, not written
+     * through, so only a real file at the output path can be an input's content */
+    if (!output || lstat(output, &out_st) != 0 || S_ISLNK(out_st.st_mode))
+        return 0; /* a file that does not exist yet is nobody's input */
+    for (size_t i = 0; i < input_count; i++)
+        if (inputs[i] && stat(inputs[i], &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
+            in_st.st_ino == out_st.st_ino)
+            return sp_usage_error(command,
+                                  "%s %s is the input %s; stagepart does not overwrite its "
+                                  "inputs (choose another output file)",
+                                  option, output, inputs[i]);
+    return 0;
 }

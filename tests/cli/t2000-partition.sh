@@ -26,10 +26,10 @@ expect_code "unwritable output" 2 "$STAGEPART" partition $P/llama3-8b.json -s 4 
 expect_stderr_contains "unwritable output is named" "cannot rename over '$TMP/dir/inner'"
 if [ -f "$TMP/dir/inner/x" ] && [ -z "$(ls "$TMP/dir" | grep tmp)" ]; then pass "failed write leaves no trace"; else fail "failed write leaves no trace"; fi
 expect_code "output into a missing folder" 2 "$STAGEPART" partition $P/llama3-8b.json -o "$TMP/nope/plan.json"
-# output is the input: the profile was read completely first
+# output is the input: refused (see the end of this file for every command)
 cp $P/bert-large.json "$TMP/same.json"
-expect_code "output over its own input" 0 "$STAGEPART" partition "$TMP/same.json" -o "$TMP/same.json"
-if grep -q '"stagepart-plan"' "$TMP/same.json"; then pass "input replaced by the plan"; else fail "input replaced by the plan"; fi
+expect_code "output over its own input" 2 "$STAGEPART" partition "$TMP/same.json" -o "$TMP/same.json"
+if grep -q '"stagepart-profile"' "$TMP/same.json"; then pass "input kept"; else fail "input kept"; fi
 
 # bad input: exit 2, file and JSON path named
 printf '{"format": "stagepart-profile", "version": 1, "layers": [' >"$TMP/trunc.json"
@@ -62,4 +62,21 @@ expect_code "a layer that fits nowhere" 3 "$STAGEPART" partition $P/llama3-8b.js
 expect_stderr_contains "memory: the layer is named" "layer 'embedding' alone needs"
 expect_code "memory limit fits" 0 "$STAGEPART" partition $P/llama3-8b.json -s 8 --memory-limit 80GB
 expect_stdout_contains "memory limit is reported" "every stage within the limit of 80 GB"
+# an output that is an input is refused before anything is written, in every command
+cp $P/bert-large.json "$TMP/in.json"
+cp "$TMP/in.json" "$TMP/keep.json"
+expect_code "partition -o the profile" 2 "$STAGEPART" partition "$TMP/in.json" -s 2 -o "$TMP/./in.json"
+expect_stderr_contains "names both" "is the input $TMP/in.json; stagepart does not overwrite its inputs"
+ln -s in.json "$TMP/in-link.json"
+expect_code "an input symlink to the output" 2 "$STAGEPART" partition "$TMP/in-link.json" -s 2 -o "$TMP/in.json"
+expect_code "an output symlink is replaced, not written through" 0 "$STAGEPART" partition "$TMP/in.json" -s 2 -o "$TMP/in-link.json"
+if cmp -s "$TMP/in.json" "$TMP/keep.json" && [ ! -L "$TMP/in-link.json" ]; then pass "the profile is intact"; else fail "the profile is intact"; fi
+"$STAGEPART" partition "$TMP/in.json" -s 2 -o "$TMP/plan.json" >/dev/null
+cp "$TMP/plan.json" "$TMP/plan-keep.json"
+expect_code "simulate --svg the plan" 2 "$STAGEPART" simulate "$TMP/plan.json" --svg "$TMP/plan.json"
+expect_code "simulate --trace the plan" 2 "$STAGEPART" simulate "$TMP/plan.json" --trace "$TMP/plan.json"
+expect_code "export -o the plan" 2 "$STAGEPART" export "$TMP/plan.json" --to megatron -o "$TMP/plan.json"
+expect_code "check --junit the profile" 2 "$STAGEPART" check --plan "$TMP/plan.json" --profile "$TMP/in.json" --junit "$TMP/in.json"
+expect_code "import-plan -o the profile" 2 "$STAGEPART" import-plan "$TMP/in.json" --balance 10,17 -o "$TMP/in.json"
+if cmp -s "$TMP/in.json" "$TMP/keep.json" && cmp -s "$TMP/plan.json" "$TMP/plan-keep.json"; then pass "inputs intact after every refusal"; else fail "inputs intact after every refusal"; fi
 test_done
