@@ -161,6 +161,20 @@ static const char *status_name(int st) {
     }
 }
 
+/* Free the solve's buffers; on failure also the result's arrays, so a failed solve owns nothing. */
+static void release_solve(struct rowbuf *r, double *x, struct sp_ilp_result *out, bool failed) {
+    sp_free(r->ind);
+    sp_free(r->val);
+    sp_free(x);
+    if (failed) {
+        sp_free(out->bounds);
+        sp_free(out->recompute);
+        out->recompute = NULL;
+        out->bounds = NULL;
+        out->found = false;
+    }
+}
+
 sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp_result *out) {
     memset(out, 0, sizeof *out);
     const struct sp_chain *c = in->c;
@@ -190,13 +204,7 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     out->bounds = sp_mallocarray((size_t)m.K + 1, sizeof *out->bounds);
     out->recompute = in->recompute ? sp_calloc(m.B, sizeof *out->recompute) : NULL;
     if (!r.ind || !r.val || !x || !out->bounds || (in->recompute && !out->recompute)) {
-        sp_free(r.ind);
-        sp_free(r.val);
-        sp_free(x);
-        sp_free(out->bounds);
-        sp_free(out->recompute);
-        out->recompute = NULL;
-        out->bounds = NULL;
+        release_solve(&r, x, out, true);
         return sp_oom(ctx, "building the integer program");
     }
     if (in->incumbent) {
@@ -213,13 +221,7 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
         glp_error_hook(NULL, NULL);
         glp_free_env(); /* frees lp too */
         glp_term_out(term);
-        sp_free(r.ind);
-        sp_free(r.val);
-        sp_free(x);
-        sp_free(out->bounds);
-        sp_free(out->recompute);
-        out->recompute = NULL;
-        out->bounds = NULL;
+        release_solve(&r, x, out, true);
         return sp_fail(ctx, SP_ERR_SOLVER, "GLPK stopped with an internal error");
     }
     lp = glp_create_prob();
@@ -578,15 +580,6 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     glp_delete_prob(lp);
     glp_error_hook(NULL, NULL);
     glp_term_out(term);
-    sp_free(r.ind);
-    sp_free(r.val);
-    sp_free(x);
-    if (st != SP_OK) {
-        sp_free(out->bounds);
-        sp_free(out->recompute);
-        out->recompute = NULL;
-        out->bounds = NULL;
-        out->found = false;
-    }
+    release_solve(&r, x, out, st != SP_OK);
     return st;
 }
