@@ -59,3 +59,40 @@ for solver in "dp" "ilp --recompute auto"; do
     python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); b=p["bottleneck_ms"]; r=len(p.get("recomputed_layers", [])); print(f"| {sys.argv[2]} | {sys.argv[3]} | {b:.3f} | {r} |")' \
         "$TMP/rc.json" "$solver" $(( (e - s) / 1000000 ))
 done
+
+# Placement: 8 stages on two nodes of four GPUs (node1 at 0.6x speed, half the memory), links
+# fast inside a node and slow between. Stage s on device s (the dp) against the ilp's search.
+echo
+echo "## Placement of 8 stages on samples/devices/two-speeds-8.json + samples/links/two-nodes-8.json"
+echo
+echo "| profile | memory limit | placement | wall ms | bottleneck ms | node crossings | simulated 1F1B ms | proven |"
+echo "|---|---|---|---|---|---|---|---|"
+D=samples/devices/two-speeds-8.json
+L=samples/links/two-nodes-8.json
+for case in "samples/profiles/gpt3-2.7b.json none" "samples/profiles/gpt3-2.7b.json 12GB" \
+    "$TMP/gpt128.json none" "$TMP/gpt128.json 48GB"; do
+    # shellcheck disable=SC2086
+    set -- $case
+    lim=""
+    [ "$2" = none ] || lim="--memory-limit $2"
+    for how in order search; do
+        extra=""
+        [ "$how" = search ] && extra="--solver ilp --placement search"
+        s=$(date +%s%N)
+        # shellcheck disable=SC2086
+        if "$STAGEPART" partition "$1" -s 8 --devices $D --links $L $lim $extra -o "$TMP/pl.json" >/dev/null 2>&1; then
+            e=$(date +%s%N)
+            python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+nodes = [s["device_name"].split(".")[0] for s in p["stages"]]
+cross = sum(a != b for a, b in zip(nodes, nodes[1:]))
+row = [p["model"], sys.argv[2], sys.argv[3], sys.argv[4], "%.3f" % p["bottleneck_ms"], cross,
+       "%.1f" % p["schedule"]["iteration_ms"], p["optimal"]]
+print("| " + " | ".join(str(x) for x in row) + " |")' \
+                "$TMP/pl.json" "$2" "$how" $(( (e - s) / 1000000 ))
+        else
+            echo "| $(basename "$1" .json) | $2 | $how | - | no plan fits (exit $?) | | | |"
+        fi
+    done
+done

@@ -22,6 +22,7 @@ enum {
     OPT_CHUNKS,
     OPT_TIME_LIMIT,
     OPT_RECOMPUTE,
+    OPT_PLACEMENT,
 };
 
 const struct sp_opt cmd_partition_opts[] = {
@@ -35,7 +36,8 @@ const struct sp_opt cmd_partition_opts[] = {
     {OPT_OBJECTIVE, "objective", 0, "<name>",
      "bottleneck (default), variance or iteration; see docs/partitioning.md", "Plan"},
     {OPT_SOLVER, "solver", 0, "<name>",
-     "dp (default, exact), ilp (GLPK: chunks, range, deviation), uniform or parameters (baselines)",
+     "dp (default, exact), ilp (GLPK: chunks, recomputation, placement, range, deviation), "
+     "uniform or parameters (baselines)",
      "Plan"},
     {OPT_SCHEDULE, "schedule", 0, "<name>",
      "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1; interleaved with "
@@ -52,8 +54,13 @@ const struct sp_opt cmd_partition_opts[] = {
     {OPT_MEMORY_LIMIT, "memory-limit", 0, "<bytes>",
      "per-stage memory cap, e.g. 80GB or 80GiB (default: none)", "Constraints"},
     {OPT_DEVICES, "devices", 0, "<file>",
-     "stagepart-devices file: stage s runs on device s, at its speed, within its memory "
+     "stagepart-devices file: stage s runs on device s (or as --placement search chooses), at its "
+     "speed, within its memory "
      "(default: the profile's devices, else identical ones)",
+     "Constraints"},
+    {OPT_PLACEMENT, "placement", 0, "<order|search>",
+     "order (default): stage s on device s; search (ilp solver): choose each stage's device "
+     "from --devices by speed, memory and the --links between consecutive stages",
      "Constraints"},
     {OPT_LINKS, "links", 0, "<file>",
      "stagepart-links file: each boundary's transfer time (send_ms)", "Constraints"},
@@ -110,6 +117,14 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
         printf("interleaved: %u chunks per device, chunk k on device k mod %u; the bottleneck is "
                "a device's load (the sum of its chunks)\n\n",
                m->chunks, m->stages);
+    if (m->placement == SP_PLACEMENT_SEARCH) {
+        printf("placement: each stage's device chosen by the search; boundary transfers %.3f ms "
+               "per micro-batch (one way, summed)\n",
+               m->transfer_ms);
+        for (size_t s = 0; s < sp_plan_stage_count(plan); s++)
+            printf("%s%zu -> %s", s ? ", " : "  ", s, sp_plan_stage(plan, s)->device_name);
+        printf("\n\n");
+    }
     printf("stage  %-*s %6s %10s %10s %10s %10s  share of bottleneck\n", (int)namew, "layers",
            "count", "fwd ms", "bwd ms", "time ms", "memory");
     for (size_t s = 0; s < sp_plan_stage_count(plan); s++) {
@@ -120,7 +135,7 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
         else
             snprintf(range, sizeof range, "%s .. %s", st->first_name, st->last_name);
         double device_ms = 0; /* the stage's device load: itself, or the sum of its chunks */
-        for (size_t k = st->device; k < sp_plan_stage_count(plan); k += m->stages)
+        for (size_t k = s % m->stages; k < sp_plan_stage_count(plan); k += m->stages)
             device_ms += sp_plan_stage(plan, k)->time_ms;
         bar(b, 20, m->bottleneck_ms > 0 ? device_ms / m->bottleneck_ms : 1.0);
         printf("%5zu  %-*.*s %6zu %10.3f %10.3f %10.3f %10s  %s %3.0f%%\n", s, (int)namew,
@@ -242,6 +257,11 @@ int cmd_partition(int argc, char **argv) {
             break;
         case OPT_LINKS:
             links_path = p.value;
+            break;
+        case OPT_PLACEMENT:
+            if (sp_placement_from_name(p.value, &opts.placement) != SP_OK)
+                return sp_usage_error("partition", "--placement expects order or search, got '%s'",
+                                      p.value);
             break;
         case OPT_OBJECTIVE:
             if (sp_objective_from_name(p.value, &opts.objective) != SP_OK)

@@ -25,6 +25,26 @@ const sp_device_info *sp_devices_get(const sp_devices *d, size_t i) {
     return d && i < d->n ? &d->info[i] : NULL;
 }
 
+sp_status sp_devices_select(sp_ctx *ctx, const sp_devices *src, const size_t *idx, size_t n,
+                            sp_devices **out) {
+    *out = NULL;
+    sp_devices *d = sp_calloc(1, sizeof *d);
+    if (!d || !(d->info = sp_calloc(n, sizeof *d->info))) {
+        sp_free(d);
+        return sp_oom(ctx, "choosing devices");
+    }
+    d->n = n;
+    for (size_t i = 0; i < n; i++) {
+        d->info[i] = src->info[idx[i]];
+        if (!(d->info[i].name = sp_strdup(src->info[idx[i]].name))) {
+            sp_devices_destroy(d);
+            return sp_oom(ctx, "choosing devices");
+        }
+    }
+    *out = d;
+    return SP_OK;
+}
+
 sp_status sp_devices_from_json(struct sp_json_reader *r, const cJSON *arr, const char *where,
                                sp_devices **out) {
     *out = NULL;
@@ -147,6 +167,31 @@ size_t sp_links_count(const sp_links *l) {
 }
 const char *sp_links_name(const sp_links *l, size_t i) {
     return l && i < l->n ? l->names[i] : NULL;
+}
+
+sp_status sp_links_select(sp_ctx *ctx, const sp_links *src, const size_t *idx, size_t n,
+                          sp_links **out) {
+    *out = NULL;
+    sp_links *l = sp_calloc(1, sizeof *l);
+    if (!l || !(l->names = sp_calloc(n, sizeof *l->names)) ||
+        !(l->bw_GBps = sp_mallocarray(n * n, sizeof *l->bw_GBps)) ||
+        !(l->latency_us = sp_mallocarray(n * n, sizeof *l->latency_us))) {
+        sp_links_destroy(l);
+        return sp_oom(ctx, "choosing links");
+    }
+    l->n = n;
+    for (size_t i = 0; i < n; i++) {
+        if (!(l->names[i] = sp_strdup(src->names[idx[i]]))) {
+            sp_links_destroy(l);
+            return sp_oom(ctx, "choosing links");
+        }
+        for (size_t j = 0; j < n; j++) {
+            l->bw_GBps[i * n + j] = src->bw_GBps[idx[i] * src->n + idx[j]];
+            l->latency_us[i * n + j] = src->latency_us[idx[i] * src->n + idx[j]];
+        }
+    }
+    *out = l;
+    return SP_OK;
 }
 
 double sp_links_transfer_ms(const sp_links *l, size_t from, size_t to, uint64_t bytes) {

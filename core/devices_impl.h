@@ -21,4 +21,11 @@ struct sp_links {
 sp_status sp_devices_from_json(struct sp_json_reader *r, const cJSON *arr, const char *where,
                                sp_devices **out);
 
+/* sp_devices_select / sp_links_select: the devices idx[0..n-1] of src, in that order (copies;
+ * indices must be valid). */
+sp_status sp_devices_select(sp_ctx *ctx, const sp_devices *src, const size_t *idx, size_t n,
+                            sp_devices **out);
+sp_status sp_links_select(sp_ctx *ctx, const sp_links *src, const size_t *idx, size_t n,
+                          sp_links **out);
+
 #endif

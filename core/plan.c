@@ -26,7 +26,33 @@ void sp_plan_destroy(sp_plan *plan) {
     sp_free(plan->layer_names);
     sp_free(plan->layer_kinds);
     sp_free(plan->layer_pool);
+    sp_free(plan->device_pool);
     sp_free(plan);
+}
+
+sp_status sp_plan_set_devices(sp_ctx *ctx, sp_plan *plan, const uint32_t *device,
+                              const char *const *names) {
+    size_t bytes = 1;
+    for (size_t k = 0; names && k < plan->n_stages; k++)
+        bytes += strlen(names[k]) + 1;
+    char *pool = sp_malloc(bytes);
+    if (!pool)
+        return sp_oom(ctx, "recording the stages' devices");
+    sp_free(plan->device_pool);
+    plan->device_pool = pool;
+    *pool++ = '\0'; /* the "" of stages without a name */
+    for (size_t k = 0; k < plan->n_stages; k++) {
+        sp_stage *st = &plan->stages[k];
+        st->device = device ? device[k] : st->device;
+        st->device_name = plan->device_pool;
+        if (names) {
+            size_t len = strlen(names[k]);
+            memcpy(pool, names[k], len + 1);
+            st->device_name = pool;
+            pool += len + 1;
+        }
+    }
+    return SP_OK;
 }
 
 const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan) {
@@ -152,6 +178,20 @@ static sp_status interleaved_inflight(sp_ctx *ctx, uint32_t P, uint32_t V, uint3
     sp_free(ops);
     sp_free(offset);
     return SP_OK;
+}
+
+/* Stage k's device is k mod P of the list (or unnamed without one). */
+static sp_status name_devices(sp_ctx *ctx, sp_plan *plan, const sp_devices *list) {
+    if (list && sp_devices_count(list) < plan->summary.stages)
+        list = NULL;
+    const char **names = list ? sp_mallocarray(plan->n_stages, sizeof *names) : NULL;
+    if (list && !names)
+        return sp_oom(ctx, "recording the stages' devices");
+    for (size_t k = 0; names && k < plan->n_stages; k++)
+        names[k] = sp_devices_get(list, plan->stages[k].device)->name;
+    sp_status st = sp_plan_set_devices(ctx, plan, NULL, names);
+    sp_free(names);
+    return st;
 }
 
 sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
@@ -328,7 +368,12 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
     sum->formula_iteration_ms =
         sp_ticks_to_ms(max_ticks) * (double)(opts->micro_batches - 1) + sp_ticks_to_ms(total_ticks);
 
+    for (uint32_t k = 0; k + 1 < K; k++)
+        sum->transfer_ms += plan->stages[k].send_ms;
+    sum->placement = SP_PLACEMENT_ORDER;
     sp_status st = copy_names(ctx, plan, profile);
+    if (st == SP_OK) /* the stages' device names, when the devices are known */
+        st = name_devices(ctx, plan, opts->devices ? opts->devices : sp_profile_devices(profile));
     bool any_recompute = false;
     for (size_t l = 0; recompute && l < n; l++)
         any_recompute |= recompute[l];

@@ -19,7 +19,13 @@ struct sp_plan {
     bool *recomputed;    /* recomputed[n_layers], or NULL when no layer is */
     sp_mb_point *search; /* search[n_search]: the M tried by --micro-batches auto */
     size_t n_search;
+    char *device_pool; /* the stages' device names, NUL-separated */
 };
+
+/* sp_plan_set_devices: stage k runs on device[k] (NULL: keep each stage's) named names[k]
+ * (copied; NULL: every name ""). */
+sp_status sp_plan_set_devices(sp_ctx *ctx, sp_plan *plan, const uint32_t *device,
+                              const char *const *names);
 
 /* sp_plan_build: a plan with the given stage boundaries: stage s holds layers
  * [bounds[s], bounds[s+1]) with bounds[0] = 0 < ... < bounds[P] = n. Computes every stage figure

@@ -37,6 +37,7 @@ static bool add_stage(cJSON *arr, const sp_stage *s) {
         return false;
     }
     return add_number(o, "index", s->index) && add_number(o, "device", s->device) &&
+           add_string(o, "device_name", s->device_name ? s->device_name : "") &&
            add_number(o, "first_layer", (double)s->first_layer) &&
            add_number(o, "last_layer", (double)s->last_layer) &&
            add_number(o, "layers", (double)(s->last_layer - s->first_layer + 1)) &&
@@ -69,7 +70,8 @@ static cJSON *plan_tree(const sp_plan *plan) {
               add_number(root, "stage_count", m->stages) && add_number(root, "chunks", m->chunks) &&
               add_number(root, "micro_batches", m->micro_batches) &&
               add_string(root, "memory_model", "1f1b") &&
-              add_string(root, "comm", sp_comm_name(m->comm));
+              add_string(root, "comm", sp_comm_name(m->comm)) &&
+              add_string(root, "placement", sp_placement_name(m->placement));
     if (ok)
         ok = m->memory_limit_bytes
                  ? add_number(root, "memory_limit_bytes", (double)m->memory_limit_bytes)
@@ -80,6 +82,7 @@ static cJSON *plan_tree(const sp_plan *plan) {
          add_number(root, "mean_ms", m->mean_ms) && add_number(root, "stddev_ms", m->stddev_ms) &&
          add_number(root, "imbalance", m->imbalance) && add_number(root, "total_ms", m->total_ms) &&
          add_number(root, "formula_iteration_ms", m->formula_iteration_ms) &&
+         add_number(root, "transfer_ms", m->transfer_ms) &&
          add_number(root, "even_split_bottleneck_ms", m->even_split_bottleneck_ms) &&
          add_number(root, "speedup_vs_even_split",
                     m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1.0) &&

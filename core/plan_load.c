@@ -44,12 +44,19 @@ static sp_status objective_from(const char *n, int *o) {
     return st;
 }
 
+static sp_status placement_from(const char *n, int *o) {
+    sp_placement s;
+    sp_status st = sp_placement_from_name(n, &s);
+    *o = (int)s;
+    return st;
+}
+
 static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_stage *st,
-                       const char **first, const char **last) {
+                       const char **first, const char **last, const char **device_name) {
     char where[48];
     snprintf(where, sizeof where, "stages[%zu]", k);
     memset(st, 0, sizeof *st);
-    *first = *last = "";
+    *first = *last = *device_name = "";
     st->wgrad_ms = -1;
     if (!cJSON_IsObject(obj)) {
         char got[64];
@@ -67,6 +74,7 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
     sp_json_get_uint(r, obj, where, "last_layer", true, 0, &last_layer);
     sp_json_get_string(r, obj, where, "first_name", false, SP_NAME_MAX_BYTES, first);
     sp_json_get_string(r, obj, where, "last_name", false, SP_NAME_MAX_BYTES, last);
+    sp_json_get_string(r, obj, where, "device_name", false, SP_NAME_MAX_BYTES, device_name);
     sp_json_get_number(r, obj, where, "fwd_ms", true, 0, SP_PROFILE_MAX_LAYER_MS * 1e3,
                        &st->fwd_ms);
     sp_json_get_number(r, obj, where, "bwd_ms", true, 0, SP_PROFILE_MAX_LAYER_MS * 1e3,
@@ -102,8 +110,10 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
 static void recompute_summary(sp_plan *plan) {
     sp_plan_summary *m = &plan->summary;
     double total = 0, mx = -1;
+    m->transfer_ms = 0;
     for (size_t s = 0; s < plan->n_stages; s++) {
         total += plan->stages[s].time_ms;
+        m->transfer_ms += plan->stages[s].send_ms;
         if (plan->stages[s].time_ms > mx) {
             mx = plan->stages[s].time_ms;
             m->bottleneck_stage = (uint32_t)s;
@@ -150,6 +160,8 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     const char *model = NULL, *sha = "", *command = NULL;
     uint64_t stages = 0, chunks = 1, micro = 1, layers = 0, limit = 0;
     int solver = SP_SOLVER_DP, objective = SP_OBJECTIVE_BOTTLENECK, comm = SP_COMM_OVERLAP;
+    int placement = SP_PLACEMENT_ORDER;
+    uint8_t *device_used = NULL; /* placement search: one stage per device */
     if (!cJSON_IsObject(root)) {
         char got[64];
         sp_json_problem(&r, "", "", "expected a JSON object at the top level, got %s",
@@ -164,6 +176,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     read_enum(&r, root, "solver", solver_from, &solver);
     read_enum(&r, root, "objective", objective_from, &objective);
     read_enum(&r, root, "comm", comm_from, &comm);
+    read_enum(&r, root, "placement", placement_from, &placement);
     sp_json_get_bool(&r, root, "", "optimal", false, &m->optimal);
     sp_json_get_uint(&r, root, "", "stage_count", true, 1, &stages);
     sp_json_get_uint(&r, root, "", "chunks", false, 1, &chunks);
@@ -228,15 +241,17 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
         goto done;
     }
     plan->stages = sp_calloc(n, sizeof *plan->stages);
-    names = sp_calloc(2 * n, sizeof *names);
-    if (!plan->stages || !names) {
+    names = sp_calloc(3 * n, sizeof *names);
+    if (placement == SP_PLACEMENT_SEARCH)
+        device_used = sp_calloc(SP_MAX_DEVICES, 1);
+    if (!plan->stages || !names || (placement == SP_PLACEMENT_SEARCH && !device_used)) {
         fail = sp_oom(ctx, "reading a plan");
         goto done_status;
     }
     plan->n_stages = n;
     size_t k = 0;
     for (const cJSON *c = arr->child; c; c = c->next, k++)
-        read_stage(&r, c, k, &plan->stages[k], &names[2 * k], &names[2 * k + 1]);
+        read_stage(&r, c, k, &plan->stages[k], &names[3 * k], &names[3 * k + 1], &names[3 * k + 2]);
     for (k = 0; k < n && !ctx->problems; k++) {
         const sp_stage *s = &plan->stages[k];
         char where[48];
@@ -246,10 +261,17 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
             sp_json_problem(&r, where, "first_layer",
                             "expected %zu (stages cover the layers contiguously), got %zu", expect,
                             s->first_layer);
-        if (s->device != k % stages)
+        if (placement == SP_PLACEMENT_SEARCH) {
+            if (s->device >= SP_MAX_DEVICES || device_used[s->device]++)
+                sp_json_problem(&r, where, "device",
+                                "expected a device index below %u that no other stage uses "
+                                "(placement \"search\"), got %u",
+                                SP_MAX_DEVICES, s->device);
+        } else if (s->device != k % stages) {
             sp_json_problem(
                 &r, where, "device", "expected %llu (stage k runs on device k mod %llu), got %u",
                 (unsigned long long)(k % stages), (unsigned long long)stages, s->device);
+        }
     }
     if (!ctx->problems && layers && plan->stages[n - 1].last_layer + 1 != layers)
         sp_json_problem(&r, "stages[last]", "last_layer",
@@ -265,6 +287,7 @@ done:
     m->solver = (sp_solver)solver;
     m->objective = (sp_objective)objective;
     m->comm = (sp_comm)comm;
+    m->placement = (sp_placement)placement;
     m->stages = (uint32_t)stages;
     m->chunks = (uint32_t)chunks;
     m->micro_batches = (uint32_t)micro;
@@ -274,8 +297,8 @@ done:
     plan->model = sp_strdup(model);
     plan->command = command ? sp_strdup(command) : NULL;
     size_t total = 0;
-    for (size_t i = 0; i < 2 * plan->n_stages; i++)
-        total += strlen(names[i]) + 1;
+    for (size_t i = 0; i < plan->n_stages; i++)
+        total += strlen(names[3 * i]) + strlen(names[3 * i + 1]) + 2;
     plan->names = sp_malloc(total);
     if (!plan->model || (command && !plan->command) || !plan->names) {
         fail = sp_oom(ctx, "reading a plan");
@@ -284,8 +307,8 @@ done:
     char *w = plan->names;
     for (size_t i = 0; i < plan->n_stages; i++) {
         for (int e = 0; e < 2; e++) {
-            size_t l = strlen(names[2 * i + e]) + 1;
-            memcpy(w, names[2 * i + e], l);
+            size_t l = strlen(names[3 * i + e]) + 1;
+            memcpy(w, names[3 * i + e], l);
             if (e == 0)
                 plan->stages[i].first_name = w;
             else
@@ -294,6 +317,17 @@ done:
         }
     }
     recompute_summary(plan);
+    {
+        const char **device_names = sp_mallocarray(plan->n_stages, sizeof *device_names);
+        for (size_t i = 0; device_names && i < plan->n_stages; i++)
+            device_names[i] = names[3 * i + 2];
+        fail = device_names ? sp_plan_set_devices(ctx, plan, NULL, device_names)
+                            : sp_oom(ctx, "reading a plan");
+        sp_free(device_names);
+        if (fail != SP_OK)
+            goto done_status;
+        fail = SP_ERR_SCHEMA;
+    }
     const cJSON *ln = cJSON_GetObjectItemCaseSensitive(root, "layer_names");
     const cJSON *lk = cJSON_GetObjectItemCaseSensitive(root, "layer_kinds");
     if (ln && !cJSON_IsNull(ln)) {
@@ -332,12 +366,14 @@ done:
         }
     }
     sp_free(names);
+    sp_free(device_used);
     cJSON_Delete(root);
     *out = plan;
     return SP_OK;
 
 done_status:
     sp_free(names);
+    sp_free(device_used);
     cJSON_Delete(root);
     sp_plan_destroy(plan);
     return fail;

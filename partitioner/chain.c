@@ -116,7 +116,8 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
         }
     }
     int64_t w = 0, wf = 0;
-    uint64_t mem = 0, saved = 0;
+    uint64_t mem = 0, saved = 0, block_saved = 0;
+    int64_t block_rc = 0; /* the block's recomputation ticks; -1 when a layer cannot */
     size_t k = 0;
     c->pos[0] = 0;
     c->w[0] = 0;
@@ -133,8 +134,16 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
             w += (int64_t)L->param_bytes;
         }
         mem += L->memory_bytes;
-        saved += L->saved_bytes;
+        block_saved += L->saved_bytes;
+        block_rc =
+            L->recompute_ms < 0 || block_rc < 0 ? -1 : block_rc + sp_ms_to_ticks(L->recompute_ms);
         if (l + 1 == n || L->cut_after) {
+            if (model->recompute_all && block_rc >= 0 && weight == SP_WEIGHT_TIME)
+                w += block_rc; /* recomputed in the backward, nothing saved */
+            else
+                saved += block_saved;
+            block_saved = 0;
+            block_rc = 0;
             k++;
             c->pos[k] = l + 1;
             c->w[k] = w;

@@ -56,6 +56,8 @@ struct sp_chain_model {
     const uint64_t *device_mem; /* [stages] or NULL; 0 entries: not limited */
     const sp_links *links;      /* with blocking: the link after stage s is links[s][s+1] */
     bool blocking;
+    bool recompute_all; /* every block whose layers all have recompute_ms recomputes them: their
+                         * time joins the backward, their saved bytes are not kept */
 };
 
 /* One transfer over the link after stage s of the activation at position k, in ticks. */

@@ -5,17 +5,33 @@
 
 #include "chain.h"
 
+/* Placement search (one chunk per device): stage k takes a device of class c, binary z[k][c];
+ * a class is a set of interchangeable devices (same speed, memory and links). */
+struct sp_ilp_placement {
+    uint32_t classes;          /* C */
+    const double *speed;       /* [C] relative speed of the class's devices */
+    const uint64_t *memory;    /* [C] memory of each of its devices; 0: not limited */
+    const uint32_t *size;      /* [C] devices in the class */
+    const double *latency_ms;  /* [C x C] from a device of class c to one of e (c == e: two
+                                * devices of the same class); NULL: no links */
+    const double *ms_per_byte; /* [C x C] 1 / bandwidth */
+    const double *cut_bytes;   /* [B] bytes sent when a stage ends after block b */
+    const uint32_t *incumbent; /* [K] the incumbent's class of each stage (with in->incumbent) */
+};
+
 struct sp_ilp_input {
     const struct sp_chain *c; /* K = c->p virtual stages (speeds and caps per virtual stage) */
     uint32_t devices;         /* P: virtual stage k runs on device k mod P */
     uint32_t micro_batches;   /* for the iteration objective */
     sp_objective objective;   /* bottleneck, iteration, range or deviation */
     double time_limit_s;
-    const size_t *incumbent;  /* a feasible plan's position bounds [K+1], or NULL */
-    const int64_t *recompute; /* recompute[B]: ticks to recompute block b's forward, -1 when it
-                               * cannot be recomputed; NULL: no recomputation choices */
-    double t_lower_ms;        /* a proven lower bound of the bottleneck (the exact DP's optimum,
-                               * with one chunk per device), or 0 */
+    const size_t *incumbent;   /* a feasible plan's position bounds [K+1], or NULL */
+    bool incumbent_recomputes; /* the incumbent recomputes every block that can */
+    const int64_t *recompute;  /* recompute[B]: ticks to recompute block b's forward, -1 when it
+                                * cannot be recomputed; NULL: no recomputation choices */
+    double t_lower_ms;         /* a proven lower bound of the bottleneck (the exact DP's optimum,
+                                * with one chunk per device), or 0 */
+    const struct sp_ilp_placement *place; /* NULL: stage k on device k mod P (c's speeds) */
 };
 
 struct sp_ilp_result {
@@ -27,8 +43,9 @@ struct sp_ilp_result {
     const char *status;  /* "optimal", "time limit", ... */
     long long nodes;     /* branch-and-bound nodes */
     double solve_ms;
-    size_t free_binaries; /* after window fixing */
-    bool *recompute;      /* [B] blocks recomputed, when in->recompute (the caller frees it) */
+    size_t free_binaries;  /* after window fixing */
+    bool *recompute;       /* [B] blocks recomputed, when in->recompute (the caller frees it) */
+    uint32_t *stage_class; /* [K] the class each stage runs on, with in->place (caller frees) */
 };
 
 /* Returns SP_ERR_UNSUPPORTED when the build has no GLPK, SP_ERR_INFEASIBLE when no plan

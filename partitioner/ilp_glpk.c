@@ -11,8 +11,18 @@
  *   iteration   min (M-1) T + sum L_d
  *   range       min T - L with L <= L_d <= T
  *   deviation   min sum |L_d - mean|
- * Window fixing: with an incumbent's T_UB, stage k must end where the stages up to k can carry
- * the layers before and the later stages the layers after; u outside that window is fixed,
+ * Placement search (in->place): stage k also picks a class c of interchangeable devices, binary
+ * z[k][c] (one per stage, at most the class's size per class). Its work is split over the
+ * classes, w[k][c] <= z[k][c] x (the most work a stage on c can carry under the incumbent's
+ * bottleneck), L_k = sum_c w[k][c] / speed_c, and sum_k w[k][c] <= size_c x speed_c x T: exact
+ * once z is integral and much tighter than big-M rows on L_k. Memory must fit the chosen class
+ * (big-M on z), and the transfer after stage k, comm_k >= latency + bytes at its cut x ms per
+ * byte of the link between the two stages' classes, is forced by both stages' z (big-M). The phases
+ * then run: the objective; with it fixed, the latency of one micro-batch through the pipeline and
+ * back (sum L_k + 2 sum comm_k, what the fill and drain of a schedule cost); for the bottleneck,
+ * with both fixed, the spread. Each later phase fixes the one before with a row and starts from its
+ * solution. Window fixing: with an incumbent's T_UB, stage k must end where the stages up to k can
+ * carry the layers before and the later stages the layers after; u outside that window is fixed,
  * which leaves a few free binaries per boundary. The incumbent (the DP's plan, or the uniform
  * chunk split) is injected at the first heuristic callback. With one chunk per device the DP's
  * optimum is exact, so it also bounds T from below (the design notes' §4.5): the program then
@@ -37,13 +47,16 @@
 struct model {
     const struct sp_ilp_input *in;
     const struct sp_chain *c;
-    uint32_t K, P;
+    const struct sp_ilp_placement *pl; /* placement search, or NULL */
+    uint32_t K, P, C;
     size_t B;                            /* blocks */
     int n_u;                             /* u columns: B x (K-1) */
     int col_T, col_L, col_load, col_dev; /* first column of each group (1-based) */
     int col_r, col_y;                    /* recomputation: r[b], y[b][k] = r[b] x[b][k] */
+    int col_z, col_w, col_comm;          /* placement: z[k][c], w[k][c], comm[k] (k < K-1) */
     int n_cols;
-    double *x_inc; /* the incumbent, columns 1..n_cols, or NULL */
+    double speed_max; /* the fastest device a stage can get (1 without speeds) */
+    double *x_inc;    /* the incumbent, columns 1..n_cols, or NULL */
     bool injected;
     double gap, bound;
     long long nodes;
@@ -60,10 +73,24 @@ static void on_glpk_error(void *info) {
 static int col_u(const struct model *m, size_t b, uint32_t k) {
     return 1 + (int)(b * (m->K - 1) + k);
 }
+static int col_z(const struct model *m, uint32_t k, uint32_t cls) {
+    return m->col_z + (int)(k * m->C + cls);
+}
+static int col_w(const struct model *m, uint32_t k, uint32_t cls) {
+    return m->col_w + (int)(k * m->C + cls);
+}
+static int col_y(const struct model *m, size_t b, uint32_t k) {
+    return m->col_y + (int)(b * m->K + k);
+}
+
+/* work of block b (ms at speed 1) */
+static double block_work(const struct model *m, size_t b) {
+    return (double)(m->c->w[b + 1] - m->c->w[b]) / SP_TICKS_PER_MS;
+}
 
 /* time of block b on virtual stage k (its device's speed), ms */
 static double block_time(const struct model *m, size_t b, uint32_t k) {
-    double w = (double)(m->c->w[b + 1] - m->c->w[b]) / SP_TICKS_PER_MS;
+    double w = block_work(m, b);
     return m->c->speed ? w / m->c->speed[k] : w;
 }
 
@@ -101,13 +128,68 @@ static int add_row(glp_prob *lp, struct rowbuf *r, int type, double lb, double u
     return i;
 }
 
+/* Adds scale x "block b is in stage k" (x = u[b][k] - u[b][k-1], u[b][K-1] = 1, u[b][-1] = 0)
+ * for every block, weighted by value[b]; returns the constant part (the u[b][K-1] terms). */
+static double add_stage_sum(const struct model *m, struct rowbuf *r, uint32_t k, double scale,
+                            double (*value)(const struct model *, size_t, uint32_t)) {
+    double cst = 0;
+    for (size_t b = 0; b < m->B; b++) {
+        double v = scale * value(m, b, k);
+        if (v == 0)
+            continue;
+        if (k + 1 < m->K)
+            row_add(r, col_u(m, b, k), v);
+        else
+            cst += v;
+        if (k > 0)
+            row_add(r, col_u(m, b, k - 1), -v);
+    }
+    return cst;
+}
+
+static double work_of(const struct model *m, size_t b, uint32_t k) {
+    (void)k;
+    return block_work(m, b);
+}
+
+/* memory block b needs on stage k: resident bytes and k's in-flight copies of its saved bytes */
+static double need_of(const struct model *m, size_t b, uint32_t k) {
+    const struct sp_chain *c = m->c;
+    return (double)(c->mem[b + 1] - c->mem[b]) +
+           (double)c->inflight[k] * (double)(c->saved[b + 1] - c->saved[b]);
+}
+
+static double spared_of(const struct model *m, size_t b, uint32_t k) {
+    return (double)m->c->inflight[k] * (double)(m->c->saved[b + 1] - m->c->saved[b]);
+}
+
+/* stage k's work at speed 1 (ms) times scale, recomputation included; returns the constant */
+static double add_stage_work(const struct model *m, struct rowbuf *r, uint32_t k, double scale) {
+    double cst = add_stage_sum(m, r, k, scale, work_of);
+    for (size_t b = 0; m->in->recompute && b < m->B; b++)
+        if (m->in->recompute[b] >= 0)
+            row_add(r, col_y(m, b, k), scale * (double)m->in->recompute[b] / SP_TICKS_PER_MS);
+    return cst;
+}
+
+/* stage k's memory (bytes) times scale, less what recomputation spares; returns the constant */
+static double add_stage_memory(const struct model *m, struct rowbuf *r, uint32_t k, double scale) {
+    double cst = add_stage_sum(m, r, k, scale, need_of);
+    for (size_t b = 0; m->in->recompute && b < m->B; b++) {
+        double spared = spared_of(m, b, k);
+        if (m->in->recompute[b] >= 0 && spared != 0)
+            row_add(r, col_y(m, b, k), -scale * spared);
+    }
+    return cst;
+}
+
 /* window of stage k's end (a position) for a cap T_UB on every stage: the stages up to k must
  * carry the blocks before it, the later stages those after */
 static void window(const struct model *m, double t_ub_ms, uint32_t k, size_t *lo, size_t *hi) {
     const struct sp_chain *c = m->c;
     double before = 0, after = 0, t_ub = t_ub_ms * SP_TICKS_PER_MS; /* in ticks, like w */
     for (uint32_t j = 0; j < m->K; j++) {
-        double cap = c->speed ? t_ub * c->speed[j] : t_ub; /* work a stage can take */
+        double cap = t_ub * (c->speed ? c->speed[j] : m->speed_max); /* work a stage can take */
         if (j <= k)
             before += cap;
         else
@@ -122,12 +204,30 @@ static void window(const struct model *m, double t_ub_ms, uint32_t k, size_t *lo
         (*hi)--;
 }
 
+/* the block's recomputation in the incumbent (ms at speed 1), 0 when it keeps its bytes */
+static double incumbent_recompute_ms(const struct model *m, size_t b) {
+    const struct sp_ilp_input *in = m->in;
+    return in->recompute && in->incumbent_recomputes && in->recompute[b] >= 0
+               ? (double)in->recompute[b] / SP_TICKS_PER_MS
+               : 0;
+}
+
 static double load_of(const struct model *m, const size_t *bounds, uint32_t d) {
     double t = 0;
     for (uint32_t k = d; k < m->K; k += m->P)
-        for (size_t b = bounds[k]; b < bounds[k + 1]; b++)
-            t += block_time(m, b, k);
+        for (size_t b = bounds[k]; b < bounds[k + 1]; b++) {
+            double rc = incumbent_recompute_ms(m, b);
+            t += block_time(m, b, k) + (m->c->speed ? rc / m->c->speed[k] : rc);
+        }
+    if (m->pl) /* one stage per device: its class's speed */
+        t /= m->pl->speed[m->pl->incumbent[d]];
     return t;
+}
+
+/* the transfer after stage k ending after block `last`, from class c to class e */
+static double transfer_ms(const struct model *m, uint32_t c, uint32_t e, size_t last) {
+    size_t i = (size_t)c * m->C + e;
+    return m->pl->latency_ms[i] + m->pl->cut_bytes[last] * m->pl->ms_per_byte[i];
 }
 
 static void fill_incumbent(struct model *m, const size_t *bounds, double *x) {
@@ -146,6 +246,21 @@ static void fill_incumbent(struct model *m, const size_t *bounds, double *x) {
     x[m->col_L] = mn;
     for (uint32_t d = 0; d < m->P; d++)
         x[m->col_dev + (int)d] = fabs(x[m->col_load + (int)d] - sum / m->P);
+    for (uint32_t k = 0; k < m->K; k++) /* recomputation: r[b] and y[b][k] = r[b] x[b][k] */
+        for (size_t b = bounds[k]; b < bounds[k + 1]; b++)
+            if (incumbent_recompute_ms(m, b) > 0 ||
+                (m->in->recompute && m->in->incumbent_recomputes && m->in->recompute[b] >= 0)) {
+                x[m->col_r + (int)b] = 1;
+                x[col_y(m, b, k)] = 1;
+            }
+    for (uint32_t k = 0; m->pl && k < m->K; k++) {
+        x[col_z(m, k, m->pl->incumbent[k])] = 1;
+        x[col_w(m, k, m->pl->incumbent[k])] =
+            x[m->col_load + (int)k] * m->pl->speed[m->pl->incumbent[k]];
+        if (m->pl->latency_ms && k + 1 < m->K)
+            x[m->col_comm + (int)k] =
+                transfer_ms(m, m->pl->incumbent[k], m->pl->incumbent[k + 1], bounds[k + 1] - 1);
+    }
 }
 
 static const char *status_name(int st) {
@@ -169,18 +284,199 @@ static void release_solve(struct rowbuf *r, double *x, struct sp_ilp_result *out
     if (failed) {
         sp_free(out->bounds);
         sp_free(out->recompute);
+        sp_free(out->stage_class);
         out->recompute = NULL;
         out->bounds = NULL;
+        out->stage_class = NULL;
         out->found = false;
+    }
+}
+
+/* The phases of the search: the objective, then its tie-breaks with the earlier ones fixed. */
+enum phase { PHASE_OBJECTIVE, PHASE_LATENCY, PHASE_SPREAD };
+
+static const char *const phase_failed[] = {NULL, "optimal objective; the latency tie-break failed",
+                                           "optimal objective; the spread tie-break failed"};
+static const char *const phase_stopped[] = {
+    NULL, "optimal objective; latency tie-break stopped by the time limit",
+    "optimal objective; spread tie-break stopped by the time limit"};
+
+/* Recomputation is extra work: where a phase could gain from it (spreading loads by adding time
+ * to light stages), charge it three times its time, more than it can ever save there, so blocks
+ * are recomputed only where memory needs it. */
+static void charge_recompute(glp_prob *lp, const struct model *m) {
+    for (size_t b = 0; m->in->recompute && b < m->B; b++)
+        for (uint32_t k = 0; m->in->recompute[b] >= 0 && k < m->K; k++)
+            glp_set_obj_coef(lp, col_y(m, b, k), 3 * (double)m->in->recompute[b] / SP_TICKS_PER_MS);
+}
+
+static void set_phase_objective(glp_prob *lp, const struct model *m, enum phase ph) {
+    for (int j = 1; j <= m->n_cols; j++)
+        glp_set_obj_coef(lp, j, 0);
+    if (ph == PHASE_LATENCY) { /* one micro-batch through every stage and link, and back */
+        for (uint32_t d = 0; d < m->P; d++)
+            glp_set_obj_coef(lp, m->col_load + (int)d, 1);
+        for (uint32_t k = 0; m->pl->latency_ms && k + 1 < m->K; k++)
+            glp_set_obj_coef(lp, m->col_comm + (int)k, 2);
+        return;
+    }
+    if (ph == PHASE_SPREAD) {
+        for (uint32_t d = 0; d < m->P; d++)
+            glp_set_obj_coef(lp, m->col_dev + (int)d, 1);
+        charge_recompute(lp, m);
+        return;
+    }
+    switch (m->in->objective) {
+    case SP_OBJECTIVE_ITERATION:
+        glp_set_obj_coef(lp, m->col_T, m->in->micro_batches > 0 ? m->in->micro_batches - 1 : 0);
+        for (uint32_t d = 0; d < m->P; d++)
+            glp_set_obj_coef(lp, m->col_load + (int)d, 1);
+        break;
+    case SP_OBJECTIVE_RANGE:
+        glp_set_obj_coef(lp, m->col_T, 1);
+        glp_set_obj_coef(lp, m->col_L, -1);
+        charge_recompute(lp, m);
+        break;
+    case SP_OBJECTIVE_DEVIATION:
+        for (uint32_t d = 0; d < m->P; d++)
+            glp_set_obj_coef(lp, m->col_dev + (int)d, 1);
+        charge_recompute(lp, m);
+        break;
+    default:
+        glp_set_obj_coef(lp, m->col_T, 1);
+        break;
+    }
+}
+
+/* Keeps the phase just solved at its optimum for the phases after it: objective <= value. */
+static void fix_phase_objective(glp_prob *lp, const struct model *m, struct rowbuf *r,
+                                double value) {
+    for (int j = 1; j <= m->n_cols; j++) {
+        double coef = glp_get_obj_coef(lp, j);
+        if (coef != 0)
+            row_add(r, j, coef);
+    }
+    add_row(lp, r, GLP_UP, 0, value + fabs(value) * 1e-9 + 1e-6);
+}
+
+/* The solution's stage ends, recomputed blocks and stage classes. */
+static void read_solution(glp_prob *lp, const struct model *m, struct sp_ilp_result *out) {
+    for (uint32_t k = 0; k + 1 < m->K; k++) {
+        size_t end = 0;
+        for (size_t blk = 0; blk < m->B; blk++)
+            end += glp_mip_col_val(lp, col_u(m, blk, k)) > 0.5;
+        out->bounds[k + 1] = end;
+    }
+    out->bounds[0] = 0;
+    out->bounds[m->K] = m->B;
+    for (size_t blk = 0; m->in->recompute && out->recompute && blk < m->B; blk++)
+        out->recompute[blk] = glp_mip_col_val(lp, m->col_r + (int)blk) > 0.5;
+    for (uint32_t k = 0; m->pl && k < m->K; k++)
+        for (uint32_t cls = 0; cls < m->C; cls++)
+            if (glp_mip_col_val(lp, col_z(m, k, cls)) > 0.5)
+                out->stage_class[k] = cls;
+}
+
+/* Placement rows: one class per stage, class sizes, loads and memory on the chosen class, and
+ * the transfer between consecutive stages' classes. */
+static void add_placement_rows(glp_prob *lp, const struct model *m, struct rowbuf *r, double t_ub) {
+    const struct sp_ilp_placement *pl = m->pl;
+    double work = 0, need = 0, bytes_max = 0;
+    for (size_t b = 0; b < m->B; b++) {
+        work += block_work(m, b) + (m->in->recompute && m->in->recompute[b] >= 0
+                                        ? (double)m->in->recompute[b] / SP_TICKS_PER_MS
+                                        : 0);
+        need += need_of(m, b, 0); /* stage 0 holds the most in flight */
+        bytes_max = fmax(bytes_max, pl->cut_bytes[b]);
+    }
+    for (uint32_t k = 0; k < m->K; k++)
+        for (uint32_t cls = 0; cls < m->C; cls++)
+            glp_set_col_kind(lp, col_z(m, k, cls), GLP_BV);
+    for (uint32_t k = 0; k < m->K; k++) {
+        for (uint32_t cls = 0; cls < m->C; cls++)
+            row_add(r, col_z(m, k, cls), 1);
+        add_row(lp, r, GLP_FX, 1, 1);
+    }
+    for (uint32_t cls = 0; cls < m->C; cls++) {
+        for (uint32_t k = 0; k < m->K; k++)
+            row_add(r, col_z(m, k, cls), 1);
+        add_row(lp, r, GLP_UP, 0, pl->size[cls]);
+    }
+    for (uint32_t k = 0; k < m->K; k++) {
+        /* stage k's work split over the classes, w[k][c] <= (the most a stage on c can take)
+         * x z[k][c]: exactly its work on its class once z is integral, and a far tighter
+         * relaxation than big-M rows on the load */
+        for (uint32_t cls = 0; cls < m->C; cls++)
+            row_add(r, col_w(m, k, cls), 1);
+        double cst = add_stage_work(m, r, k, -1);
+        add_row(lp, r, GLP_FX, -cst, -cst);
+        row_add(r, m->col_load + (int)k, 1);
+        for (uint32_t cls = 0; cls < m->C; cls++)
+            row_add(r, col_w(m, k, cls), -1 / pl->speed[cls]);
+        add_row(lp, r, GLP_FX, 0, 0);
+        for (uint32_t cls = 0; cls < m->C; cls++) {
+            double most = isfinite(t_ub) ? fmin(work, t_ub * pl->speed[cls]) : work;
+            glp_set_col_bnds(lp, col_w(m, k, cls), GLP_LO, 0, 0);
+            row_add(r, col_w(m, k, cls), 1);
+            row_add(r, col_z(m, k, cls), -most);
+            add_row(lp, r, GLP_UP, 0, 0);
+        }
+    }
+    for (uint32_t cls = 0; cls < m->C; cls++) {
+        /* the class's stages together: at most size x T x speed of work */
+        for (uint32_t k = 0; k < m->K; k++)
+            row_add(r, col_w(m, k, cls), 1);
+        row_add(r, m->col_T, -(double)pl->size[cls] * pl->speed[cls]);
+        add_row(lp, r, GLP_UP, 0, 0);
+    }
+    for (uint32_t k = 0; k < m->K; k++)
+        for (uint32_t cls = 0; cls < m->C; cls++) {
+            /* z[k][c] = 1  =>  memory_k <= the class's memory */
+            uint64_t cap = pl->memory[cls];
+            if (!cap || (m->c->cap[k] && m->c->cap[k] <= cap))
+                continue; /* the global limit is as tight */
+            double cst = add_stage_memory(m, r, k, 1);
+            row_add(r, col_z(m, k, cls), need);
+            add_row(lp, r, GLP_UP, 0, (double)cap + need - cst);
+        }
+    for (uint32_t k = 0; pl->latency_ms && k + 1 < m->K; k++) {
+        glp_set_col_bnds(lp, m->col_comm + (int)k, GLP_LO, 0, 0);
+        for (uint32_t cls = 0; cls < m->C; cls++)
+            for (uint32_t e = 0; e < m->C; e++) {
+                if (cls == e && pl->size[cls] < 2)
+                    continue;
+                size_t i = (size_t)cls * m->C + e;
+                double alpha = pl->latency_ms[i], inv_bw = pl->ms_per_byte[i];
+                double big = alpha + bytes_max * inv_bw;
+                /* comm_k >= alpha + inv_bw x (bytes at k's cut) - big (2 - z[k][c] - z[k+1][e]);
+                 * the bytes at the cut: sum_b bytes_b (u[b][k] - u[b+1][k]) */
+                row_add(r, m->col_comm + (int)k, 1);
+                for (size_t b = 0; b < m->B; b++) {
+                    double coef = pl->cut_bytes[b] - (b > 0 ? pl->cut_bytes[b - 1] : 0);
+                    if (coef != 0)
+                        row_add(r, col_u(m, b, k), -inv_bw * coef);
+                }
+                row_add(r, col_z(m, k, cls), -big);
+                row_add(r, col_z(m, k + 1, e), -big);
+                add_row(lp, r, GLP_LO, alpha - 2 * big, 0);
+            }
     }
 }
 
 sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp_result *out) {
     memset(out, 0, sizeof *out);
     const struct sp_chain *c = in->c;
-    struct model m = {.in = in, .c = c, .K = c->p, .P = in->devices, .B = c->n_pos - 1};
+    struct model m = {.in = in,
+                      .c = c,
+                      .pl = in->place,
+                      .K = c->p,
+                      .P = in->devices,
+                      .B = c->n_pos - 1,
+                      .speed_max = 1};
     if (m.B < m.K)
         return SP_ERR_INFEASIBLE;
+    if (m.pl && m.P != m.K)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "placement search needs one chunk per device");
     if ((double)m.B * (m.K > 1 ? m.K - 1 : 1) > SP_ILP_MAX_COLUMNS)
         return sp_fail(ctx, SP_ERR_LIMIT,
                        "the program would have %.0f binaries, more than %d: use the dp solver or "
@@ -197,17 +493,34 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
         m.col_y = m.col_r + (int)m.B;
         m.n_cols = m.col_y + (int)(m.B * m.K) - 1;
     }
-    size_t row_cap = (size_t)m.n_u + (size_t)m.P * 4 + 16 + (in->recompute ? m.B * 2 : 0);
+    if (m.pl) {
+        m.C = m.pl->classes;
+        m.col_z = m.n_cols + 1;
+        m.n_cols += (int)(m.K * m.C);
+        m.col_w = m.n_cols + 1;
+        m.n_cols += (int)(m.K * m.C);
+        m.col_comm = m.n_cols + 1;
+        if (m.pl->latency_ms)
+            m.n_cols += (int)m.K - 1;
+        m.speed_max = 0;
+        for (uint32_t cls = 0; cls < m.C; cls++)
+            m.speed_max = fmax(m.speed_max, m.pl->speed[cls]);
+    }
+    /* the longest row: every column (a phase's objective fixed), or a stage's load with its
+     * recomputation, twice over the blocks */
+    size_t row_cap = (size_t)m.n_cols + 4 * m.B + 16;
     struct rowbuf r = {sp_mallocarray(row_cap + 1, sizeof(int)),
                        sp_mallocarray(row_cap + 1, sizeof(double)), 0};
     double *x = sp_calloc((size_t)m.n_cols + 1, sizeof *x);
     out->bounds = sp_mallocarray((size_t)m.K + 1, sizeof *out->bounds);
     out->recompute = in->recompute ? sp_calloc(m.B, sizeof *out->recompute) : NULL;
-    if (!r.ind || !r.val || !x || !out->bounds || (in->recompute && !out->recompute)) {
+    out->stage_class = m.pl ? sp_calloc(m.K, sizeof *out->stage_class) : NULL;
+    if (!r.ind || !r.val || !x || !out->bounds || (in->recompute && !out->recompute) ||
+        (m.pl && !out->stage_class)) {
         release_solve(&r, x, out, true);
         return sp_oom(ctx, "building the integer program");
     }
-    if (in->incumbent) {
+    if (in->incumbent && (!m.pl || m.pl->incumbent)) {
         fill_incumbent(&m, in->incumbent, x);
         m.x_inc = x;
     }
@@ -230,11 +543,11 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     /* T bounds: the incumbent's value for the bottleneck; valid lower bounds otherwise */
     double t_ub = m.x_inc ? x[m.col_T] : (double)INFINITY;
     if (in->objective == SP_OBJECTIVE_ITERATION && m.x_inc && in->micro_batches > 1) {
-        double sum = 0, fastest = 0;
+        double sum = 0, fastest = m.speed_max;
         for (uint32_t d = 0; d < m.P; d++)
             sum += x[m.col_load + (int)d];
-        for (uint32_t k = 0; k < m.K; k++)
-            fastest = fmax(fastest, c->speed ? c->speed[k] : 1.0);
+        for (uint32_t k = 0; c->speed && k < m.K; k++)
+            fastest = fmax(fastest, c->speed[k]);
         double j_inc = (in->micro_batches - 1) * x[m.col_T] + sum;
         t_ub = (j_inc - (double)c->w[m.B] / SP_TICKS_PER_MS / fastest) / (in->micro_batches - 1) +
                1e-6;
@@ -263,7 +576,7 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     for (size_t b = 0; b < m.B; b++) { /* the heaviest block on the fastest stage */
         double best = (double)INFINITY;
         for (uint32_t k = 0; k < m.K; k++)
-            best = fmin(best, block_time(&m, b, k));
+            best = fmin(best, block_time(&m, b, k) / (m.pl ? m.speed_max : 1));
         lb = fmax(lb, best);
     }
     if (in->objective == SP_OBJECTIVE_BOTTLENECK && in->t_lower_ms > lb)
@@ -308,11 +621,12 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
         }
         add_row(lp, &r, GLP_LO, rhs, 0);
     }
-    /* device loads: L_d - sum_{k = d mod P} sum_b time(b,k) (u[b][k] - u[b][k-1]) = const */
     for (uint32_t d = 0; d < m.P; d++) {
+        /* device loads: L_d - sum_{k = d mod P} sum_b time(b,k) (u[b][k] - u[b][k-1]) = const
+         * (with placement, the rows of add_placement_rows instead) */
         double rhs = 0;
         row_add(&r, m.col_load + (int)d, 1);
-        for (size_t b = 0; b < m.B; b++)
+        for (size_t b = 0; !m.pl && b < m.B; b++)
             for (uint32_t k = 0; k < m.K; k++) {
                 double coef = (k % m.P == d ? block_time(&m, b, k) : 0) -
                               (k + 1 < m.K && (k + 1) % m.P == d ? block_time(&m, b, k + 1) : 0);
@@ -324,13 +638,16 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
                 if (coef != 0)
                     row_add(&r, col_u(&m, b, k), -coef);
             }
-        for (size_t b = 0; in->recompute && b < m.B; b++) /* recomputed blocks' extra time */
+        for (size_t b = 0; !m.pl && in->recompute && b < m.B; b++) /* recomputation's time */
             for (uint32_t k = d; k < m.K; k += m.P)
                 if (in->recompute[b] >= 0) {
                     double t = (double)in->recompute[b] / SP_TICKS_PER_MS;
-                    row_add(&r, m.col_y + (int)(b * m.K + k), c->speed ? -t / c->speed[k] : -t);
+                    row_add(&r, col_y(&m, b, k), c->speed ? -t / c->speed[k] : -t);
                 }
-        add_row(lp, &r, GLP_FX, rhs, rhs);
+        if (m.pl)
+            r.len = 0;
+        else
+            add_row(lp, &r, GLP_FX, rhs, rhs);
         row_add(&r, m.col_load + (int)d, 1);
         row_add(&r, m.col_T, -1);
         add_row(lp, &r, GLP_UP, 0, 0);
@@ -355,7 +672,7 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
             if (in->recompute[b] < 0)
                 glp_set_col_bnds(lp, jr, GLP_FX, 0, 0);
             for (uint32_t k = 0; k < m.K; k++) {
-                int jy = m.col_y + (int)(b * m.K + k);
+                int jy = col_y(&m, b, k);
                 if (in->recompute[b] < 0) {
                     glp_set_col_bnds(lp, jy, GLP_FX, 0, 0);
                     continue;
@@ -386,55 +703,20 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     for (uint32_t k = 0; c->any_cap && m.P == m.K && k < m.K; k++) {
         if (!c->cap[k])
             continue;
-        double rhs = (double)c->cap[k];
-        for (size_t b = 0; b < m.B; b++) {
-            double need = (double)(c->mem[b + 1] - c->mem[b]) +
-                          (double)c->inflight[k] * (double)(c->saved[b + 1] - c->saved[b]);
-            double nk = k + 1 < m.K ? need : 0, nk1 = 0;
-            if (k + 1 == m.K)
-                rhs -= need;
-            if (k > 0)
-                nk1 = need;
-            if (nk != 0)
-                row_add(&r, col_u(&m, b, k), nk);
-            if (nk1 != 0)
-                row_add(&r, col_u(&m, b, k - 1), -nk1);
-            double spared = (double)c->inflight[k] * (double)(c->saved[b + 1] - c->saved[b]);
-            if (in->recompute && in->recompute[b] >= 0 && spared != 0)
-                row_add(&r, m.col_y + (int)(b * m.K + k), -spared);
-        }
-        add_row(lp, &r, GLP_UP, 0, rhs);
+        double cst = add_stage_memory(&m, &r, k, 1);
+        add_row(lp, &r, GLP_UP, 0, (double)c->cap[k] - cst);
     }
-    /* objective */
-    int phases = 1;
-    switch (in->objective) {
-    case SP_OBJECTIVE_ITERATION:
-        glp_set_obj_coef(lp, m.col_T, in->micro_batches > 0 ? in->micro_batches - 1 : 0);
-        for (uint32_t d = 0; d < m.P; d++)
-            glp_set_obj_coef(lp, m.col_load + (int)d, 1);
-        break;
-    case SP_OBJECTIVE_RANGE:
-        glp_set_obj_coef(lp, m.col_T, 1);
-        glp_set_obj_coef(lp, m.col_L, -1);
-        break;
-    case SP_OBJECTIVE_DEVIATION:
-        for (uint32_t d = 0; d < m.P; d++)
-            glp_set_obj_coef(lp, m.col_dev + (int)d, 1);
-        break;
-    default:
-        glp_set_obj_coef(lp, m.col_T, 1);
-        phases = 2;
-        break;
-    }
-    /* Recomputation is extra work: where an objective could gain from it (spreading loads by
-     * adding time to light stages), charge it three times its time, more than it can ever
-     * save there, so blocks are recomputed only where memory needs it. */
-    bool charge_recompute = in->recompute && (in->objective == SP_OBJECTIVE_RANGE ||
-                                              in->objective == SP_OBJECTIVE_DEVIATION);
-    for (size_t b = 0; charge_recompute && b < m.B; b++)
-        for (uint32_t k = 0; in->recompute[b] >= 0 && k < m.K; k++)
-            glp_set_obj_coef(lp, m.col_y + (int)(b * m.K + k),
-                             3 * (double)in->recompute[b] / SP_TICKS_PER_MS);
+    if (m.pl)
+        add_placement_rows(lp, &m, &r, t_ub * (1 + 1e-9) + 1e-6);
+    enum phase phases[3] = {PHASE_OBJECTIVE};
+    int n_phases = 1;
+    bool speeds_differ = false;
+    for (uint32_t cls = 1; m.pl && cls < m.C; cls++)
+        speeds_differ |= m.pl->speed[cls] != m.pl->speed[0];
+    if (m.pl && (m.pl->latency_ms || speeds_differ))
+        phases[n_phases++] = PHASE_LATENCY;
+    if (in->objective == SP_OBJECTIVE_BOTTLENECK)
+        phases[n_phases++] = PHASE_SPREAD;
     glp_scale_prob(lp, GLP_SF_AUTO);
     glp_smcp smcp;
     glp_init_smcp(&smcp);
@@ -453,16 +735,18 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     double limit_ms = in->time_limit_s * 1e3;
     int mip = GLP_UNDEF;
     double phase1_ms = 0;
-    for (int phase = 0; phase < phases && st == SP_OK; phase++) {
+    for (int i = 0; i < n_phases && st == SP_OK; i++) {
+        enum phase ph = phases[i];
+        set_phase_objective(lp, &m, ph);
         m.injected = false;
         m.bound = -(double)INFINITY;
         double left_lp = limit_ms - (sp_now_ms() - t0);
         smcp.tm_lim = left_lp > 1 ? (int)fmin(left_lp, 2e9) : 1;
         int ret = glp_simplex(lp, &smcp);
         int lps = glp_get_status(lp);
-        if (phase == 1 && (ret != 0 || lps != GLP_OPT)) {
-            out->status = "optimal bottleneck; the spread tie-break failed";
-            break; /* the phase-1 plan stands */
+        if (i > 0 && (ret != 0 || lps != GLP_OPT)) {
+            out->status = phase_failed[ph];
+            break; /* the earlier phase's plan stands */
         }
         if (ret == GLP_ETMLIM) {
             out->status = "time limit, no plan found";
@@ -481,15 +765,14 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
             break;
         }
         double left = limit_ms - (sp_now_ms() - t0);
-        if (phase == 1) /* the tie-break gets twice the bottleneck's time (at least 1 s) */
+        if (i > 0) /* a tie-break gets twice the objective's time (at least 1 s) */
             left = fmin(left, fmax(1000.0, 2 * phase1_ms));
         iocp.tm_lim = left > 1 ? (int)fmin(left, 2e9) : 1;
         ret = glp_intopt(lp, &iocp);
         mip = glp_mip_status(lp);
-        if (phase == 1 &&
-            ((ret != 0 && ret != GLP_ETMLIM) || (mip != GLP_OPT && mip != GLP_FEAS))) {
-            out->status = "optimal bottleneck; the spread tie-break failed";
-            break; /* out->bounds still hold the phase-1 plan */
+        if (i > 0 && ((ret != 0 && ret != GLP_ETMLIM) || (mip != GLP_OPT && mip != GLP_FEAS))) {
+            out->status = phase_failed[ph];
+            break; /* out->bounds still hold the earlier phase's plan */
         }
         if (ret != 0 && ret != GLP_ETMLIM && ret != GLP_EMIPGAP) {
             st = sp_fail(ctx, SP_ERR_SOLVER, "GLPK's branch and cut failed (code %d)", ret);
@@ -507,55 +790,40 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
             break;
         }
         bool proven = mip == GLP_OPT && ret == 0;
-        for (uint32_t k = 0; k + 1 < m.K; k++) {
-            size_t end = 0;
-            for (size_t blk = 0; blk < m.B; blk++)
-                end += glp_mip_col_val(lp, col_u(&m, blk, k)) > 0.5;
-            out->bounds[k + 1] = end;
-        }
-        out->bounds[0] = 0;
-        out->bounds[m.K] = m.B;
-        for (size_t blk = 0; in->recompute && out->recompute && blk < m.B; blk++)
-            out->recompute[blk] = glp_mip_col_val(lp, m.col_r + (int)blk) > 0.5;
-        if (phase == 1) { /* the tie-break: the bottleneck's figures stay those of phase 1 */
-            if (!proven)
-                out->status = "optimal bottleneck; spread tie-break stopped by the time limit";
-            break;
-        }
-        out->found = true;
-        out->optimal = proven;
-        out->status = ret == GLP_ETMLIM ? "time limit" : status_name(mip);
-        out->objective_ms = glp_mip_obj_val(lp);
-        out->mip_gap = proven ? 0 : m.gap;
-        out->best_bound = proven ? glp_mip_obj_val(lp) : m.bound;
-        if (phases == 2) {
+        read_solution(lp, &m, out);
+        if (i > 0) { /* a tie-break: the objective's figures stay those of the first phase */
+            if (!proven) {
+                out->status = phase_stopped[ph];
+                break;
+            }
+        } else {
+            out->found = true;
+            out->optimal = proven;
+            out->status = ret == GLP_ETMLIM ? "time limit" : status_name(mip);
+            out->objective_ms = glp_mip_obj_val(lp);
+            out->mip_gap = proven ? 0 : m.gap;
+            out->best_bound = proven ? glp_mip_obj_val(lp) : m.bound;
             phase1_ms = sp_now_ms() - t0;
             if (!proven)
-                break; /* no time left for the tie-break: keep the bottleneck's plan */
-            /* phase 2: the bottleneck fixed at its optimum, the least spread */
-            double t_star = glp_mip_obj_val(lp);
-            glp_set_col_bnds(lp, m.col_T, GLP_DB, lb < t_star ? lb : t_star,
-                             t_star * (1 + 1e-9) + 1e-6);
-            glp_set_obj_coef(lp, m.col_T, 0);
-            for (uint32_t d = 0; d < m.P; d++)
-                glp_set_obj_coef(lp, m.col_dev + (int)d, 1);
-            for (size_t b = 0; in->recompute && b < m.B; b++) /* as above: no useless work */
-                for (uint32_t k = 0; in->recompute[b] >= 0 && k < m.K; k++)
-                    glp_set_obj_coef(lp, m.col_y + (int)(b * m.K + k),
-                                     3 * (double)in->recompute[b] / SP_TICKS_PER_MS);
-            /* the phase-1 solution, every column (GLPK does not check injected solutions, so
-             * this one must be exactly feasible: recomputation columns included) */
+                break; /* no time left for the tie-breaks: keep the objective's plan */
+        }
+        if (i + 1 < n_phases) {
+            /* the next phase: this one fixed at its optimum, starting from its solution (GLPK
+             * does not check injected solutions, so it must be exactly feasible: every column) */
+            fix_phase_objective(lp, &m, &r, glp_mip_obj_val(lp));
             for (int j = 1; j <= m.n_cols; j++)
                 x[j] = glp_mip_col_val(lp, j);
             m.x_inc = x;
         }
     }
     /* The time ran out before GLPK had any plan: the incumbent is still a valid plan. */
-    if (!out->found && in->incumbent && out->status &&
+    if (!out->found && in->incumbent && m.x_inc && out->status &&
         strncmp(out->status, "time limit", 10) == 0) {
         sp_ctx_begin(ctx);
         st = SP_OK;
         memcpy(out->bounds, in->incumbent, ((size_t)m.K + 1) * sizeof *out->bounds);
+        if (m.pl)
+            memcpy(out->stage_class, m.pl->incumbent, m.K * sizeof *out->stage_class);
         out->found = true;
         out->optimal = false;
         out->status = "time limit: the incumbent is kept";

@@ -6,6 +6,7 @@
 #include "baselines.h"
 #include "chain.h"
 #include "ilp.h"
+#include "placement.h"
 #include "plan_impl.h"
 #include "sim_impl.h"
 
@@ -21,6 +22,17 @@ sp_status sp_comm_from_name(const char *name, sp_comm *out) {
     if (v < 0)
         return SP_ERR_INVALID_ARG;
     *out = (sp_comm)v;
+    return SP_OK;
+}
+static const char *const placement_names[] = {"order", "search"};
+const char *sp_placement_name(sp_placement v) {
+    return sp_name_of(placement_names, SP_COUNT_OF(placement_names), (int)v);
+}
+sp_status sp_placement_from_name(const char *name, sp_placement *out) {
+    int v = sp_value_of(placement_names, SP_COUNT_OF(placement_names), name);
+    if (v < 0)
+        return SP_ERR_INVALID_ARG;
+    *out = (sp_placement)v;
     return SP_OK;
 }
 static const char *const solver_names[] = {"dp", "uniform", "parameters", "given", "ilp"};
@@ -312,34 +324,99 @@ static size_t position_of(const struct sp_chain *c, size_t layer) {
     return lo;
 }
 
+/* Keep recomputation only where memory needs it: the program may recompute a layer it need not
+ * (at equal bottleneck); undoing that only shortens its stage. Layers with the longest
+ * recomputation are undone first. c gives each stage's memory cap and in-flight count. */
+static void trim_recompute(const sp_profile *profile, const struct sp_chain *c,
+                           const size_t *bounds, bool *recompute) {
+    for (uint32_t k = 0; recompute && k < c->p; k++) {
+        size_t a = bounds[k], e = bounds[k + 1];
+        uint64_t cap = c->cap[k];
+        uint64_t mem = 0, saved = 0;
+        for (size_t l = a; l < e; l++) {
+            mem += sp_profile_layer(profile, l)->memory_bytes;
+            saved += recompute[l] ? 0 : sp_profile_layer(profile, l)->saved_bytes;
+        }
+        for (;;) {
+            size_t best = SIZE_MAX;
+            for (size_t l = a; l < e; l++) {
+                const sp_layer *L = sp_profile_layer(profile, l);
+                sp_u128 need = (sp_u128)mem + (sp_u128)c->inflight[k] * (saved + L->saved_bytes);
+                if (recompute[l] && (!cap || need <= cap) &&
+                    (best == SIZE_MAX ||
+                     L->recompute_ms > sp_profile_layer(profile, best)->recompute_ms))
+                    best = l;
+            }
+            if (best == SIZE_MAX)
+                break;
+            recompute[best] = false;
+            saved += sp_profile_layer(profile, best)->saved_bytes;
+        }
+    }
+}
+
 /* --solver ilp: the chain over the K = P x V virtual stages (each with its device's speed), an
  * incumbent from the exact DP (V = 1) or the uniform chunk split, then the program. */
+/* The ilp's incumbent when no plan fits without recomputation: the exact DP (stage s on
+ * device s) with every block that can recompute recomputing, so nothing of it is saved. */
+static sp_status recompute_all_bounds(sp_ctx *ctx, const sp_profile *profile,
+                                      const sp_partition_opts *o, const struct stage_devices *d,
+                                      size_t *bounds) {
+    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
+                                   .stages = o->stages,
+                                   .micro_batches = o->micro_batches,
+                                   .mem_cap = o->memory_limit_bytes,
+                                   .speed = d->speed,
+                                   .device_mem = d->memory,
+                                   .recompute_all = true};
+    struct sp_chain c;
+    sp_status st = sp_chain_init(ctx, &c, profile, &model);
+    if (st != SP_OK)
+        return st;
+    int64_t cap = 0;
+    st = sp_chain_min_bottleneck(ctx, &c, &cap);
+    if (st == SP_OK)
+        st = sp_chain_min_sum_squares(ctx, &c, cap, bounds);
+    sp_chain_release(&c);
+    return st;
+}
+
 static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                            const struct stage_devices *d, size_t *bounds, bool *recompute,
+                           const struct sp_placement_classes *pc, bool inject,
                            struct sp_ilp_result *res) {
     uint32_t K = o->stages * o->chunks;
-    double *speed = NULL;
-    if (d->speed) {
+    /* With placement search the chain has no speeds or device memory (the program chooses
+     * them); its free chain, which bounds T from below, runs every stage at the fastest speed */
+    double fastest = pc ? sp_placement_fastest(pc) : 1.0;
+    double *speed = NULL, *free_speed = NULL;
+    if (d->speed || fastest != 1.0) {
         speed = sp_mallocarray(K, sizeof *speed);
-        if (!speed)
+        free_speed = sp_mallocarray(K, sizeof *free_speed);
+        if (!speed || !free_speed) {
+            sp_free(speed);
+            sp_free(free_speed);
             return sp_oom(ctx, "building the integer program");
+        }
         for (uint32_t k = 0; k < K; k++)
-            speed[k] = d->speed[k % o->stages];
+            free_speed[k] = speed[k] = pc ? fastest : d->speed[k % o->stages];
     }
     struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
                                    .stages = K,
                                    .micro_batches = o->micro_batches,
                                    .mem_cap = o->chunks > 1 ? 0 : o->memory_limit_bytes,
-                                   .speed = speed,
-                                   .device_mem = o->chunks > 1 ? NULL : d->memory};
+                                   .speed = pc ? NULL : speed,
+                                   .device_mem = o->chunks > 1 || pc ? NULL : d->memory};
     struct sp_chain c, free_chain; /* free_chain: the same without memory caps */
     sp_status st = sp_chain_init(ctx, &c, profile, &model);
     struct sp_chain_model free_model = model;
     free_model.mem_cap = 0;
     free_model.device_mem = NULL;
+    free_model.speed = free_speed;
     if (st == SP_OK && (st = sp_chain_init(ctx, &free_chain, profile, &free_model)) != SP_OK)
         sp_chain_release(&c);
     sp_free(speed);
+    sp_free(free_speed);
     if (st != SP_OK)
         return st;
     size_t B = c.n_pos - 1;
@@ -356,10 +433,29 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
             rc[b] = ms < 0 ? -1 : rc[b] + sp_ms_to_ticks(ms);
         }
     }
-    bool have_incumbent = true;
+    bool have_incumbent = true, inc_recomputes = false;
     double t_lower = 0;
     if (c.n_pos - 1 < K) {
         st = SP_ERR_INFEASIBLE;
+    } else if (pc) {
+        /* the incumbent: the exact DP with stage s on device s; the bound: the DP with every
+         * stage on the fastest device and no memory limit */
+        st = solve_dp(ctx, profile, o, d, inc);
+        for (uint32_t k = 0; st == SP_OK && k <= K; k++)
+            inc[k] = position_of(&c, inc[k]);
+        if (st == SP_ERR_INFEASIBLE && o->recompute) {
+            sp_ctx_begin(ctx);
+            st = recompute_all_bounds(ctx, profile, o, d, inc);
+            inc_recomputes = st == SP_OK;
+        }
+        if (st == SP_ERR_INFEASIBLE) { /* another placement may fit where this one does not */
+            have_incumbent = false;
+            st = SP_OK;
+            sp_ctx_begin(ctx);
+        }
+        int64_t free_cap = 0;
+        if (st == SP_OK && sp_chain_min_bottleneck(ctx, &free_chain, &free_cap) == SP_OK)
+            t_lower = (double)free_cap / SP_TICKS_PER_MS;
     } else if (o->chunks == 1) {
         int64_t cap = 0;
         st = sp_chain_min_bottleneck(ctx, &c, &cap);
@@ -371,6 +467,11 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
             /* without recomputation the memory limit may leave no plan: then the program starts
              * without an incumbent. Its bottleneck is at least the DP's without memory caps
              * (recomputation only adds time) */
+            if (st == SP_ERR_INFEASIBLE) {
+                sp_ctx_begin(ctx);
+                st = recompute_all_bounds(ctx, profile, o, d, inc);
+                inc_recomputes = st == SP_OK;
+            }
             if (st == SP_ERR_INFEASIBLE) {
                 have_incumbent = false;
                 st = SP_OK;
@@ -385,6 +486,10 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
         for (uint32_t k = 0; st == SP_OK && k <= K; k++)
             inc[k] = position_of(&c, inc[k]);
     }
+    if (!inject) { /* the program alone (the oracle tests check it against enumeration) */
+        have_incumbent = false;
+        t_lower = 0;
+    }
     if (st == SP_OK) {
         struct sp_ilp_input in = {.c = &c,
                                   .devices = o->stages,
@@ -393,10 +498,18 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
                                   .time_limit_s = o->time_limit_s,
                                   .incumbent = have_incumbent ? inc : NULL,
                                   .recompute = rc,
-                                  .t_lower_ms = t_lower};
+                                  .t_lower_ms = t_lower,
+                                  .incumbent_recomputes = inc_recomputes,
+                                  .place = pc ? &pc->ilp : NULL};
         st = sp_ilp_solve(ctx, &in, res);
     }
-    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && o->chunks == 1)
+    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && pc)
+        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                     "no placement of %u stages on the %zu devices fits: every choice of devices "
+                     "leaves a stage over its device's memory%s",
+                     o->stages, sp_devices_count(d->list),
+                     o->memory_limit_bytes ? " or the memory limit" : "");
+    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && o->chunks == 1)
         st = explain_infeasible(ctx, profile, &c, o);
     if (st == SP_OK) {
         for (uint32_t k = 0; k <= K; k++)
@@ -404,33 +517,8 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
         for (size_t b = 0; recompute && res->recompute && b < B; b++)
             for (size_t l = c.pos[b]; l < c.pos[b + 1]; l++)
                 recompute[l] = res->recompute[b];
-        /* Keep recomputation only where memory needs it: the program may recompute a layer it
-         * need not (at equal bottleneck); undoing that only shortens its stage. Layers with the
-         * longest recomputation are undone first. */
-        for (uint32_t k = 0; recompute && k < K; k++) {
-            size_t a = c.pos[res->bounds[k]], e = c.pos[res->bounds[k + 1]];
-            uint64_t cap = c.cap[k];
-            uint64_t mem = 0, saved = 0;
-            for (size_t l = a; l < e; l++) {
-                mem += sp_profile_layer(profile, l)->memory_bytes;
-                saved += recompute[l] ? 0 : sp_profile_layer(profile, l)->saved_bytes;
-            }
-            for (;;) {
-                size_t best = SIZE_MAX;
-                for (size_t l = a; l < e; l++) {
-                    const sp_layer *L = sp_profile_layer(profile, l);
-                    sp_u128 need = (sp_u128)mem + (sp_u128)c.inflight[k] * (saved + L->saved_bytes);
-                    if (recompute[l] && (!cap || need <= cap) &&
-                        (best == SIZE_MAX ||
-                         L->recompute_ms > sp_profile_layer(profile, best)->recompute_ms))
-                        best = l;
-                }
-                if (best == SIZE_MAX)
-                    break;
-                recompute[best] = false;
-                saved += sp_profile_layer(profile, best)->saved_bytes;
-            }
-        }
+        if (!pc) /* placement trims against the chosen devices */
+            trim_recompute(profile, &c, bounds, recompute);
     }
 out:
     sp_free(inc);
@@ -440,74 +528,39 @@ out:
     return st;
 }
 
-/* One complete plan for resolved options: solve, build, check, compare, simulate. */
-static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                           const struct stage_devices *d, sp_plan **out) {
+/* The plan for solved boundaries (and recomputed layers, or NULL): build, check, compare with
+ * the even split on the same devices, record the ilp's figures (or NULL), simulate. */
+static sp_status plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                             const struct stage_devices *d, const size_t *bounds,
+                             const bool *recompute, const struct sp_ilp_result *ilp,
+                             double solve_ms, sp_plan **out) {
     *out = NULL;
     uint32_t K = o->stages * o->chunks; /* virtual stages */
-    size_t *bounds = sp_mallocarray((size_t)K + 1, sizeof *bounds);
     size_t *even = sp_mallocarray((size_t)K + 1, sizeof *even);
-    if (!bounds || !even) {
-        sp_free(bounds);
-        sp_free(even);
+    if (!even)
         return sp_oom(ctx, "partitioning");
-    }
-    double t0 = sp_now_ms();
-    sp_status st;
-    struct sp_ilp_result ilp = {0};
-    size_t n_layers = sp_profile_layer_count(profile);
-    bool *recompute = o->recompute ? sp_calloc(n_layers, sizeof *recompute) : NULL;
-    if (o->recompute && !recompute) {
-        sp_free(bounds);
-        sp_free(even);
-        return sp_oom(ctx, "partitioning");
-    }
-    switch (o->solver) {
-    case SP_SOLVER_ILP:
-        st = solve_ilp(ctx, profile, o, d, bounds, recompute, &ilp);
-        break;
-    case SP_SOLVER_UNIFORM:
-        st = sp_uniform_bounds(ctx, profile, K, bounds);
-        break;
-    case SP_SOLVER_PARAMETERS:
-        st = sp_parameters_bounds(ctx, profile, o->stages, bounds);
-        break;
-    default:
-        st = solve_dp(ctx, profile, o, d, bounds);
-        break;
-    }
-    double solve_ms = sp_now_ms() - t0;
-    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx)) {
-        struct sp_chain c;
-        if (chain_for(ctx, &c, profile, o, d) == SP_OK) {
-            st = explain_infeasible(ctx, profile, &c, o);
-            sp_chain_release(&c);
-        }
-    }
     sp_plan *plan = NULL;
-    if (st == SP_OK)
-        st = sp_plan_build_recompute(ctx, profile, o, d->speed, bounds, recompute, &plan);
+    sp_status st = sp_plan_build_recompute(ctx, profile, o, d->speed, bounds, recompute, &plan);
     if (st == SP_OK && o->solver != SP_SOLVER_DP && o->solver != SP_SOLVER_ILP)
         st = check_memory(ctx, plan, o, d);
     if (st == SP_OK)
         st = sp_uniform_bounds(ctx, profile, K, even);
     sp_sim *sim = NULL;
     if (st == SP_OK) {
-        plan->summary.optimal =
-            o->solver == SP_SOLVER_DP || (o->solver == SP_SOLVER_ILP && ilp.optimal);
-        if (o->solver == SP_SOLVER_ILP) {
+        plan->summary.optimal = o->solver == SP_SOLVER_DP || (ilp && ilp->optimal);
+        if (ilp) {
             sp_plan_summary *m = &plan->summary;
-            m->mip_gap = ilp.mip_gap;
-            m->best_bound_ms = ilp.best_bound;
-            m->objective_ms = ilp.objective_ms;
-            m->solver_status = ilp.status;
-            m->nodes = ilp.nodes;
-            m->free_binaries = ilp.free_binaries;
-            if (!ilp.optimal)
+            m->mip_gap = ilp->mip_gap;
+            m->best_bound_ms = ilp->best_bound;
+            m->objective_ms = ilp->objective_ms;
+            m->solver_status = ilp->status;
+            m->nodes = ilp->nodes;
+            m->free_binaries = ilp->free_binaries;
+            if (!ilp->optimal)
                 sp_warn(ctx,
                         "the ilp solver stopped at the time limit (%g s): the plan is the best "
                         "found, %.2f%% above the proven bound; raise --time-limit to prove it",
-                        o->time_limit_s, 100 * ilp.mip_gap);
+                        o->time_limit_s, 100 * ilp->mip_gap);
         }
         plan->summary.solve_ms = solve_ms;
         /* the even split on the same devices and links, figured the same way */
@@ -528,11 +581,85 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
             sp_plan_attach_schedule(plan, sim);
     }
     sp_sim_destroy(sim);
-    sp_free(bounds);
     sp_free(even);
+    if (st != SP_OK) {
+        sp_plan_destroy(plan);
+        return st;
+    }
+    *out = plan;
+    return SP_OK;
+}
+
+/* --placement search: the program picks a class of interchangeable devices for each stage; the
+ * stages then take the lowest-numbered free device of their class, and the plan is figured on
+ * those devices (and the links between them) in stage order. */
+static sp_status plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                             const struct stage_devices *d, sp_plan **out) {
+    *out = NULL;
+    size_t n_layers = sp_profile_layer_count(profile);
+    struct sp_placement_classes pc;
+    sp_status st = sp_placement_classes_init(ctx, profile, d->list, o->links, o->stages, &pc);
+    if (st != SP_OK)
+        return st;
+    size_t *bounds = sp_mallocarray((size_t)o->stages + 1, sizeof *bounds);
+    size_t *device = sp_mallocarray(o->stages, sizeof *device);
+    bool *recompute = o->recompute ? sp_calloc(n_layers, sizeof *recompute) : NULL;
+    struct sp_ilp_result ilp = {0};
+    sp_devices *chosen = NULL;
+    sp_links *chosen_links = NULL;
+    struct stage_devices d2 = {0};
+    if (!bounds || !device || (o->recompute && !recompute))
+        st = sp_oom(ctx, "placing stages");
+    double t0 = sp_now_ms();
+    if (st == SP_OK)
+        st = solve_ilp(ctx, profile, o, d, bounds, recompute, &pc, !o->ilp_cold, &ilp);
+    double solve_ms = sp_now_ms() - t0;
+    if (st == SP_OK)
+        sp_placement_devices(&pc, ilp.stage_class, o->stages, device);
+    if (st == SP_OK)
+        st = sp_placement_select(ctx, &pc, d->list, o->links, device, o->stages, &chosen,
+                                 &chosen_links);
+    sp_partition_opts o2 = *o;
+    o2.devices = chosen;
+    o2.links = chosen_links;
+    o2.placement = SP_PLACEMENT_ORDER;
+    if (st == SP_OK)
+        st = stage_devices_init(ctx, profile, &o2, &d2);
+    if (st == SP_OK && recompute) { /* trimmed against the chosen devices' memory */
+        struct sp_chain c;
+        st = chain_for(ctx, &c, profile, &o2, &d2);
+        if (st == SP_OK) {
+            trim_recompute(profile, &c, bounds, recompute);
+            sp_chain_release(&c);
+        }
+    }
+    sp_plan *plan = NULL;
+    if (st == SP_OK)
+        st = plan_finish(ctx, profile, &o2, &d2, bounds, recompute, &ilp, solve_ms, &plan);
+    const char **names = st == SP_OK ? sp_mallocarray(o->stages, sizeof *names) : NULL;
+    uint32_t *index = st == SP_OK ? sp_mallocarray(o->stages, sizeof *index) : NULL;
+    if (st == SP_OK && (!names || !index))
+        st = sp_oom(ctx, "placing stages");
+    for (uint32_t s = 0; st == SP_OK && s < o->stages; s++) {
+        index[s] = (uint32_t)device[s];
+        names[s] = sp_devices_get(d->list, device[s])->name;
+    }
+    if (st == SP_OK)
+        st = sp_plan_set_devices(ctx, plan, index, names);
+    if (st == SP_OK)
+        plan->summary.placement = SP_PLACEMENT_SEARCH;
+    sp_free(names);
+    sp_free(index);
+    stage_devices_release(&d2);
+    sp_devices_destroy(chosen);
+    sp_links_destroy(chosen_links);
     sp_free(ilp.bounds);
     sp_free(ilp.recompute);
+    sp_free(ilp.stage_class);
+    sp_free(bounds);
+    sp_free(device);
     sp_free(recompute);
+    sp_placement_classes_release(&pc);
     if (st != SP_OK) {
         sp_plan_destroy(plan);
         if (!*sp_ctx_errmsg(ctx))
@@ -541,6 +668,58 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     }
     *out = plan;
     return SP_OK;
+}
+
+/* One complete plan for resolved options: solve, then plan_finish. */
+static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                           const struct stage_devices *d, sp_plan **out) {
+    *out = NULL;
+    if (o->placement == SP_PLACEMENT_SEARCH)
+        return plan_placed(ctx, profile, o, d, out);
+    uint32_t K = o->stages * o->chunks; /* virtual stages */
+    size_t *bounds = sp_mallocarray((size_t)K + 1, sizeof *bounds);
+    size_t n_layers = sp_profile_layer_count(profile);
+    bool *recompute = o->recompute ? sp_calloc(n_layers, sizeof *recompute) : NULL;
+    if (!bounds || (o->recompute && !recompute)) {
+        sp_free(bounds);
+        sp_free(recompute);
+        return sp_oom(ctx, "partitioning");
+    }
+    double t0 = sp_now_ms();
+    sp_status st;
+    struct sp_ilp_result ilp = {0};
+    switch (o->solver) {
+    case SP_SOLVER_ILP:
+        st = solve_ilp(ctx, profile, o, d, bounds, recompute, NULL, !o->ilp_cold, &ilp);
+        break;
+    case SP_SOLVER_UNIFORM:
+        st = sp_uniform_bounds(ctx, profile, K, bounds);
+        break;
+    case SP_SOLVER_PARAMETERS:
+        st = sp_parameters_bounds(ctx, profile, o->stages, bounds);
+        break;
+    default:
+        st = solve_dp(ctx, profile, o, d, bounds);
+        break;
+    }
+    double solve_ms = sp_now_ms() - t0;
+    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx)) {
+        struct sp_chain c;
+        if (chain_for(ctx, &c, profile, o, d) == SP_OK) {
+            st = explain_infeasible(ctx, profile, &c, o);
+            sp_chain_release(&c);
+        }
+    }
+    if (st == SP_OK)
+        st = plan_finish(ctx, profile, o, d, bounds, recompute,
+                         o->solver == SP_SOLVER_ILP ? &ilp : NULL, solve_ms, out);
+    sp_free(bounds);
+    sp_free(ilp.bounds);
+    sp_free(ilp.recompute);
+    sp_free(recompute);
+    if (st != SP_OK && !*sp_ctx_errmsg(ctx))
+        sp_fail(ctx, st, "%s", sp_strerror(st));
+    return st;
 }
 
 /* --micro-batches auto: the smallest M whose simulated efficiency reaches the target. M = P,
@@ -669,6 +848,7 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     o.solver = SP_SOLVER_GIVEN;
     if (o.chunks == 0)
         o.chunks = 1;
+    o.placement = SP_PLACEMENT_ORDER; /* a given split keeps stage s on device s */
     if (o.micro_batches == 0 || o.micro_batches == SP_MICRO_BATCHES_AUTO)
         o.micro_batches = 4 * o.stages;
     if (o.chunks > 1)
@@ -846,6 +1026,22 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown objective, solver or schedule");
     if (o.chunks == 0)
         o.chunks = 1;
+    if (!sp_placement_name(o.placement))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown placement");
+    if (o.placement == SP_PLACEMENT_SEARCH) {
+        if (o.solver != SP_SOLVER_ILP)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "--placement search needs --solver ilp (choosing each stage's device "
+                           "is no chain problem for the dynamic program)");
+        if (o.chunks > 1)
+            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                           "--placement search with --chunks is not modelled by the ilp solver "
+                           "(interleaved chunks run on device k mod P)");
+        if (!o.devices && !sp_profile_devices(profile))
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "--placement search needs devices to choose from: --devices FILE, "
+                           "or a profile with \"devices\"");
+    }
     if (o.chunks > SP_MAX_STAGES || (uint64_t)o.chunks * o.stages > SP_MAX_STAGES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages x chunks must be at most %u, got %u x %u",
                        SP_MAX_STAGES, o.stages, o.chunks);

@@ -268,6 +268,15 @@ SP_API sp_status sp_comm_from_name(const char *name, sp_comm *out);
 
 #define SP_MICRO_BATCHES_AUTO UINT32_MAX
 
+/* Which device runs each stage. */
+typedef enum sp_placement {
+    SP_PLACEMENT_ORDER = 0, /* stage s on device s of the list (the default) */
+    SP_PLACEMENT_SEARCH = 1 /* ilp solver: choose a distinct device for every stage from the list
+                             * (speeds, memory, and the links between consecutive stages) */
+} sp_placement;
+SP_API const char *sp_placement_name(sp_placement placement);
+SP_API sp_status sp_placement_from_name(const char *name, sp_placement *out);
+
 typedef struct sp_partition_opts {
     uint32_t stages;             /* P, number of pipeline stages, >= 1 (default 4) */
     uint32_t micro_batches;      /* M per iteration; 0 means 4 * stages (the default);
@@ -296,6 +305,16 @@ typedef struct sp_partition_opts {
     bool recompute;              /* ilp solver ("--recompute auto"): choose which layers with
                                   * recompute_ms recompute their forward in the backward instead
                                   * of keeping their saved_bytes (default false) */
+    sp_placement placement;      /* SP_PLACEMENT_SEARCH: the ilp solver also chooses each stage's
+                                  * device among `devices` (or the profile's), minimizing the
+                                  * objective, then the sum of the boundary transfers over the
+                                  * links between the chosen devices, then the spread. Devices that
+                                  * are interchangeable (same speed and memory, same links) are
+                                  * merged first. Links, when given, are matched to the devices by
+                                  * name. Needs one chunk and overlapped transfers (default ORDER) */
+    bool ilp_cold;               /* ilp solver: no incumbent and no bound from the DP, the program
+                                  * alone (for testing and measuring the formulation; slower;
+                                  * default false) */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */
@@ -317,7 +336,9 @@ SP_API void sp_plan_destroy(sp_plan *plan);
 /* One stage of a plan. Layer indices are 0-based and inclusive. */
 typedef struct sp_stage {
     uint32_t index;
-    uint32_t device; /* device index; stage s runs on device s */
+    uint32_t device; /* index in the device list: s (k mod P when interleaved), or the device the
+                      * placement search chose */
+    const char *device_name; /* that device's name; "" without a device list */
     size_t first_layer, last_layer;
     const char *first_name, *last_name;
     double fwd_ms, bwd_ms;
@@ -370,6 +391,9 @@ typedef struct sp_plan_summary {
     const char *solver_status; /* "optimal", "time limit", ...; static; NULL otherwise */
     long long nodes;           /* branch-and-bound nodes */
     uint64_t free_binaries;    /* binaries left after window fixing */
+    sp_placement placement;    /* how the stages' devices were chosen */
+    double transfer_ms;        /* sum of the stages' send_ms, each boundary's transfer time one
+                                * way (what the placement search minimizes second) */
 } sp_plan_summary;
 
 SP_API const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan);

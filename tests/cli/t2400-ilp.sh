@@ -27,4 +27,35 @@ if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["recomp
 expect_code "without recomputation it does not fit" 3 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --memory-limit 9GB
 expect_code "recompute needs ilp" 2 "$STAGEPART" partition $P/gpt3-2.7b.json --recompute auto
 expect_code "bad time limit" 2 "$STAGEPART" partition $P/llama3-8b.json --solver ilp --time-limit 0
+D=samples/devices/two-speeds-8.json
+L=samples/links/two-nodes-8.json
+expect_code "placement search" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --solver ilp --devices $D --links $L --placement search --memory-limit 12GB --json
+if python3 - "$TMP/stdout" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+devs = json.load(open("samples/devices/two-speeds-8.json"))["devices"]
+assert p["placement"] == "search" and p["optimal"], p.get("ilp")
+assert sorted(s["device"] for s in p["stages"]) == list(range(8))
+for s in p["stages"]:
+    d = devs[s["device"]]
+    assert s["device_name"] == d["name"] and s["memory_bytes"] <= min(d["memory_bytes"], 12e9)
+# two nodes of four: the chain crosses between them once
+nodes = [s["device_name"].split(".")[0] for s in p["stages"]]
+assert sum(a != b for a, b in zip(nodes, nodes[1:])) == 1, nodes
+PY
+then pass "each stage on its own device, within its memory, one node crossing"; else fail "placement plan"; fi
+placed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["bottleneck_ms"])' "$TMP/stdout")
+ordered=$("$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --devices $D --links $L --memory-limit 12GB --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["bottleneck_ms"])')
+if python3 -c "import sys; sys.exit(0 if $placed < $ordered else 1)"; then pass "placement beats stage s on device s ($placed < $ordered ms)"; else fail "placement gain" "$placed vs $ordered"; fi
+"$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --solver ilp --devices $D --links $L --placement search -o "$TMP/placed.json" >/dev/null
+expect_code "a placed plan reads back" 0 "$STAGEPART" simulate "$TMP/placed.json"
+expect_code "placement table" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --solver ilp --devices $D --placement search
+expect_stdout_contains "devices named" "0 -> node0.gpu0"
+expect_code "placement needs ilp" 2 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --devices $D --placement search
+expect_code "placement needs devices" 2 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --solver ilp --placement search
+expect_code "placement with chunks" 4 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --chunks 2 --solver ilp --devices $D --placement search
+expect_code "placement, devices fewer than stages" 3 "$STAGEPART" partition $P/gpt3-2.7b.json -s 9 --solver ilp --devices $D --placement search
+expect_code "placement, no device fits" 3 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --solver ilp --devices $D --placement search --memory-limit 8GB
+expect_stderr_contains "placement reason" "no placement of 8 stages on the 8 devices fits"
+expect_code "bad placement value" 2 "$STAGEPART" partition $P/gpt3-2.7b.json --placement best
 test_done
