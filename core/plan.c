@@ -180,6 +180,63 @@ static sp_status interleaved_inflight(sp_ctx *ctx, uint32_t P, uint32_t V, uint3
     return SP_OK;
 }
 
+sp_status sp_interleaved_states(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M, uint32_t d,
+                                uint32_t **states, size_t *n_states) {
+    *states = NULL;
+    *n_states = 0;
+    struct sp_pipeline pl = {P, V, M, SP_SCHEDULE_INTERLEAVED, NULL, NULL, NULL, NULL, NULL, NULL};
+    struct sp_sched_op *ops = NULL;
+    size_t *offset = NULL;
+    sp_status st = sp_schedule_build(ctx, &pl, &ops, &offset);
+    if (st != SP_OK)
+        return st;
+    size_t forwards = 0;
+    for (size_t i = offset[d]; i < offset[d + 1]; i++)
+        forwards += ops[i].kind == 'F';
+    uint32_t *held = sp_calloc(V, sizeof *held);
+    uint32_t *out = sp_mallocarray(forwards ? forwards : 1, V * sizeof *out);
+    if (!held || !out) {
+        sp_free(held);
+        sp_free(out);
+        sp_free(ops);
+        sp_free(offset);
+        return sp_oom(ctx, "counting in-flight micro-batches");
+    }
+    size_t n = 0;
+    for (size_t i = offset[d]; i < offset[d + 1]; i++) {
+        uint32_t c = ops[i].stage / P;
+        if (ops[i].kind != 'F') {
+            held[c]--;
+            continue;
+        }
+        held[c]++;
+        /* keep the state unless a kept one holds at least as much of every chunk; drop the kept
+         * ones it holds at least as much as */
+        bool dominated = false;
+        size_t w = 0;
+        for (size_t k = 0; k < n; k++) {
+            const uint32_t *o = &out[k * V];
+            bool o_ge = true, h_ge = true;
+            for (uint32_t j = 0; j < V; j++) {
+                o_ge &= o[j] >= held[j];
+                h_ge &= held[j] >= o[j];
+            }
+            dominated |= o_ge;
+            if (!h_ge || o_ge) /* keep o, unless the new state dominates it strictly */
+                memmove(&out[w++ * V], o, V * sizeof *out);
+        }
+        n = w;
+        if (!dominated)
+            memcpy(&out[n++ * V], held, V * sizeof *out);
+    }
+    sp_free(held);
+    sp_free(ops);
+    sp_free(offset);
+    *states = out;
+    *n_states = n;
+    return SP_OK;
+}
+
 /* Stage k's device is k mod P of the list (or unnamed without one). */
 static sp_status name_devices(sp_ctx *ctx, sp_plan *plan, const sp_devices *list) {
     if (list && sp_devices_count(list) < plan->summary.stages)

@@ -44,6 +44,14 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
 sp_status sp_plan_set_layers(sp_ctx *ctx, sp_plan *plan, size_t n, const char *const *names,
                              const char *const *kinds);
 
+/* sp_interleaved_states: device d of an interleaved pipeline (P devices, V chunks, M
+ * micro-batches, Megatron's op order as the simulator runs it): the in-flight micro-batches of
+ * each chunk right after each forward, keeping only states no other state holds at least as much
+ * of in every chunk (a memory peak, for any non-negative bytes per chunk, is one of them).
+ * *states gets n x V counts (chunk c of state i at [i * V + c]), freed with sp_free. */
+sp_status sp_interleaved_states(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M, uint32_t d,
+                                uint32_t **states, size_t *n_states);
+
 /* sp_stage_inflight: micro-batches whose activations stage s of p holds under 1F1B with m
  * micro-batches: min(p - s, m). */
 uint32_t sp_stage_inflight(uint32_t s, uint32_t p, uint32_t m);

@@ -19,6 +19,14 @@ struct sp_ilp_placement {
     const uint32_t *incumbent; /* [K] the incumbent's class of each stage (with in->incumbent) */
 };
 
+/* Memory with interleaved chunks: device d holds, at its in-flight state i, held[..][c]
+ * micro-batches of its chunk c (sp_interleaved_states); each state must fit the device's cap. */
+struct sp_ilp_chunk_memory {
+    const uint32_t *held; /* chunk c of device d's state i: held[(offset[d] + i) * V + c] */
+    const size_t *offset; /* [P + 1] */
+    const uint64_t *cap;  /* [P] bytes; 0: not limited */
+};
+
 struct sp_ilp_input {
     const struct sp_chain *c; /* K = c->p virtual stages (speeds and caps per virtual stage) */
     uint32_t devices;         /* P: virtual stage k runs on device k mod P */
@@ -32,6 +40,7 @@ struct sp_ilp_input {
     double t_lower_ms;         /* a proven lower bound of the bottleneck (the exact DP's optimum,
                                 * with one chunk per device), or 0 */
     const struct sp_ilp_placement *place; /* NULL: stage k on device k mod P (c's speeds) */
+    const struct sp_ilp_chunk_memory *chunk_memory; /* with chunks and a memory cap, or NULL */
 };
 
 struct sp_ilp_result {

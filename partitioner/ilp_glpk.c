@@ -377,6 +377,69 @@ static void read_solution(glp_prob *lp, const struct model *m, struct sp_ilp_res
                 out->stage_class[k] = cls;
 }
 
+/* A row whose terms may name a column more than once (GLPK refuses that): summed densely. */
+struct dense_row {
+    double *val;           /* [n_cols + 1] */
+    unsigned char *listed; /* [n_cols + 1] */
+    int *cols, n;
+};
+
+static void dense_add(struct dense_row *d, int col, double v) {
+    if (!d->listed[col]) {
+        d->listed[col] = 1;
+        d->cols[d->n++] = col;
+    }
+    d->val[col] += v;
+}
+
+static void dense_flush(struct dense_row *d, struct rowbuf *r) {
+    for (int j = 0; j < d->n; j++) {
+        int col = d->cols[j];
+        if (d->val[col] != 0)
+            row_add(r, col, d->val[col]);
+        d->val[col] = 0;
+        d->listed[col] = 0;
+    }
+    d->n = 0;
+}
+
+/* Interleaved memory: for every device and in-flight state, the sum over its chunks of their
+ * resident bytes and held x saved bytes (less what recomputation spares) fits the cap. The
+ * chunks of one device share u columns when P = 1, hence the dense row. */
+static void add_chunk_memory_rows(glp_prob *lp, const struct model *m, struct rowbuf *r,
+                                  struct dense_row *acc) {
+    const struct sp_ilp_chunk_memory *cm = m->in->chunk_memory;
+    const struct sp_chain *c = m->c;
+    uint32_t V = m->K / m->P;
+    for (uint32_t d = 0; d < m->P; d++) {
+        if (!cm->cap[d])
+            continue;
+        for (size_t i = cm->offset[d]; i < cm->offset[d + 1]; i++) {
+            double rhs = (double)cm->cap[d];
+            for (uint32_t ch = 0; ch < V; ch++) {
+                uint32_t k = ch * m->P + d;
+                double held = cm->held[i * V + ch];
+                for (size_t b = 0; b < m->B; b++) {
+                    double saved = (double)(c->saved[b + 1] - c->saved[b]);
+                    double need = (double)(c->mem[b + 1] - c->mem[b]) + held * saved;
+                    if (need != 0) { /* x[b][k] = u[b][k] - u[b][k-1], u[b][K-1] = 1 */
+                        if (k + 1 < m->K)
+                            dense_add(acc, col_u(m, b, k), need);
+                        else
+                            rhs -= need;
+                        if (k > 0)
+                            dense_add(acc, col_u(m, b, k - 1), -need);
+                    }
+                    if (m->in->recompute && m->in->recompute[b] >= 0 && held * saved != 0)
+                        dense_add(acc, col_y(m, b, k), -held * saved);
+                }
+            }
+            dense_flush(acc, r);
+            add_row(lp, r, GLP_UP, 0, rhs);
+        }
+    }
+}
+
 /* Placement rows: one class per stage, class sizes, loads and memory on the chosen class, and
  * the transfer between consecutive stages' classes. */
 static void add_placement_rows(glp_prob *lp, const struct model *m, struct rowbuf *r, double t_ub) {
@@ -708,6 +771,24 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     }
     if (m.pl)
         add_placement_rows(lp, &m, &r, t_ub * (1 + 1e-9) + 1e-6);
+    if (in->chunk_memory) {
+        struct dense_row acc = {sp_calloc((size_t)m.n_cols + 1, sizeof(double)),
+                                sp_calloc((size_t)m.n_cols + 1, 1),
+                                sp_mallocarray((size_t)m.n_cols + 1, sizeof(int)), 0};
+        bool ok = acc.val && acc.listed && acc.cols;
+        if (ok)
+            add_chunk_memory_rows(lp, &m, &r, &acc);
+        sp_free(acc.val);
+        sp_free(acc.listed);
+        sp_free(acc.cols);
+        if (!ok) {
+            glp_delete_prob(lp);
+            glp_error_hook(NULL, NULL);
+            glp_term_out(term);
+            release_solve(&r, x, out, true);
+            return sp_oom(ctx, "building the integer program");
+        }
+    }
     enum phase phases[3] = {PHASE_OBJECTIVE};
     int n_phases = 1;
     bool speeds_differ = false;

@@ -5,6 +5,7 @@
 
 #include "baselines.h"
 #include "chain.h"
+#include "chunk_memory.h"
 #include "ilp.h"
 #include "placement.h"
 #include "plan_impl.h"
@@ -433,8 +434,14 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
             rc[b] = ms < 0 ? -1 : rc[b] + sp_ms_to_ticks(ms);
         }
     }
+    struct sp_chunk_memory cm = {0};
+    if (o->chunks > 1 && (o->memory_limit_bytes || d->memory))
+        st = sp_chunk_memory_init(ctx, o->stages, o->chunks, o->micro_batches,
+                                  o->memory_limit_bytes, d->memory, &cm);
     bool have_incumbent = true, inc_recomputes = false;
     double t_lower = 0;
+    if (st != SP_OK)
+        goto out;
     if (c.n_pos - 1 < K) {
         st = SP_ERR_INFEASIBLE;
     } else if (pc) {
@@ -483,6 +490,21 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
         }
     } else {
         st = sp_uniform_bounds(ctx, profile, K, inc);
+        if (st == SP_OK && cm.any_cap) { /* the uniform chunk split, if it fits (GLPK does not
+                                          * check an injected plan) */
+            bool fits = true, fits_recomputed = rc != NULL;
+            bool *all = rc ? sp_calloc(sp_profile_layer_count(profile), sizeof *all) : NULL;
+            for (size_t b = 0; all && b < B; b++)
+                for (size_t l = c.pos[b]; l < c.pos[b + 1]; l++)
+                    all[l] = rc[b] >= 0;
+            for (uint32_t dev = 0; dev < o->stages; dev++) {
+                fits &= sp_chunk_memory_fits(&cm, profile, inc, NULL, dev);
+                fits_recomputed &= all && sp_chunk_memory_fits(&cm, profile, inc, all, dev);
+            }
+            sp_free(all);
+            have_incumbent = fits || fits_recomputed;
+            inc_recomputes = !fits && fits_recomputed;
+        }
         for (uint32_t k = 0; st == SP_OK && k <= K; k++)
             inc[k] = position_of(&c, inc[k]);
     }
@@ -500,7 +522,8 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
                                   .recompute = rc,
                                   .t_lower_ms = t_lower,
                                   .incumbent_recomputes = inc_recomputes,
-                                  .place = pc ? &pc->ilp : NULL};
+                                  .place = pc ? &pc->ilp : NULL,
+                                  .chunk_memory = cm.any_cap ? &cm.ilp : NULL};
         st = sp_ilp_solve(ctx, &in, res);
     }
     if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && pc)
@@ -509,6 +532,15 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
                      "leaves a stage over its device's memory%s",
                      o->stages, sp_devices_count(d->list),
                      o->memory_limit_bytes ? " or the memory limit" : "");
+    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && cm.any_cap)
+        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                     "no split into %u x %u interleaved chunks fits %s: each device holds its "
+                     "chunks' memory_bytes and, at every point of the interleaved order, the "
+                     "saved_bytes of the micro-batches in flight. Raise the limit, use more "
+                     "stages, fewer micro-batches%s",
+                     o->stages, o->chunks,
+                     o->memory_limit_bytes ? "the memory limit" : "the devices' memory",
+                     o->recompute ? "" : " or --recompute auto");
     else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && o->chunks == 1)
         st = explain_infeasible(ctx, profile, &c, o);
     if (st == SP_OK) {
@@ -517,10 +549,13 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
         for (size_t b = 0; recompute && res->recompute && b < B; b++)
             for (size_t l = c.pos[b]; l < c.pos[b + 1]; l++)
                 recompute[l] = res->recompute[b];
-        if (!pc) /* placement trims against the chosen devices */
+        if (cm.any_cap) /* per device, over its chunks */
+            sp_chunk_memory_trim(&cm, profile, bounds, recompute);
+        else if (!pc && o->chunks == 1) /* placement trims against the chosen devices */
             trim_recompute(profile, &c, bounds, recompute);
     }
 out:
+    sp_chunk_memory_release(&cm);
     sp_free(inc);
     sp_free(rc);
     sp_chain_release(&c);
@@ -1054,14 +1089,6 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
             return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                            "the ilp solver models overlapped transfers only; --comm blocking "
                            "needs --solver dp");
-        if (o.recompute && o.chunks > 1)
-            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                           "recomputation choices with --chunks are not modelled by the ilp "
-                           "solver yet");
-        if (o.chunks > 1 && o.memory_limit_bytes)
-            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                           "memory limits with --chunks are not modelled by the ilp solver yet "
-                           "(the in-flight count of each chunk depends on the interleaved order)");
         if (!(o.time_limit_s > 0) || o.time_limit_s > 1e6)
             return sp_fail(ctx, SP_ERR_INVALID_ARG, "the time limit must be in (0, 1e6] s");
     } else if (o.recompute) {

@@ -21,7 +21,16 @@ expect_code "infeasible memory" 3 "$STAGEPART" partition $P/llama3-8b.json -s 4 
 expect_stderr_contains "memory reason named" "layer 'embedding' alone needs"
 expect_code "more stages than cuts" 3 "$STAGEPART" partition $P/resnet50.json -s 20 --solver ilp
 expect_code "devices fewer than stages" 3 "$STAGEPART" partition $P/llama3-8b.json -s 16 --solver ilp --devices samples/devices/two-speeds-8.json
-expect_code "chunks with a memory limit" 4 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --solver ilp --memory-limit 80GB
+expect_code "chunks under a memory limit" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --chunks 2 --solver ilp --memory-limit 18GB --json
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); d=[0]*4
+for s in p["stages"]: d[s["device"]]+=s["memory_bytes"]
+assert p["optimal"] and max(d) <= 18e9, d' "$TMP/stdout"; then pass "every device within 18 GB, proven"; else fail "chunk memory"; fi
+expect_code "chunks: no split fits" 3 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --chunks 2 --solver ilp --memory-limit 14GB --time-limit 5
+expect_stderr_contains "chunk memory reason" "no split into 4 x 2 interleaved chunks fits the memory limit"
+expect_code "chunks: recomputation makes it fit" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --chunks 2 --solver ilp --memory-limit 14GB --recompute auto --time-limit 5 --json
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); d=[0]*4
+for s in p["stages"]: d[s["device"]]+=s["memory_bytes"]
+assert p["recomputed_layers"] and max(d) <= 14e9, d' "$TMP/stdout"; then pass "recomputed layers listed, every device within 14 GB"; else fail "chunk recomputation"; fi
 expect_code "recomputation reaches the unlimited bottleneck" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --memory-limit 9GB --solver ilp --recompute auto --json
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["recomputed_layers"] and abs(p["bottleneck_ms"]-12.884895)<1e-6 and max(s["memory_bytes"] for s in p["stages"]) <= 9e9' "$TMP/stdout"; then pass "recomputed layers listed, memory within the limit"; else fail "recomputation plan"; fi
 expect_code "without recomputation it does not fit" 3 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --memory-limit 9GB

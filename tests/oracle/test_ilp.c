@@ -285,6 +285,86 @@ static void test_recompute(void) {
     SP_CHECK(helped > 0);
 }
 
+/* interleaved chunks under a memory limit: brute force over every split, each figured by
+ * sp_plan_from_split (its per-device memory is the peak over the interleaved order) */
+static void test_chunk_memory(void) {
+    int checked = 0, bound = 0, infeasible = 0;
+    for (int t = 0; t < 40; t++) {
+        struct inst in;
+        random_inst(&in, 6 + (int)rnd(4));
+        for (int i = 0; i < in.n; i++)
+            in.cut[i] = rnd(6) != 0;
+        int P = 2, V = 2, K = P * V;
+        sp_profile *p = profile_of(&in);
+        sp_partition_opts o;
+        sp_partition_opts_init(&o);
+        o.stages = (uint32_t)P;
+        o.chunks = (uint32_t)V;
+        o.micro_batches = (uint32_t)(2 * P);
+        /* a limit between the lightest and the heaviest split's memory binds now and then */
+        o.memory_limit_bytes = 120 + rnd(200);
+        int64_t best = INT64_MAX, free_best = INT64_MAX;
+        size_t b[16];
+        b[0] = 0;
+        /* every split into K stages: choose K - 1 cut positions among the allowed ones */
+        for (unsigned mask = 0; mask < (1u << (in.n - 1)); mask++) {
+            if (__builtin_popcount(mask) != K - 1)
+                continue;
+            bool ok = true;
+            size_t s = 1;
+            for (int i = 1; i < in.n; i++)
+                if (mask & (1u << (i - 1))) {
+                    ok &= in.cut[i - 1] != 0;
+                    b[s++] = (size_t)i;
+                }
+            if (!ok)
+                continue;
+            sp_plan *given = NULL;
+            SP_CHECK_STATUS(sp_plan_from_split(ctx, p, &o, b, (size_t)K, &given), SP_OK);
+            uint64_t dev[2] = {0, 0};
+            for (size_t k = 0; k < sp_plan_stage_count(given); k++)
+                dev[k % 2] += sp_plan_stage(given, k)->memory_bytes;
+            int64_t v = plan_value(given, &in, P, 0);
+            free_best = v < free_best ? v : free_best;
+            if (dev[0] <= o.memory_limit_bytes && dev[1] <= o.memory_limit_bytes && v < best)
+                best = v;
+            sp_plan_destroy(given);
+        }
+        if (free_best == INT64_MAX)
+            goto next;
+        o.solver = SP_SOLVER_ILP;
+        o.time_limit_s = 60;
+        sp_plan *plan = NULL;
+        sp_status st = sp_partition(ctx, p, &o, &plan);
+        if (best == INT64_MAX) {
+            SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "no split fits, ilp: %s", sp_status_name(st));
+            SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "interleaved chunks fits the memory limit");
+            infeasible++;
+        } else {
+            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+            if (st == SP_OK) {
+                SP_CHECK(sp_plan_get_summary(plan)->optimal);
+                int64_t got = plan_value(plan, &in, P, 0);
+                SP_CHECK_MSG(got == best, "t %d: ilp %" PRId64 ", brute force %" PRId64, t, got,
+                             best);
+                uint64_t dev[2] = {0, 0};
+                for (size_t k = 0; k < sp_plan_stage_count(plan); k++)
+                    dev[k % 2] += sp_plan_stage(plan, k)->memory_bytes;
+                SP_CHECK(dev[0] <= o.memory_limit_bytes && dev[1] <= o.memory_limit_bytes);
+                bound += best > free_best;
+                checked++;
+            }
+        }
+        sp_plan_destroy(plan);
+    next:
+        sp_profile_destroy(p);
+    }
+    printf("chunks under a memory limit: ilp = brute force on %d instances (the limit binding on "
+           "%d), %d infeasible agreed\n",
+           checked, bound, infeasible);
+    SP_CHECK(checked > 10 && bound > 0);
+}
+
 static void test_limits_and_refusals(void) {
     struct inst in;
     random_inst(&in, 20);
@@ -331,6 +411,7 @@ int main(void) {
     test_against_dp();
     test_against_brute();
     test_recompute();
+    test_chunk_memory();
     test_limits_and_refusals();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_ilp");
