@@ -121,7 +121,7 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
         printf("placement: each stage's device chosen by the search; boundary transfers %.3f ms "
                "per micro-batch (one way, summed)\n",
                m->transfer_ms);
-        for (size_t s = 0; s < sp_plan_stage_count(plan); s++)
+        for (size_t s = 0; s < m->stages; s++) /* chunks follow their stage's device */
             printf("%s%zu -> %s", s ? ", " : "  ", s, sp_plan_stage(plan, s)->device_name);
         printf("\n\n");
     }

@@ -261,7 +261,14 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
             sp_json_problem(&r, where, "first_layer",
                             "expected %zu (stages cover the layers contiguously), got %zu", expect,
                             s->first_layer);
-        if (placement == SP_PLACEMENT_SEARCH) {
+        if (placement == SP_PLACEMENT_SEARCH && k >= stages) {
+            if (s->device != plan->stages[k % stages].device)
+                sp_json_problem(&r, where, "device",
+                                "expected %u, the device of stage %llu (chunk k runs on the "
+                                "device of stage k mod %llu), got %u",
+                                plan->stages[k % stages].device, (unsigned long long)(k % stages),
+                                (unsigned long long)stages, s->device);
+        } else if (placement == SP_PLACEMENT_SEARCH) {
             if (s->device >= SP_MAX_DEVICES || device_used[s->device]++)
                 sp_json_problem(&r, where, "device",
                                 "expected a device index below %u that no other stage uses "

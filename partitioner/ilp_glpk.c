@@ -113,6 +113,9 @@ struct rowbuf {
     int *ind;
     double *val;
     int len;
+    int *slot; /* [n_cols + 1], zero between rows: where a column sits in the merged row */
+    int *mind; /* the merged row */
+    double *mval;
 };
 
 static void row_add(struct rowbuf *r, int col, double v) {
@@ -120,10 +123,31 @@ static void row_add(struct rowbuf *r, int col, double v) {
     r->val[r->len] = v;
 }
 
-static int add_row(glp_prob *lp, struct rowbuf *r, int type, double lb, double ub) {
+/* Adds the row and keeps its terms: a column named twice is counted once with its coefficients
+ * summed (GLPK refuses repeated columns; the chunks of one device share u columns when P = 1). */
+static int emit_row(glp_prob *lp, struct rowbuf *r, int type, double lb, double ub) {
+    int len = 0;
+    for (int j = 1; j <= r->len; j++) {
+        int col = r->ind[j];
+        if (r->slot[col]) {
+            r->mval[r->slot[col]] += r->val[j];
+            continue;
+        }
+        r->slot[col] = ++len;
+        r->mind[len] = col;
+        r->mval[len] = r->val[j];
+    }
+    for (int j = 1; j <= len; j++)
+        r->slot[r->mind[j]] = 0;
     int i = glp_add_rows(lp, 1);
-    glp_set_mat_row(lp, i, r->len, r->ind, r->val);
+    glp_set_mat_row(lp, i, len, r->mind, r->mval);
     glp_set_row_bnds(lp, i, type, lb, ub);
+    return i;
+}
+
+/* Adds the row and starts the next. */
+static int add_row(glp_prob *lp, struct rowbuf *r, int type, double lb, double ub) {
+    int i = emit_row(lp, r, type, lb, ub);
     r->len = 0;
     return i;
 }
@@ -253,14 +277,14 @@ static void fill_incumbent(struct model *m, const size_t *bounds, double *x) {
                 x[m->col_r + (int)b] = 1;
                 x[col_y(m, b, k)] = 1;
             }
-    for (uint32_t k = 0; m->pl && k < m->K; k++) {
-        x[col_z(m, k, m->pl->incumbent[k])] = 1;
-        x[col_w(m, k, m->pl->incumbent[k])] =
-            x[m->col_load + (int)k] * m->pl->speed[m->pl->incumbent[k]];
-        if (m->pl->latency_ms && k + 1 < m->K)
-            x[m->col_comm + (int)k] =
-                transfer_ms(m, m->pl->incumbent[k], m->pl->incumbent[k + 1], bounds[k + 1] - 1);
+    const uint32_t *inc = m->pl ? m->pl->incumbent : NULL; /* the class of each device */
+    for (uint32_t d = 0; inc && d < m->P; d++) {
+        x[col_z(m, d, inc[d])] = 1;
+        x[col_w(m, d, inc[d])] = x[m->col_load + (int)d] * m->pl->speed[inc[d]];
     }
+    for (uint32_t k = 0; inc && m->pl->latency_ms && m->P > 1 && k + 1 < m->K; k++)
+        x[m->col_comm + (int)k] =
+            transfer_ms(m, inc[k % m->P], inc[(k + 1) % m->P], bounds[k + 1] - 1);
 }
 
 static const char *status_name(int st) {
@@ -280,6 +304,9 @@ static const char *status_name(int st) {
 static void release_solve(struct rowbuf *r, double *x, struct sp_ilp_result *out, bool failed) {
     sp_free(r->ind);
     sp_free(r->val);
+    sp_free(r->slot);
+    sp_free(r->mind);
+    sp_free(r->mval);
     sp_free(x);
     if (failed) {
         sp_free(out->bounds);
@@ -371,51 +398,24 @@ static void read_solution(glp_prob *lp, const struct model *m, struct sp_ilp_res
     out->bounds[m->K] = m->B;
     for (size_t blk = 0; m->in->recompute && out->recompute && blk < m->B; blk++)
         out->recompute[blk] = glp_mip_col_val(lp, m->col_r + (int)blk) > 0.5;
-    for (uint32_t k = 0; m->pl && k < m->K; k++)
+    for (uint32_t d = 0; m->pl && d < m->P; d++)
         for (uint32_t cls = 0; cls < m->C; cls++)
-            if (glp_mip_col_val(lp, col_z(m, k, cls)) > 0.5)
-                out->stage_class[k] = cls;
-}
-
-/* A row whose terms may name a column more than once (GLPK refuses that): summed densely. */
-struct dense_row {
-    double *val;           /* [n_cols + 1] */
-    unsigned char *listed; /* [n_cols + 1] */
-    int *cols, n;
-};
-
-static void dense_add(struct dense_row *d, int col, double v) {
-    if (!d->listed[col]) {
-        d->listed[col] = 1;
-        d->cols[d->n++] = col;
-    }
-    d->val[col] += v;
-}
-
-static void dense_flush(struct dense_row *d, struct rowbuf *r) {
-    for (int j = 0; j < d->n; j++) {
-        int col = d->cols[j];
-        if (d->val[col] != 0)
-            row_add(r, col, d->val[col]);
-        d->val[col] = 0;
-        d->listed[col] = 0;
-    }
-    d->n = 0;
+            if (glp_mip_col_val(lp, col_z(m, d, cls)) > 0.5)
+                out->stage_class[d] = cls;
 }
 
 /* Interleaved memory: for every device and in-flight state, the sum over its chunks of their
  * resident bytes and held x saved bytes (less what recomputation spares) fits the cap. The
- * chunks of one device share u columns when P = 1, hence the dense row. */
-static void add_chunk_memory_rows(glp_prob *lp, const struct model *m, struct rowbuf *r,
-                                  struct dense_row *acc) {
+ * chunks of one device share u columns when P = 1 (add_row sums them). */
+static void add_chunk_memory_rows(glp_prob *lp, const struct model *m, struct rowbuf *r) {
     const struct sp_ilp_chunk_memory *cm = m->in->chunk_memory;
     const struct sp_chain *c = m->c;
+    const struct sp_ilp_placement *pl = m->pl;
     uint32_t V = m->K / m->P;
-    for (uint32_t d = 0; d < m->P; d++) {
-        if (!cm->cap[d])
-            continue;
+    for (uint32_t d = 0; d < m->P; d++)
         for (size_t i = cm->offset[d]; i < cm->offset[d + 1]; i++) {
-            double rhs = (double)cm->cap[d];
+            /* the state's memory: sum over the chunks of memory_bytes + held x saved_bytes */
+            double cst = 0, most = 0;
             for (uint32_t ch = 0; ch < V; ch++) {
                 uint32_t k = ch * m->P + d;
                 double held = cm->held[i * V + ch];
@@ -424,24 +424,40 @@ static void add_chunk_memory_rows(glp_prob *lp, const struct model *m, struct ro
                     double need = (double)(c->mem[b + 1] - c->mem[b]) + held * saved;
                     if (need != 0) { /* x[b][k] = u[b][k] - u[b][k-1], u[b][K-1] = 1 */
                         if (k + 1 < m->K)
-                            dense_add(acc, col_u(m, b, k), need);
+                            row_add(r, col_u(m, b, k), need);
                         else
-                            rhs -= need;
+                            cst += need;
                         if (k > 0)
-                            dense_add(acc, col_u(m, b, k - 1), -need);
+                            row_add(r, col_u(m, b, k - 1), -need);
                     }
                     if (m->in->recompute && m->in->recompute[b] >= 0 && held * saved != 0)
-                        dense_add(acc, col_y(m, b, k), -held * saved);
+                        row_add(r, col_y(m, b, k), -held * saved);
                 }
             }
-            dense_flush(acc, r);
-            add_row(lp, r, GLP_UP, 0, rhs);
+            double held_max = 0; /* the state's memory is at most every block at this count */
+            for (uint32_t ch = 0; ch < V; ch++)
+                held_max = fmax(held_max, cm->held[i * V + ch]);
+            most = (double)c->mem[m->B] + held_max * (double)c->saved[m->B];
+            /* the row once per cap that applies: the limit, and with placement each class's
+             * memory when z[d][c] = 1 (big-M) */
+            for (int cls = -1; cls < (pl ? (int)m->C : 0); cls++) {
+                double cap = cls < 0 ? (double)cm->cap[d] : (double)pl->memory[cls];
+                if (cap == 0 || (cls >= 0 && cm->cap[d] && (double)cm->cap[d] <= cap))
+                    continue;
+                if (cls < 0) {
+                    emit_row(lp, r, GLP_UP, 0, cap - cst);
+                    continue;
+                }
+                row_add(r, col_z(m, d, (uint32_t)cls), most);
+                emit_row(lp, r, GLP_UP, 0, cap - cst + most);
+                r->len--; /* the next class's z in its place */
+            }
+            r->len = 0;
         }
-    }
 }
 
-/* Placement rows: one class per stage, class sizes, loads and memory on the chosen class, and
- * the transfer between consecutive stages' classes. */
+/* Placement rows: one class per device (which runs its V chunks), class sizes, loads and memory
+ * on the chosen class, and the transfer between consecutive stages' classes. */
 static void add_placement_rows(glp_prob *lp, const struct model *m, struct rowbuf *r, double t_ub) {
     const struct sp_ilp_placement *pl = m->pl;
     double work = 0, need = 0, bytes_max = 0;
@@ -452,47 +468,49 @@ static void add_placement_rows(glp_prob *lp, const struct model *m, struct rowbu
         need += need_of(m, b, 0); /* stage 0 holds the most in flight */
         bytes_max = fmax(bytes_max, pl->cut_bytes[b]);
     }
-    for (uint32_t k = 0; k < m->K; k++)
+    for (uint32_t d = 0; d < m->P; d++)
         for (uint32_t cls = 0; cls < m->C; cls++)
-            glp_set_col_kind(lp, col_z(m, k, cls), GLP_BV);
-    for (uint32_t k = 0; k < m->K; k++) {
+            glp_set_col_kind(lp, col_z(m, d, cls), GLP_BV);
+    for (uint32_t d = 0; d < m->P; d++) {
         for (uint32_t cls = 0; cls < m->C; cls++)
-            row_add(r, col_z(m, k, cls), 1);
+            row_add(r, col_z(m, d, cls), 1);
         add_row(lp, r, GLP_FX, 1, 1);
     }
     for (uint32_t cls = 0; cls < m->C; cls++) {
-        for (uint32_t k = 0; k < m->K; k++)
-            row_add(r, col_z(m, k, cls), 1);
+        for (uint32_t d = 0; d < m->P; d++)
+            row_add(r, col_z(m, d, cls), 1);
         add_row(lp, r, GLP_UP, 0, pl->size[cls]);
     }
-    for (uint32_t k = 0; k < m->K; k++) {
-        /* stage k's work split over the classes, w[k][c] <= (the most a stage on c can take)
-         * x z[k][c]: exactly its work on its class once z is integral, and a far tighter
-         * relaxation than big-M rows on the load */
+    for (uint32_t d = 0; d < m->P; d++) {
+        /* device d's work (its chunks') split over the classes, w[d][c] <= (the most a device
+         * of c can take) x z[d][c]: exactly its work on its class once z is integral, and a far
+         * tighter relaxation than big-M rows on the load */
+        double cst = 0;
         for (uint32_t cls = 0; cls < m->C; cls++)
-            row_add(r, col_w(m, k, cls), 1);
-        double cst = add_stage_work(m, r, k, -1);
+            row_add(r, col_w(m, d, cls), 1);
+        for (uint32_t k = d; k < m->K; k += m->P)
+            cst += add_stage_work(m, r, k, -1);
         add_row(lp, r, GLP_FX, -cst, -cst);
-        row_add(r, m->col_load + (int)k, 1);
+        row_add(r, m->col_load + (int)d, 1);
         for (uint32_t cls = 0; cls < m->C; cls++)
-            row_add(r, col_w(m, k, cls), -1 / pl->speed[cls]);
+            row_add(r, col_w(m, d, cls), -1 / pl->speed[cls]);
         add_row(lp, r, GLP_FX, 0, 0);
         for (uint32_t cls = 0; cls < m->C; cls++) {
             double most = isfinite(t_ub) ? fmin(work, t_ub * pl->speed[cls]) : work;
-            glp_set_col_bnds(lp, col_w(m, k, cls), GLP_LO, 0, 0);
-            row_add(r, col_w(m, k, cls), 1);
-            row_add(r, col_z(m, k, cls), -most);
+            glp_set_col_bnds(lp, col_w(m, d, cls), GLP_LO, 0, 0);
+            row_add(r, col_w(m, d, cls), 1);
+            row_add(r, col_z(m, d, cls), -most);
             add_row(lp, r, GLP_UP, 0, 0);
         }
     }
     for (uint32_t cls = 0; cls < m->C; cls++) {
-        /* the class's stages together: at most size x T x speed of work */
-        for (uint32_t k = 0; k < m->K; k++)
-            row_add(r, col_w(m, k, cls), 1);
+        /* the class's devices together: at most size x T x speed of work */
+        for (uint32_t d = 0; d < m->P; d++)
+            row_add(r, col_w(m, d, cls), 1);
         row_add(r, m->col_T, -(double)pl->size[cls] * pl->speed[cls]);
         add_row(lp, r, GLP_UP, 0, 0);
     }
-    for (uint32_t k = 0; k < m->K; k++)
+    for (uint32_t k = 0; m->K == m->P && k < m->K; k++) /* with chunks: add_chunk_memory_rows */
         for (uint32_t cls = 0; cls < m->C; cls++) {
             /* z[k][c] = 1  =>  memory_k <= the class's memory */
             uint64_t cap = pl->memory[cls];
@@ -502,7 +520,8 @@ static void add_placement_rows(glp_prob *lp, const struct model *m, struct rowbu
             row_add(r, col_z(m, k, cls), need);
             add_row(lp, r, GLP_UP, 0, (double)cap + need - cst);
         }
-    for (uint32_t k = 0; pl->latency_ms && k + 1 < m->K; k++) {
+    for (uint32_t k = 0; pl->latency_ms && m->P > 1 && k + 1 < m->K; k++) {
+        uint32_t d = k % m->P, next = (k + 1) % m->P;
         glp_set_col_bnds(lp, m->col_comm + (int)k, GLP_LO, 0, 0);
         for (uint32_t cls = 0; cls < m->C; cls++)
             for (uint32_t e = 0; e < m->C; e++) {
@@ -511,7 +530,7 @@ static void add_placement_rows(glp_prob *lp, const struct model *m, struct rowbu
                 size_t i = (size_t)cls * m->C + e;
                 double alpha = pl->latency_ms[i], inv_bw = pl->ms_per_byte[i];
                 double big = alpha + bytes_max * inv_bw;
-                /* comm_k >= alpha + inv_bw x (bytes at k's cut) - big (2 - z[k][c] - z[k+1][e]);
+                /* comm_k >= alpha + inv_bw x (bytes at k's cut) - big (2 - z[d][c] - z[d+1][e]);
                  * the bytes at the cut: sum_b bytes_b (u[b][k] - u[b+1][k]) */
                 row_add(r, m->col_comm + (int)k, 1);
                 for (size_t b = 0; b < m->B; b++) {
@@ -519,8 +538,8 @@ static void add_placement_rows(glp_prob *lp, const struct model *m, struct rowbu
                     if (coef != 0)
                         row_add(r, col_u(m, b, k), -inv_bw * coef);
                 }
-                row_add(r, col_z(m, k, cls), -big);
-                row_add(r, col_z(m, k + 1, e), -big);
+                row_add(r, col_z(m, d, cls), -big);
+                row_add(r, col_z(m, next, e), -big);
                 add_row(lp, r, GLP_LO, alpha - 2 * big, 0);
             }
     }
@@ -538,8 +557,6 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
                       .speed_max = 1};
     if (m.B < m.K)
         return SP_ERR_INFEASIBLE;
-    if (m.pl && m.P != m.K)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "placement search needs one chunk per device");
     if ((double)m.B * (m.K > 1 ? m.K - 1 : 1) > SP_ILP_MAX_COLUMNS)
         return sp_fail(ctx, SP_ERR_LIMIT,
                        "the program would have %.0f binaries, more than %d: use the dp solver or "
@@ -559,9 +576,9 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     if (m.pl) {
         m.C = m.pl->classes;
         m.col_z = m.n_cols + 1;
-        m.n_cols += (int)(m.K * m.C);
+        m.n_cols += (int)(m.P * m.C);
         m.col_w = m.n_cols + 1;
-        m.n_cols += (int)(m.K * m.C);
+        m.n_cols += (int)(m.P * m.C);
         m.col_comm = m.n_cols + 1;
         if (m.pl->latency_ms)
             m.n_cols += (int)m.K - 1;
@@ -569,17 +586,21 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
         for (uint32_t cls = 0; cls < m.C; cls++)
             m.speed_max = fmax(m.speed_max, m.pl->speed[cls]);
     }
-    /* the longest row: every column (a phase's objective fixed), or a stage's load with its
-     * recomputation, twice over the blocks */
-    size_t row_cap = (size_t)m.n_cols + 4 * m.B + 16;
+    /* the longest row before merging: a device's memory state over its chunks (u twice and y
+     * per block and chunk), or every column (a phase's objective fixed) */
+    size_t row_cap = 3 * (size_t)m.n_cols + 4 * m.B + 16;
     struct rowbuf r = {sp_mallocarray(row_cap + 1, sizeof(int)),
-                       sp_mallocarray(row_cap + 1, sizeof(double)), 0};
+                       sp_mallocarray(row_cap + 1, sizeof(double)),
+                       0,
+                       sp_calloc((size_t)m.n_cols + 1, sizeof(int)),
+                       sp_mallocarray((size_t)m.n_cols + 1, sizeof(int)),
+                       sp_mallocarray((size_t)m.n_cols + 1, sizeof(double))};
     double *x = sp_calloc((size_t)m.n_cols + 1, sizeof *x);
     out->bounds = sp_mallocarray((size_t)m.K + 1, sizeof *out->bounds);
     out->recompute = in->recompute ? sp_calloc(m.B, sizeof *out->recompute) : NULL;
     out->stage_class = m.pl ? sp_calloc(m.K, sizeof *out->stage_class) : NULL;
-    if (!r.ind || !r.val || !x || !out->bounds || (in->recompute && !out->recompute) ||
-        (m.pl && !out->stage_class)) {
+    if (!r.ind || !r.val || !r.slot || !r.mind || !r.mval || !x || !out->bounds ||
+        (in->recompute && !out->recompute) || (m.pl && !out->stage_class)) {
         release_solve(&r, x, out, true);
         return sp_oom(ctx, "building the integer program");
     }
@@ -771,24 +792,8 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
     }
     if (m.pl)
         add_placement_rows(lp, &m, &r, t_ub * (1 + 1e-9) + 1e-6);
-    if (in->chunk_memory) {
-        struct dense_row acc = {sp_calloc((size_t)m.n_cols + 1, sizeof(double)),
-                                sp_calloc((size_t)m.n_cols + 1, 1),
-                                sp_mallocarray((size_t)m.n_cols + 1, sizeof(int)), 0};
-        bool ok = acc.val && acc.listed && acc.cols;
-        if (ok)
-            add_chunk_memory_rows(lp, &m, &r, &acc);
-        sp_free(acc.val);
-        sp_free(acc.listed);
-        sp_free(acc.cols);
-        if (!ok) {
-            glp_delete_prob(lp);
-            glp_error_hook(NULL, NULL);
-            glp_term_out(term);
-            release_solve(&r, x, out, true);
-            return sp_oom(ctx, "building the integer program");
-        }
-    }
+    if (in->chunk_memory)
+        add_chunk_memory_rows(lp, &m, &r);
     enum phase phases[3] = {PHASE_OBJECTIVE};
     int n_phases = 1;
     bool speeds_differ = false;

@@ -434,17 +434,27 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
             rc[b] = ms < 0 ? -1 : rc[b] + sp_ms_to_ticks(ms);
         }
     }
-    struct sp_chunk_memory cm = {0};
+    /* chunks: cm has the in-flight states of stage s's devices (s), for the incumbent and, without
+     * placement, the program's memory rows; with placement the rows take the limit alone (the
+     * program adds each class's memory) */
+    struct sp_chunk_memory cm = {0}, cm_rows = {0};
+    bool class_memory = false;
+    for (uint32_t cls = 0; pc && cls < pc->ilp.classes; cls++)
+        class_memory |= pc->memory[cls] != 0;
     if (o->chunks > 1 && (o->memory_limit_bytes || d->memory))
         st = sp_chunk_memory_init(ctx, o->stages, o->chunks, o->micro_batches,
                                   o->memory_limit_bytes, d->memory, &cm);
+    bool chunk_rows = o->chunks > 1 && (pc ? o->memory_limit_bytes || class_memory : cm.any_cap);
+    if (st == SP_OK && pc && chunk_rows)
+        st = sp_chunk_memory_init(ctx, o->stages, o->chunks, o->micro_batches,
+                                  o->memory_limit_bytes, NULL, &cm_rows);
     bool have_incumbent = true, inc_recomputes = false;
     double t_lower = 0;
     if (st != SP_OK)
         goto out;
     if (c.n_pos - 1 < K) {
         st = SP_ERR_INFEASIBLE;
-    } else if (pc) {
+    } else if (pc && o->chunks == 1) {
         /* the incumbent: the exact DP with stage s on device s; the bound: the DP with every
          * stage on the fastest device and no memory limit */
         st = solve_dp(ctx, profile, o, d, inc);
@@ -523,7 +533,9 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
                                   .t_lower_ms = t_lower,
                                   .incumbent_recomputes = inc_recomputes,
                                   .place = pc ? &pc->ilp : NULL,
-                                  .chunk_memory = cm.any_cap ? &cm.ilp : NULL};
+                                  .chunk_memory = !chunk_rows ? NULL
+                                                  : pc        ? &cm_rows.ilp
+                                                              : &cm.ilp};
         st = sp_ilp_solve(ctx, &in, res);
     }
     if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && pc)
@@ -532,7 +544,7 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
                      "leaves a stage over its device's memory%s",
                      o->stages, sp_devices_count(d->list),
                      o->memory_limit_bytes ? " or the memory limit" : "");
-    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && cm.any_cap)
+    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && chunk_rows)
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                      "no split into %u x %u interleaved chunks fits %s: each device holds its "
                      "chunks' memory_bytes and, at every point of the interleaved order, the "
@@ -549,13 +561,14 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
         for (size_t b = 0; recompute && res->recompute && b < B; b++)
             for (size_t l = c.pos[b]; l < c.pos[b + 1]; l++)
                 recompute[l] = res->recompute[b];
-        if (cm.any_cap) /* per device, over its chunks */
+        if (!pc && cm.any_cap) /* per device, over its chunks */
             sp_chunk_memory_trim(&cm, profile, bounds, recompute);
         else if (!pc && o->chunks == 1) /* placement trims against the chosen devices */
             trim_recompute(profile, &c, bounds, recompute);
     }
 out:
     sp_chunk_memory_release(&cm);
+    sp_chunk_memory_release(&cm_rows);
     sp_free(inc);
     sp_free(rc);
     sp_chain_release(&c);
@@ -636,7 +649,8 @@ static sp_status plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     sp_status st = sp_placement_classes_init(ctx, profile, d->list, o->links, o->stages, &pc);
     if (st != SP_OK)
         return st;
-    size_t *bounds = sp_mallocarray((size_t)o->stages + 1, sizeof *bounds);
+    uint32_t K = o->stages * o->chunks;
+    size_t *bounds = sp_mallocarray((size_t)K + 1, sizeof *bounds);
     size_t *device = sp_mallocarray(o->stages, sizeof *device);
     bool *recompute = o->recompute ? sp_calloc(n_layers, sizeof *recompute) : NULL;
     struct sp_ilp_result ilp = {0};
@@ -660,7 +674,14 @@ static sp_status plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     o2.placement = SP_PLACEMENT_ORDER;
     if (st == SP_OK)
         st = stage_devices_init(ctx, profile, &o2, &d2);
-    if (st == SP_OK && recompute) { /* trimmed against the chosen devices' memory */
+    if (st == SP_OK && recompute && o->chunks > 1) { /* trimmed against the chosen devices */
+        struct sp_chunk_memory cm;
+        st = sp_chunk_memory_init(ctx, o->stages, o->chunks, o->micro_batches,
+                                  o->memory_limit_bytes, d2.memory, &cm);
+        if (st == SP_OK)
+            sp_chunk_memory_trim(&cm, profile, bounds, recompute);
+        sp_chunk_memory_release(&cm);
+    } else if (st == SP_OK && recompute) {
         struct sp_chain c;
         st = chain_for(ctx, &c, profile, &o2, &d2);
         if (st == SP_OK) {
@@ -671,13 +692,13 @@ static sp_status plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     sp_plan *plan = NULL;
     if (st == SP_OK)
         st = plan_finish(ctx, profile, &o2, &d2, bounds, recompute, &ilp, solve_ms, &plan);
-    const char **names = st == SP_OK ? sp_mallocarray(o->stages, sizeof *names) : NULL;
-    uint32_t *index = st == SP_OK ? sp_mallocarray(o->stages, sizeof *index) : NULL;
+    const char **names = st == SP_OK ? sp_mallocarray(K, sizeof *names) : NULL;
+    uint32_t *index = st == SP_OK ? sp_mallocarray(K, sizeof *index) : NULL;
     if (st == SP_OK && (!names || !index))
         st = sp_oom(ctx, "placing stages");
-    for (uint32_t s = 0; st == SP_OK && s < o->stages; s++) {
-        index[s] = (uint32_t)device[s];
-        names[s] = sp_devices_get(d->list, device[s])->name;
+    for (uint32_t k = 0; st == SP_OK && k < K; k++) { /* chunk k runs on device k mod P */
+        index[k] = (uint32_t)device[k % o->stages];
+        names[k] = sp_devices_get(d->list, index[k])->name;
     }
     if (st == SP_OK)
         st = sp_plan_set_devices(ctx, plan, index, names);
@@ -1068,10 +1089,6 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
                            "--placement search needs --solver ilp (choosing each stage's device "
                            "is no chain problem for the dynamic program)");
-        if (o.chunks > 1)
-            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                           "--placement search with --chunks is not modelled by the ilp solver "
-                           "(interleaved chunks run on device k mod P)");
         if (!o.devices && !sp_profile_devices(profile))
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
                            "--placement search needs devices to choose from: --devices FILE, "

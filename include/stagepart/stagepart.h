@@ -307,11 +307,13 @@ typedef struct sp_partition_opts {
                                   * of keeping their saved_bytes (default false) */
     sp_placement placement;      /* SP_PLACEMENT_SEARCH: the ilp solver also chooses each stage's
                                   * device among `devices` (or the profile's), minimizing the
-                                  * objective, then the sum of the boundary transfers over the
-                                  * links between the chosen devices, then the spread. Devices that
+                                  * objective, then the latency of one micro-batch (sum of stage
+                                  * times + twice the transfers over the links between the chosen
+                                  * devices), then the spread. Devices that
                                   * are interchangeable (same speed and memory, same links) are
                                   * merged first. Links, when given, are matched to the devices by
-                                  * name. Needs one chunk and overlapped transfers (default ORDER) */
+                                  * name. With chunks, chunk k runs on stage k mod P's device.
+                                  * Needs overlapped transfers (default ORDER) */
     bool ilp_cold;               /* ilp solver: no incumbent and no bound from the DP, the program
                                   * alone (for testing and measuring the formulation; slower;
                                   * default false) */

@@ -62,7 +62,10 @@ expect_code "placement table" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --
 expect_stdout_contains "devices named" "0 -> node0.gpu0"
 expect_code "placement needs ilp" 2 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --devices $D --placement search
 expect_code "placement needs devices" 2 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --solver ilp --placement search
-expect_code "placement with chunks" 4 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --chunks 2 --solver ilp --devices $D --placement search
+expect_code "placement with chunks" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --chunks 2 --solver ilp --devices $D --links $L --placement search --memory-limit 20GB --time-limit 5 -o "$TMP/pc.json"
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); s=p["stages"]
+assert p["placement"]=="search" and all(s[k]["device"]==s[k%4]["device"] for k in range(8)) and len({x["device"] for x in s[:4]})==4' "$TMP/pc.json"; then pass "chunk k on the device of stage k mod P"; else fail "placed chunks"; fi
+expect_code "a placed chunked plan reads back" 0 "$STAGEPART" simulate "$TMP/pc.json"
 expect_code "placement, devices fewer than stages" 3 "$STAGEPART" partition $P/gpt3-2.7b.json -s 9 --solver ilp --devices $D --placement search
 expect_code "placement, no device fits" 3 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --solver ilp --devices $D --placement search --memory-limit 8GB
 expect_stderr_contains "placement reason" "no placement of 8 stages on the 8 devices fits"

@@ -250,6 +250,131 @@ static void test_against_enumeration(void) {
     SP_CHECK(checked > 20 && moved > 0);
 }
 
+/* interleaved chunks (P = 2, V = 2): every ordered choice of two devices, each written as its
+ * own devices and links files, times every split, figured by sp_plan_from_split (its memory is
+ * the peak over the interleaved order) */
+static void test_chunks_against_enumeration(void) {
+    int checked = 0;
+    const char *dev_path = "test_placement.chunks.devices.json",
+               *links_path = "test_placement.chunks.links.json";
+    for (int t = 0; t < 15; t++) {
+        struct inst in;
+        random_inst(&in);
+        in.P = 2;
+        if (in.n < 5)
+            in.n = 5;
+        if (in.devices > 4)
+            in.devices = 4;
+        for (int i = 0; i < in.n; i++)
+            in.cut[i] = 1;
+        sp_profile *p = profile_of(&in);
+        sp_partition_opts o;
+        sp_partition_opts_init(&o);
+        o.stages = 2;
+        o.chunks = 2;
+        o.micro_batches = 4;
+        o.memory_limit_bytes = in.limit;
+        struct best best = {INT64_MAX, (double)INFINITY};
+        for (int a = 0; a < in.devices; a++)
+            for (int b = 0; b < in.devices; b++) {
+                if (a == b)
+                    continue;
+                struct inst two = in; /* devices a, b as the list */
+                two.devices = 2;
+                int pick[2] = {a, b};
+                for (int i = 0; i < 2; i++) {
+                    two.speed[i] = in.speed[pick[i]];
+                    two.dev_mem[i] = in.dev_mem[pick[i]];
+                    for (int j = 0; j < 2; j++) {
+                        two.lat_us[i][j] = in.lat_us[pick[i]][pick[j]];
+                        two.bw[i][j] = in.bw[pick[i]][pick[j]];
+                    }
+                }
+                write_devices(&two, dev_path, links_path);
+                sp_devices *devices = NULL;
+                sp_links *links = NULL;
+                SP_CHECK_STATUS(sp_devices_load(ctx, dev_path, &devices), SP_OK);
+                SP_CHECK_STATUS(sp_links_load(ctx, links_path, &links), SP_OK);
+                o.devices = devices;
+                o.links = links;
+                size_t bnd[4] = {0};
+                for (size_t x = 1; x < (size_t)in.n; x++)
+                    for (size_t y = x + 1; y < (size_t)in.n; y++)
+                        for (size_t z = y + 1; z < (size_t)in.n; z++) {
+                            bnd[1] = x;
+                            bnd[2] = y;
+                            bnd[3] = z;
+                            sp_plan *given = NULL;
+                            SP_CHECK_STATUS(sp_plan_from_split(ctx, p, &o, bnd, 4, &given), SP_OK);
+                            uint64_t mem[2] = {0, 0};
+                            double latency = 2 * sp_plan_get_summary(given)->transfer_ms;
+                            for (size_t k = 0; k < 4; k++) {
+                                mem[k % 2] += sp_plan_stage(given, k)->memory_bytes;
+                                latency += sp_plan_stage(given, k)->time_ms;
+                            }
+                            bool fits = true;
+                            for (int d = 0; d < 2; d++) {
+                                uint64_t cap = two.dev_mem[d];
+                                fits &=
+                                    (!cap || mem[d] <= cap) && (!in.limit || mem[d] <= in.limit);
+                            }
+                            int64_t bn = llround(sp_plan_get_summary(given)->bottleneck_ms * 1e6);
+                            if (fits && (bn < best.t || (bn == best.t && latency < best.latency))) {
+                                best.t = bn;
+                                best.latency = latency;
+                            }
+                            sp_plan_destroy(given);
+                        }
+                sp_devices_destroy(devices);
+                sp_links_destroy(links);
+            }
+        write_devices(&in, dev_path, links_path);
+        sp_devices *devices = NULL;
+        sp_links *links = NULL;
+        SP_CHECK_STATUS(sp_devices_load(ctx, dev_path, &devices), SP_OK);
+        SP_CHECK_STATUS(sp_links_load(ctx, links_path, &links), SP_OK);
+        for (int cold = 0; cold < 2; cold++) {
+            o.devices = devices;
+            o.links = links;
+            o.solver = SP_SOLVER_ILP;
+            o.placement = SP_PLACEMENT_SEARCH;
+            o.ilp_cold = cold;
+            o.time_limit_s = 60;
+            sp_plan *plan = NULL;
+            sp_status st = sp_partition(ctx, p, &o, &plan);
+            if (best.t == INT64_MAX) {
+                SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "no plan fits, ilp: %s", sp_status_name(st));
+                continue;
+            }
+            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+            if (st != SP_OK)
+                continue;
+            const sp_plan_summary *m = sp_plan_get_summary(plan);
+            double latency = 2 * m->transfer_ms;
+            for (size_t k = 0; k < sp_plan_stage_count(plan); k++)
+                latency += sp_plan_stage(plan, k)->time_ms;
+            SP_CHECK(m->optimal);
+            SP_CHECK_MSG(llround(m->bottleneck_ms * 1e6) == best.t,
+                         "t %d: ilp bottleneck %.6f, enumeration %.6f", t, m->bottleneck_ms,
+                         (double)best.t / 1e6);
+            SP_CHECK_MSG(fabs(latency - best.latency) < 1e-6 * (1 + best.latency),
+                         "t %d: ilp latency %.9f, enumeration %.9f", t, latency, best.latency);
+            SP_CHECK(sp_plan_stage(plan, 2)->device == sp_plan_stage(plan, 0)->device &&
+                     sp_plan_stage(plan, 0)->device != sp_plan_stage(plan, 1)->device);
+            checked += !cold;
+            sp_plan_destroy(plan);
+        }
+        sp_devices_destroy(devices);
+        sp_links_destroy(links);
+        sp_profile_destroy(p);
+    }
+    remove(dev_path);
+    remove(links_path);
+    printf("placement with 2 x 2 chunks: ilp = enumeration on %d instances (warm and cold)\n",
+           checked);
+    SP_CHECK(checked > 5);
+}
+
 int main(void) {
     sp_ctx_create(&ctx);
     if (!strstr(sp_features(), "glpk")) {
@@ -258,6 +383,7 @@ int main(void) {
         return 77;
     }
     test_against_enumeration();
+    test_chunks_against_enumeration();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_placement");
 }
