@@ -11,6 +11,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 "$BUILD/bench/bench_partition" samples/profiles
 "$BUILD/bench/bench_simulate"
+"$BUILD/bench/bench_attribute"
 
 python3 bench/gen_profile.py 100000 "$TMP/big.json"
 median5() { # median wall time of 5 runs of "$@", in ms

@@ -212,6 +212,64 @@ SP_API const char *sp_links_name(const sp_links *links, size_t i);
 SP_API double sp_links_transfer_ms(const sp_links *links, size_t from, size_t to, uint64_t bytes);
 
 /* ---------------------------------------------------------------------------------------------
+ * Traces: profiles from what a profiler recorded (docs/profiling.md)
+ *
+ * A trace holds host ranges (NVTX, record_function, nn.Module), the API calls that launched GPU
+ * work, and the GPU activities (kernels, copies, memsets). The attribution engine gives each
+ * activity to the layer range that launched it and makes a profile: per layer the median over
+ * the training steps of its forward and backward GPU busy time.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct sp_trace sp_trace;
+
+#define SP_TRACE_MAX_FILE_BYTES ((size_t)4 << 30) /* uncompressed */
+
+/* sp_trace_load_kineto: a PyTorch profiler (Kineto) Chrome trace, plain or gzip-compressed.
+ * sp_trace_parse_kineto: the same from a buffer (uncompressed; `name` is used in messages).
+ * sp_trace_load_nsys: the SQLite export of an Nsight Systems report (`nsys export --type sqlite`).
+ * Returns SP_ERR_IO, SP_ERR_PARSE (not JSON / not SQLite), SP_ERR_SCHEMA (a trace of another
+ * kind, or missing what attribution needs: the message names the file and what is missing),
+ * SP_ERR_LIMIT, SP_ERR_NOMEM. */
+SP_API sp_status sp_trace_load_kineto(sp_ctx *ctx, const char *path, sp_trace **out);
+SP_API sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                                       sp_trace **out);
+SP_API sp_status sp_trace_load_nsys(sp_ctx *ctx, const char *path, sp_trace **out);
+SP_API void sp_trace_destroy(sp_trace *trace);
+
+typedef struct sp_trace_profile_opts {
+    const char *layer_pattern; /* POSIX extended regex selecting layer ranges; group 1 (if any) is
+                                * the layer's name. NULL: "<layer>/fwd|bwd|recompute" */
+    const char *phase_pattern; /* group 1 is the phase word (fwd, forward, bwd, backward,
+                                * recompute, optimizer); NULL: the suffix of the convention */
+    const char *step_pattern; /* training-step ranges; NULL: "stagepart/step" or "ProfilerStep#N" */
+    uint32_t warmup_steps;    /* steps skipped at the start (default 0) */
+    const char *model;        /* the profile's model name; NULL: from the file name */
+    uint64_t micro_batch_size; /* samples per step the trace was recorded at (default 1) */
+} sp_trace_profile_opts;
+SP_API void sp_trace_profile_opts_init(sp_trace_profile_opts *opts);
+
+/* What the attribution found, for the summary a command prints. */
+typedef struct sp_trace_summary {
+    size_t layers;
+    uint32_t steps_total, steps_used; /* steps_total 0: no step ranges, one step */
+    uint64_t activities, unmatched;   /* unmatched: no launch record to attribute it by */
+    double gpu_ms;                    /* every activity's duration */
+    double layer_ms;                  /* under a layer range (any step) */
+    double optimizer_ms, other_ms;    /* under the optimizer range / under other ranges */
+    double unattributed_ms;           /* launched outside every range, or unmatched */
+    double unattributed_share;        /* unattributed_ms / gpu_ms */
+    double outside_steps_ms;          /* layer work in warm-up steps or outside every step */
+    uint64_t dropped_records;         /* the collector's own count of lost records */
+} sp_trace_summary;
+
+/* sp_trace_to_profile: the profile (a "stagepart-profile" document, docs/formats.md) and the
+ * summary (may be NULL). *json is freed with sp_free. SP_ERR_INVALID_ARG for a bad pattern;
+ * SP_ERR_SCHEMA when no range matches the layer pattern (the message shows range names seen) or
+ * every step is warm-up. */
+SP_API sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace,
+                                     const sp_trace_profile_opts *opts, char **json,
+                                     sp_trace_summary *summary);
+
+/* ---------------------------------------------------------------------------------------------
  * Partitioning
  * ------------------------------------------------------------------------------------------- */
 /* Pipeline schedules the simulator knows (docs/schedules.md). */

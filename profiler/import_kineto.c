@@ -1,0 +1,379 @@
+/* profiler/import_kineto.c: PyTorch profiler (Kineto) Chrome traces, plain or gzip-compressed.
+ *
+ * traceEvents with "ph": "X" (times in microseconds, fractions allowed):
+ *   cat user_annotation (record_function, ProfilerStep#N) and python_function
+ *       ("nn.Module: ...")                          -> host ranges, per (pid, tid)
+ *   cat cuda_runtime, cuda_driver                   -> launches, args.correlation
+ *   cat kernel, gpu_memcpy, gpu_memset              -> activities, args.correlation, device,
+ *                                                      stream, bytes
+ * When a launch or a GPU event carries no args.correlation, the ac2g flow events (ph "s" at the
+ * launch, "f" at the GPU event, the same id) supply it. deviceProperties names the devices.
+ * Other events (cpu_op, gpu_user_annotation, ...) are ignored. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "json_util.h"
+#include "stagepart/stagepart.h"
+#include "trace.h"
+
+/* (pid, tid) pairs and flow endpoints, keyed by 64-bit hashes, open addressing */
+struct u64_map {
+    uint64_t *key, *val;
+    size_t n, cap;
+};
+
+static void u64_map_free(struct u64_map *m) {
+    sp_free(m->key);
+    sp_free(m->val);
+}
+
+static bool u64_map_put(struct u64_map *m, uint64_t k, uint64_t v, uint64_t *existing) {
+    if (2 * (m->n + 1) > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 1024;
+        uint64_t *key = sp_mallocarray(cap, sizeof *key), *val = sp_mallocarray(cap, sizeof *val);
+        if (!key || !val) {
+            sp_free(key);
+            sp_free(val);
+            return false;
+        }
+        memset(key, 0, cap * sizeof *key);
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i]) {
+                size_t h = (size_t)(m->key[i] * 0x9E3779B97F4A7C15ull >> 13) & (cap - 1);
+                while (key[h])
+                    h = (h + 1) & (cap - 1);
+                key[h] = m->key[i];
+                val[h] = m->val[i];
+            }
+        u64_map_free(m);
+        m->key = key;
+        m->val = val;
+        m->cap = cap;
+    }
+    k |= 1; /* 0 marks an empty slot; the low bit is sacrificed */
+    size_t h = (size_t)(k * 0x9E3779B97F4A7C15ull >> 13) & (m->cap - 1);
+    while (m->key[h] && m->key[h] != k)
+        h = (h + 1) & (m->cap - 1);
+    if (m->key[h]) {
+        if (existing)
+            *existing = m->val[h];
+        return true;
+    }
+    m->key[h] = k;
+    m->val[h] = v;
+    m->n++;
+    if (existing)
+        *existing = v;
+    return true;
+}
+
+static bool u64_map_get(const struct u64_map *m, uint64_t k, uint64_t *v) {
+    if (!m->cap)
+        return false;
+    k |= 1;
+    size_t h = (size_t)(k * 0x9E3779B97F4A7C15ull >> 13) & (m->cap - 1);
+    while (m->key[h]) {
+        if (m->key[h] == k) {
+            *v = m->val[h];
+            return true;
+        }
+        h = (h + 1) & (m->cap - 1);
+    }
+    return false;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/* a pid or tid: a number, or a string ("stream 7", "[pid] name") hashed */
+static uint64_t id_of(const cJSON *v) {
+    if (cJSON_IsNumber(v) && fabs(v->valuedouble) < 9e18)
+        return (uint64_t)(int64_t)v->valuedouble;
+    if (cJSON_IsNumber(v)) { /* out of range for an integer: its bits */
+        uint64_t bits = 0;
+        memcpy(&bits, &v->valuedouble, sizeof bits);
+        return bits;
+    }
+    if (cJSON_IsString(v)) {
+        uint64_t h = 1469598103934665603ull;
+        for (const char *p = v->valuestring; *p; p++)
+            h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        return h;
+    }
+    return 0;
+}
+
+static bool get_number(const cJSON *o, const char *k, double *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+        return false;
+    *out = v->valuedouble;
+    return true;
+}
+
+static int64_t us_to_ns(double us) {
+    double ns = us * 1e3;
+    if (!(ns > -9e18 && ns < 9e18))
+        return 0;
+    return (int64_t)llround(ns);
+}
+
+struct kineto_state {
+    struct sp_trace *t;
+    struct u64_map threads; /* hash(pid, tid) -> thread index */
+    struct u64_map flows;   /* hash(kind, pid, tid, ts) -> flow id */
+};
+
+static sp_status thread_of(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev, uint32_t *tid) {
+    uint64_t key = mix(mix(7, id_of(cJSON_GetObjectItemCaseSensitive(ev, "pid"))),
+                       id_of(cJSON_GetObjectItemCaseSensitive(ev, "tid")));
+    uint64_t v = 0;
+    if (!u64_map_put(&k->threads, key, k->threads.n, &v))
+        return sp_oom(ctx, "reading a trace");
+    *tid = (uint32_t)v;
+    return SP_OK;
+}
+
+static uint64_t flow_key(int kind, const cJSON *ev, int64_t ts) {
+    return mix(mix(mix(mix(11, (uint64_t)kind), id_of(cJSON_GetObjectItemCaseSensitive(ev, "pid"))),
+                   id_of(cJSON_GetObjectItemCaseSensitive(ev, "tid"))),
+               (uint64_t)ts);
+}
+
+/* the event's correlation id: args.correlation, else the ac2g flow that starts ('s', a launch)
+ * or ends ('f', GPU work) at it */
+static uint64_t correlation_of(const struct kineto_state *k, const cJSON *ev, const cJSON *args,
+                               int flow_kind, int64_t ts) {
+    double c = 0;
+    if (args && get_number(args, "correlation", &c) && c >= 0 && c < 1.8e19)
+        return (uint64_t)c;
+    uint64_t id = 0;
+    if (u64_map_get(&k->flows, flow_key(flow_kind, ev, ts), &id))
+        return id;
+    return UINT64_MAX;
+}
+
+static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *events,
+                             size_t *n_ranges, size_t *n_gpu) {
+    struct sp_trace *t = k->t;
+    sp_status st = SP_OK;
+    /* flows first, so events before their flow in the file find it */
+    for (const cJSON *ev = events->child; ev && st == SP_OK; ev = ev->next) {
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
+        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(ev, "cat");
+        double ts = 0, id = 0;
+        if (!cJSON_IsString(ph) || !cJSON_IsString(cat) || strcmp(cat->valuestring, "ac2g") != 0 ||
+            !get_number(ev, "ts", &ts) || !get_number(ev, "id", &id) || id < 0 || id >= 1.8e19)
+            continue;
+        int kind = ph->valuestring[0] == 's' ? 's' : ph->valuestring[0] == 'f' ? 'f' : 0;
+        if (kind && !u64_map_put(&k->flows, flow_key(kind, ev, us_to_ns(ts)), (uint64_t)id, NULL))
+            st = sp_oom(ctx, "reading a trace");
+    }
+    for (const cJSON *ev = events->child; ev && st == SP_OK; ev = ev->next) {
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
+        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(ev, "cat");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(ev, "name");
+        double ts = 0, dur = 0;
+        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") != 0 || !cJSON_IsString(cat) ||
+            !cJSON_IsString(name) || !get_number(ev, "ts", &ts) || !get_number(ev, "dur", &dur) ||
+            dur < 0)
+            continue;
+        const char *c = cat->valuestring;
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+        if (!cJSON_IsObject(args))
+            args = NULL;
+        int64_t start = us_to_ns(ts), end = us_to_ns(ts + dur);
+        if (strcmp(c, "user_annotation") == 0 || strcmp(c, "python_function") == 0) {
+            struct sp_trace_range r = {start, end, 0, 0, 0, false};
+            st = thread_of(ctx, k, ev, &r.tid);
+            if (st == SP_OK)
+                st = sp_trace_intern(ctx, t, name->valuestring, strlen(name->valuestring), &r.name);
+            if (st == SP_OK)
+                st = sp_trace_add_range(ctx, t, &r);
+            ++*n_ranges;
+        } else if (strcmp(c, "cuda_runtime") == 0 || strcmp(c, "cuda_driver") == 0) {
+            struct sp_trace_launch l = {start, correlation_of(k, ev, args, 's', start), 0};
+            if (l.corr == UINT64_MAX)
+                continue; /* a call that made no GPU work (cudaGetDevice, ...) */
+            st = thread_of(ctx, k, ev, &l.tid);
+            if (st == SP_OK)
+                st = sp_trace_add_launch(ctx, t, &l);
+        } else if (strcmp(c, "kernel") == 0 || strcmp(c, "gpu_memcpy") == 0 ||
+                   strcmp(c, "gpu_memset") == 0) {
+            double device = 0, stream = 0, bytes = 0;
+            if (args) {
+                get_number(args, "device", &device);
+                get_number(args, "stream", &stream);
+                get_number(args, "bytes", &bytes);
+            }
+            struct sp_trace_activity a = {start,
+                                          end,
+                                          correlation_of(k, ev, args, 'f', start),
+                                          bytes > 0 && bytes < 9e18 ? (uint64_t)bytes : 0,
+                                          device >= 0 && device < 65536 ? (uint32_t)device : 0,
+                                          stream >= 0 && stream < 4e9 ? (uint32_t)stream : 0,
+                                          0,
+                                          c[0] == 'k'                    ? SP_ACTIVITY_KERNEL
+                                          : strcmp(c, "gpu_memcpy") == 0 ? SP_ACTIVITY_MEMCPY
+                                                                         : SP_ACTIVITY_MEMSET};
+            st = sp_trace_intern(ctx, t, name->valuestring, strlen(name->valuestring), &a.name);
+            if (st == SP_OK)
+                st = sp_trace_add_activity(ctx, t, &a);
+            ++*n_gpu;
+        }
+    }
+    return st;
+}
+
+static void read_devices_and_versions(sp_ctx *ctx, struct sp_trace *t, const cJSON *root) {
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(root, "deviceProperties");
+    const cJSON *d;
+    cJSON_ArrayForEach(d, props) {
+        double id = -1;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(d, "name");
+        if (get_number(d, "id", &id) && id >= 0 && id < 4096 && cJSON_IsString(name))
+            sp_trace_set_device(ctx, t, (uint32_t)id, name->valuestring);
+    }
+    static const char *const keys[] = {"schemaVersion", "cupti_version", "cuda_runtime_version",
+                                       "cuda_driver_version", "torch_version"};
+    char buf[512] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, keys[i]);
+        int w = 0;
+        if (cJSON_IsNumber(v))
+            w = snprintf(buf + len, sizeof buf - len, "%s%s %g", len ? ", " : "", keys[i],
+                         v->valuedouble);
+        else if (cJSON_IsString(v))
+            w = snprintf(buf + len, sizeof buf - len, "%s%s %.64s", len ? ", " : "", keys[i],
+                         v->valuestring);
+        if (w > 0 && (size_t)w < sizeof buf - len)
+            len += (size_t)w;
+    }
+    t->versions = sp_strdup(buf);
+}
+
+sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                                sp_trace **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!data || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_parse_kineto: NULL argument");
+    *out = NULL;
+    name = name ? name : "<trace>";
+    cJSON *root = NULL;
+    sp_status st = sp_json_parse(ctx, name, data, len, &root);
+    if (st != SP_OK)
+        return st;
+    const cJSON *events = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+    if (!cJSON_IsArray(events)) {
+        cJSON_Delete(root);
+        return sp_fail(ctx, SP_ERR_SCHEMA,
+                       "%s: traceEvents: expected an array of trace events (a PyTorch profiler "
+                       "trace, from torch.profiler's export_chrome_trace or "
+                       "tensorboard_trace_handler)",
+                       name);
+    }
+    struct sp_trace *t = sp_calloc(1, sizeof *t);
+    struct kineto_state k = {t, {0}, {0}};
+    if (!t)
+        st = sp_oom(ctx, "reading a trace");
+    if (st == SP_OK)
+        st = sp_trace_init(ctx, t);
+    if (st == SP_OK) {
+        t->collector = sp_strdup("kineto trace");
+        t->file = sp_strdup(name);
+        if (!t->collector || !t->file)
+            st = sp_oom(ctx, "reading a trace");
+    }
+    size_t n_ranges = 0, n_gpu = 0;
+    if (st == SP_OK)
+        st = read_events(ctx, &k, events, &n_ranges, &n_gpu);
+    if (st == SP_OK) {
+        read_devices_and_versions(ctx, t, root);
+        if (!t->versions)
+            st = sp_oom(ctx, "reading a trace");
+    }
+    if (st == SP_OK && n_gpu == 0)
+        st = sp_fail(ctx, SP_ERR_SCHEMA,
+                     "%s: no GPU events (cat kernel, gpu_memcpy or gpu_memset): record the trace "
+                     "with ProfilerActivity.CUDA",
+                     name);
+    else if (st == SP_OK && n_ranges == 0)
+        st = sp_fail(ctx, SP_ERR_SCHEMA,
+                     "%s: no host ranges (cat user_annotation or python_function): wrap layers in "
+                     "record_function or annotate the model (docs/profiling.md)",
+                     name);
+    u64_map_free(&k.threads);
+    u64_map_free(&k.flows);
+    cJSON_Delete(root);
+    if (st != SP_OK) {
+        sp_trace_destroy(t);
+        return st;
+    }
+    sp_trace_rebase(t);
+    *out = t;
+    return SP_OK;
+}
+
+sp_status sp_trace_load_kineto(sp_ctx *ctx, const char *path, sp_trace **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!path || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_load_kineto: NULL argument");
+    *out = NULL;
+    /* gzread reads gzip and plain files alike */
+    gzFile f = gzopen(path, "rb");
+    if (!f)
+        return sp_fail(ctx, SP_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 1 << 20, len = 0;
+    char *buf = sp_malloc(cap + 1);
+    sp_status st = buf ? SP_OK : sp_oom(ctx, "reading a trace");
+    while (st == SP_OK) {
+        if (len == cap) {
+            if (cap >= SP_TRACE_MAX_FILE_BYTES) {
+                st = sp_fail(ctx, SP_ERR_LIMIT, "%s: larger than %zu bytes uncompressed", path,
+                             (size_t)SP_TRACE_MAX_FILE_BYTES);
+                break;
+            }
+            char *grown = sp_realloc(buf, cap * 2 + 1);
+            if (!grown) {
+                st = sp_oom(ctx, "reading a trace");
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        size_t want = cap - len > (1u << 30) ? (1u << 30) : cap - len;
+        int n = gzread(f, buf + len, (unsigned)want);
+        if (n < 0) {
+            int err = 0;
+            const char *msg = gzerror(f, &err);
+            st = sp_fail(ctx, SP_ERR_PARSE, "%s: not a readable gzip file: %s", path, msg);
+            break;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    gzclose(f);
+    if (st == SP_OK && len >= 16 && memcmp(buf, "SQLite format 3", 16) == 0)
+        st = sp_fail(ctx, SP_ERR_PARSE,
+                     "%s: an SQLite database, not a Kineto JSON trace: for an Nsight Systems "
+                     "export use `stagepart import nsys`",
+                     path);
+    if (st == SP_OK) {
+        buf[len] = '\0';
+        st = sp_trace_parse_kineto(ctx, path, buf, len, out);
+    }
+    sp_free(buf);
+    return st;
+}

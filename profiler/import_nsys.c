@@ -1,0 +1,296 @@
+/* profiler/import_nsys.c: the SQLite export of an Nsight Systems report
+ * (`nsys export --type sqlite REPORT.nsys-rep`), read with libsqlite3.
+ *
+ *   NVTX_EVENTS (eventType 59 push/pop, 60 start/end): start, end, text or textId -> StringIds,
+ *       globalTid, and the u64 payload (uint64Value) when the column exists   -> host ranges
+ *   CUPTI_ACTIVITY_KIND_RUNTIME (and _DRIVER): start, globalTid, correlationId -> launches
+ *   CUPTI_ACTIVITY_KIND_KERNEL: start, end, deviceId, streamId, correlationId, demangledName or
+ *       shortName -> StringIds; _MEMCPY and _MEMSET: the same with bytes     -> activities
+ *   TARGET_INFO_GPU (id, name) names the devices; META_DATA_EXPORT the export's schema version.
+ * Times are nanoseconds already. Tables that are absent count as empty (nsys creates them
+ * lazily), but a file with no kernel table or no NVTX table is refused with the reason. */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "stagepart/stagepart.h"
+#include "trace.h"
+
+static bool has_table(sqlite3 *db, const char *table) {
+    sqlite3_stmt *q = NULL;
+    bool found = false;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", -1, &q,
+                           NULL) == SQLITE_OK &&
+        sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC) == SQLITE_OK)
+        found = sqlite3_step(q) == SQLITE_ROW;
+    sqlite3_finalize(q);
+    return found;
+}
+
+static bool has_column(sqlite3 *db, const char *table, const char *column) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", table);
+    sqlite3_stmt *q = NULL;
+    bool found = false;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK)
+        while (!found && sqlite3_step(q) == SQLITE_ROW) {
+            const unsigned char *name = sqlite3_column_text(q, 1);
+            found = name && strcmp((const char *)name, column) == 0;
+        }
+    sqlite3_finalize(q);
+    return found;
+}
+
+/* globalTid -> small thread index, linear probing */
+struct tid_map {
+    int64_t *key;
+    uint32_t *val;
+    size_t n, cap;
+};
+
+static bool tid_of(struct tid_map *m, int64_t gtid, uint32_t *out) {
+    if (2 * (m->n + 1) > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        int64_t *key = sp_mallocarray(cap, sizeof *key);
+        uint32_t *val = sp_mallocarray(cap, sizeof *val);
+        if (!key || !val) {
+            sp_free(key);
+            sp_free(val);
+            return false;
+        }
+        for (size_t i = 0; i < cap; i++)
+            key[i] = INT64_MIN;
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->key[i] != INT64_MIN) {
+                size_t h = (size_t)((uint64_t)m->key[i] * 0x9E3779B97F4A7C15ull >> 11) & (cap - 1);
+                while (key[h] != INT64_MIN)
+                    h = (h + 1) & (cap - 1);
+                key[h] = m->key[i];
+                val[h] = m->val[i];
+            }
+        sp_free(m->key);
+        sp_free(m->val);
+        m->key = key;
+        m->val = val;
+        m->cap = cap;
+    }
+    size_t h = (size_t)((uint64_t)gtid * 0x9E3779B97F4A7C15ull >> 11) & (m->cap - 1);
+    while (m->key[h] != INT64_MIN && m->key[h] != gtid)
+        h = (h + 1) & (m->cap - 1);
+    if (m->key[h] == INT64_MIN) {
+        m->key[h] = gtid;
+        m->val[h] = (uint32_t)m->n++;
+    }
+    *out = m->val[h];
+    return true;
+}
+
+static sp_status query_failed(sp_ctx *ctx, const char *path, sqlite3 *db, const char *what) {
+    return sp_fail(ctx, SP_ERR_SCHEMA, "%s: reading %s: %s", path, what, sqlite3_errmsg(db));
+}
+
+static sp_status read_ranges(sp_ctx *ctx, const char *path, sqlite3 *db, struct sp_trace *t,
+                             struct tid_map *tids) {
+    bool payload = has_column(db, "NVTX_EVENTS", "uint64Value");
+    bool text_id = has_column(db, "NVTX_EVENTS", "textId") && has_table(db, "StringIds");
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT e.start, e.end, %s, e.globalTid, %s FROM NVTX_EVENTS AS e%s "
+             "WHERE e.eventType IN (59, 60) AND e.end IS NOT NULL AND e.end >= e.start",
+             text_id ? "COALESCE(e.text, s.value)" : "e.text", payload ? "e.uint64Value" : "NULL",
+             text_id ? " LEFT JOIN StringIds AS s ON s.id = e.textId" : "");
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        return query_failed(ctx, path, db, "NVTX_EVENTS");
+    sp_status st = SP_OK;
+    int rc;
+    while (st == SP_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const unsigned char *text = sqlite3_column_text(q, 2);
+        if (!text)
+            continue;
+        struct sp_trace_range r = {sqlite3_column_int64(q, 0),
+                                   sqlite3_column_int64(q, 1),
+                                   0,
+                                   0,
+                                   0,
+                                   sqlite3_column_type(q, 4) != SQLITE_NULL};
+        r.payload = r.has_payload ? (uint64_t)sqlite3_column_int64(q, 4) : 0;
+        if (!tid_of(tids, sqlite3_column_int64(q, 3), &r.tid))
+            st = sp_oom(ctx, "reading a trace");
+        if (st == SP_OK)
+            st = sp_trace_intern(ctx, t, (const char *)text, strlen((const char *)text), &r.name);
+        if (st == SP_OK)
+            st = sp_trace_add_range(ctx, t, &r);
+    }
+    if (st == SP_OK && rc != SQLITE_DONE)
+        st = query_failed(ctx, path, db, "NVTX_EVENTS");
+    sqlite3_finalize(q);
+    return st;
+}
+
+static sp_status read_launches(sp_ctx *ctx, const char *path, sqlite3 *db, const char *table,
+                               struct sp_trace *t, struct tid_map *tids) {
+    if (!has_table(db, table))
+        return SP_OK;
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT start, globalTid, correlationId FROM %s", table);
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        return query_failed(ctx, path, db, table);
+    sp_status st = SP_OK;
+    int rc;
+    while (st == SP_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct sp_trace_launch l = {sqlite3_column_int64(q, 0),
+                                    (uint64_t)sqlite3_column_int64(q, 2), 0};
+        if (!tid_of(tids, sqlite3_column_int64(q, 1), &l.tid))
+            st = sp_oom(ctx, "reading a trace");
+        if (st == SP_OK)
+            st = sp_trace_add_launch(ctx, t, &l);
+    }
+    if (st == SP_OK && rc != SQLITE_DONE)
+        st = query_failed(ctx, path, db, table);
+    sqlite3_finalize(q);
+    return st;
+}
+
+static sp_status read_activities(sp_ctx *ctx, const char *path, sqlite3 *db, const char *table,
+                                 uint8_t kind, struct sp_trace *t) {
+    if (!has_table(db, table))
+        return SP_OK;
+    const char *name_col = has_column(db, table, "demangledName") ? "demangledName"
+                           : has_column(db, table, "shortName")   ? "shortName"
+                                                                  : NULL;
+    bool strings = name_col && has_table(db, "StringIds");
+    bool bytes = has_column(db, table, "bytes");
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT a.start, a.end, a.deviceId, a.streamId, a.correlationId, %s, %s FROM %s AS "
+             "a%s%s%s",
+             bytes ? "a.bytes" : "0", strings ? "s.value" : "NULL", table,
+             strings ? " LEFT JOIN StringIds AS s ON s.id = a." : "", strings ? name_col : "", "");
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        return query_failed(ctx, path, db, table);
+    const char *fallback = kind == SP_ACTIVITY_KERNEL   ? "kernel"
+                           : kind == SP_ACTIVITY_MEMCPY ? "memcpy"
+                                                        : "memset";
+    sp_status st = SP_OK;
+    int rc;
+    while (st == SP_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t dev = sqlite3_column_int64(q, 2), stream = sqlite3_column_int64(q, 3);
+        int64_t b = sqlite3_column_int64(q, 5);
+        struct sp_trace_activity a = {sqlite3_column_int64(q, 0),
+                                      sqlite3_column_int64(q, 1),
+                                      (uint64_t)sqlite3_column_int64(q, 4),
+                                      b > 0 ? (uint64_t)b : 0,
+                                      dev >= 0 && dev < 65536 ? (uint32_t)dev : 0,
+                                      stream >= 0 && stream < UINT32_MAX ? (uint32_t)stream : 0,
+                                      0,
+                                      kind};
+        const unsigned char *name = sqlite3_column_text(q, 6);
+        const char *n = name ? (const char *)name : fallback;
+        st = sp_trace_intern(ctx, t, n, strlen(n), &a.name);
+        if (st == SP_OK && a.end_ns >= a.start_ns)
+            st = sp_trace_add_activity(ctx, t, &a);
+    }
+    if (st == SP_OK && rc != SQLITE_DONE)
+        st = query_failed(ctx, path, db, table);
+    sqlite3_finalize(q);
+    return st;
+}
+
+static void read_meta(sp_ctx *ctx, sqlite3 *db, struct sp_trace *t) {
+    sqlite3_stmt *q = NULL;
+    if (has_table(db, "TARGET_INFO_GPU") &&
+        sqlite3_prepare_v2(db, "SELECT id, name FROM TARGET_INFO_GPU", -1, &q, NULL) == SQLITE_OK)
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            const unsigned char *name = sqlite3_column_text(q, 1);
+            int64_t id = sqlite3_column_int64(q, 0);
+            if (name && id >= 0)
+                sp_trace_set_device(ctx, t, (uint32_t)id, (const char *)name);
+        }
+    sqlite3_finalize(q);
+    q = NULL;
+    char buf[256] = "";
+    if (has_table(db, "META_DATA_EXPORT") &&
+        sqlite3_prepare_v2(
+            db, "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_SCHEMA_VERSION'", -1, &q,
+            NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+        snprintf(buf, sizeof buf, "nsys export schema %.64s",
+                 (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    t->versions = sp_strdup(buf);
+}
+
+sp_status sp_trace_load_nsys(sp_ctx *ctx, const char *path, sp_trace **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!path || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_load_nsys: NULL argument");
+    *out = NULL;
+    FILE *probe = fopen(path, "rb");
+    if (!probe)
+        return sp_fail(ctx, SP_ERR_IO, "cannot open '%s'", path);
+    char magic[16] = {0};
+    size_t got = fread(magic, 1, sizeof magic, probe);
+    fclose(probe);
+    if (got < 16 || memcmp(magic, "SQLite format 3", 16) != 0)
+        return sp_fail(ctx, SP_ERR_PARSE,
+                       "%s: not an SQLite database (export the report with `nsys export --type "
+                       "sqlite REPORT.nsys-rep`)",
+                       path);
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sp_status st = sp_fail(ctx, SP_ERR_IO, "%s: %s", path, db ? sqlite3_errmsg(db) : "");
+        sqlite3_close(db);
+        return st;
+    }
+    struct sp_trace *t = sp_calloc(1, sizeof *t);
+    struct tid_map tids = {0};
+    sp_status st = t ? sp_trace_init(ctx, t) : sp_oom(ctx, "reading a trace");
+    if (st == SP_OK) {
+        t->collector = sp_strdup("nsys sqlite");
+        t->file = sp_strdup(path);
+        if (!t->collector || !t->file)
+            st = sp_oom(ctx, "reading a trace");
+    }
+    if (st == SP_OK && !has_table(db, "CUPTI_ACTIVITY_KIND_KERNEL"))
+        st = sp_fail(ctx, SP_ERR_SCHEMA,
+                     "%s: no CUPTI_ACTIVITY_KIND_KERNEL table: not an Nsight Systems export, or "
+                     "recorded without CUDA tracing (nsys profile -t cuda,nvtx)",
+                     path);
+    if (st == SP_OK && !has_table(db, "NVTX_EVENTS"))
+        st = sp_fail(ctx, SP_ERR_SCHEMA,
+                     "%s: no NVTX_EVENTS table: record with NVTX tracing (nsys profile -t "
+                     "cuda,nvtx) and ranges around the layers (docs/profiling.md)",
+                     path);
+    if (st == SP_OK)
+        st = read_ranges(ctx, path, db, t, &tids);
+    if (st == SP_OK)
+        st = read_launches(ctx, path, db, "CUPTI_ACTIVITY_KIND_RUNTIME", t, &tids);
+    if (st == SP_OK)
+        st = read_launches(ctx, path, db, "CUPTI_ACTIVITY_KIND_DRIVER", t, &tids);
+    if (st == SP_OK)
+        st = read_activities(ctx, path, db, "CUPTI_ACTIVITY_KIND_KERNEL", SP_ACTIVITY_KERNEL, t);
+    if (st == SP_OK)
+        st = read_activities(ctx, path, db, "CUPTI_ACTIVITY_KIND_MEMCPY", SP_ACTIVITY_MEMCPY, t);
+    if (st == SP_OK)
+        st = read_activities(ctx, path, db, "CUPTI_ACTIVITY_KIND_MEMSET", SP_ACTIVITY_MEMSET, t);
+    if (st == SP_OK) {
+        read_meta(ctx, db, t);
+        if (!t->versions)
+            st = sp_oom(ctx, "reading a trace");
+    }
+    sp_free(tids.key);
+    sp_free(tids.val);
+    sqlite3_close(db);
+    if (st != SP_OK) {
+        sp_trace_destroy(t);
+        return st;
+    }
+    sp_trace_rebase(t);
+    *out = t;
+    return SP_OK;
+}

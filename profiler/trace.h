@@ -1,0 +1,74 @@
+/* profiler/trace.h: what a collector or importer hands the attribution engine: host ranges,
+ * API launches and GPU activities, in the engine's own terms (never CUPTI, Kineto or Nsight
+ * types), so live collection, traces and test fixtures all feed the same code.
+ *
+ * Times are nanoseconds on one clock per trace (host and GPU records share it, as CUPTI's and
+ * Nsight's do), relative to the trace's first event so they stay exact in a double. Threads are
+ * small integers the importer assigns. Strings are interned: `name` fields index trace->strings. */
+#ifndef SP_PROFILER_TRACE_H
+#define SP_PROFILER_TRACE_H
+
+#include "internal.h"
+
+/* A host range (NVTX push/pop, record_function, nn.Module, ...), on one thread. */
+struct sp_trace_range {
+    int64_t start_ns, end_ns;
+    uint32_t tid, name;
+    uint64_t payload; /* an NVTX u64 payload: the layer's output bytes; with has_payload */
+    bool has_payload;
+};
+
+/* A host API call that makes GPU work (kernel launch, copy, memset, graph launch). */
+struct sp_trace_launch {
+    int64_t time_ns;
+    uint64_t corr; /* correlation id: the GPU records it made carry the same */
+    uint32_t tid;
+};
+
+enum sp_activity_kind { SP_ACTIVITY_KERNEL, SP_ACTIVITY_MEMCPY, SP_ACTIVITY_MEMSET };
+
+/* GPU work. */
+struct sp_trace_activity {
+    int64_t start_ns, end_ns;
+    uint64_t corr, bytes;
+    uint32_t device, stream, name;
+    uint8_t kind; /* enum sp_activity_kind */
+};
+
+struct sp_intern; /* string table (trace.c) */
+
+struct sp_trace {
+    struct sp_trace_range *ranges;
+    size_t n_ranges, cap_ranges;
+    struct sp_trace_launch *launches;
+    size_t n_launches, cap_launches;
+    struct sp_trace_activity *activities;
+    size_t n_activities, cap_activities;
+    char **strings; /* strings[n_strings], owned */
+    size_t n_strings;
+    struct sp_intern *intern;
+    uint32_t n_threads;
+    int64_t origin_ns; /* subtracted from every time (the first event's) */
+    char *collector;   /* "kineto trace", "nsys sqlite", ... */
+    char *file;        /* what it was read from */
+    char *versions;    /* tool versions the file names, or "" */
+    char **devices;    /* device names by index, or NULL entries */
+    size_t n_devices;
+    uint64_t dropped_records;   /* the collector's own count of lost records */
+    uint64_t zero_time_records; /* records without usable timestamps (skipped): zero, ending
+                                 * before they start, or beyond +-2^61 ns */
+};
+
+sp_status sp_trace_init(sp_ctx *ctx, struct sp_trace *t);
+/* Intern a string (len bytes, not NUL-terminated); *id gets its index. */
+sp_status sp_trace_intern(sp_ctx *ctx, struct sp_trace *t, const char *s, size_t len, uint32_t *id);
+sp_status sp_trace_add_range(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_range *r);
+sp_status sp_trace_add_launch(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_launch *l);
+sp_status sp_trace_add_activity(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_activity *a);
+/* Name device i (copied). */
+sp_status sp_trace_set_device(sp_ctx *ctx, struct sp_trace *t, uint32_t device, const char *name);
+/* Make every time relative to the earliest event. */
+void sp_trace_rebase(struct sp_trace *t);
+void sp_trace_release(struct sp_trace *t);
+
+#endif

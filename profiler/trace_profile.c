@@ -1,0 +1,196 @@
+/* profiler/trace_profile.c: sp_trace_to_profile, the attribution written as a stagepart-profile.
+ *
+ * fwd_ms and bwd_ms are each layer's merged GPU busy time (kernels and memsets; overlapping
+ * streams counted once; NCCL kernels and copies reported apart), the median over the steps used.
+ * A layer's recomputation (a forward inside a backward) is recompute_ms, not part of bwd_ms, so
+ * the partitioner's recomputation model does not count it twice. "measurement" records how the
+ * numbers were made; "measured" per layer the spread and the rest of the figures. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "attribute.h"
+#include "stagepart/stagepart.h"
+
+void sp_trace_profile_opts_init(sp_trace_profile_opts *opts) {
+    memset(opts, 0, sizeof *opts);
+    opts->micro_batch_size = 1;
+}
+
+void sp_trace_destroy(sp_trace *trace) {
+    sp_trace_release(trace);
+    sp_free(trace);
+}
+
+static bool num(cJSON *o, const char *k, double v) {
+    return cJSON_AddNumberToObject(o, k, v) != NULL;
+}
+
+static bool add_phase(cJSON *measured, const char *key, const struct sp_phase_stats *p) {
+    cJSON *o = cJSON_AddObjectToObject(measured, key);
+    return o && num(o, "busy_ms", p->busy_ms) && num(o, "stddev_ms", p->stddev_ms) &&
+           num(o, "kernel_ms", p->kernel_ms) && num(o, "span_ms", p->span_ms) &&
+           num(o, "kernels", (double)p->kernels) && num(o, "nccl_ms", p->nccl_ms) &&
+           num(o, "copy_ms", p->copy_ms) && num(o, "copies", (double)p->copies) &&
+           num(o, "copy_bytes", (double)p->copy_bytes);
+}
+
+static const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace_profile_opts *opts,
+                              char **json, sp_trace_summary *summary) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!trace || !opts || !json)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_to_profile: NULL argument");
+    *json = NULL;
+    if (opts->micro_batch_size < 1)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "the micro-batch size must be at least 1");
+    struct sp_attrib_opts ao = {opts->layer_pattern, opts->phase_pattern, opts->step_pattern,
+                                opts->warmup_steps};
+    struct sp_attribution a;
+    sp_status st = sp_attribute(ctx, trace, &ao, &a);
+    if (st != SP_OK)
+        return st;
+    for (size_t i = 0; i < a.n_layers; i++) { /* what a profile can hold (docs/formats.md) */
+        const struct sp_layer_stats *L = &a.layers[i];
+        size_t len = strlen(L->name);
+        double most = 0;
+        for (int ph = 0; ph < SP_LAYER_PHASES; ph++)
+            most = L->phase[ph].busy_ms > most ? L->phase[ph].busy_ms : most;
+        if (len == 0 || len > SP_NAME_MAX_BYTES || most > SP_PROFILE_MAX_LAYER_MS) {
+            st = sp_fail(ctx, len ? SP_ERR_LIMIT : SP_ERR_SCHEMA, "%s: layer %zu: %s", trace->file,
+                         i,
+                         len == 0                  ? "the layer pattern gives an empty name"
+                         : len > SP_NAME_MAX_BYTES ? "its name is longer than 4096 bytes"
+                                                   : "its time exceeds 1e9 ms");
+            sp_attribution_release(&a);
+            return st;
+        }
+    }
+    if (a.n_layers > SP_PROFILE_MAX_LAYERS) {
+        sp_attribution_release(&a);
+        return sp_fail(ctx, SP_ERR_LIMIT, "%s: more than %u layers", trace->file,
+                       SP_PROFILE_MAX_LAYERS);
+    }
+    sp_trace_summary sum = {0};
+    sum.layers = a.n_layers;
+    sum.steps_total = a.steps_total;
+    sum.steps_used = a.steps_used;
+    sum.activities = a.activities;
+    sum.unmatched = a.unmatched;
+    sum.gpu_ms = a.gpu_ms;
+    sum.layer_ms =
+        a.class_ms[SP_PHASE_FWD] + a.class_ms[SP_PHASE_BWD] + a.class_ms[SP_PHASE_RECOMPUTE];
+    sum.optimizer_ms = a.class_ms[SP_PHASE_OPTIMIZER];
+    sum.other_ms = a.class_ms[SP_PHASE_OTHER];
+    sum.unattributed_ms = a.class_ms[SP_PHASE_UNATTRIBUTED];
+    sum.unattributed_share = a.gpu_ms > 0 ? sum.unattributed_ms / a.gpu_ms : 0;
+    sum.outside_steps_ms = a.outside_steps_ms;
+    sum.dropped_records = trace->dropped_records;
+
+    char model[256];
+    if (opts->model) {
+        snprintf(model, sizeof model, "%s", opts->model);
+    } else { /* the file name without its extensions */
+        snprintf(model, sizeof model, "%s", base_name(trace->file));
+        char *dot = strchr(model, '.');
+        if (dot && dot != model)
+            *dot = '\0';
+    }
+    char source[1024], when[32] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    char steps[96];
+    if (a.steps_total)
+        snprintf(steps, sizeof steps, "median of %u steps (%u warm-up skipped)", a.steps_used,
+                 a.steps_total - a.steps_used);
+    else
+        snprintf(steps, sizeof steps, "one pass (no step ranges)");
+    snprintf(source, sizeof source, "%s %s: %s, %.1f%% of GPU time unattributed", trace->collector,
+             base_name(trace->file), steps, 100 * sum.unattributed_share);
+
+    cJSON *root = cJSON_CreateObject();
+    cJSON *m = NULL, *devs = NULL, *layers = NULL;
+    bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-profile") &&
+              num(root, "version", 1) && cJSON_AddStringToObject(root, "model", model) &&
+              num(root, "micro_batch_size", (double)opts->micro_batch_size) &&
+              cJSON_AddStringToObject(root, "source", source);
+    const char *device = NULL;
+    for (size_t i = 0; i < trace->n_devices && !device; i++)
+        device = trace->devices[i];
+    if (ok && device)
+        ok = cJSON_AddStringToObject(root, "device", device) != NULL;
+    ok = ok && (m = cJSON_AddObjectToObject(root, "measurement")) &&
+         cJSON_AddStringToObject(m, "collector", trace->collector) &&
+         cJSON_AddStringToObject(m, "file", trace->file) &&
+         cJSON_AddStringToObject(m, "versions", trace->versions ? trace->versions : "") &&
+         cJSON_AddStringToObject(m, "created", when) &&
+         (devs = cJSON_AddArrayToObject(m, "devices"));
+    for (size_t i = 0; ok && i < trace->n_devices; i++)
+        if (trace->devices[i]) {
+            cJSON *d = cJSON_CreateObject();
+            ok = d && cJSON_AddItemToArray(devs, d) && num(d, "id", (double)i) &&
+                 cJSON_AddStringToObject(d, "name", trace->devices[i]);
+        }
+    ok = ok && num(m, "steps_total", a.steps_total) && num(m, "steps_used", a.steps_used) &&
+         num(m, "warmup_steps", opts->warmup_steps) &&
+         cJSON_AddStringToObject(m, "layer_pattern",
+                                 opts->layer_pattern ? opts->layer_pattern
+                                                     : SP_DEFAULT_LAYER_PATTERN) &&
+         num(m, "activities", (double)a.activities) && num(m, "unmatched", (double)a.unmatched) &&
+         num(m, "gpu_ms", a.gpu_ms) && num(m, "layer_ms", sum.layer_ms) &&
+         num(m, "optimizer_ms", sum.optimizer_ms) && num(m, "other_ms", sum.other_ms) &&
+         num(m, "unattributed_ms", sum.unattributed_ms) &&
+         num(m, "unattributed_share", sum.unattributed_share) &&
+         num(m, "outside_steps_ms", sum.outside_steps_ms) &&
+         num(m, "dropped_records", (double)trace->dropped_records) &&
+         num(m, "zero_time_records", (double)trace->zero_time_records) &&
+         cJSON_AddStringToObject(m, "time", "merged GPU busy time of kernels and memsets") &&
+         cJSON_AddStringToObject(m, "cuda_graphs",
+                                 "kernels of a graph launch count for the range around the "
+                                 "launch") &&
+         (layers = cJSON_AddArrayToObject(root, "layers"));
+    for (size_t i = 0; ok && i < a.n_layers; i++) {
+        const struct sp_layer_stats *L = &a.layers[i];
+        cJSON *o = cJSON_CreateObject(), *meas = NULL;
+        ok = o && cJSON_AddItemToArray(layers, o) && cJSON_AddStringToObject(o, "name", L->name) &&
+             num(o, "fwd_ms", L->phase[SP_PHASE_FWD].busy_ms) &&
+             num(o, "bwd_ms", L->phase[SP_PHASE_BWD].busy_ms);
+        if (ok && L->phase[SP_PHASE_RECOMPUTE].busy_ms > 0)
+            ok = num(o, "recompute_ms", L->phase[SP_PHASE_RECOMPUTE].busy_ms);
+        if (ok && L->has_bytes)
+            ok = num(o, "activation_bytes", (double)L->activation_bytes);
+        ok = ok && (meas = cJSON_AddObjectToObject(o, "measured")) &&
+             num(meas, "samples", a.steps_used) &&
+             add_phase(meas, "fwd", &L->phase[SP_PHASE_FWD]) &&
+             add_phase(meas, "bwd", &L->phase[SP_PHASE_BWD]) &&
+             (L->phase[SP_PHASE_RECOMPUTE].busy_ms <= 0 ||
+              add_phase(meas, "recompute", &L->phase[SP_PHASE_RECOMPUTE]));
+    }
+    char *text = ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    sp_attribution_release(&a);
+    if (!text)
+        return sp_oom(ctx, "writing the profile");
+    size_t len = strlen(text);
+    *json = sp_malloc(len + 2);
+    if (!*json) {
+        cJSON_free(text);
+        return sp_oom(ctx, "writing the profile");
+    }
+    memcpy(*json, text, len);
+    (*json)[len] = '\n';
+    (*json)[len + 1] = '\0';
+    cJSON_free(text);
+    if (summary)
+        *summary = sum;
+    return SP_OK;
+}

@@ -1,0 +1,65 @@
+#!/bin/sh
+# t6000-import: `stagepart import kineto|nsys` on synthetic traces with known answers
+# (tests/tools/make_traces.py): per-layer medians over steps, overlapping streams counted once,
+# recomputation, NCCL apart, payload bytes, the unattributed share, and the refusals.
+. "$(dirname "$0")/lib.sh"
+python3 tests/tools/make_traces.py "$TMP/tr" || { fail "make_traces.py"; test_done; exit 1; }
+T=$TMP/tr
+# check PROFILE BYTES: every layer as expected.json says (BYTES=1: activation_bytes too)
+check() {
+    python3 - "$1" "$T/expected.json" "$2" <<'PY'
+import json, sys
+p, e, with_bytes = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3] == "1"
+assert [l["name"] for l in p["layers"]] == [l["name"] for l in e["layers"]], "layer order"
+for got, want in zip(p["layers"], e["layers"]):
+    for k in ("fwd_ms", "bwd_ms"):
+        assert abs(got[k] - want[k]) < 1e-6, (got["name"], k, got[k], want[k])
+    assert abs(got.get("recompute_ms", 0) - want.get("recompute_ms", 0)) < 1e-6, got["name"]
+    if with_bytes:
+        assert got["activation_bytes"] == want["nbytes"], got["name"]
+head = p["layers"][-1]["measured"]["bwd"]
+assert abs(head["nccl_ms"] - e["nccl_ms_head"]) < 1e-6
+l1 = p["layers"][2]["measured"]["bwd"]
+assert abs(l1["kernel_ms"] - 2.2) < 1e-6 and l1["kernels"] == 2, l1
+m = p["measurement"]
+assert m["steps_total"] == e["steps_total"] and m["steps_used"] == e["steps_used"], m
+assert 0 < m["unattributed_share"] < 0.01 and m["devices"][0]["name"] == "Synthetic GPU", m
+PY
+}
+for f in trace.json trace.json.gz; do
+    expect_code "kineto $f" 0 "$STAGEPART" import kineto "$T/$f" --warmup-steps 1 -o "$T/k.json"
+    if check "$T/k.json" 0 >"$TMP/check" 2>&1; then pass "kineto $f: every layer's median, overlap, recompute, nccl"; else fail "kineto $f values" "$(cat "$TMP/check")"; fi
+done
+expect_stdout_contains "summary" "6 layers, median of 3 steps (1 warm-up skipped)"
+expect_code "nsys" 0 "$STAGEPART" import nsys "$T/report.sqlite" --warmup-steps 1 -o "$T/n.json"
+if check "$T/n.json" 1 >"$TMP/check" 2>&1; then pass "nsys: the same, with payload bytes"; else fail "nsys values" "$(cat "$TMP/check")"; fi
+expect_code "the profile partitions" 0 "$STAGEPART" partition "$T/n.json" -s 2
+expect_code "without warm-up skipped the median moves" 0 "$STAGEPART" import nsys "$T/report.sqlite"
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert abs(p["layers"][1]["fwd_ms"]-1.0)>1e-6 and p["measurement"]["steps_used"]==4' "$TMP/stdout"; then pass "all 4 steps used (median of 0.99, 1.00, 1.01, 3.0)"; else fail "warm-up effect"; fi
+expect_code "model name" 0 "$STAGEPART" import nsys "$T/report.sqlite" --model gpt-x --micro-batch-size 4
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["model"]=="gpt-x" and p["micro_batch_size"]==4' "$TMP/stdout"; then pass "model and micro-batch size recorded"; else fail "model name"; fi
+# another naming: every range with a slash is a layer, the phase from a custom pattern
+expect_code "layer and phase patterns" 0 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(layers\.[0-9]+)/' --phase-pattern '/(bwd)$' --warmup-steps 1
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["layers.%d"%i for i in range(4)]' "$TMP/stdout"; then pass "only the matching layers, named by group 1"; else fail "patterns"; fi
+expect_code "a pattern matching nothing" 2 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern 'nomatch'
+expect_stderr_contains "range names shown" 'e.g. "embedding/fwd"'
+expect_code "a bad pattern" 2 "$STAGEPART" import kineto "$T/trace.json" --step-pattern '('
+expect_stderr_contains "pattern named" "--step-pattern '('"
+expect_code "every step warm-up" 2 "$STAGEPART" import kineto "$T/trace.json" --warmup-steps 4
+expect_code "sqlite given as kineto" 2 "$STAGEPART" import kineto "$T/report.sqlite"
+expect_stderr_contains "says which importer" "use \`stagepart import nsys\`"
+expect_code "json given as nsys" 2 "$STAGEPART" import nsys "$T/trace.json"
+printf '{"traceEvents": [' >"$T/cut.json"
+expect_code "truncated json" 2 "$STAGEPART" import kineto "$T/cut.json"
+expect_stderr_contains "line and column" "cut.json:1:"
+echo '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1}]}' >"$T/noranges.json"
+expect_code "no host ranges" 2 "$STAGEPART" import kineto "$T/noranges.json"
+expect_stderr_contains "what to add" "no host ranges"
+python3 -c 'import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute("CREATE TABLE x (a)")' "$T/other.sqlite"
+expect_code "an unrelated database" 2 "$STAGEPART" import nsys "$T/other.sqlite"
+expect_stderr_contains "table named" "no CUPTI_ACTIVITY_KIND_KERNEL table"
+expect_code "missing file" 2 "$STAGEPART" import kineto "$T/none.json"
+expect_code "unknown kind" 2 "$STAGEPART" import perfetto "$T/trace.json"
+cp "$T/k.json" "$T/keep.json"
+expect_code "output is the input" 2 "$STAGEPART" import kineto "$T/keep.json" -o "$T/keep.json"
+test_done
