@@ -119,10 +119,7 @@ sp_status sp_parameters_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t 
     sp_status st = sp_chain_init(ctx, &c, profile, &model);
     if (st != SP_OK)
         return st;
-    int64_t cap = 0;
-    st = sp_chain_min_bottleneck(ctx, &c, &cap);
-    if (st == SP_OK)
-        st = sp_chain_min_sum_squares(ctx, &c, cap, bounds);
+    st = sp_chain_best_bounds(ctx, &c, bounds, NULL);
     if (st == SP_OK)
         for (uint32_t s = 0; s <= stages; s++)
             bounds[s] = c.pos[bounds[s]];

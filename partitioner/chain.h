@@ -139,6 +139,12 @@ sp_status sp_chain_min_bottleneck(sp_ctx *ctx, const struct sp_chain *c, int64_t
 sp_status sp_chain_min_sum_squares(sp_ctx *ctx, const struct sp_chain *c, int64_t cap,
                                    size_t *bounds_out);
 
+/* The exact DP's plan for the monotone model: the smallest bottleneck, then among the partitions
+ * reaching it the least sum of squares (sp_chain_min_bottleneck, then sp_chain_min_sum_squares).
+ * bounds_out[p+1] gets positions; *cap_out (may be NULL) the bottleneck. */
+sp_status sp_chain_best_bounds(sp_ctx *ctx, const struct sp_chain *c, size_t *bounds_out,
+                               int64_t *cap_out);
+
 /* ---- the general engine (partitioner/general.c) for models where a stage's time is not
  * monotone in its end (blocking transfers): exact forward and backward reachability at a cap,
  * and a sum DP over the exact sets of possible stage ends. */

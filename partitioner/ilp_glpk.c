@@ -706,32 +706,15 @@ sp_status sp_ilp_solve(sp_ctx *ctx, const struct sp_ilp_input *in, struct sp_ilp
         add_row(lp, &r, GLP_LO, rhs, 0);
     }
     for (uint32_t d = 0; d < m.P; d++) {
-        /* device loads: L_d - sum_{k = d mod P} sum_b time(b,k) (u[b][k] - u[b][k-1]) = const
-         * (with placement, the rows of add_placement_rows instead) */
-        double rhs = 0;
-        row_add(&r, m.col_load + (int)d, 1);
-        for (size_t b = 0; !m.pl && b < m.B; b++)
-            for (uint32_t k = 0; k < m.K; k++) {
-                double coef = (k % m.P == d ? block_time(&m, b, k) : 0) -
-                              (k + 1 < m.K && (k + 1) % m.P == d ? block_time(&m, b, k + 1) : 0);
-                if (k + 1 == m.K) {
-                    if (k % m.P == d)
-                        rhs += block_time(&m, b, k); /* the constant u[b][K-1] = 1 */
-                    continue;
-                }
-                if (coef != 0)
-                    row_add(&r, col_u(&m, b, k), -coef);
-            }
-        for (size_t b = 0; !m.pl && in->recompute && b < m.B; b++) /* recomputation's time */
+        /* device loads: L_d = sum over its stages k = d mod P of their work / speed, with
+         * recomputation (with placement, the rows of add_placement_rows instead) */
+        if (!m.pl) {
+            double cst = 0;
+            row_add(&r, m.col_load + (int)d, 1);
             for (uint32_t k = d; k < m.K; k += m.P)
-                if (in->recompute[b] >= 0) {
-                    double t = (double)in->recompute[b] / SP_TICKS_PER_MS;
-                    row_add(&r, col_y(&m, b, k), c->speed ? -t / c->speed[k] : -t);
-                }
-        if (m.pl)
-            r.len = 0;
-        else
-            add_row(lp, &r, GLP_FX, rhs, rhs);
+                cst += add_stage_work(&m, &r, k, c->speed ? -1 / c->speed[k] : -1);
+            add_row(lp, &r, GLP_FX, -cst, -cst);
+        }
         row_add(&r, m.col_load + (int)d, 1);
         row_add(&r, m.col_T, -1);
         add_row(lp, &r, GLP_UP, 0, 0);

@@ -374,10 +374,7 @@ static sp_status recompute_all_bounds(sp_ctx *ctx, const sp_profile *profile,
     sp_status st = sp_chain_init(ctx, &c, profile, &model);
     if (st != SP_OK)
         return st;
-    int64_t cap = 0;
-    st = sp_chain_min_bottleneck(ctx, &c, &cap);
-    if (st == SP_OK)
-        st = sp_chain_min_sum_squares(ctx, &c, cap, bounds);
+    st = sp_chain_best_bounds(ctx, &c, bounds, NULL);
     sp_chain_release(&c);
     return st;
 }
@@ -474,10 +471,7 @@ static sp_status solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_part
         if (st == SP_OK && sp_chain_min_bottleneck(ctx, &free_chain, &free_cap) == SP_OK)
             t_lower = (double)free_cap / SP_TICKS_PER_MS;
     } else if (o->chunks == 1) {
-        int64_t cap = 0;
-        st = sp_chain_min_bottleneck(ctx, &c, &cap);
-        if (st == SP_OK)
-            st = sp_chain_min_sum_squares(ctx, &c, cap, inc);
+        st = sp_chain_best_bounds(ctx, &c, inc, NULL);
         if (st == SP_OK && !o->recompute) /* the DP's bottleneck is exact: it bounds T */
             t_lower = (double)max_stage_time(&c, inc) / SP_TICKS_PER_MS;
         if (o->recompute) {

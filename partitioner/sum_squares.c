@@ -179,3 +179,14 @@ out:
     sp_free(f_cur);
     return st;
 }
+
+sp_status sp_chain_best_bounds(sp_ctx *ctx, const struct sp_chain *c, size_t *bounds_out,
+                               int64_t *cap_out) {
+    int64_t cap = 0;
+    sp_status st = sp_chain_min_bottleneck(ctx, c, &cap);
+    if (st == SP_OK)
+        st = sp_chain_min_sum_squares(ctx, c, cap, bounds_out);
+    if (st == SP_OK && cap_out)
+        *cap_out = cap;
+    return st;
+}

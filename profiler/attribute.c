@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attribute.h"
+#include "u64_map.h"
 
 /* What each range is, from its name. */
 struct range_class {
@@ -245,32 +246,26 @@ static sp_status sweep(sp_ctx *ctx, const struct sp_trace *t, const struct range
 }
 
 /* ---- correlation ids to launches: a direct table when the ids are dense (CUPTI and Kineto
- * number them consecutively), else open addressing */
+ * number them consecutively), else the id map */
 
 struct corr_map {
-    uint64_t *key; /* hashed mode */
-    size_t *val;   /* hashed: per slot; direct: per id - base, SIZE_MAX when none */
+    size_t *direct; /* per id - base, SIZE_MAX when none; NULL: the hashed map */
     size_t cap;
-    uint64_t base; /* direct mode: the smallest id; key == NULL */
+    uint64_t base;
+    struct sp_u64_map hashed;
 };
-
-static size_t corr_slot(const struct corr_map *m, uint64_t k) {
-    size_t h = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (m->cap - 1);
-    while (m->key[h] != UINT64_MAX && m->key[h] != k)
-        h = (h + 1) & (m->cap - 1);
-    return h;
-}
 
 /* the launch with correlation id k, or SIZE_MAX */
 static size_t corr_find(const struct corr_map *m, uint64_t k) {
     if (k == UINT64_MAX)
         return SIZE_MAX;
-    if (!m->key)
-        return k >= m->base && k - m->base < m->cap ? m->val[k - m->base] : SIZE_MAX;
-    size_t h = corr_slot(m, k);
-    return m->key[h] == k ? m->val[h] : SIZE_MAX;
+    if (m->direct)
+        return k >= m->base && k - m->base < m->cap ? m->direct[k - m->base] : SIZE_MAX;
+    uint64_t v = 0;
+    return sp_u64_map_get(&m->hashed, k, &v) ? (size_t)v : SIZE_MAX;
 }
 
+/* a repeated id keeps the last launch */
 static bool corr_map_init(struct corr_map *m, const struct sp_trace *t) {
     uint64_t lo = UINT64_MAX, hi = 0;
     for (size_t i = 0; i < t->n_launches; i++)
@@ -281,33 +276,26 @@ static bool corr_map_init(struct corr_map *m, const struct sp_trace *t) {
     if (lo <= hi && hi - lo < 4 * (uint64_t)t->n_launches + 1024) { /* dense: direct */
         m->base = lo;
         m->cap = (size_t)(hi - lo) + 1;
-        m->val = sp_mallocarray(m->cap, sizeof *m->val);
-        if (!m->val)
+        m->direct = sp_mallocarray(m->cap, sizeof *m->direct);
+        if (!m->direct)
             return false;
         for (size_t i = 0; i < m->cap; i++)
-            m->val[i] = SIZE_MAX;
+            m->direct[i] = SIZE_MAX;
         for (size_t i = 0; i < t->n_launches; i++)
             if (t->launches[i].corr != UINT64_MAX)
-                m->val[t->launches[i].corr - lo] = i; /* a repeated id keeps the last launch */
+                m->direct[t->launches[i].corr - lo] = i;
         return true;
     }
-    m->cap = 16;
-    while (m->cap < 2 * t->n_launches + 16)
-        m->cap *= 2;
-    m->key = sp_mallocarray(m->cap, sizeof *m->key);
-    m->val = sp_mallocarray(m->cap, sizeof *m->val);
-    if (!m->key || !m->val)
-        return false;
-    memset(m->key, 0xff, m->cap * sizeof *m->key); /* UINT64_MAX: empty */
-    for (size_t i = 0; i < t->n_launches; i++) {
-        uint64_t k = t->launches[i].corr;
-        if (k == UINT64_MAX)
-            continue;
-        size_t h = corr_slot(m, k);
-        m->key[h] = k;
-        m->val[h] = i;
-    }
+    for (size_t i = 0; i < t->n_launches; i++)
+        if (t->launches[i].corr != UINT64_MAX &&
+            !sp_u64_map_set(&m->hashed, t->launches[i].corr, i))
+            return false;
     return true;
+}
+
+static void corr_map_release(struct corr_map *m) {
+    sp_free(m->direct);
+    sp_u64_map_release(&m->hashed);
 }
 
 /* ---- aggregation */
@@ -566,8 +554,7 @@ done:
     sp_free(starts);
     sp_free(ends);
     sp_free(steps);
-    sp_free(map.key);
-    sp_free(map.val);
+    corr_map_release(&map);
     sp_free(items);
     sp_free(acc);
     sp_free(samples);

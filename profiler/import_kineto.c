@@ -19,72 +19,7 @@
 #include "json_util.h"
 #include "stagepart/stagepart.h"
 #include "trace.h"
-
-/* (pid, tid) pairs and flow endpoints, keyed by 64-bit hashes, open addressing */
-struct u64_map {
-    uint64_t *key, *val;
-    size_t n, cap;
-};
-
-static void u64_map_free(struct u64_map *m) {
-    sp_free(m->key);
-    sp_free(m->val);
-}
-
-static bool u64_map_put(struct u64_map *m, uint64_t k, uint64_t v, uint64_t *existing) {
-    if (2 * (m->n + 1) > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 1024;
-        uint64_t *key = sp_mallocarray(cap, sizeof *key), *val = sp_mallocarray(cap, sizeof *val);
-        if (!key || !val) {
-            sp_free(key);
-            sp_free(val);
-            return false;
-        }
-        memset(key, 0, cap * sizeof *key);
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->key[i]) {
-                size_t h = (size_t)(m->key[i] * 0x9E3779B97F4A7C15ull >> 13) & (cap - 1);
-                while (key[h])
-                    h = (h + 1) & (cap - 1);
-                key[h] = m->key[i];
-                val[h] = m->val[i];
-            }
-        u64_map_free(m);
-        m->key = key;
-        m->val = val;
-        m->cap = cap;
-    }
-    k |= 1; /* 0 marks an empty slot; the low bit is sacrificed */
-    size_t h = (size_t)(k * 0x9E3779B97F4A7C15ull >> 13) & (m->cap - 1);
-    while (m->key[h] && m->key[h] != k)
-        h = (h + 1) & (m->cap - 1);
-    if (m->key[h]) {
-        if (existing)
-            *existing = m->val[h];
-        return true;
-    }
-    m->key[h] = k;
-    m->val[h] = v;
-    m->n++;
-    if (existing)
-        *existing = v;
-    return true;
-}
-
-static bool u64_map_get(const struct u64_map *m, uint64_t k, uint64_t *v) {
-    if (!m->cap)
-        return false;
-    k |= 1;
-    size_t h = (size_t)(k * 0x9E3779B97F4A7C15ull >> 13) & (m->cap - 1);
-    while (m->key[h]) {
-        if (m->key[h] == k) {
-            *v = m->val[h];
-            return true;
-        }
-        h = (h + 1) & (m->cap - 1);
-    }
-    return false;
-}
+#include "u64_map.h"
 
 static uint64_t mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
@@ -126,15 +61,15 @@ static int64_t us_to_ns(double us) {
 
 struct kineto_state {
     struct sp_trace *t;
-    struct u64_map threads; /* hash(pid, tid) -> thread index */
-    struct u64_map flows;   /* hash(kind, pid, tid, ts) -> flow id */
+    struct sp_u64_map threads; /* hash(pid, tid) -> thread index */
+    struct sp_u64_map flows;   /* hash(kind, pid, tid, ts) -> flow id */
 };
 
 static sp_status thread_of(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev, uint32_t *tid) {
     uint64_t key = mix(mix(7, id_of(cJSON_GetObjectItemCaseSensitive(ev, "pid"))),
                        id_of(cJSON_GetObjectItemCaseSensitive(ev, "tid")));
     uint64_t v = 0;
-    if (!u64_map_put(&k->threads, key, k->threads.n, &v))
+    if (!sp_u64_map_insert(&k->threads, key, k->threads.n, &v))
         return sp_oom(ctx, "reading a trace");
     *tid = (uint32_t)v;
     return SP_OK;
@@ -154,7 +89,7 @@ static uint64_t correlation_of(const struct kineto_state *k, const cJSON *ev, co
     if (args && get_number(args, "correlation", &c) && c >= 0 && c < 1.8e19)
         return (uint64_t)c;
     uint64_t id = 0;
-    if (u64_map_get(&k->flows, flow_key(flow_kind, ev, ts), &id))
+    if (sp_u64_map_get(&k->flows, flow_key(flow_kind, ev, ts), &id))
         return id;
     return UINT64_MAX;
 }
@@ -172,7 +107,8 @@ static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *e
             !get_number(ev, "ts", &ts) || !get_number(ev, "id", &id) || id < 0 || id >= 1.8e19)
             continue;
         int kind = ph->valuestring[0] == 's' ? 's' : ph->valuestring[0] == 'f' ? 'f' : 0;
-        if (kind && !u64_map_put(&k->flows, flow_key(kind, ev, us_to_ns(ts)), (uint64_t)id, NULL))
+        if (kind &&
+            !sp_u64_map_insert(&k->flows, flow_key(kind, ev, us_to_ns(ts)), (uint64_t)id, NULL))
             st = sp_oom(ctx, "reading a trace");
     }
     for (const cJSON *ev = events->child; ev && st == SP_OK; ev = ev->next) {
@@ -311,8 +247,8 @@ sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data,
                      "%s: no host ranges (cat user_annotation or python_function): wrap layers in "
                      "record_function or annotate the model (docs/profiling.md)",
                      name);
-    u64_map_free(&k.threads);
-    u64_map_free(&k.flows);
+    sp_u64_map_release(&k.threads);
+    sp_u64_map_release(&k.flows);
     cJSON_Delete(root);
     if (st != SP_OK) {
         sp_trace_destroy(t);

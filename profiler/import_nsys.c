@@ -15,6 +15,7 @@
 
 #include "stagepart/stagepart.h"
 #include "trace.h"
+#include "u64_map.h"
 
 static bool has_table(sqlite3 *db, const char *table) {
     sqlite3_stmt *q = NULL;
@@ -41,47 +42,12 @@ static bool has_column(sqlite3 *db, const char *table, const char *column) {
     return found;
 }
 
-/* globalTid -> small thread index, linear probing */
-struct tid_map {
-    int64_t *key;
-    uint32_t *val;
-    size_t n, cap;
-};
-
-static bool tid_of(struct tid_map *m, int64_t gtid, uint32_t *out) {
-    if (2 * (m->n + 1) > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 256;
-        int64_t *key = sp_mallocarray(cap, sizeof *key);
-        uint32_t *val = sp_mallocarray(cap, sizeof *val);
-        if (!key || !val) {
-            sp_free(key);
-            sp_free(val);
-            return false;
-        }
-        for (size_t i = 0; i < cap; i++)
-            key[i] = INT64_MIN;
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->key[i] != INT64_MIN) {
-                size_t h = (size_t)((uint64_t)m->key[i] * 0x9E3779B97F4A7C15ull >> 11) & (cap - 1);
-                while (key[h] != INT64_MIN)
-                    h = (h + 1) & (cap - 1);
-                key[h] = m->key[i];
-                val[h] = m->val[i];
-            }
-        sp_free(m->key);
-        sp_free(m->val);
-        m->key = key;
-        m->val = val;
-        m->cap = cap;
-    }
-    size_t h = (size_t)((uint64_t)gtid * 0x9E3779B97F4A7C15ull >> 11) & (m->cap - 1);
-    while (m->key[h] != INT64_MIN && m->key[h] != gtid)
-        h = (h + 1) & (m->cap - 1);
-    if (m->key[h] == INT64_MIN) {
-        m->key[h] = gtid;
-        m->val[h] = (uint32_t)m->n++;
-    }
-    *out = m->val[h];
+/* globalTid -> small thread index */
+static bool tid_of(struct sp_u64_map *m, int64_t gtid, uint32_t *out) {
+    uint64_t v = 0;
+    if (!sp_u64_map_insert(m, (uint64_t)gtid, m->n, &v))
+        return false;
+    *out = (uint32_t)v;
     return true;
 }
 
@@ -90,7 +56,7 @@ static sp_status query_failed(sp_ctx *ctx, const char *path, sqlite3 *db, const 
 }
 
 static sp_status read_ranges(sp_ctx *ctx, const char *path, sqlite3 *db, struct sp_trace *t,
-                             struct tid_map *tids) {
+                             struct sp_u64_map *tids) {
     bool payload = has_column(db, "NVTX_EVENTS", "uint64Value");
     bool text_id = has_column(db, "NVTX_EVENTS", "textId") && has_table(db, "StringIds");
     char sql[512];
@@ -129,7 +95,7 @@ static sp_status read_ranges(sp_ctx *ctx, const char *path, sqlite3 *db, struct 
 }
 
 static sp_status read_launches(sp_ctx *ctx, const char *path, sqlite3 *db, const char *table,
-                               struct sp_trace *t, struct tid_map *tids) {
+                               struct sp_trace *t, struct sp_u64_map *tids) {
     if (!has_table(db, table))
         return SP_OK;
     char sql[256];
@@ -248,7 +214,7 @@ sp_status sp_trace_load_nsys(sp_ctx *ctx, const char *path, sp_trace **out) {
         return st;
     }
     struct sp_trace *t = sp_calloc(1, sizeof *t);
-    struct tid_map tids = {0};
+    struct sp_u64_map tids = {0};
     sp_status st = t ? sp_trace_init(ctx, t) : sp_oom(ctx, "reading a trace");
     if (st == SP_OK) {
         t->collector = sp_strdup("nsys sqlite");
@@ -283,8 +249,7 @@ sp_status sp_trace_load_nsys(sp_ctx *ctx, const char *path, sp_trace **out) {
         if (!t->versions)
             st = sp_oom(ctx, "reading a trace");
     }
-    sp_free(tids.key);
-    sp_free(tids.val);
+    sp_u64_map_release(&tids);
     sqlite3_close(db);
     if (st != SP_OK) {
         sp_trace_destroy(t);

@@ -39,3 +39,18 @@ void fuzz_require_message(const sp_ctx *ctx, sp_status status) {
             __builtin_trap();
     }
 }
+
+void fuzz_check_trace(sp_ctx *ctx, const sp_trace *trace) {
+    sp_trace_profile_opts opts;
+    sp_trace_profile_opts_init(&opts);
+    char *json = NULL;
+    sp_status st = sp_trace_to_profile(ctx, trace, &opts, &json, NULL);
+    fuzz_require_message(ctx, st);
+    if (st == SP_OK) { /* what the importer writes, the profile reader takes */
+        sp_profile *p = NULL;
+        if (sp_profile_parse(ctx, "profile", json, strlen(json), &p) != SP_OK)
+            __builtin_trap();
+        sp_profile_destroy(p);
+    }
+    sp_free(json);
+}

@@ -20,4 +20,8 @@ const char *fuzz_temp_file(const uint8_t *data, size_t size);
 /* trap (a crash the fuzzer reports) unless a failed call left a message in the context */
 void fuzz_require_message(const sp_ctx *ctx, sp_status status);
 
+/* a trace that loaded is attributed and made a profile; a failure carries a message, and a
+ * profile made must read back with sp_profile_parse (else a trap) */
+void fuzz_check_trace(sp_ctx *ctx, const sp_trace *trace);
+
 #endif
