@@ -233,6 +233,13 @@ SP_API sp_status sp_trace_load_kineto(sp_ctx *ctx, const char *path, sp_trace **
 SP_API sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data, size_t len,
                                        sp_trace **out);
 SP_API sp_status sp_trace_load_nsys(sp_ctx *ctx, const char *path, sp_trace **out);
+/* sp_trace_load_events: the event logs libstagepart-inject.so wrote (one per process of the
+ * program; `stagepart profile --attach` collects them), merged into one trace. A log cut short
+ * by the program's death is read up to its last whole record. Returns SP_ERR_IO, SP_ERR_PARSE
+ * (not an event log, or a corrupt record: the message names the file and the byte),
+ * SP_ERR_SCHEMA (another log version), SP_ERR_LIMIT, SP_ERR_NOMEM. */
+SP_API sp_status sp_trace_load_events(sp_ctx *ctx, const char *const *paths, size_t n,
+                                      sp_trace **out);
 SP_API void sp_trace_destroy(sp_trace *trace);
 
 typedef struct sp_trace_profile_opts {

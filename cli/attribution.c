@@ -1,0 +1,98 @@
+/* cli/attribution.c: the attribution options and the profile written from a trace (attribution.h).
+ */
+#include <string.h>
+
+#include "attribution.h"
+
+bool sp_attribution_opt(const struct sp_opt_parser *p, int id, sp_trace_profile_opts *opts,
+                        bool *taken) {
+    uint64_t v = 0;
+    *taken = true;
+    switch (id) {
+    case SP_ATTR_OPT_LAYER:
+        opts->layer_pattern = p->value;
+        return true;
+    case SP_ATTR_OPT_PHASE:
+        opts->phase_pattern = p->value;
+        return true;
+    case SP_ATTR_OPT_STEP:
+        opts->step_pattern = p->value;
+        return true;
+    case SP_ATTR_OPT_WARMUP:
+        if (!sp_opt_uint(p, 0, 1000000, &v))
+            return false;
+        opts->warmup_steps = (uint32_t)v;
+        return true;
+    case SP_ATTR_OPT_MODEL:
+        opts->model = p->value;
+        return true;
+    case SP_ATTR_OPT_MBS:
+        if (!sp_opt_uint(p, 1, 1u << 30, &v))
+            return false;
+        opts->micro_batch_size = v;
+        return true;
+    default:
+        *taken = false;
+        return true;
+    }
+}
+
+static void print_summary(const sp_trace_summary *s, const char *written) {
+    printf("%zu layers", s->layers);
+    if (s->steps_total)
+        printf(", median of %u steps (%u warm-up skipped)", s->steps_used,
+               s->steps_total - s->steps_used);
+    else
+        printf(", one pass (no step ranges)");
+    printf("\n\nGPU time     %10.3f ms in %llu activities\n", s->gpu_ms,
+           (unsigned long long)s->activities);
+    printf("  layers     %10.3f ms (%.1f%%)\n", s->layer_ms,
+           s->gpu_ms > 0 ? 100 * s->layer_ms / s->gpu_ms : 0);
+    printf("  optimizer  %10.3f ms\n", s->optimizer_ms);
+    printf("  other      %10.3f ms (under ranges that are no layer)\n", s->other_ms);
+    printf("  none       %10.3f ms (%.1f%%: launched outside every range, or %llu without a "
+           "launch record)\n",
+           s->unattributed_ms, 100 * s->unattributed_share, (unsigned long long)s->unmatched);
+    if (s->outside_steps_ms > 0)
+        printf("layer work in warm-up steps or outside steps: %.3f ms (not measured)\n",
+               s->outside_steps_ms);
+    if (s->dropped_records)
+        printf("the collector dropped %llu records\n", (unsigned long long)s->dropped_records);
+    if (written)
+        printf("wrote        %s\n", written);
+}
+
+int sp_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_profile_opts *opts,
+                          const char *output, bool no_gpu_work_is_error) {
+    char *json = NULL;
+    sp_trace_summary sum;
+    sp_status st = sp_trace_to_profile(ctx, trace, opts, &json, &sum);
+    if (st == SP_OK && no_gpu_work_is_error && sum.activities == 0) {
+        sp_free(json);
+        sp_print_warnings(ctx);
+        fprintf(stderr,
+                "stagepart: error: the program ran no GPU work the collector saw (%zu layers "
+                "found in its ranges): no CUDA device here, or CUDA never initialized; no "
+                "profile written\n",
+                sum.layers);
+        return SP_EXIT_UNAVAILABLE;
+    }
+    if (st == SP_OK && output)
+        st = sp_write_file_atomic(ctx, output, json, strlen(json));
+    if (st != SP_OK) {
+        sp_free(json);
+        return sp_report(ctx, st, false);
+    }
+    sp_print_warnings(ctx);
+    if (output)
+        print_summary(&sum, output);
+    else
+        fputs(json, stdout);
+    if (sum.unattributed_share > 0.02)
+        fprintf(stderr,
+                "stagepart: warning: %.1f%% of GPU time is in no range: kernels launched "
+                "outside the layer ranges (or a trace without launch records)\n",
+                100 * sum.unattributed_share);
+    sp_free(json);
+    return SP_EXIT_OK;
+}

@@ -1,0 +1,65 @@
+/* cli/attribution.h: what `import` and `profile --attach` share: the attribution options (one
+ * macro, so both tables and both --help texts say the same), the profile they make from a trace
+ * and the summary they print. */
+#ifndef SP_CLI_ATTRIBUTION_H
+#define SP_CLI_ATTRIBUTION_H
+
+#include "cli.h"
+
+/* Option ids 100..105 are the attribution options'. */
+enum {
+    SP_ATTR_OPT_LAYER = 100,
+    SP_ATTR_OPT_PHASE,
+    SP_ATTR_OPT_STEP,
+    SP_ATTR_OPT_WARMUP,
+    SP_ATTR_OPT_MODEL,
+    SP_ATTR_OPT_MBS,
+};
+
+#define SP_ATTRIBUTION_OPTS                                                                        \
+    {SP_ATTR_OPT_LAYER,                                                                            \
+     "layer-pattern",                                                                              \
+     0,                                                                                            \
+     "<regex>",                                                                                    \
+     "ranges that are layers (POSIX extended regex; group 1 is the layer's name; default: "        \
+     "'^(.+)/(fwd|bwd|recompute)$')",                                                              \
+     "Attribution"},                                                                               \
+        {SP_ATTR_OPT_PHASE,                                                                        \
+         "phase-pattern",                                                                          \
+         0,                                                                                        \
+         "<regex>",                                                                                \
+         "group 1 is a range's phase: fwd, forward, bwd, backward, recompute, optimizer "          \
+         "(default: '/(fwd|bwd|recompute|optimizer)$'; unmarked layer ranges are forward)",        \
+         "Attribution"},                                                                           \
+        {SP_ATTR_OPT_STEP,                                                                         \
+         "step-pattern",                                                                           \
+         0,                                                                                        \
+         "<regex>",                                                                                \
+         "training-step ranges (default: '^(stagepart/step|ProfilerStep#[0-9]+)')",                \
+         "Attribution"},                                                                           \
+        {SP_ATTR_OPT_WARMUP, "warmup-steps", 0, "<N>", "skip the first N steps (default: 0)",      \
+         "Attribution"},                                                                           \
+        {SP_ATTR_OPT_MODEL,                                                                        \
+         "model",                                                                                  \
+         0,                                                                                        \
+         "<name>",                                                                                 \
+         "the profile's model name (default: the trace file's or the program's name)",             \
+         "Profile"},                                                                               \
+    {                                                                                              \
+        SP_ATTR_OPT_MBS, "micro-batch-size", 0, "<B>",                                             \
+            "samples per step the trace was recorded at (default: 1)", "Profile"                   \
+    }
+
+/* Take an attribution option the parser returned; false (after a usage error) on a bad value.
+ * Ids that are not attribution options are left alone and return true with *taken false. */
+bool sp_attribution_opt(const struct sp_opt_parser *p, int id, sp_trace_profile_opts *opts,
+                        bool *taken);
+
+/* Make the profile from the trace and write it to output (atomically) or stdout, print the
+ * summary and warnings; returns the exit code. no_gpu_work_is_error: a trace with no GPU
+ * activity at all exits 4 (a live run on a machine without a GPU) instead of writing a profile
+ * of zeros. */
+int sp_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_profile_opts *opts,
+                          const char *output, bool no_gpu_work_is_error);
+
+#endif

@@ -1,0 +1,27 @@
+/* profiler/cuda/cupti_ops.h: every CUPTI call the collector makes, through one table, so the
+ * tests can put a fake behind it (a CUPTI that fails where they say) while the real table points
+ * straight at libcupti. */
+#ifndef SP_PROFILER_CUPTI_OPS_H
+#define SP_PROFILER_CUPTI_OPS_H
+
+#include <cupti.h>
+
+struct sp_cupti_ops {
+    CUptiResult (*get_version)(uint32_t *version);
+    CUptiResult (*get_timestamp)(uint64_t *ns);
+    CUptiResult (*get_result_string)(CUptiResult result, const char **str);
+    CUptiResult (*set_attribute)(CUpti_ActivityAttribute attr, size_t *size, void *value);
+    CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc request,
+                                      CUpti_BuffersCallbackCompleteFunc complete);
+    CUptiResult (*enable)(CUpti_ActivityKind kind);
+    CUptiResult (*get_next_record)(uint8_t *buffer, size_t valid_bytes, CUpti_Activity **record);
+    CUptiResult (*get_num_dropped_records)(CUcontext context, uint32_t stream, size_t *dropped);
+    CUptiResult (*flush_all)(uint32_t flag);
+    CUptiResult (*push_external_correlation)(CUpti_ExternalCorrelationKind kind, uint64_t id);
+    CUptiResult (*pop_external_correlation)(CUpti_ExternalCorrelationKind kind, uint64_t *last);
+};
+
+/* libcupti itself. */
+extern const struct sp_cupti_ops sp_cupti_real_ops;
+
+#endif

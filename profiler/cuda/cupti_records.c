@@ -1,0 +1,117 @@
+/* profiler/cuda/cupti_records.c: CUPTI 13 activity records into event-log records. Only the
+ * record types of the kinds the collector enables are read; their layouts are CUPTI 13.0's
+ * (Kernel10, Memcpy6, MemcpyPtoP4, Memset4, API, ExternalCorrelation, Device5). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cupti_records.h"
+#include "trace.h"
+
+static const char *copy_name(uint8_t copy_kind) {
+    switch (copy_kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+        return "memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+        return "memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+        return "memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+        return "memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+        return "memcpy PtoP";
+    default:
+        return "memcpy";
+    }
+}
+
+static bool is_graph_launch(CUpti_ActivityKind kind, CUpti_CallbackId cbid) {
+    if (kind == CUPTI_ACTIVITY_KIND_RUNTIME)
+        return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+               cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+    return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+}
+
+static void activity(struct sp_evlog *log, uint8_t kind, uint64_t start, uint64_t end,
+                     uint32_t corr, uint64_t bytes, uint32_t device, uint32_t stream,
+                     const char *name, int64_t stop_ns, struct sp_record_counts *counts) {
+    if ((int64_t)start >= stop_ns) {
+        counts->after_window++;
+        return;
+    }
+    uint32_t id = 0;
+    if (!sp_evlog_string(log, name, strlen(name), &id))
+        return;
+    sp_evlog_activity(log, kind, (int64_t)start, (int64_t)end, corr, bytes, device, stream, id);
+}
+
+CUptiResult sp_cupti_records_write(const struct sp_cupti_ops *ops, struct sp_evlog *log,
+                                   uint8_t *buffer, size_t valid_bytes, int64_t stop_ns,
+                                   struct sp_record_counts *counts) {
+    CUpti_Activity *rec = NULL;
+    CUptiResult r;
+    while ((r = ops->get_next_record(buffer, valid_bytes, &rec)) == CUPTI_SUCCESS) {
+        switch (rec->kind) {
+        case CUPTI_ACTIVITY_KIND_KERNEL:
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+            const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+            counts->kernels++;
+            activity(log, SP_ACTIVITY_KERNEL, k->start, k->end, k->correlationId, 0, k->deviceId,
+                     k->streamId, k->name ? k->name : "kernel", stop_ns, counts);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMCPY: {
+            const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
+            counts->copies++;
+            activity(log, SP_ACTIVITY_MEMCPY, m->start, m->end, m->correlationId, m->bytes,
+                     m->deviceId, m->streamId, copy_name(m->copyKind), stop_ns, counts);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+            const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)rec;
+            char name[64];
+            snprintf(name, sizeof name, "memcpy PtoP %u->%u", m->srcDeviceId, m->dstDeviceId);
+            counts->copies++;
+            activity(log, SP_ACTIVITY_MEMCPY, m->start, m->end, m->correlationId, m->bytes,
+                     m->deviceId, m->streamId, name, stop_ns, counts);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMSET: {
+            const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
+            counts->memsets++;
+            activity(log, SP_ACTIVITY_MEMSET, m->start, m->end, m->correlationId, m->bytes,
+                     m->deviceId, m->streamId, "memset", stop_ns, counts);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_RUNTIME:
+        case CUPTI_ACTIVITY_KIND_DRIVER:
+        case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: {
+            const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)rec;
+            counts->apis++;
+            if (rec->kind != CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API &&
+                is_graph_launch(rec->kind, a->cbid))
+                counts->graph_launches++;
+            sp_evlog_api(log, (int64_t)a->start, a->correlationId, a->threadId);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+            const CUpti_ActivityExternalCorrelation *x =
+                (const CUpti_ActivityExternalCorrelation *)rec;
+            counts->extcorrs++;
+            if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2)
+                sp_evlog_extcorr(log, x->correlationId, x->externalId);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_DEVICE: {
+            const CUpti_ActivityDevice5 *d = (const CUpti_ActivityDevice5 *)rec;
+            counts->devices++;
+            sp_evlog_device(log, d->id, d->name ? d->name : "GPU");
+            break;
+        }
+        default:
+            counts->other++;
+            break;
+        }
+    }
+    return r;
+}

@@ -1,0 +1,326 @@
+/* profiler/import_events.c: the live collector's event logs (profiler/event_log.h) into one
+ * trace. Several logs (one per process of the program) merge: each keeps its own threads, and
+ * correlation ids get the log's index in their high 32 bits, since every process counts its own.
+ *
+ * A launch goes to a thread by CUPTI's external correlation: the record names the innermost
+ * range open on the launching thread, and so that range's thread. Launches without one (made
+ * before the collector was ready, or outside every range) go to the thread whose OS id CUPTI
+ * names, and to a thread of their own when no range thread has that id. */
+#include <stdio.h>
+#include <string.h>
+
+#include "event_log.h"
+#include "stagepart/stagepart.h"
+#include "trace.h"
+#include "u64_map.h"
+
+struct cursor {
+    const unsigned char *p;
+    size_t left;
+};
+
+static uint8_t get_u8(struct cursor *c) {
+    uint8_t v = c->p[0];
+    c->p++;
+    c->left--;
+    return v;
+}
+static uint32_t get_u32(struct cursor *c) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)c->p[i] << (8 * i);
+    c->p += 4;
+    c->left -= 4;
+    return v;
+}
+static uint64_t get_u64(struct cursor *c) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)c->p[i] << (8 * i);
+    c->p += 8;
+    c->left -= 8;
+    return v;
+}
+
+struct pending_api {
+    int64_t time_ns;
+    uint64_t corr;
+    uint32_t cupti_tid;
+};
+
+struct log_reader {
+    sp_ctx *ctx;
+    struct sp_trace *t;
+    const char *path;
+    uint64_t file_index;
+    struct sp_u64_map strings;    /* the log's string id -> the trace's */
+    struct sp_u64_map threads;    /* the log's thread id -> the trace's */
+    struct sp_u64_map os_tids;    /* an OS thread id (either kind) -> the trace's thread */
+    struct sp_u64_map range_tid;  /* range id -> the trace's thread */
+    struct sp_u64_map corr_range; /* correlation id -> range id */
+    struct pending_api *apis;
+    size_t n_apis, cap_apis;
+    char cupti[64], cuda[64];
+};
+
+static sp_status bad(struct log_reader *r, size_t off, const char *what) {
+    return sp_fail(r->ctx, SP_ERR_PARSE,
+                   "%s: byte %zu: %s (a stagepart event log, written by "
+                   "libstagepart-inject.so)",
+                   r->path, off, what);
+}
+
+static sp_status oom(struct log_reader *r) {
+    return sp_oom(r->ctx, "reading an event log");
+}
+
+static sp_status string_of(struct log_reader *r, size_t off, uint32_t id, uint32_t *out) {
+    uint64_t v;
+    if (!sp_u64_map_get(&r->strings, id, &v))
+        return bad(r, off, "a record names a string the log never defined");
+    *out = (uint32_t)v;
+    return SP_OK;
+}
+
+static sp_status thread_of(struct log_reader *r, uint32_t tid, uint32_t *out) {
+    uint64_t v;
+    if (!sp_u64_map_insert(&r->threads, tid, r->t->n_threads, &v))
+        return oom(r);
+    if (v == r->t->n_threads)
+        r->t->n_threads++;
+    *out = (uint32_t)v;
+    return SP_OK;
+}
+
+static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c, size_t off) {
+    struct sp_trace *t = r->t;
+    uint32_t tid, name;
+    sp_status st = SP_OK;
+    switch (tag) {
+    case SP_EVLOG_STRING: {
+        if (c->left < 4)
+            return bad(r, off, "a string record shorter than its id");
+        uint32_t id = get_u32(c);
+        uint32_t mine;
+        if (memchr(c->p, '\0', c->left))
+            return bad(r, off, "a string with a NUL byte in it");
+        if ((st = sp_trace_intern(r->ctx, t, (const char *)c->p, c->left, &mine)) != SP_OK)
+            return st;
+        return sp_u64_map_set(&r->strings, id, mine) ? SP_OK : oom(r);
+    }
+    case SP_EVLOG_THREAD: {
+        if (c->left < 12)
+            return bad(r, off, "a thread record shorter than 12 bytes");
+        if ((st = thread_of(r, get_u32(c), &tid)) != SP_OK)
+            return st;
+        uint32_t os = get_u32(c), pt = get_u32(c);
+        return sp_u64_map_insert(&r->os_tids, os, tid, NULL) &&
+                       sp_u64_map_insert(&r->os_tids, pt, tid, NULL)
+                   ? SP_OK
+                   : oom(r);
+    }
+    case SP_EVLOG_RANGE: {
+        if (c->left < SP_EVLOG_RANGE_BYTES)
+            return bad(r, off, "a range record shorter than 41 bytes");
+        uint64_t id = get_u64(c);
+        struct sp_trace_range rg = {0};
+        rg.start_ns = (int64_t)get_u64(c);
+        rg.end_ns = (int64_t)get_u64(c);
+        uint32_t log_tid = get_u32(c);
+        uint32_t log_name = get_u32(c);
+        rg.payload = get_u64(c);
+        rg.has_payload = get_u8(c) != 0;
+        if ((st = thread_of(r, log_tid, &rg.tid)) != SP_OK ||
+            (st = string_of(r, off, log_name, &rg.name)) != SP_OK)
+            return st;
+        if (!sp_u64_map_set(&r->range_tid, id, rg.tid))
+            return oom(r);
+        return sp_trace_add_range(r->ctx, t, &rg);
+    }
+    case SP_EVLOG_EXTCORR: {
+        if (c->left < 16)
+            return bad(r, off, "an external-correlation record shorter than 16 bytes");
+        uint64_t corr = get_u64(c), range = get_u64(c);
+        return sp_u64_map_set(&r->corr_range, corr, range) ? SP_OK : oom(r);
+    }
+    case SP_EVLOG_API: {
+        if (c->left < 20)
+            return bad(r, off, "an API record shorter than 20 bytes");
+        if (r->n_apis == r->cap_apis) {
+            size_t cap = r->cap_apis ? 2 * r->cap_apis : 1024;
+            struct pending_api *a = sp_realloc(r->apis, cap * sizeof *a);
+            if (!a)
+                return oom(r);
+            r->apis = a;
+            r->cap_apis = cap;
+        }
+        struct pending_api *a = &r->apis[r->n_apis++];
+        a->time_ns = (int64_t)get_u64(c);
+        a->corr = get_u64(c);
+        a->cupti_tid = get_u32(c);
+        return SP_OK;
+    }
+    case SP_EVLOG_ACTIVITY: {
+        if (c->left < SP_EVLOG_ACTIVITY_BYTES)
+            return bad(r, off, "an activity record shorter than 45 bytes");
+        struct sp_trace_activity a = {0};
+        a.kind = get_u8(c);
+        a.start_ns = (int64_t)get_u64(c);
+        a.end_ns = (int64_t)get_u64(c);
+        uint64_t corr = get_u64(c);
+        a.corr = r->file_index << 32 | (corr & 0xffffffffu);
+        a.bytes = get_u64(c);
+        a.device = get_u32(c);
+        a.stream = get_u32(c);
+        name = get_u32(c);
+        if (a.kind > SP_ACTIVITY_MEMSET)
+            return bad(r, off, "an activity of an unknown kind");
+        if ((st = string_of(r, off, name, &a.name)) != SP_OK)
+            return st;
+        return sp_trace_add_activity(r->ctx, t, &a);
+    }
+    case SP_EVLOG_DEVICE: {
+        if (c->left < 8)
+            return bad(r, off, "a device record shorter than 8 bytes");
+        uint32_t dev = get_u32(c);
+        if ((st = string_of(r, off, get_u32(c), &name)) != SP_OK)
+            return st;
+        return sp_trace_set_device(r->ctx, t, dev, t->strings[name]);
+    }
+    case SP_EVLOG_META: {
+        if (c->left < 8)
+            return bad(r, off, "a meta record shorter than 8 bytes");
+        uint32_t k, v;
+        if ((st = string_of(r, off, get_u32(c), &k)) != SP_OK ||
+            (st = string_of(r, off, get_u32(c), &v)) != SP_OK)
+            return st;
+        if (strcmp(t->strings[k], "cupti") == 0)
+            snprintf(r->cupti, sizeof r->cupti, "%s", t->strings[v]);
+        else if (strcmp(t->strings[k], "cuda") == 0)
+            snprintf(r->cuda, sizeof r->cuda, "%s", t->strings[v]);
+        else if (strcmp(t->strings[k], "warning") == 0)
+            sp_warn(r->ctx, "%s: the collector said: %s", r->path, t->strings[v]);
+        return SP_OK;
+    }
+    case SP_EVLOG_DROPPED:
+        if (c->left < 8)
+            return bad(r, off, "a dropped-records record shorter than 8 bytes");
+        t->dropped_records += get_u64(c);
+        return SP_OK;
+    default:
+        return SP_OK; /* a later version's record */
+    }
+}
+
+/* Launches, now that every range and correlation is known. */
+static sp_status resolve_launches(struct log_reader *r) {
+    sp_status st = SP_OK;
+    for (size_t i = 0; st == SP_OK && i < r->n_apis; i++) {
+        const struct pending_api *a = &r->apis[i];
+        uint64_t range, tid = UINT64_MAX;
+        if (sp_u64_map_get(&r->corr_range, a->corr, &range))
+            sp_u64_map_get(&r->range_tid, range, &tid);
+        if (tid == UINT64_MAX &&
+            !sp_u64_map_insert(&r->os_tids, a->cupti_tid, r->t->n_threads, &tid))
+            return oom(r);
+        if (tid == r->t->n_threads)
+            r->t->n_threads++;
+        struct sp_trace_launch l = {a->time_ns, r->file_index << 32 | (a->corr & 0xffffffffu),
+                                    (uint32_t)tid};
+        st = sp_trace_add_launch(r->ctx, r->t, &l);
+    }
+    return st;
+}
+
+static sp_status read_log(struct log_reader *r) {
+    char *data = NULL;
+    size_t len = 0;
+    sp_status st = sp_read_file(r->ctx, r->path, SP_TRACE_MAX_FILE_BYTES, &data, &len);
+    if (st != SP_OK)
+        return st;
+    const unsigned char *u = (const unsigned char *)data;
+    if (len < SP_EVLOG_HEADER_BYTES || memcmp(u, SP_EVLOG_MAGIC, 8) != 0) {
+        sp_free(data);
+        return sp_fail(r->ctx, SP_ERR_PARSE,
+                       "%s: not a stagepart event log (no \"SPEVLOG\" header): the files "
+                       "libstagepart-inject.so writes, read by `stagepart profile --attach`",
+                       r->path);
+    }
+    struct cursor c = {u + 8, len - 8};
+    uint32_t version = get_u32(&c);
+    (void)get_u32(&c); /* pid */
+    if (version != SP_EVLOG_VERSION) {
+        sp_free(data);
+        return sp_fail(r->ctx, SP_ERR_SCHEMA,
+                       "%s: event log version %u; this stagepart reads version %u (use the "
+                       "libstagepart-inject.so of the same build)",
+                       r->path, version, SP_EVLOG_VERSION);
+    }
+    while (st == SP_OK && c.left > 0) {
+        size_t off = len - c.left;
+        if (c.left < SP_EVLOG_RECORD_HEADER_BYTES)
+            break; /* a record cut by the program's death: the tail is lost, not the log */
+        uint8_t tag = get_u8(&c);
+        uint32_t n = get_u32(&c);
+        if (n > c.left)
+            break; /* likewise */
+        struct cursor body = {c.p, n};
+        st = read_record(r, tag, &body, off);
+        c.p += n;
+        c.left -= n;
+    }
+    sp_free(data);
+    if (st == SP_OK)
+        st = resolve_launches(r);
+    return st;
+}
+
+static void reader_release(struct log_reader *r) {
+    sp_u64_map_release(&r->strings);
+    sp_u64_map_release(&r->threads);
+    sp_u64_map_release(&r->os_tids);
+    sp_u64_map_release(&r->range_tid);
+    sp_u64_map_release(&r->corr_range);
+    sp_free(r->apis);
+}
+
+sp_status sp_trace_load_events(sp_ctx *ctx, const char *const *paths, size_t n, sp_trace **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!paths || !out || n == 0)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_load_events: no event log given");
+    *out = NULL;
+    struct sp_trace *t = sp_calloc(1, sizeof *t);
+    sp_status st = t ? sp_trace_init(ctx, t) : sp_oom(ctx, "reading an event log");
+    if (st == SP_OK) {
+        t->collector = sp_strdup("stagepart-inject (CUPTI activity API, NVTX)");
+        t->file = sp_strdup(paths[0]);
+        if (!t->collector || !t->file)
+            st = sp_oom(ctx, "reading an event log");
+    }
+    char versions[256] = "";
+    for (size_t i = 0; st == SP_OK && i < n; i++) {
+        struct log_reader r = {0};
+        r.ctx = ctx;
+        r.t = t;
+        r.path = paths[i];
+        r.file_index = i;
+        st = read_log(&r);
+        if (st == SP_OK && !versions[0] && r.cuda[0])
+            snprintf(versions, sizeof versions, "collector built with CUDA %s, CUPTI %s loaded",
+                     r.cuda, r.cupti[0] ? r.cupti : "(unknown)");
+        else if (st == SP_OK && !versions[0] && r.cupti[0])
+            snprintf(versions, sizeof versions, "CUPTI %s loaded", r.cupti);
+        reader_release(&r);
+    }
+    if (st == SP_OK && !(t->versions = sp_strdup(versions)))
+        st = sp_oom(ctx, "reading an event log");
+    if (st != SP_OK) {
+        sp_trace_destroy(t);
+        return st;
+    }
+    sp_trace_rebase(t);
+    *out = t;
+    return SP_OK;
+}
