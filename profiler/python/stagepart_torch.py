@@ -9,9 +9,11 @@
             with ann.optimizer():                                  # "stagepart/optimizer"
                 opt.step()
 
-Record the run with Nsight Systems (`nsys profile -t cuda,nvtx python train.py`, then
-`nsys export --type sqlite`) or, with ranges="record_function", with torch.profiler, and make the
-profile with `stagepart import nsys|kineto` (docs/profiling.md). Forward ranges are pushed by
+Run it under stagepart's own collector (`stagepart profile --attach -- python train.py`; each
+layer's output bytes reach the profile through the collector's sp_annotate_u64), or record it
+with Nsight Systems (`nsys profile -t cuda,nvtx python train.py`, then `nsys export --type
+sqlite`) or, with ranges="record_function", with torch.profiler, and make the profile with
+`stagepart import nsys|kineto` (docs/profiling.md). Forward ranges are pushed by
 forward pre/post hooks, backward ranges by full-backward pre/post hooks, so they land on the
 thread that runs them (PyTorch's autograd thread for the backward). The helper also records each
 layer's output bytes (tensors deduplicated by storage) and parameter bytes: ann.sizes().
@@ -19,10 +21,29 @@ layer's output bytes (tensors deduplicated by storage) and parameter bytes: ann.
 Only the standard library is imported here; torch is imported when a torch range backend is
 used, so the logic is testable with stand-in modules (tests/python/).
 """
+import ctypes
 import fnmatch
+import os
 
 STEP_RANGE = "stagepart/step"
 OPTIMIZER_RANGE = "stagepart/optimizer"
+
+
+def collector_annotate():
+    """sp_annotate_u64 of stagepart's live collector (libstagepart-inject.so) when this process
+    runs under `stagepart profile --attach` and NVTX has loaded it, else None. torch.cuda.nvtx
+    ranges carry no payload, so output bytes reach the collector this way."""
+    path = os.environ.get("NVTX_INJECTION64_PATH") or os.environ.get("CUDA_INJECTION64_PATH")
+    if not path or not os.environ.get("STAGEPART_INJECT_DIR"):
+        return None
+    try:  # RTLD_NOLOAD: the library NVTX loaded, never a second copy
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOW | getattr(os, "RTLD_NOLOAD", 0))
+        fn = lib.sp_annotate_u64
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
+    fn.restype = ctypes.c_int
+    return lambda name, nbytes: fn(name.encode(), nbytes)
 
 
 class _Nvtx:
@@ -32,12 +53,20 @@ class _Nvtx:
         import torch  # noqa: F401  (imported when used)
 
         self._nvtx = torch.cuda.nvtx
+        self._annotate = False  # looked up at the first layer: NVTX loads the collector then
 
     def push(self, name):
         self._nvtx.range_push(name)
 
     def pop(self):
         self._nvtx.range_pop()
+
+    def annotate(self, name, nbytes):
+        """Give the open range `name` its output bytes (the collector's payload)."""
+        if self._annotate is False:
+            self._annotate = collector_annotate()
+        if self._annotate:
+            self._annotate(name, nbytes)
 
 
 class _RecordFunction:
@@ -131,9 +160,14 @@ class Annotation:
         def fwd_pre(_module, _inputs):
             push(f"{name}/fwd")
 
+        annotate = getattr(self._ranges, "annotate", None)
+
         def fwd_post(_module, _inputs, output):
+            nbytes = output_bytes(output)
+            if annotate:
+                annotate(f"{name}/fwd", nbytes)  # before the pop: the range is still open
             pop()
-            sizes["activation_bytes"] = max(sizes["activation_bytes"], output_bytes(output))
+            sizes["activation_bytes"] = max(sizes["activation_bytes"], nbytes)
 
         def bwd_pre(_module, _grad_output):
             push(f"{name}/bwd")

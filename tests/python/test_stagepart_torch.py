@@ -100,15 +100,25 @@ class Module:
 
 class Recorder:
     def __init__(self):
-        self.events, self.depth = [], 0
+        self.events, self.depth, self.open = [], 0, []
 
     def push(self, name):
         self.events.append(("push", name))
         self.depth += 1
+        self.open.append(name)
 
     def pop(self):
         self.events.append(("pop",))
         self.depth -= 1
+        self.open.pop()
+
+
+class AnnotatingRecorder(Recorder):
+    """A backend with annotate(), as the NVTX one has for the live collector."""
+
+    def annotate(self, name, nbytes):
+        assert self.open and self.open[-1] == name, (name, self.open)  # before the pop
+        self.events.append(("annotate", name, nbytes))
 
 
 def model():
@@ -153,6 +163,42 @@ class TestHelper(unittest.TestCase):
         n = len(rec.events)
         blocks["layers.0"].forward(Tensor(shared))
         self.assertEqual(len(rec.events), n)
+
+    def test_output_bytes_reach_the_open_range(self):
+        m, rec = model(), AnnotatingRecorder()
+        stagepart_torch.annotate(m, "layers.*", ranges=rec)
+        blocks = dict(m.named_modules())
+        blocks["layers.0"].forward((Tensor(Storage(1, 64)), Tensor(Storage(1, 64))))
+        blocks["layers.0"].backward()
+        notes = [e for e in rec.events if e[0] == "annotate"]
+        self.assertEqual(notes, [("annotate", "layers.0/fwd", 64)])  # forward only, deduplicated
+
+    def test_collector_lookup(self):
+        env = dict(os.environ)
+        try:
+            for k in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH", "STAGEPART_INJECT_DIR"):
+                os.environ.pop(k, None)
+            self.assertIsNone(stagepart_torch.collector_annotate())  # not under the collector
+            os.environ["NVTX_INJECTION64_PATH"] = "/nonexistent/libstagepart-inject.so"
+            os.environ["STAGEPART_INJECT_DIR"] = "/tmp"
+            self.assertIsNone(stagepart_torch.collector_annotate())  # not loaded: no 2nd copy
+        finally:
+            os.environ.clear()
+            os.environ.update(env)
+
+    @unittest.skipUnless(os.environ.get("STAGEPART_INJECT_LIB"), "the CUDA build's collector")
+    def test_real_collector_binding(self):
+        import ctypes
+        import tempfile
+
+        lib = os.environ["STAGEPART_INJECT_LIB"]
+        with tempfile.TemporaryDirectory() as d:
+            os.environ.update(NVTX_INJECTION64_PATH=lib, STAGEPART_INJECT_DIR=d)
+            ctypes.CDLL(lib)  # as NVTX would have loaded it
+            fn = stagepart_torch.collector_annotate()
+            self.assertIsNotNone(fn)
+            self.assertEqual(fn("layers.0/fwd", 1 << 20), -1)  # no such range open: refused
+            self.assertEqual(len([f for f in os.listdir(d) if f.endswith(".splog")]), 1)
 
     def test_bad_backend(self):
         with self.assertRaises(ValueError):
