@@ -1,5 +1,8 @@
 """samples/torch/train.py: the whole flow on a small transformer-like model with PyTorch.
 
+    # stagepart's own collector (CUPTI + NVTX, injected; output bytes through the helper)
+    stagepart profile --attach --warmup-steps 2 -o profile.json -- python samples/torch/train.py
+
     # Nsight Systems (NVTX ranges, the default)
     nsys profile -t cuda,nvtx -o run python samples/torch/train.py
     nsys export --type sqlite run.nsys-rep

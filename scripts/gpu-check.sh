@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh OUTDIR: the checks that need a GPU, in one run of a few minutes on one
+# device (an H200 when the workplace lends one). Everything it measures goes under OUTDIR:
+#   summary.md                the figures and PASS/FAIL lines
+#   build.log, ctest-cuda.txt the CUDA build and its collector tests
+#   gpu_layers.*              the collector on tests/cuda/gpu_layers (cuBLAS layers, NVTX ranges):
+#                             profile, attributed share of GPU time (target >= 95%), per-layer
+#                             times against CUDA events, and the overhead: median step time
+#                             untraced, injected but idle, and tracing (target <= 2%)
+#   torch.*                   the same flow on samples/torch/train.py through the PyTorch helper,
+#                             when torch with CUDA is installed (said so when it is not)
+# Exit status: 0 when every hard check passed (attribution >= 95%), 1 otherwise, 77 without a GPU.
+set -uo pipefail
+OUT=${1:?usage: scripts/gpu-check.sh OUTDIR}
+cd "$(dirname "$0")/.."
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+B=${BUILD_DIR:-build-gpu}
+S="$OUT/summary.md"
+failed=0
+say() { echo "$*" | tee -a "$S"; }
+: >"$S"
+say "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ), $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >"$OUT/device.txt" 2>&1; then
+    say "no GPU (nvidia-smi -L failed): nothing checked"
+    exit 77
+fi
+say ""
+say "device: $(head -1 "$OUT/device.txt")"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv \
+    >>"$OUT/device.txt" 2>&1
+
+say ""
+say "## build"
+if cmake -S . -B "$B" -DSTAGEPART_CUDA=ON -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+    cmake --build "$B" -j"$(nproc)" >>"$OUT/build.log" 2>&1; then
+    say "PASS build with CUDA ($(grep -m1 -o 'CUDA [0-9.]*' "$OUT/build.log" || echo toolkit))"
+else
+    say "FAIL build (build.log)"
+    exit 1
+fi
+SP="$B/cli/stagepart"
+if ctest --test-dir "$B" -L cuda --output-on-failure >"$OUT/ctest-cuda.txt" 2>&1; then
+    say "PASS collector tests (ctest -L cuda)"
+else
+    say "FAIL collector tests (ctest-cuda.txt)"
+    failed=1
+fi
+
+# coverage PROFILE NAME: attributed share of GPU time, a hard check (>= 95%)
+coverage() {
+    python3 - "$1" "$2" <<'PY' | tee -a "$S"
+import json, sys
+m = json.load(open(sys.argv[1]))["measurement"]
+share = 1 - m["unattributed_share"] if m["gpu_ms"] > 0 else 0
+ok = share >= 0.95
+print(f"{'PASS' if ok else 'FAIL'} {sys.argv[2]}: {100 * share:.2f}% of {m['gpu_ms']:.3f} ms GPU "
+      f"time attributed ({m['activities']} activities, {m['dropped_records']} records dropped, "
+      f"steps {m['steps_used']}/{m['steps_total']}; versions: {m['versions']})")
+sys.exit(0 if ok else 1)
+PY
+}
+
+say ""
+say "## collector on gpu_layers (8 cuBLAS layers, 4096 rows)"
+G="$B/tests/gpu_layers"
+if "$SP" profile --attach --warmup-steps 2 --events-dir "$OUT/gpu_layers.events" \
+    -o "$OUT/gpu_layers.profile.json" -- "$G" 12 >"$OUT/gpu_layers.profile.txt" 2>&1; then
+    coverage "$OUT/gpu_layers.profile.json" "gpu_layers" || failed=1
+else
+    say "FAIL profile --attach on gpu_layers (gpu_layers.profile.txt)"
+    failed=1
+fi
+if "$G" 12 --events "$OUT/gpu_layers.events.json" >/dev/null 2>&1 &&
+    [ -f "$OUT/gpu_layers.profile.json" ]; then
+    python3 - "$OUT/gpu_layers.profile.json" "$OUT/gpu_layers.events.json" <<'PY' | tee -a "$S"
+import json, sys
+p = {l["name"]: l for l in json.load(open(sys.argv[1]))["layers"]}
+e = json.load(open(sys.argv[2]))
+print("\n| layer | fwd collector ms | fwd CUDA events ms | bwd collector ms | bwd CUDA events ms |")
+print("|---|---|---|---|---|")
+worst = 0
+for name, ev in e.items():
+    c = p.get(name, {})
+    for k in ("fwd_ms", "bwd_ms"):
+        if ev[k] > 0 and k in c:
+            worst = max(worst, abs(c[k] - ev[k]) / ev[k])
+    print(f"| {name} | {c.get('fwd_ms', float('nan')):.4f} | {ev['fwd_ms']:.4f} | "
+          f"{c.get('bwd_ms', float('nan')):.4f} | {ev['bwd_ms']:.4f} |")
+print(f"\nlargest relative difference, collector vs CUDA events: {100 * worst:.1f}% "
+      "(events include launch gaps inside a layer; the collector counts GPU busy time)")
+PY
+fi
+
+say ""
+say "## overhead (median step time of gpu_layers, 40 steps, 3 runs per mode, interleaved)"
+IDLE_DIR=$(mktemp -d)
+LIB=$(ls "$B"/profiler/cuda/libstagepart-inject.so)
+for run in 1 2 3; do
+    "$G" 40 | sed 's/^/untraced /' >>"$OUT/overhead.txt"
+    CUDA_INJECTION64_PATH=$LIB NVTX_INJECTION64_PATH=$LIB STAGEPART_INJECT_DIR=$IDLE_DIR \
+        STAGEPART_INJECT_MODE=idle "$G" 40 | sed 's/^/idle /' >>"$OUT/overhead.txt"
+    "$SP" profile --attach -o "$OUT/overhead.profile.json" -- "$G" 40 |
+        grep '^median step' | sed 's/^/tracing /' >>"$OUT/overhead.txt"
+done
+rm -rf "$IDLE_DIR"
+python3 - "$OUT/overhead.txt" <<'PY' | tee -a "$S"
+import statistics, sys
+t = {}
+for line in open(sys.argv[1]):
+    mode, _, _, ms = line.split()[:4]
+    t.setdefault(mode, []).append(float(ms))
+base = statistics.median(t["untraced"])
+for mode in ("untraced", "idle", "tracing"):
+    m = statistics.median(t[mode])
+    print(f"{mode:9s} {m:9.4f} ms  ({100 * (m / base - 1):+.2f}% vs untraced; runs {t[mode]})")
+over = statistics.median(t["tracing"]) / base - 1
+print(f"{'PASS' if over <= 0.02 else 'MISS'} tracing overhead {100 * over:+.2f}% (target <= 2%)")
+PY
+
+say ""
+say "## PyTorch helper (samples/torch/train.py)"
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    if "$SP" profile --attach --warmup-steps 2 -o "$OUT/torch.profile.json" -- \
+        python3 samples/torch/train.py --steps 8 >"$OUT/torch.profile.txt" 2>&1; then
+        coverage "$OUT/torch.profile.json" "torch sample" || failed=1
+        python3 - "$OUT/torch.profile.json" <<'PY' | tee -a "$S"
+import json, sys
+layers = json.load(open(sys.argv[1]))["layers"]
+bytes_ok = all(l.get("activation_bytes", 0) > 0 for l in layers)
+bwd_ok = all(l["bwd_ms"] > 0 for l in layers)
+print(f"{len(layers)} layers; output bytes from the helper on every layer: {bytes_ok}; "
+      f"backward hooks fired on every layer (embedding and head included): {bwd_ok}")
+PY
+    else
+        say "FAIL profile --attach on the torch sample (torch.profile.txt)"
+        failed=1
+    fi
+else
+    say "torch with CUDA is not installed here: the PyTorch flow was not run"
+fi
+say ""
+say "overall: $([ $failed = 0 ] && echo PASS || echo FAIL)"
+exit $failed
