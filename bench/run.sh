@@ -12,6 +12,8 @@ trap 'rm -rf "$TMP"' EXIT
 "$BUILD/bench/bench_partition" samples/profiles
 "$BUILD/bench/bench_simulate"
 "$BUILD/bench/bench_attribute"
+"$BUILD/bench/bench_event_log" 1000000
+"$BUILD/bench/bench_event_log" 10000000 | tail -1
 
 python3 bench/gen_profile.py 100000 "$TMP/big.json"
 median5() { # median wall time of 5 runs of "$@", in ms

@@ -36,7 +36,9 @@ enum sp_evlog_tag {
     /* u64 corr, u64 range_id: the innermost range open on the launching thread when the API
      * call with this correlation id ran (CUPTI's external correlation) */
     SP_EVLOG_EXTCORR = 'X',
-    /* i64 start_ns, u64 corr, u32 cupti_tid: a runtime or driver API call that made GPU work */
+    /* i64 start_ns, u64 corr, u32 cupti_tid, u64 range_id: a runtime or driver API call; its
+     * external correlation (the innermost open range) folded in when CUPTI's record came right
+     * before it, else 0 and an EXTCORR record may say it */
     SP_EVLOG_API = 'A',
     /* u8 kind (enum sp_activity_kind), i64 start_ns, i64 end_ns, u64 corr, u64 bytes,
      * u32 device, u32 stream, u32 name: a kernel, copy or memset */
@@ -52,6 +54,7 @@ enum sp_evlog_tag {
 
 #define SP_EVLOG_RANGE_BYTES    41u
 #define SP_EVLOG_ACTIVITY_BYTES 45u
+#define SP_EVLOG_API_BYTES      28u
 
 /* ---- the writer (profiler/event_log_write.c). Thread-safe; allocates only for strings it has
  * not seen; on a write error it stops writing and remembers the errno (sp_evlog_failed). Used by
@@ -63,11 +66,15 @@ struct sp_evlog;
 struct sp_evlog *sp_evlog_open(const char *path, uint32_t pid);
 /* Strings are interned: the same bytes give the same id; a new one writes a STRING record. */
 bool sp_evlog_string(struct sp_evlog *log, const char *s, size_t len, uint32_t *id);
+/* The same for a NUL-terminated name whose pointer repeats (CUPTI's kernel names): a small cache
+ * by address skips the hashing; a hit is confirmed against the interned bytes. */
+bool sp_evlog_name(struct sp_evlog *log, const char *s, uint32_t *id);
 void sp_evlog_thread(struct sp_evlog *log, uint32_t tid, uint32_t os_tid, uint32_t pthread_tid);
 void sp_evlog_range(struct sp_evlog *log, uint64_t id, int64_t start_ns, int64_t end_ns,
                     uint32_t tid, uint32_t name, uint64_t payload, bool has_payload);
 void sp_evlog_extcorr(struct sp_evlog *log, uint64_t corr, uint64_t range_id);
-void sp_evlog_api(struct sp_evlog *log, int64_t start_ns, uint64_t corr, uint32_t cupti_tid);
+void sp_evlog_api(struct sp_evlog *log, int64_t start_ns, uint64_t corr, uint32_t cupti_tid,
+                  uint64_t range_id);
 void sp_evlog_activity(struct sp_evlog *log, uint8_t kind, int64_t start_ns, int64_t end_ns,
                        uint64_t corr, uint64_t bytes, uint32_t device, uint32_t stream,
                        uint32_t name);

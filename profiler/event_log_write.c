@@ -27,6 +27,12 @@ struct sp_evlog {
     size_t used;
     struct interned *slots;
     size_t cap, n_strings;
+    struct {
+        const char *ptr;
+        const char *bytes; /* the interned copy: it never moves */
+        size_t len;
+        uint32_t id;
+    } by_address[256];
 };
 
 static uint64_t hash_bytes(const char *s, size_t len) {
@@ -171,6 +177,36 @@ bool sp_evlog_string(struct sp_evlog *log, const char *s, size_t len, uint32_t *
     return ok;
 }
 
+bool sp_evlog_name(struct sp_evlog *log, const char *s, uint32_t *id) {
+    size_t h = ((uintptr_t)s >> 3) & 255;
+    pthread_mutex_lock(&log->lock);
+    if (log->by_address[h].ptr == s && log->by_address[h].bytes &&
+        memcmp(log->by_address[h].bytes, s, log->by_address[h].len) == 0 &&
+        s[log->by_address[h].len] == '\0') {
+        *id = log->by_address[h].id;
+        pthread_mutex_unlock(&log->lock);
+        return true;
+    }
+    pthread_mutex_unlock(&log->lock);
+    size_t len = strlen(s);
+    if (!sp_evlog_string(log, s, len, id))
+        return false;
+    if (len > (64u << 10))
+        return true; /* cut when interned: never cached */
+    pthread_mutex_lock(&log->lock);
+    uint64_t hash = hash_bytes(s, len);
+    for (size_t i = hash & (log->cap - 1); log->slots[i].id; i = (i + 1) & (log->cap - 1))
+        if (log->slots[i].id == *id + 1) {
+            log->by_address[h].ptr = s;
+            log->by_address[h].bytes = log->slots[i].bytes;
+            log->by_address[h].len = len;
+            log->by_address[h].id = *id;
+            break;
+        }
+    pthread_mutex_unlock(&log->lock);
+    return true;
+}
+
 void sp_evlog_thread(struct sp_evlog *log, uint32_t tid, uint32_t os_tid, uint32_t pthread_tid) {
     pthread_mutex_lock(&log->lock);
     unsigned char *p = reserve(log, SP_EVLOG_THREAD, 12);
@@ -198,11 +234,12 @@ void sp_evlog_extcorr(struct sp_evlog *log, uint64_t corr, uint64_t range_id) {
     pthread_mutex_unlock(&log->lock);
 }
 
-void sp_evlog_api(struct sp_evlog *log, int64_t start_ns, uint64_t corr, uint32_t cupti_tid) {
+void sp_evlog_api(struct sp_evlog *log, int64_t start_ns, uint64_t corr, uint32_t cupti_tid,
+                  uint64_t range_id) {
     pthread_mutex_lock(&log->lock);
-    unsigned char *p = reserve(log, SP_EVLOG_API, 20);
+    unsigned char *p = reserve(log, SP_EVLOG_API, SP_EVLOG_API_BYTES);
     if (p)
-        put_u32(put_u64(put_u64(p, (uint64_t)start_ns), corr), cupti_tid);
+        put_u64(put_u32(put_u64(put_u64(p, (uint64_t)start_ns), corr), cupti_tid), range_id);
     pthread_mutex_unlock(&log->lock);
 }
 

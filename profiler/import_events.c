@@ -44,7 +44,7 @@ static uint64_t get_u64(struct cursor *c) {
 
 struct pending_api {
     int64_t time_ns;
-    uint64_t corr;
+    uint64_t corr, range; /* range 0: none folded in */
     uint32_t cupti_tid;
 };
 
@@ -94,14 +94,14 @@ static sp_status thread_of(struct log_reader *r, uint32_t tid, uint32_t *out) {
 
 static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c, size_t off) {
     struct sp_trace *t = r->t;
-    uint32_t tid, name;
+    uint32_t tid = 0, name = 0;
     sp_status st = SP_OK;
     switch (tag) {
     case SP_EVLOG_STRING: {
         if (c->left < 4)
             return bad(r, off, "a string record shorter than its id");
         uint32_t id = get_u32(c);
-        uint32_t mine;
+        uint32_t mine = 0;
         if (memchr(c->p, '\0', c->left))
             return bad(r, off, "a string with a NUL byte in it");
         if ((st = sp_trace_intern(r->ctx, t, (const char *)c->p, c->left, &mine)) != SP_OK)
@@ -144,8 +144,8 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
         return sp_u64_map_set(&r->corr_range, corr, range) ? SP_OK : oom(r);
     }
     case SP_EVLOG_API: {
-        if (c->left < 20)
-            return bad(r, off, "an API record shorter than 20 bytes");
+        if (c->left < SP_EVLOG_API_BYTES)
+            return bad(r, off, "an API record shorter than 28 bytes");
         if (r->n_apis == r->cap_apis) {
             size_t cap = r->cap_apis ? 2 * r->cap_apis : 1024;
             struct pending_api *a = sp_realloc(r->apis, cap * sizeof *a);
@@ -158,6 +158,7 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
         a->time_ns = (int64_t)get_u64(c);
         a->corr = get_u64(c);
         a->cupti_tid = get_u32(c);
+        a->range = get_u64(c);
         return SP_OK;
     }
     case SP_EVLOG_ACTIVITY: {
@@ -190,7 +191,7 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
     case SP_EVLOG_META: {
         if (c->left < 8)
             return bad(r, off, "a meta record shorter than 8 bytes");
-        uint32_t k, v;
+        uint32_t k = 0, v = 0;
         if ((st = string_of(r, off, get_u32(c), &k)) != SP_OK ||
             (st = string_of(r, off, get_u32(c), &v)) != SP_OK)
             return st;
@@ -217,8 +218,8 @@ static sp_status resolve_launches(struct log_reader *r) {
     sp_status st = SP_OK;
     for (size_t i = 0; st == SP_OK && i < r->n_apis; i++) {
         const struct pending_api *a = &r->apis[i];
-        uint64_t range, tid = UINT64_MAX;
-        if (sp_u64_map_get(&r->corr_range, a->corr, &range))
+        uint64_t range = a->range, tid = UINT64_MAX;
+        if (range || sp_u64_map_get(&r->corr_range, a->corr, &range))
             sp_u64_map_get(&r->range_tid, range, &tid);
         if (tid == UINT64_MAX &&
             !sp_u64_map_insert(&r->os_tids, a->cupti_tid, r->t->n_threads, &tid))
@@ -232,44 +233,67 @@ static sp_status resolve_launches(struct log_reader *r) {
     return st;
 }
 
+/* The log is read in chunks, so memory follows the event store, not the file's size. */
+#define CHUNK_BYTES ((size_t)4 << 20) /* more than the largest record (a 64 KiB string) */
+
 static sp_status read_log(struct log_reader *r) {
-    char *data = NULL;
-    size_t len = 0;
-    sp_status st = sp_read_file(r->ctx, r->path, SP_TRACE_MAX_FILE_BYTES, &data, &len);
-    if (st != SP_OK)
-        return st;
-    const unsigned char *u = (const unsigned char *)data;
-    if (len < SP_EVLOG_HEADER_BYTES || memcmp(u, SP_EVLOG_MAGIC, 8) != 0) {
-        sp_free(data);
-        return sp_fail(r->ctx, SP_ERR_PARSE,
-                       "%s: not a stagepart event log (no \"SPEVLOG\" header): the files "
-                       "libstagepart-inject.so writes, read by `stagepart profile --attach`",
-                       r->path);
+    FILE *f = fopen(r->path, "rb");
+    if (!f)
+        return sp_fail(r->ctx, SP_ERR_IO, "cannot open '%s'", r->path);
+    unsigned char *buf = sp_malloc(CHUNK_BYTES);
+    if (!buf) {
+        fclose(f);
+        return oom(r);
     }
-    struct cursor c = {u + 8, len - 8};
-    uint32_t version = get_u32(&c);
-    (void)get_u32(&c); /* pid */
-    if (version != SP_EVLOG_VERSION) {
-        sp_free(data);
-        return sp_fail(r->ctx, SP_ERR_SCHEMA,
-                       "%s: event log version %u; this stagepart reads version %u (use the "
-                       "libstagepart-inject.so of the same build)",
-                       r->path, version, SP_EVLOG_VERSION);
+    size_t have = fread(buf, 1, CHUNK_BYTES, f), pos = SP_EVLOG_HEADER_BYTES, base = 0;
+    sp_status st = SP_OK;
+    if (have < SP_EVLOG_HEADER_BYTES || memcmp(buf, SP_EVLOG_MAGIC, 8) != 0) {
+        st = sp_fail(r->ctx, SP_ERR_PARSE,
+                     "%s: not a stagepart event log (no \"SPEVLOG\" header): the files "
+                     "libstagepart-inject.so writes, read by `stagepart profile --attach`",
+                     r->path);
+    } else {
+        struct cursor h = {buf + 8, 8};
+        uint32_t version = get_u32(&h);
+        if (version != SP_EVLOG_VERSION)
+            st = sp_fail(r->ctx, SP_ERR_SCHEMA,
+                         "%s: event log version %u; this stagepart reads version %u (use the "
+                         "libstagepart-inject.so of the same build)",
+                         r->path, version, SP_EVLOG_VERSION);
     }
-    while (st == SP_OK && c.left > 0) {
-        size_t off = len - c.left;
-        if (c.left < SP_EVLOG_RECORD_HEADER_BYTES)
-            break; /* a record cut by the program's death: the tail is lost, not the log */
-        uint8_t tag = get_u8(&c);
-        uint32_t n = get_u32(&c);
-        if (n > c.left)
-            break; /* likewise */
-        struct cursor body = {c.p, n};
-        st = read_record(r, tag, &body, off);
-        c.p += n;
-        c.left -= n;
+    while (st == SP_OK) {
+        size_t left = have - pos;
+        if (left >= SP_EVLOG_RECORD_HEADER_BYTES) {
+            struct cursor c = {buf + pos, left};
+            uint8_t tag = get_u8(&c);
+            uint32_t n = get_u32(&c);
+            if ((size_t)n > CHUNK_BYTES - SP_EVLOG_RECORD_HEADER_BYTES) {
+                st = bad(r, base + pos, "a record longer than any the collector writes");
+                break;
+            }
+            if (left >= SP_EVLOG_RECORD_HEADER_BYTES + (size_t)n) {
+                struct cursor body = {c.p, n};
+                st = read_record(r, tag, &body, base + pos);
+                pos += SP_EVLOG_RECORD_HEADER_BYTES + n;
+                continue;
+            }
+        }
+        /* the next record is not whole in the buffer: move the rest down and refill */
+        memmove(buf, buf + pos, left);
+        base += pos;
+        have = left;
+        pos = 0;
+        size_t got = fread(buf + have, 1, CHUNK_BYTES - have, f);
+        if (ferror(f)) {
+            st = sp_fail(r->ctx, SP_ERR_IO, "%s: read error", r->path);
+            break;
+        }
+        if (got == 0)
+            break; /* the end, or a record cut by the program's death: the tail is lost */
+        have += got;
     }
-    sp_free(data);
+    fclose(f);
+    sp_free(buf);
     if (st == SP_OK)
         st = resolve_launches(r);
     return st;

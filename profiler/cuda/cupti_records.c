@@ -40,7 +40,7 @@ static void activity(struct sp_evlog *log, uint8_t kind, uint64_t start, uint64_
         return;
     }
     uint32_t id = 0;
-    if (!sp_evlog_string(log, name, strlen(name), &id))
+    if (!sp_evlog_name(log, name, &id))
         return;
     sp_evlog_activity(log, kind, (int64_t)start, (int64_t)end, corr, bytes, device, stream, id);
 }
@@ -50,7 +50,19 @@ CUptiResult sp_cupti_records_write(const struct sp_cupti_ops *ops, struct sp_evl
                                    struct sp_record_counts *counts) {
     CUpti_Activity *rec = NULL;
     CUptiResult r;
+    /* CUPTI writes a call's external-correlation record right before its API record: the two
+     * are folded into one API record; an unpaired one is written on its own */
+    bool have_x = false;
+    uint32_t x_corr = 0;
+    uint64_t x_range = 0;
     while ((r = ops->get_next_record(buffer, valid_bytes, &rec)) == CUPTI_SUCCESS) {
+        bool api = rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ||
+                   rec->kind == CUPTI_ACTIVITY_KIND_DRIVER ||
+                   rec->kind == CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API;
+        if (have_x && (!api || ((const CUpti_ActivityAPI *)rec)->correlationId != x_corr)) {
+            sp_evlog_extcorr(log, x_corr, x_range);
+            have_x = false;
+        }
         switch (rec->kind) {
         case CUPTI_ACTIVITY_KIND_KERNEL:
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -91,15 +103,20 @@ CUptiResult sp_cupti_records_write(const struct sp_cupti_ops *ops, struct sp_evl
             if (rec->kind != CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API &&
                 is_graph_launch(rec->kind, a->cbid))
                 counts->graph_launches++;
-            sp_evlog_api(log, (int64_t)a->start, a->correlationId, a->threadId);
+            sp_evlog_api(log, (int64_t)a->start, a->correlationId, a->threadId,
+                         have_x ? x_range : 0);
+            have_x = false;
             break;
         }
         case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
             const CUpti_ActivityExternalCorrelation *x =
                 (const CUpti_ActivityExternalCorrelation *)rec;
             counts->extcorrs++;
-            if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2)
-                sp_evlog_extcorr(log, x->correlationId, x->externalId);
+            if (x->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2) {
+                have_x = true;
+                x_corr = x->correlationId;
+                x_range = x->externalId;
+            }
             break;
         }
         case CUPTI_ACTIVITY_KIND_DEVICE: {
@@ -113,5 +130,7 @@ CUptiResult sp_cupti_records_write(const struct sp_cupti_ops *ops, struct sp_evl
             break;
         }
     }
+    if (have_x)
+        sp_evlog_extcorr(log, x_corr, x_range);
     return r;
 }

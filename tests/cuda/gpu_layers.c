@@ -18,13 +18,13 @@
 #include <time.h>
 
 #define LAYERS 8
-#define BATCH 4096
+#define BATCH  4096
 static const int width[LAYERS + 1] = {1024, 2048, 4096, 1024, 1024, 4096, 2048, 1024, 1024};
 
 #define CHECK(x)                                                                                   \
     do {                                                                                           \
         if ((x) != 0) {                                                                            \
-            fprintf(stderr, "gpu_layers: %s failed at line %d\n", #x, __LINE__);                    \
+            fprintf(stderr, "gpu_layers: %s failed at line %d\n", #x, __LINE__);                   \
             return 1;                                                                              \
         }                                                                                          \
     } while (0)
@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
                 CHECK(cudaEventRecord(ev[2 * LAYERS + 1], 0));
                 CHECK(cudaEventSynchronize(ev[2 * LAYERS + 1]));
                 CHECK(cudaEventElapsedTime(&ms, ev[2 * LAYERS], ev[2 * LAYERS + 1]));
-                bwd[s * LAYERS + i] = ms;
+                bwd[s * LAYERS + i] = (double)ms;
             }
             nvtxRangePop();
         }
@@ -131,12 +131,12 @@ int main(int argc, char **argv) {
         for (int i = 0; events_out && i < LAYERS; i++) {
             float ms = 0;
             CHECK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-            fwd[s * LAYERS + i] = ms;
+            fwd[s * LAYERS + i] = (double)ms;
         }
     }
     int warm = steps > 2 ? 2 : 0; /* cuBLAS heuristics and clocks settle */
-    printf("median step %.4f ms over %d steps (%d warm-up)\n",
-           median(step_ms + warm, steps - warm), steps - warm, warm);
+    printf("median step %.4f ms over %d steps (%d warm-up)\n", median(step_ms + warm, steps - warm),
+           steps - warm, warm);
     if (events_out) {
         FILE *f = fopen(events_out, "w");
         if (!f)

@@ -43,11 +43,14 @@ def main(out):
         r.append(rec("R", struct.pack("<QqqIIQB", 10 * step + 1, o, o + 10 * MS, 0, 0, 0, 0)))
         for k, (rid, at) in enumerate(((10 * step + 2, 2), (10 * step + 3, 7))):
             corr = 100 * step + k
-            r.append(rec("X", struct.pack("<QQ", corr, rid)))
-            r.append(rec("A", struct.pack("<qQI", o + at * MS, corr, 100)))
+            if k == 0:  # the range folded into the API record
+                r.append(rec("A", struct.pack("<qQIQ", o + at * MS, corr, 100, rid)))
+            else:  # or said by an external-correlation record of its own
+                r.append(rec("X", struct.pack("<QQ", corr, rid)))
+                r.append(rec("A", struct.pack("<qQIQ", o + at * MS, corr, 100, 0)))
             r.append(rec("K", struct.pack("<BqqQQIII", 0, o + (at + 1) * MS, o + (at + 2) * MS,
                                           corr, 0, 0, 7, 3)))
-        r.append(rec("A", struct.pack("<qQI", o + 3 * MS, 100 * step + 9, 0x1234)))
+        r.append(rec("A", struct.pack("<qQIQ", o + 3 * MS, 100 * step + 9, 0x1234, 0)))
         r.append(rec("K", struct.pack("<BqqQQIII", 1, o + 4 * MS, o + 5 * MS, 100 * step + 9,
                                       1 << 20, 0, 7, 3)))
     r.append(rec("L", struct.pack("<Q", 2)))

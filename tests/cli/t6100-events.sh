@@ -1,0 +1,37 @@
+#!/bin/sh
+# t6100-events: `stagepart import events` on event logs written from the documented layout by an
+# independent writer (tests/tools/make_event_logs.py), in every build (the collector that writes
+# them for real is tested in t7000-attach, CUDA builds only).
+. "$(dirname "$0")/lib.sh"
+python3 tests/tools/make_event_logs.py "$TMP/ev" || { fail "make_event_logs.py"; test_done; exit 1; }
+E=$TMP/ev
+expect_code "two steps" 0 "$STAGEPART" import events "$E/two-steps.splog" -o "$TMP/p.json"
+expect_stdout_contains "median of the steps" "1 layers, median of 2 steps"
+expect_stdout_contains "dropped records reported" "the collector dropped 2 records"
+expect_stderr_contains "the collector's warning passed on" "the collector said: note"
+python3 - "$TMP/p.json" <<'PY' && pass "figures" || fail "figures"
+import json, sys
+p = json.load(open(sys.argv[1]))
+(l,) = p["layers"]
+# fwd: the range folded into the API record; bwd: the one joined by an EXTCORR record on the
+# other thread; the copy launched by OS thread id 0x1234 lands in L0/fwd but is no busy time
+assert (l["name"], l["fwd_ms"], l["bwd_ms"], l["activation_bytes"]) == ("L0", 1, 1, 4096), l
+assert l["measured"]["fwd"]["copies"] == 1 and l["measured"]["fwd"]["copy_bytes"] == 1 << 20, l
+m = p["measurement"]
+assert m["unattributed_share"] == 0 and m["dropped_records"] == 2 and m["steps_used"] == 2, m
+assert m["devices"] == [{"id": 0, "name": "GPU 0"}] and m["versions"] == "CUPTI 130001 loaded", m
+PY
+expect_code "a log cut mid-record reads to its last whole record" 0 "$STAGEPART" import events \
+    "$E/cut.splog" -o "$TMP/c.json"
+expect_code "two logs merge" 0 "$STAGEPART" import events "$E/two-steps.splog" "$E/cut.splog" \
+    -o "$TMP/m.json"
+expect_code "another version: exit 2" 2 "$STAGEPART" import events "$E/version2.splog"
+expect_stderr_contains "says which" "event log version 2; this stagepart reads version 1"
+expect_code "no ranges: exit 2" 2 "$STAGEPART" import events "$E/header-only.splog"
+cp "$E/header-only.splog" "$TMP/long.splog"
+printf 'K\377\377\377\177' >>"$TMP/long.splog"
+expect_code "an absurd record length: exit 2" 2 "$STAGEPART" import events "$TMP/long.splog"
+expect_stderr_contains "names the byte" "byte 16: a record longer than any"
+expect_code "events takes logs" 2 "$STAGEPART" import events
+expect_code "kineto takes one trace" 2 "$STAGEPART" import kineto a.json b.json
+test_done
