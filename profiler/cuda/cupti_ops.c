@@ -2,15 +2,16 @@
 #include "cupti_ops.h"
 
 const struct sp_cupti_ops sp_cupti_real_ops = {
-    cuptiGetVersion,
-    cuptiGetTimestamp,
-    cuptiGetResultString,
-    cuptiActivitySetAttribute,
-    cuptiActivityRegisterCallbacks,
-    cuptiActivityEnable,
-    cuptiActivityGetNextRecord,
-    cuptiActivityGetNumDroppedRecords,
-    cuptiActivityFlushAll,
-    cuptiActivityPushExternalCorrelationId,
-    cuptiActivityPopExternalCorrelationId,
+    .get_version = cuptiGetVersion,
+    .get_timestamp = cuptiGetTimestamp,
+    .get_result_string = cuptiGetResultString,
+    .set_attribute = cuptiActivitySetAttribute,
+    .register_callbacks = cuptiActivityRegisterCallbacks,
+    .enable = cuptiActivityEnable,
+    .get_next_record = cuptiActivityGetNextRecord,
+    .get_num_dropped_records = cuptiActivityGetNumDroppedRecords,
+    .flush_all = cuptiActivityFlushAll,
+    .push_external_correlation = cuptiActivityPushExternalCorrelationId,
+    .pop_external_correlation = cuptiActivityPopExternalCorrelationId,
+    .get_callback_name = cuptiGetCallbackName,
 };

@@ -19,6 +19,7 @@ struct sp_cupti_ops {
     CUptiResult (*flush_all)(uint32_t flag);
     CUptiResult (*push_external_correlation)(CUpti_ExternalCorrelationKind kind, uint64_t id);
     CUptiResult (*pop_external_correlation)(CUpti_ExternalCorrelationKind kind, uint64_t *last);
+    CUptiResult (*get_callback_name)(CUpti_CallbackDomain domain, uint32_t cbid, const char **name);
 };
 
 /* libcupti itself. */

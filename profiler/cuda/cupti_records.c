@@ -1,6 +1,7 @@
 /* profiler/cuda/cupti_records.c: CUPTI 13 activity records into event-log records. Only the
  * record types of the kinds the collector enables are read; their layouts are CUPTI 13.0's
  * (Kernel10, Memcpy6, MemcpyPtoP4, Memset4, API, ExternalCorrelation, Device5). */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +31,34 @@ static bool is_graph_launch(CUpti_ActivityKind kind, CUpti_CallbackId cbid) {
                cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
     return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
            cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+}
+
+/* Whether an API call can make GPU work (a launch, copy or memset), by its name in CUPTI's table;
+ * only those are written, so getters such as cudaGetDevice, which PyTorch calls constantly, cost
+ * no log space. Answers are cached per callback id. Unknown names are kept. */
+static bool makes_gpu_work(const struct sp_cupti_ops *ops, CUpti_ActivityKind kind, uint32_t cbid) {
+    static const char *const runtime[] = {"cudaLaunch", "__cudaLaunch", "cudaGraphLaunch",
+                                          "cudaMemcpy", "cudaMemset",   NULL};
+    static const char *const driver[] = {"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset", NULL};
+    static _Atomic uint8_t cache[2][1024]; /* 0 unknown, 1 yes, 2 no */
+    if (kind == CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API)
+        return true;
+    bool rt = kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+    uint8_t known = cbid < 1024 ? atomic_load(&cache[rt][cbid]) : 0;
+    if (known)
+        return known == 1;
+    const char *name = NULL;
+    bool yes = true;
+    if (ops->get_callback_name(rt ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, cbid,
+                               &name) == CUPTI_SUCCESS &&
+        name) {
+        yes = false;
+        for (const char *const *p = rt ? runtime : driver; *p && !yes; p++)
+            yes = strncmp(name, *p, strlen(*p)) == 0;
+    }
+    if (cbid < 1024)
+        atomic_store(&cache[rt][cbid], yes ? 1 : 2);
+    return yes;
 }
 
 static void activity(struct sp_evlog *log, uint8_t kind, uint64_t start, uint64_t end,
@@ -100,6 +129,11 @@ CUptiResult sp_cupti_records_write(const struct sp_cupti_ops *ops, struct sp_evl
         case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: {
             const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)rec;
             counts->apis++;
+            if (!makes_gpu_work(ops, rec->kind, a->cbid)) {
+                counts->apis_skipped++;
+                have_x = false;
+                break;
+            }
             if (rec->kind != CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API &&
                 is_graph_launch(rec->kind, a->cbid))
                 counts->graph_launches++;

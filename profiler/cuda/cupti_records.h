@@ -7,6 +7,7 @@
 
 struct sp_record_counts {
     uint64_t kernels, copies, memsets, apis, extcorrs, devices, other;
+    uint64_t apis_skipped;   /* API calls that make no GPU work (cudaGetDevice, ...): not written */
     uint64_t graph_launches; /* cudaGraphLaunch / cuGraphLaunch calls seen */
     uint64_t after_window;   /* GPU records that started after the traced steps (not written) */
 };

@@ -94,17 +94,18 @@ static CUptiResult f_pop(CUpti_ExternalCorrelationKind k, uint64_t *last) {
 }
 
 static const struct sp_cupti_ops fake = {
-    f_version,
-    f_timestamp,
-    f_result_string,
-    f_set_attribute,
-    f_register,
-    f_enable,
-    cuptiActivityGetNextRecord, /* libcupti walks buffers without a driver */
-    f_dropped,
-    f_flush,
-    f_push,
-    f_pop,
+    .get_version = f_version,
+    .get_timestamp = f_timestamp,
+    .get_result_string = f_result_string,
+    .set_attribute = f_set_attribute,
+    .register_callbacks = f_register,
+    .enable = f_enable,
+    .get_next_record = cuptiActivityGetNextRecord, /* libcupti walks buffers without a driver */
+    .get_num_dropped_records = f_dropped,
+    .flush_all = f_flush,
+    .push_external_correlation = f_push,
+    .pop_external_correlation = f_pop,
+    .get_callback_name = cuptiGetCallbackName, /* a static table in libcupti */
 };
 
 /* ---- fake NVTX module: the slots a program's NVTX globals would have */

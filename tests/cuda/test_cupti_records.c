@@ -13,6 +13,7 @@
 #include "cupti_fixture.h"
 #include "cupti_records.h"
 #include "stagepart/stagepart.h"
+#include "trace.h"
 
 static const uint64_t ms = 1000000; /* integers: 1.7e18 + x is not exact in a double */
 
@@ -86,6 +87,10 @@ int main(void) {
     fixture_kernel(&b, t0 + 24 * ms, t0 + 25 * ms, 17, 0, "tail");
     fixture_api(&b, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
                 t0 + 87 * ms / 10, 17, 4242); /* an unknown thread id: the range decides */
+    /* a getter inside a range: makes no GPU work, so it is not written */
+    fixture_extcorr(&b, 18, 2);
+    fixture_api(&b, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+                t0 + 88 * ms / 10, 18, 99);
     /* a kernel after the traced window: counted, not written */
     fixture_kernel(&b, t0 + 60 * ms, t0 + 61 * ms, 16, 0, "late");
 
@@ -96,8 +101,9 @@ int main(void) {
     SP_CHECK_EQ_INT(c.kernels, 5);
     SP_CHECK_EQ_INT(c.copies, 2);
     SP_CHECK_EQ_INT(c.memsets, 1);
-    SP_CHECK_EQ_INT(c.apis, 7);
-    SP_CHECK_EQ_INT(c.extcorrs, 6);
+    SP_CHECK_EQ_INT(c.apis, 8);
+    SP_CHECK_EQ_INT(c.apis_skipped, 1);
+    SP_CHECK_EQ_INT(c.extcorrs, 7);
     SP_CHECK_EQ_INT(c.devices, 1);
     SP_CHECK_EQ_INT(c.graph_launches, 1);
     SP_CHECK_EQ_INT(c.after_window, 1);
@@ -116,6 +122,7 @@ int main(void) {
     sp_trace_summary sum;
     SP_CHECK_STATUS(sp_trace_to_profile(ctx, trace, &opts, &json, &sum), SP_OK);
     SP_CHECK_EQ_INT(sum.activities, 7);
+    SP_CHECK_EQ_INT(((struct sp_trace *)trace)->n_launches, 7); /* the getter is not there */
     SP_CHECK_EQ_INT(sum.unmatched, 0);
     SP_CHECK_EQ_INT(sum.dropped_records, 3);
     SP_CHECK(fabs(sum.gpu_ms - 14.0) < 1e-9);
