@@ -169,7 +169,7 @@ int64_t sp_collector_now_ns(void) {
 }
 
 bool sp_collector_is_step(uint32_t name_id, const char *text) {
-    if (!g_steps_wanted || !g_have_step_re)
+    if (!g_have_step_re)
         return false;
     uint8_t is = name_id < STEP_CACHE ? atomic_load(&g_is_step[name_id]) : 0;
     if (!is) {
@@ -183,8 +183,12 @@ bool sp_collector_is_step(uint32_t name_id, const char *text) {
 }
 
 void sp_collector_step_closed(int64_t end_ns) {
-    if (g_steps_wanted && atomic_fetch_add(&g_steps_closed, 1) + 1 == g_steps_wanted)
+    if (atomic_fetch_add(&g_steps_closed, 1) + 1 == g_steps_wanted)
         atomic_store(&g_stop_ns, end_ns);
+    /* a program that ends in _exit() or a signal loses at most the step in progress */
+    struct sp_evlog *log = sp_collector_log();
+    if (log)
+        sp_evlog_flush(log);
 }
 
 /* Buffers go back to a small pool after use, zeroed on CUPTI's thread (we tell CUPTI they come

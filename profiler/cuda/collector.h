@@ -34,9 +34,10 @@ int64_t sp_collector_stop_ns(void);
 /* Now, on CUPTI's clock. */
 int64_t sp_collector_now_ns(void);
 /* Whether a range named name_id (text: its name, or NULL for a registered string, whose text the
- * log holds) is a training step; false when no window is asked for. */
+ * log holds) is a training step. */
 bool sp_collector_is_step(uint32_t name_id, const char *text);
-/* A step range closed at end_ns: after warm-up + steps of them, the window closes. */
+/* A step range closed at end_ns: the log is flushed (a program that dies loses at most the step
+ * in progress); after warm-up + steps of them, the window closes. */
 void sp_collector_step_closed(int64_t end_ns);
 /* Report a failure once and turn recording off. */
 void sp_collector_fail(const char *where, CUptiResult result);

@@ -33,6 +33,17 @@ assert m["steps_total"] == 3 and m["collector"].startswith("stagepart-inject"), 
 assert "CUPTI" in m["versions"], m
 PY
 
+# a program that ends without atexit handlers, or is killed, loses at most the step in progress
+for how in _exit kill; do
+    rm -rf "$TMP/$how"
+    expect_code "ends by $how" "$([ $how = kill ] && echo 1 || echo 4)" "$STAGEPART" profile \
+        --attach --events-dir "$TMP/$how" -- "$NVTX_PROGRAM" 3 $how
+    expect_code "ends by $how: the logs hold every step" 0 "$STAGEPART" import events \
+        "$TMP/$how"/events-*.splog -o "$TMP/$how.json"
+    python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))
+assert [l["measured"]["samples"] for l in p["layers"]] == [3, 3, 3], p["layers"]' "$TMP/$how.json" &&
+        pass "ends by $how: 3 steps of 3 layers" || fail "ends by $how: 3 steps of 3 layers"
+done
 expect_code "a kept folder with logs is refused" 2 "$STAGEPART" profile --attach \
     --events-dir "$E" -- "$NVTX_PROGRAM" 1
 expect_stderr_contains "names the folder" "already holds 1 event logs"

@@ -4,13 +4,15 @@
  * a pop without a push, and a forked child that must not write. It runs no GPU work, so it
  * drives the NVTX side of libstagepart-inject.so on a machine without a GPU (t7000-attach.sh).
  *
- *   nvtx_program STEPS */
+ *   nvtx_program STEPS [_exit|kill]   (how it ends: return from main by default) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,5 +99,11 @@ int main(int argc, char **argv) {
     }
     waitpid(child, NULL, 0);
     printf("ran %d steps%s\n", steps, annotate ? " (annotated)" : "");
+    fflush(stdout);
+    const char *end = argc > 2 ? argv[2] : "";
+    if (strcmp(end, "_exit") == 0)
+        _exit(0); /* no atexit handlers: the collector's last flush never runs */
+    if (strcmp(end, "kill") == 0)
+        raise(SIGKILL);
     return 0;
 }
