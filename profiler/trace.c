@@ -129,6 +129,10 @@ sp_status sp_trace_add_range(sp_ctx *ctx, struct sp_trace *t, const struct sp_tr
     if (!grow((void **)&t->ranges, &t->cap_ranges, t->n_ranges + 1, sizeof *r))
         return sp_oom(ctx, "reading a trace");
     t->ranges[t->n_ranges++] = *r;
+    if (r->has_payload && r->payload > ((uint64_t)1 << 53)) {
+        t->ranges[t->n_ranges - 1].has_payload = false;
+        t->unusable_payloads++;
+    }
     if (r->tid + 1 > t->n_threads)
         t->n_threads = r->tid + 1;
     return SP_OK;

@@ -57,6 +57,8 @@ struct sp_trace {
     uint64_t dropped_records;   /* the collector's own count of lost records */
     uint64_t zero_time_records; /* records without usable timestamps (skipped): zero, ending
                                  * before they start, or beyond +-2^61 ns */
+    uint64_t unusable_payloads; /* range payloads beyond 2^53 bytes (dropped: a profile's byte
+                                 * counts are exact JSON integers) */
 };
 
 sp_status sp_trace_init(sp_ctx *ctx, struct sp_trace *t);

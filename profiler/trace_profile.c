@@ -153,6 +153,7 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
          num(m, "outside_steps_ms", sum.outside_steps_ms) &&
          num(m, "dropped_records", (double)trace->dropped_records) &&
          num(m, "zero_time_records", (double)trace->zero_time_records) &&
+         num(m, "unusable_payloads", (double)trace->unusable_payloads) &&
          cJSON_AddStringToObject(m, "time", "merged GPU busy time of kernels and memsets") &&
          cJSON_AddStringToObject(m, "cuda_graphs",
                                  "kernels of a graph launch count for the range around the "

@@ -212,6 +212,43 @@ SP_API const char *sp_links_name(const sp_links *links, size_t i);
 SP_API double sp_links_transfer_ms(const sp_links *links, size_t from, size_t to, uint64_t bytes);
 
 /* ---------------------------------------------------------------------------------------------
+ * Link measurement (`stagepart bandwidth`, docs/profiling.md#links)
+ * ------------------------------------------------------------------------------------------- */
+/* The alpha-beta model of one link: t(s) = latency + s / bandwidth. */
+typedef struct sp_link_fit {
+    double latency_us;       /* alpha (>= 0) */
+    double bandwidth_GBps;   /* beta */
+    double r2;               /* of the fitted times */
+    double max_rel_residual; /* the largest |measured - fitted| / measured */
+    double peak_GBps; /* cross-check: median bytes / time over the largest quarter of sizes */
+} sp_link_fit;
+
+/* sp_fit_alpha_beta: least squares on the relative error (weights 1/t^2) over n samples of
+ * bytes[i] taking ms[i]; a negative latency is clamped to 0 (the best line through the origin).
+ * SP_ERR_INVALID_ARG for times <= 0, fewer than two sizes, or times that do not grow. */
+SP_API sp_status sp_fit_alpha_beta(sp_ctx *ctx, const uint64_t *bytes, const double *ms, size_t n,
+                                   sp_link_fit *out);
+
+typedef struct sp_bandwidth_opts {
+    unsigned workers;      /* threads, each pinned to its own core when there are enough
+                            * (default 2); every ordered pair is measured */
+    const uint64_t *sizes; /* message sizes in bytes (default 4 KiB, 16 KiB, ..., 64 MiB) */
+    size_t n_sizes;
+    unsigned trials; /* per size; the median is fitted (default 7) */
+    unsigned warmup; /* untimed rounds per size (default 2) */
+} sp_bandwidth_opts;
+SP_API void sp_bandwidth_opts_init(sp_bandwidth_opts *opts);
+
+/* sp_bandwidth_measure_cpu: the links between CPU worker threads, as the CPU pipeline runtime
+ * moves activations: the sender fills its buffer and raises a flag, the receiver, spinning on
+ * it, copies the buffer into its own; the time runs from the flag to the end of the copy. Every
+ * ordered pair of workers, every size; the medians are fitted (sp_fit_alpha_beta). *json gets a
+ * "stagepart-links" document (devices "cpu<core>") with a "measurement" object holding every
+ * sample and fit (sp_free it). SP_ERR_INVALID_ARG for bad options, SP_ERR_NO_DEVICE when the
+ * threads cannot start. */
+SP_API sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts, char **json);
+
+/* ---------------------------------------------------------------------------------------------
  * Traces: profiles from what a profiler recorded (docs/profiling.md)
  *
  * A trace holds host ranges (NVTX, record_function, nn.Module), the API calls that launched GPU

@@ -1,0 +1,185 @@
+/* cli/cmd_bandwidth.c: `stagepart bandwidth`: measure the links between workers and write the
+ * links file the partitioner reads (--links). */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum { OPT_OUTPUT = 1, OPT_BACKEND, OPT_WORKERS, OPT_SIZES, OPT_TRIALS, OPT_WARMUP };
+
+const struct sp_opt cmd_bandwidth_opts[] = {
+    {OPT_BACKEND, "backend", 0, "<cpu>",
+     "what to measure: cpu, copies between worker threads pinned to cores (default: cpu)",
+     "Measurement"},
+    {OPT_WORKERS, "workers", 'w', "<N>",
+     "worker threads; every ordered pair is measured (default: 2)", "Measurement"},
+    {OPT_SIZES, "sizes", 0, "<list>",
+     "message sizes, comma-separated, with KiB/MiB/GiB suffixes (default: 4KiB,16KiB,...,64MiB)",
+     "Measurement"},
+    {OPT_TRIALS, "trials", 0, "<N>", "timed rounds per size; the median is fitted (default: 7)",
+     "Measurement"},
+    {OPT_WARMUP, "warmup", 0, "<N>", "untimed rounds per size (default: 2)", "Measurement"},
+    {OPT_OUTPUT, "output", 'o', "<file>",
+     "write the links file to <file> (atomically) and print the table; default: the links file "
+     "on stdout",
+     "Output"},
+    {0, NULL, 0, NULL, NULL, NULL},
+};
+
+const struct sp_command_help cmd_bandwidth_help = {
+    "bandwidth",
+    "[--backend cpu] [--workers N] [--sizes LIST] [--trials N] [-o LINKS]",
+    "Measure the links between workers and write a links file for partition --links.",
+    "cpu: for every ordered pair of worker threads (each pinned to its own core when there are\n"
+    "  enough), the sender fills a buffer and raises a flag, the receiver copies it into its\n"
+    "  own; the time runs from the flag to the end of the copy, which is what the CPU pipeline\n"
+    "  pays at a stage boundary. The median per size is fitted to t = latency + bytes /\n"
+    "  bandwidth (least squares on the relative error); the file holds every sample and fit\n"
+    "  under \"measurement\". The CUDA probe (cudaMemcpyPeerAsync, NCCL) is not in this version.\n"
+    "  docs/profiling.md.",
+    "  stagepart bandwidth -o links.json\n"
+    "  stagepart bandwidth --workers 4 --sizes 64KiB,1MiB,16MiB --trials 11 -o links.json\n"
+    "  stagepart partition profile.json -s 2 --links links.json\n",
+};
+
+static bool parse_sizes(const char *text, uint64_t *sizes, size_t cap, size_t *n) {
+    sp_ctx *ctx = NULL;
+    if (sp_ctx_create(&ctx) != SP_OK)
+        return false;
+    char *copy = strdup(text), *save = NULL;
+    bool ok = copy != NULL;
+    *n = 0;
+    for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; ok && tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (*n == cap) {
+            sp_usage_error("bandwidth", "--sizes: at most %zu sizes", cap);
+            ok = false;
+        } else if (sp_parse_bytes(ctx, tok, &sizes[*n]) != SP_OK) {
+            sp_usage_error("bandwidth", "--sizes: %s", sp_ctx_errmsg(ctx));
+            ok = false;
+        } else {
+            (*n)++;
+        }
+    }
+    free(copy);
+    sp_ctx_destroy(ctx);
+    return ok;
+}
+
+static void print_table(const char *json, const char *written) {
+    cJSON *root = cJSON_Parse(json);
+    const cJSON *pairs = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "measurement"), "pairs");
+    const cJSON *devs = cJSON_GetObjectItem(root, "devices"), *p;
+    printf("%-8s %-8s %12s %14s %10s %12s\n", "from", "to", "latency_us", "bandwidth_GBps", "r2",
+           "peak_GBps");
+    cJSON_ArrayForEach(p, pairs) {
+        const cJSON *f = cJSON_GetObjectItem(p, "fit");
+        int i = cJSON_GetObjectItem(p, "from")->valueint,
+            j = cJSON_GetObjectItem(p, "to")->valueint;
+        printf("%-8s %-8s %12.3f %14.3f %10.4f %12.3f\n", cJSON_GetArrayItem(devs, i)->valuestring,
+               cJSON_GetArrayItem(devs, j)->valuestring,
+               cJSON_GetObjectItem(f, "latency_us")->valuedouble,
+               cJSON_GetObjectItem(f, "bandwidth_GBps")->valuedouble,
+               cJSON_GetObjectItem(f, "r2")->valuedouble,
+               cJSON_GetObjectItem(f, "peak_GBps")->valuedouble);
+    }
+    if (written)
+        printf("wrote %s\n", written);
+    cJSON_Delete(root);
+}
+
+/* A straight line through caches and memory is a compromise: say when it is a poor one. */
+static void warn_poor_fits(const char *json) {
+    cJSON *root = cJSON_Parse(json), *p;
+    const cJSON *pairs = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "measurement"), "pairs");
+    int poor = 0;
+    double worst_r2 = 1;
+    cJSON_ArrayForEach(p, pairs) {
+        const cJSON *f = cJSON_GetObjectItem(p, "fit");
+        double r2 = cJSON_GetObjectItem(f, "r2")->valuedouble;
+        double ratio = cJSON_GetObjectItem(f, "bandwidth_GBps")->valuedouble /
+                       cJSON_GetObjectItem(f, "peak_GBps")->valuedouble;
+        if (r2 < 0.9 || ratio < 0.5 || ratio > 2) {
+            poor++;
+            worst_r2 = r2 < worst_r2 ? r2 : worst_r2;
+        }
+    }
+    if (poor)
+        fprintf(stderr,
+                "stagepart: warning: %d of %d links fit latency + bytes / bandwidth poorly (r2 "
+                "down to %.2f, or the fitted bandwidth more than 2x from the large messages'): "
+                "copies that stay in cache are faster than those that reach memory; measure the "
+                "sizes your model's stage boundaries carry (--sizes)\n",
+                poor, cJSON_GetArraySize(pairs), worst_r2);
+    cJSON_Delete(root);
+}
+
+int cmd_bandwidth(int argc, char **argv) {
+    sp_bandwidth_opts opts;
+    sp_bandwidth_opts_init(&opts);
+    uint64_t sizes[32], v = 0;
+    const char *output = NULL;
+    struct sp_opt_parser p;
+    sp_opt_parser_init(&p, "bandwidth", cmd_bandwidth_opts, argc, argv);
+    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+        switch (id) {
+        case SP_OPT_ERROR:
+            return SP_EXIT_USAGE;
+        case SP_OPT_HELP:
+            sp_print_command_help(stdout, &cmd_bandwidth_help, cmd_bandwidth_opts);
+            return SP_EXIT_OK;
+        case OPT_OUTPUT:
+            output = p.value;
+            break;
+        case OPT_BACKEND:
+            if (strcmp(p.value, "cpu") != 0)
+                return sp_usage_error("bandwidth",
+                                      "--backend: only cpu is built (the CUDA probe is not in "
+                                      "this version), got '%s'",
+                                      p.value);
+            break;
+        case OPT_WORKERS:
+            if (!sp_opt_uint(&p, 2, 64, &v))
+                return SP_EXIT_USAGE;
+            opts.workers = (unsigned)v;
+            break;
+        case OPT_SIZES:
+            if (!parse_sizes(p.value, sizes, sizeof sizes / sizeof *sizes, &opts.n_sizes))
+                return SP_EXIT_USAGE;
+            opts.sizes = sizes;
+            break;
+        case OPT_TRIALS:
+            if (!sp_opt_uint(&p, 1, 101, &v))
+                return SP_EXIT_USAGE;
+            opts.trials = (unsigned)v;
+            break;
+        case OPT_WARMUP:
+            if (!sp_opt_uint(&p, 0, 100, &v))
+                return SP_EXIT_USAGE;
+            opts.warmup = (unsigned)v;
+            break;
+        }
+    }
+    if (p.n_positional)
+        return sp_usage_error("bandwidth", "unexpected argument '%s'", p.positional[0]);
+    sp_ctx *ctx = NULL;
+    if (sp_ctx_create(&ctx) != SP_OK)
+        return SP_EXIT_INTERNAL;
+    char *json = NULL;
+    sp_status st = sp_bandwidth_measure_cpu(ctx, &opts, &json);
+    if (st == SP_OK && output)
+        st = sp_write_file_atomic(ctx, output, json, strlen(json));
+    int code = SP_EXIT_OK;
+    if (st != SP_OK)
+        code = sp_report(ctx, st, false);
+    else if (output)
+        print_table(json, output);
+    else
+        fputs(json, stdout);
+    if (st == SP_OK)
+        warn_poor_fits(json);
+    sp_free(json);
+    sp_ctx_destroy(ctx);
+    return code;
+}

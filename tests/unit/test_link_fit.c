@@ -1,0 +1,96 @@
+/* tests/unit/test_link_fit.c: the alpha-beta fit recovers exact lines, weights relative error
+ * (a 4 KiB point off by 50% moves latency, not bandwidth), clamps a negative latency, refuses
+ * what cannot be fitted; and a real CPU measurement is a links file sp_links_parse reads. */
+#include <math.h>
+#include <stagepart/stagepart.h>
+
+#include "../test.h"
+
+static sp_ctx *ctx;
+
+static void test_exact(void) {
+    uint64_t b[8];
+    double ms[8];
+    for (int i = 0; i < 8; i++) {
+        b[i] = (uint64_t)4096 << (2 * i);
+        ms[i] = 0.005 + (double)b[i] / 25e6; /* 5 us, 25 GB/s */
+    }
+    sp_link_fit f;
+    SP_CHECK_STATUS(sp_fit_alpha_beta(ctx, b, ms, 8, &f), SP_OK);
+    SP_CHECK_MSG(fabs(f.latency_us - 5) < 1e-6, "latency %.9f", f.latency_us);
+    SP_CHECK_MSG(fabs(f.bandwidth_GBps - 25) < 1e-6, "bandwidth %.9f", f.bandwidth_GBps);
+    SP_CHECK(fabs(f.r2 - 1) < 1e-12 && f.max_rel_residual < 1e-9);
+    SP_CHECK(fabs(f.peak_GBps - 25) < 0.1); /* the largest size: latency is 0.2% of it */
+
+    /* through the origin: a line with latency 0 stays at 0, a negative one is clamped */
+    for (int i = 0; i < 8; i++) /* 10 GB/s and a latency of -10 ns: every time stays > 0 */
+        ms[i] = (double)b[i] / 10e6 - 0.00001;
+    SP_CHECK_STATUS(sp_fit_alpha_beta(ctx, b, ms, 8, &f), SP_OK);
+    SP_CHECK_MSG(f.latency_us == 0 && f.bandwidth_GBps > 10 && f.bandwidth_GBps < 10.5,
+                 "latency %.6f us, %.6f GB/s", f.latency_us, f.bandwidth_GBps);
+}
+
+static void test_relative_weights(void) {
+    uint64_t b[] = {4096, 4096, 1 << 26, 1 << 26};
+    double ms[] = {0.010, 0.010 * 1.5, 0.010 + (double)(1 << 26) / 50e6,
+                   0.010 + (double)(1 << 26) / 50e6};
+    sp_link_fit f;
+    SP_CHECK_STATUS(sp_fit_alpha_beta(ctx, b, ms, 4, &f), SP_OK);
+    /* the noisy small points decide the latency (between 10 and 15 us), the bandwidth holds */
+    SP_CHECK_MSG(f.latency_us > 10 && f.latency_us < 15, "latency %.3f", f.latency_us);
+    SP_CHECK_MSG(fabs(f.bandwidth_GBps - 50) < 0.5, "bandwidth %.3f", f.bandwidth_GBps);
+}
+
+static void test_refusals(void) {
+    uint64_t b[] = {4096, 4096, 8192};
+    double ms[] = {0.01, 0.02, 0.0};
+    sp_link_fit f;
+    SP_CHECK_STATUS(sp_fit_alpha_beta(ctx, b, ms, 3, &f), SP_ERR_INVALID_ARG); /* t = 0 */
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "times must be > 0");
+    SP_CHECK_STATUS(sp_fit_alpha_beta(ctx, b, ms, 2, &f), SP_ERR_INVALID_ARG); /* one size */
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "two different sizes");
+    double down[] = {0.03, 0.02, 0.01};
+    SP_CHECK_STATUS(sp_fit_alpha_beta(ctx, b, down, 3, &f), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "do not grow");
+}
+
+static void test_cpu_probe(void) {
+    sp_bandwidth_opts o;
+    sp_bandwidth_opts_init(&o);
+    uint64_t sizes[] = {64 << 10, 1 << 20, 4 << 20};
+    o.sizes = sizes;
+    o.n_sizes = 3;
+    o.trials = 3;
+    o.warmup = 1;
+    char *json = NULL;
+    SP_CHECK_STATUS(sp_bandwidth_measure_cpu(ctx, &o, &json), SP_OK);
+    sp_links *l = NULL;
+    SP_CHECK_STATUS(sp_links_parse(ctx, "probe", json ? json : "", json ? strlen(json) : 0, &l),
+                    SP_OK);
+    SP_CHECK(l && sp_links_count(l) == 2);
+    if (l) {
+        /* 4 MiB between two threads of one machine: more than 10 us, less than a second */
+        double t = sp_links_transfer_ms(l, 0, 1, 4 << 20);
+        SP_CHECK_MSG(t > 0.01 && t < 1000, "4 MiB in %.3f ms", t);
+    }
+    SP_CHECK_CONTAINS(json ? json : "", "\"median_ms\"");
+    sp_links_destroy(l);
+    sp_free(json);
+    o.workers = 1;
+    SP_CHECK_STATUS(sp_bandwidth_measure_cpu(ctx, &o, &json), SP_ERR_INVALID_ARG);
+    o.workers = 2;
+    o.n_sizes = 1;
+    SP_CHECK_STATUS(sp_bandwidth_measure_cpu(ctx, &o, &json), SP_ERR_INVALID_ARG);
+}
+
+int main(void) {
+    if (sp_ctx_create(&ctx) != SP_OK)
+        return 1;
+    test_exact();
+    test_relative_weights();
+    test_refusals();
+    test_cpu_probe();
+    sp_ctx_destroy(ctx);
+    printf("%d checks, %d failures\n", sp_test_checks, sp_test_failures);
+    return sp_test_failures ? 1 : 0;
+}
