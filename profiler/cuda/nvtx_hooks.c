@@ -93,10 +93,12 @@ static int push(struct sp_evlog *log, uint32_t domain, uint32_t name, const char
                 const nvtxEventAttributes_t *a) {
     struct thread_state *t = thread_state(log);
     int level = t->depth++;
-    if (!log || level >= MAX_DEPTH)
+    if (level >= MAX_DEPTH)
         return level;
     struct open_range *r = &t->stack[level];
-    memset(r, 0, sizeof *r);
+    memset(r, 0, sizeof *r); /* id 0: the pop records nothing and pops no CUPTI id */
+    if (!log)
+        return level;
     r->id = atomic_fetch_add(&g_next_range, 1) + 1;
     r->name = name;
     r->domain = domain;
