@@ -1,6 +1,7 @@
 /* core/alloc.c: the library's allocator hooks (sp_set_allocator), also handed to cJSON so that
  * fault-injection tests see every allocation. */
 #include <cjson/cJSON.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,23 @@
 static sp_malloc_fn g_malloc = malloc;
 static sp_realloc_fn g_realloc = realloc;
 static sp_free_fn g_free = free;
+/* failed allocations so far, so a parser that only says "failed" (cJSON) can be told apart from
+ * one that ran out of memory; relaxed: only compared around a call on the same thread */
+static _Atomic unsigned long g_failures;
+
+static void *counted_malloc(size_t size) {
+    void *p = g_malloc(size ? size : 1);
+    if (!p)
+        g_failures++;
+    return p;
+}
+static void counted_free(void *p) {
+    g_free(p);
+}
+
+unsigned long sp_alloc_failures(void) {
+    return g_failures;
+}
 
 sp_status sp_set_allocator(sp_malloc_fn malloc_fn, sp_realloc_fn realloc_fn, sp_free_fn free_fn) {
     bool all_null = !malloc_fn && !realloc_fn && !free_fn;
@@ -18,17 +36,20 @@ sp_status sp_set_allocator(sp_malloc_fn malloc_fn, sp_realloc_fn realloc_fn, sp_
     g_malloc = all_null ? malloc : malloc_fn;
     g_realloc = all_null ? realloc : realloc_fn;
     g_free = all_null ? free : free_fn;
-    cJSON_Hooks hooks = {g_malloc, g_free};
-    cJSON_InitHooks(all_null ? NULL : &hooks);
+    cJSON_Hooks hooks = {counted_malloc, counted_free};
+    cJSON_InitHooks(&hooks);
     return SP_OK;
 }
 
 void *sp_malloc(size_t size) {
-    return g_malloc(size ? size : 1);
+    return counted_malloc(size);
 }
 
 void *sp_realloc(void *ptr, size_t size) {
-    return g_realloc(ptr, size ? size : 1);
+    void *p = g_realloc(ptr, size ? size : 1);
+    if (!p)
+        g_failures++;
+    return p;
 }
 
 void sp_free(void *ptr) {

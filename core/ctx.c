@@ -4,11 +4,21 @@
 
 #include "internal.h"
 
+/* Room for an error message made while memory is short: the buffer is kept across calls
+ * (sp_strbuf_reset), so an out-of-memory message fits without allocating. */
+#define ERR_RESERVE_BYTES 512
+
 sp_status sp_ctx_create(sp_ctx **out) {
     if (!out)
         return SP_ERR_INVALID_ARG;
     *out = sp_calloc(1, sizeof **out);
-    return *out ? SP_OK : SP_ERR_NOMEM;
+    if (!*out)
+        return SP_ERR_NOMEM;
+    char room[ERR_RESERVE_BYTES];
+    memset(room, ' ', sizeof room);
+    sp_strbuf_append(&(*out)->err, room, sizeof room); /* allocates the room once */
+    sp_strbuf_reset(&(*out)->err);
+    return SP_OK;
 }
 
 void sp_ctx_destroy(sp_ctx *ctx) {
@@ -20,7 +30,11 @@ void sp_ctx_destroy(sp_ctx *ctx) {
 }
 
 const char *sp_ctx_errmsg(const sp_ctx *ctx) {
-    return ctx ? sp_strbuf_str(&ctx->err) : "";
+    if (!ctx)
+        return "";
+    const char *msg = sp_strbuf_str(&ctx->err);
+    /* a detail that could not be stored (memory ran out even for it): the status's own line */
+    return *msg || ctx->status == SP_OK ? msg : sp_strerror(ctx->status);
 }
 
 const char *sp_ctx_warnings(const sp_ctx *ctx) {

@@ -31,6 +31,8 @@ void *sp_realloc(void *ptr, size_t size);
 void *sp_mallocarray(size_t count, size_t size); /* NULL on overflow */
 char *sp_strdup(const char *s);
 char *sp_strndup(const char *s, size_t n);
+/* how many allocations have failed in this process (cJSON's included) */
+unsigned long sp_alloc_failures(void);
 
 /* ---- growable NUL-terminated string (core/strbuf.c). A failed append marks it `oom` and
  * leaves the content as it was, so callers check once at the end. */

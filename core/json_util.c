@@ -11,6 +11,7 @@ sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     size_t nul = strlen(data);
     const char *end = NULL;
     cJSON *root = NULL;
+    unsigned long failures = sp_alloc_failures();
     if (nul == len) {
         /* length len + 1 covers the terminating NUL, which cJSON's
          * require_null_terminated check looks for after the value */
@@ -22,6 +23,8 @@ sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
         *out = root;
         return SP_OK;
     }
+    if (sp_alloc_failures() != failures) /* cJSON says only "failed": it was memory */
+        return sp_fail(ctx, SP_ERR_NOMEM, "%s: out of memory while parsing the JSON", name);
     if (!end || end < data || end > data + len)
         end = data + len;
     /* cJSON may stop one byte into a bad token: point at the token's start */

@@ -69,15 +69,14 @@ static uint64_t name_hash(const char *s) {
     return h;
 }
 
-static void check_unique_names(struct sp_json_reader *r, const sp_layer *layers, size_t n) {
+/* false when out of memory (nothing recorded: the caller reports it) */
+static bool check_unique_names(struct sp_json_reader *r, const sp_layer *layers, size_t n) {
     size_t cap = 16;
     while (cap < 2 * n)
         cap *= 2;
     size_t *slot = sp_mallocarray(cap, sizeof *slot);
-    if (!slot) {
-        sp_problem(r->ctx, "out of memory while checking layer names");
-        return;
-    }
+    if (!slot)
+        return false;
     for (size_t k = 0; k < cap; k++)
         slot[k] = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
@@ -95,6 +94,7 @@ static void check_unique_names(struct sp_json_reader *r, const sp_layer *layers,
                         layers[i].name, slot[k]);
     }
     sp_free(slot);
+    return true;
 }
 
 enum layer_field {
@@ -295,8 +295,10 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     size_t i = 0;
     for (const cJSON *c = layers->child; c; c = c->next, i++)
         read_layer(&r, c, i, &p->layers[i]);
-    if (ctx->problems == 0)
-        check_unique_names(&r, p->layers, n);
+    if (ctx->problems == 0 && !check_unique_names(&r, p->layers, n)) {
+        fail = sp_oom(ctx, "checking layer names");
+        goto done_status;
+    }
     if (ctx->problems == 0)
         check_totals(&r, p);
     if (ctx->problems == 0 && (st = intern_strings(ctx, p)) != SP_OK) {
