@@ -47,7 +47,9 @@ enum {
          "Profile"},                                                                               \
     {                                                                                              \
         SP_ATTR_OPT_MBS, "micro-batch-size", 0, "<B>",                                             \
-            "samples per step the trace was recorded at (default: 1)", "Profile"                   \
+            "samples per micro-batch: what a trace was recorded at (default: 1), or what MODEL "   \
+            "runs at (default: the model file's)",                                                 \
+            "Profile"                                                                              \
     }
 
 /* Take an attribution option the parser returned; false (after a usage error) on a bad value.

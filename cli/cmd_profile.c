@@ -1,4 +1,5 @@
-/* cli/cmd_profile.c: `stagepart profile --attach -- CMD ARGS...`: run a CUDA program with the
+/* cli/cmd_profile.c: `stagepart profile MODEL`: a built-in model measured by stagepart itself
+ * (cli/profile_model.c); `stagepart profile --attach -- CMD ARGS...`: run a CUDA program with the
  * live collector injected (CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH name
  * libstagepart-inject.so), then attribute its event logs with the same engine as `import`. */
 #define _XOPEN_SOURCE 700
@@ -13,10 +14,37 @@
 #include <unistd.h>
 
 #include "attribution.h"
+#include "profile_model.h"
 
-enum { OPT_OUTPUT = 1, OPT_ATTACH, OPT_STEPS, OPT_EVENTS_DIR };
+enum {
+    OPT_OUTPUT = 1,
+    OPT_ATTACH,
+    OPT_STEPS,
+    OPT_EVENTS_DIR,
+    OPT_BACKEND,
+    OPT_SEQ_LEN,
+    OPT_WARMUP,
+    OPT_ITERS,
+    OPT_CORE,
+    OPT_QUIET
+};
 
 const struct sp_opt cmd_profile_opts[] = {
+    {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
+     "where MODEL runs: cpu (one pinned thread, OpenBLAS; default). cuda is not built in this "
+     "version (exit 4)",
+     "Built-in models"},
+    {OPT_SEQ_LEN, "seq-len", 0, "<S>",
+     "positions per sample for token models (default: the model file's seq_len)",
+     "Built-in models"},
+    {OPT_WARMUP, "warmup", 0, "<N>", "untimed iterations first (default: 1)", "Built-in models"},
+    {OPT_ITERS, "iters", 0, "<K>", "timed iterations; the profile holds their medians (default: 5)",
+     "Built-in models"},
+    {OPT_CORE, "core", 0, "<C>",
+     "pin the measuring thread to core C (default: the last core this process may use)",
+     "Built-in models"},
+    {OPT_QUIET, "quiet", 'q', NULL, "no progress bar (there is none when stderr is no terminal)",
+     "Built-in models"},
     {OPT_ATTACH, "attach", 0, NULL,
      "run CMD ARGS (after --) with the CUPTI + NVTX collector injected", "Collection"},
     {OPT_STEPS, "steps", 0, "<K>",
@@ -36,10 +64,19 @@ const struct sp_opt cmd_profile_opts[] = {
 
 const struct sp_command_help cmd_profile_help = {
     "profile",
-    "--attach [-o PROFILE] [--steps K --warmup-steps N] [options] -- CMD ARGS...",
-    "Measure a running CUDA program's per-layer GPU time (CUPTI + NVTX).",
-    "Runs CMD with libstagepart-inject.so loaded by the CUDA driver and by NVTX, unchanged:\n"
-    "  the program names its layers with NVTX ranges '<layer>/fwd' and '<layer>/bwd' (the\n"
+    "MODEL [--micro-batch-size B] [--seq-len S] [--iters K] [-o PROFILE]\n"
+    "       stagepart profile --attach [-o PROFILE] [--steps K --warmup-steps N] [options] -- "
+    "CMD ARGS...",
+    "Measure a built-in model on the CPU, or a running CUDA program's per-layer GPU time.",
+    "MODEL is a stagepart-model file (samples/models/, docs/models.md): stagepart runs it forward\n"
+    "  and backward on one thread pinned to one core (OpenBLAS sgemm, fp32), timing every layer,\n"
+    "  and writes a profile with the medians, the weight-gradient part of each backward, the\n"
+    "  exact activation, saved and parameter bytes, and each layer's spread ('measured'). It\n"
+    "  prints the repeatability (coefficient of variation per layer) and warns above 5%.\n"
+    "  Ctrl-C stops it and writes nothing (exit 130).\n"
+    "With --attach it runs CMD unchanged, with libstagepart-inject.so loaded by the CUDA driver\n"
+    "  and by NVTX: the program names its layers with NVTX ranges '<layer>/fwd' and '<layer>/bwd' "
+    "(the\n"
     "  PyTorch helper profiler/python/stagepart_torch.py adds them by module hooks) and its\n"
     "  steps 'stagepart/step'. CUPTI's activity API records every kernel, copy and memset;\n"
     "  each goes to the range open on the thread that launched it (CUPTI external\n"
@@ -48,6 +85,8 @@ const struct sp_command_help cmd_profile_help = {
     "  a CUPTI failure is reported once and recording turns off. Needs a stagepart built with\n"
     "  CUDA (or STAGEPART_INJECT_LIB naming the library). Exit 1 when the program fails (no\n"
     "  profile is written), 4 when no GPU work was recorded. docs/profiling.md.",
+    "  stagepart profile samples/models/gpt2-small.json -o gpt2.json\n"
+    "  stagepart profile samples/models/resnet18.json --micro-batch-size 32 --iters 9 -o r.json\n"
     "  stagepart profile --attach -o profile.json --warmup-steps 2 --steps 5 -- python train.py\n"
     "  stagepart profile --attach --events-dir run/ -o profile.json -- ./my_cuda_app\n",
 };
@@ -200,15 +239,46 @@ int cmd_profile(int argc, char **argv) {
     char warmup[24] = "";
     bool attach = false;
     uint64_t v = 0;
+    struct sp_profile_model_args margs;
+    memset(&margs, 0, sizeof margs);
+    sp_model_profile_opts_init(&margs.opts);
     struct sp_opt_parser p;
     sp_opt_parser_init(&p, "profile", cmd_profile_opts, dashdash, argv);
     for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
         bool taken = false;
         if (id == SP_OPT_ERROR || !sp_attribution_opt(&p, id, &opts, &taken))
             return SP_EXIT_USAGE;
+        if (id == SP_ATTR_OPT_MBS)
+            margs.micro_batch_size = (uint32_t)opts.micro_batch_size;
         if (taken)
             continue;
         switch (id) {
+        case OPT_BACKEND:
+            margs.backend = p.value;
+            break;
+        case OPT_SEQ_LEN:
+            if (!sp_opt_uint(&p, 1, 1u << 24, &v))
+                return SP_EXIT_USAGE;
+            margs.seq_len = (uint32_t)v;
+            break;
+        case OPT_WARMUP:
+            if (!sp_opt_uint(&p, 0, 100000, &v))
+                return SP_EXIT_USAGE;
+            margs.opts.warmup = (uint32_t)v;
+            break;
+        case OPT_ITERS:
+            if (!sp_opt_uint(&p, 1, 100000, &v))
+                return SP_EXIT_USAGE;
+            margs.opts.iters = (uint32_t)v;
+            break;
+        case OPT_CORE:
+            if (!sp_opt_uint(&p, 0, 4095, &v))
+                return SP_EXIT_USAGE;
+            margs.opts.core = (int)v;
+            break;
+        case OPT_QUIET:
+            margs.quiet = true;
+            break;
         case SP_OPT_HELP:
             sp_print_command_help(stdout, &cmd_profile_help, cmd_profile_opts);
             return SP_EXIT_OK;
@@ -228,9 +298,21 @@ int cmd_profile(int argc, char **argv) {
             break;
         }
     }
-    if (!attach)
-        return sp_usage_error("profile", "profile measures a running program: stagepart "
-                                         "profile --attach [options] -- CMD ARGS...");
+    if (!attach) {
+        if (p.n_positional != 1 || dashdash != argc)
+            return sp_usage_error("profile", "give a model file (stagepart profile MODEL), or "
+                                             "--attach [options] -- CMD ARGS... for a program");
+        margs.model_path = p.positional[0];
+        margs.output = output;
+        margs.name = opts.model;
+        const char *inputs[] = {margs.model_path};
+        if (output) {
+            int rc = sp_check_output_not_input("profile", "--output", output, inputs, 1);
+            if (rc)
+                return rc;
+        }
+        return sp_profile_model_run(&margs);
+    }
     if (p.n_positional)
         return sp_usage_error("profile", "unexpected argument '%s' before '--'", p.positional[0]);
     if (dashdash + 1 >= argc)

@@ -1,0 +1,18 @@
+/* cli/profile_model.h: `stagepart profile MODEL`: a built-in model measured by stagepart itself. */
+#ifndef SP_CLI_PROFILE_MODEL_H
+#define SP_CLI_PROFILE_MODEL_H
+
+#include "cli.h"
+
+struct sp_profile_model_args {
+    const char *model_path, *output, *backend;
+    const char *name;          /* --model: the profile's model name, or NULL */
+    uint32_t micro_batch_size; /* 0: the model file's */
+    uint32_t seq_len;          /* 0: the model file's */
+    sp_model_profile_opts opts;
+    bool quiet;
+};
+
+int sp_profile_model_run(const struct sp_profile_model_args *a);
+
+#endif

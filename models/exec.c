@@ -1,0 +1,178 @@
+/* models/exec.c: binding a model to a micro-batch size, and running one layer's forward and
+ * backward over its ops (the profiler and the pipeline runtime both call these). */
+#include <stdio.h>
+#include <string.h>
+
+#include "op_class.h"
+
+#define MAX_TENSOR_ELEMS ((size_t)1 << 40)
+#define MAX_GEMM_DIM     ((size_t)1 << 31)
+
+sp_status sp_model_bind(sp_ctx *ctx, struct sp_model *m, uint32_t batch, uint32_t seq) {
+    if (batch == 0)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "%s: the micro-batch size must be at least 1",
+                       m->name);
+    struct sp_shape shape = m->input;
+    if (m->tokens)
+        shape.c = seq ? seq : m->seq_len;
+    for (size_t i = 0; i < m->n_layers; i++) {
+        struct sp_model_layer *L = &m->layers[i];
+        L->saved_elems = L->work_elems = L->param_elems = 0;
+        L->fwd_flops = 0;
+        size_t mid_max = 0;
+        for (size_t j = 0; j < L->n_ops; j++) {
+            struct sp_op *op = &L->ops[j];
+            const char *why = "";
+            if (!sp_op_bind(op, shape, batch, &why))
+                return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                               "%s: layer %zu (%s): %s (input %u x %u x %u per sample)", m->name, i,
+                               L->name, why, shape.c, shape.h, shape.w);
+            size_t rows = (size_t)batch * op->out.c * op->out.h;
+            if (op->out_elems > MAX_TENSOR_ELEMS || op->saved_elems > MAX_TENSOR_ELEMS ||
+                op->work_elems > MAX_TENSOR_ELEMS || rows >= MAX_GEMM_DIM)
+                return sp_fail(ctx, SP_ERR_LIMIT,
+                               "%s: layer %zu (%s): a tensor exceeds 2^40 elements at micro-batch "
+                               "size %u",
+                               m->name, i, L->name, batch);
+            if (j == 0)
+                L->in_elems = op->in_elems;
+            op->param_offset = L->param_elems;
+            L->param_elems += op->param_elems;
+            L->saved_elems += op->saved_elems;
+            if (j + 1 < L->n_ops) { /* an inner activation, kept for the next op's backward */
+                L->saved_elems += op->out_elems;
+                mid_max = op->out_elems > mid_max ? op->out_elems : mid_max;
+            }
+            L->work_elems = op->work_elems > L->work_elems ? op->work_elems : L->work_elems;
+            L->fwd_flops += sp_op_fwd_flops(op, batch);
+            shape = op->out;
+        }
+        L->saved_elems += L->in_elems;
+        L->out_elems = L->ops[L->n_ops - 1].out_elems;
+        L->work_elems += 2 * mid_max; /* the inner gradients, ping-pong */
+    }
+    m->bound_batch = batch;
+    m->bound_seq = m->tokens ? shape.c : 0;
+    if (m->tokens)
+        m->bound_seq = seq ? seq : m->seq_len;
+    return SP_OK;
+}
+
+void sp_layer_init_params(const struct sp_model *m, size_t i, uint64_t seed, float *params) {
+    const struct sp_model_layer *L = &m->layers[i];
+    uint64_t rng = seed ^ (0x5851f42d4c957f2dull * (i + 1));
+    for (size_t j = 0; j < L->n_ops; j++)
+        sp_op_init_params(&L->ops[j], &rng, params + L->ops[j].param_offset);
+}
+
+void sp_layer_forward(const struct sp_model *m, size_t i, const struct sp_batch *b,
+                      const float *params, float *saved, float *y, float *work) {
+    const struct sp_model_layer *L = &m->layers[i];
+    struct sp_op_io io = {b, m->bound_batch, NULL, NULL, work, NULL};
+    const float *x = saved;
+    size_t off = L->in_elems;
+    if (i == 0 && !m->tokens) /* the images are the first layer's input */
+        memcpy(saved, b->images, L->in_elems * sizeof *saved);
+    for (size_t j = 0; j < L->n_ops; j++) {
+        const struct sp_op *op = &L->ops[j];
+        float *op_saved = saved + off;
+        off += op->saved_elems;
+        float *out = y;
+        if (j + 1 < L->n_ops) {
+            out = saved + off;
+            off += op->out_elems;
+        }
+        io.params = params + op->param_offset;
+        sp_op_forward(op, &io, x, out, op_saved);
+        x = out;
+    }
+}
+
+void sp_layer_backward(const struct sp_model *m, size_t i, const struct sp_batch *b,
+                       const float *params, const float *saved, const float *dy, float *dx,
+                       float *dparams, float *work, double *wgrad_ms) {
+    const struct sp_model_layer *L = &m->layers[i];
+    /* where each op's input and saved part lie (ops are few: a layer has at most a handful) */
+    const float *op_x[8], *op_saved[8];
+    size_t off = L->in_elems, mid_max = 0, op_work = 0;
+    const float *x = saved;
+    for (size_t j = 0; j < L->n_ops && j < 8; j++) {
+        const struct sp_op *op = &L->ops[j];
+        op_x[j] = x;
+        op_saved[j] = saved + off;
+        off += op->saved_elems;
+        if (j + 1 < L->n_ops) {
+            x = saved + off;
+            off += op->out_elems;
+            mid_max = op->out_elems > mid_max ? op->out_elems : mid_max;
+        }
+        op_work = op->work_elems > op_work ? op->work_elems : op_work;
+    }
+    float *grad[2] = {work + op_work, work + op_work + mid_max};
+    struct sp_op_io io = {b, m->bound_batch, NULL, NULL, work, wgrad_ms};
+    const float *d = dy;
+    for (size_t j = L->n_ops; j-- > 0;) {
+        const struct sp_op *op = &L->ops[j];
+        float *dout = j == 0 ? dx : grad[j % 2];
+        io.params = params + op->param_offset;
+        io.dparams = dparams + op->param_offset;
+        sp_op_backward(op, &io, op_x[j], op_saved[j], d, dout);
+        d = dout;
+    }
+}
+
+/* Token models: each sample is a walk t(s+1) = (5 t(s) + 3) mod vocab from a random start, and
+ * each position's label is the next token, a rule the model can learn (so a run's loss falls).
+ * Images: uniform pixels; the label is the sign pattern of the first channels' means. */
+sp_status sp_batch_make(sp_ctx *ctx, const struct sp_model *m, uint64_t seed, struct sp_batch *b) {
+    memset(b, 0, sizeof *b);
+    uint32_t B = m->bound_batch;
+    uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 1;
+    if (m->tokens) {
+        size_t S = m->bound_seq, n = (size_t)B * S;
+        b->tokens = sp_mallocarray(n, sizeof *b->tokens);
+        b->labels = sp_mallocarray(n, sizeof *b->labels);
+        if (!b->tokens || !b->labels) {
+            sp_batch_release(b);
+            return sp_oom(ctx, "a micro-batch of tokens");
+        }
+        for (uint32_t s = 0; s < B; s++) {
+            uint64_t t = sp_rand_next(&rng) % m->classes;
+            for (size_t k = 0; k < S; k++) {
+                uint64_t next = (5 * t + 3) % m->classes;
+                b->tokens[s * S + k] = (int32_t)t;
+                b->labels[s * S + k] = (int32_t)next;
+                t = next;
+            }
+        }
+        return SP_OK;
+    }
+    size_t per = (size_t)m->input.c * m->input.h * m->input.w;
+    b->images = sp_mallocarray((size_t)B * per, sizeof *b->images);
+    b->labels = sp_mallocarray(B, sizeof *b->labels);
+    if (!b->images || !b->labels) {
+        sp_batch_release(b);
+        return sp_oom(ctx, "a micro-batch of images");
+    }
+    size_t hw = (size_t)m->input.h * m->input.w;
+    for (uint32_t s = 0; s < B; s++) {
+        float *img = b->images + s * per;
+        sp_fill_uniform(&rng, img, per, 1.0f);
+        uint32_t label = 0;
+        for (uint32_t c = 0; c < m->input.c && c < 3; c++) {
+            double sum = 0.0;
+            for (size_t q = 0; q < hw; q++)
+                sum += (double)img[c * hw + q];
+            label |= (sum > 0.0 ? 1u : 0u) << c;
+        }
+        b->labels[s] = (int32_t)(label % m->classes);
+    }
+    return SP_OK;
+}
+
+void sp_batch_release(struct sp_batch *b) {
+    sp_free(b->tokens);
+    sp_free(b->labels);
+    sp_free(b->images);
+    memset(b, 0, sizeof *b);
+}

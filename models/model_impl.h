@@ -1,0 +1,188 @@
+/* models/model_impl.h: the built-in models' private layout, shared by models/, profiler/,
+ * runtime/ and the tests.
+ *
+ * A model is a chain of layers (what a profile and a plan see); each layer runs one or more ops
+ * in sequence (a "transformer" layer is an attention op then an mlp op). Every activation is a
+ * float tensor of B samples, each of shape (c, h, w) with w the last, fastest dimension:
+ *   sequences    (S, 1, H): S positions of H features
+ *   images       (C, H, W)
+ *   feature rows (1, 1, F): after global pooling
+ * A linear map acts on w; "rows" are B * c * h. All math is fp32 on the CPU (OpenBLAS sgemm).
+ *
+ * Binding a model to a micro-batch size B and sequence length S (sp_model_bind) fixes every
+ * op's element counts: its input, output, what it keeps for the backward ("saved"), its
+ * scratch ("work") and its parameters. The byte figures of profiles come from these counts. */
+#ifndef SP_MODELS_MODEL_IMPL_H
+#define SP_MODELS_MODEL_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+enum sp_op_kind {
+    SP_OP_EMBEDDING, /* tokens -> (S,1,H): token table [vocab][H] + position table [max_seq][H] */
+    SP_OP_NORM,      /* layernorm or rmsnorm over w */
+    SP_OP_ATTENTION, /* x + Wo attn(Wqkv norm(x)): pre-norm self-attention with its residual */
+    SP_OP_MLP,       /* x + W2 act(W1 norm(x)): pre-norm MLP (GELU, or SwiGLU with W3) + residual */
+    SP_OP_LINEAR,    /* y = x W^T + b over w */
+    SP_OP_LM_HEAD,   /* logits = x W^T over w, then mean softmax cross-entropy: output is 1 loss */
+    SP_OP_CONV2D,    /* (Cin,H,W) -> (Cout,H',W'), im2col + sgemm, bias */
+    SP_OP_BATCHNORM, /* per channel over B x H x W (training statistics) */
+    SP_OP_RELU,
+    SP_OP_POOL, /* max pool k x k stride s, or global average -> (1,1,C) */
+    SP_OP_KIND_COUNT
+};
+
+enum sp_norm_kind { SP_NORM_LAYER, SP_NORM_RMS };
+enum sp_act_kind { SP_ACT_GELU, SP_ACT_SWIGLU };
+enum sp_pool_kind { SP_POOL_MAX, SP_POOL_AVG_GLOBAL };
+
+struct sp_shape {
+    uint32_t c, h, w;
+};
+
+struct sp_op {
+    enum sp_op_kind kind;
+    /* configuration (only the fields of the kind are used) */
+    uint32_t hidden, heads, ffn, vocab, max_seq; /* transformer ops */
+    enum sp_norm_kind norm;
+    enum sp_act_kind act;
+    bool causal, bias;
+    uint32_t in_features, out_features;          /* linear */
+    uint32_t in_ch, out_ch, kernel, stride, pad; /* conv2d, pool */
+    enum sp_pool_kind pool;
+    /* fixed by sp_model_bind; counts of floats for the whole micro-batch */
+    struct sp_shape in, out; /* per sample */
+    size_t in_elems, out_elems, saved_elems, work_elems;
+    size_t param_elems, param_offset; /* in the layer's parameter block */
+};
+
+struct sp_model_layer {
+    char *name, *kind; /* kind as the profile records it: "transformer", "embedding", ... */
+    struct sp_op *ops;
+    size_t n_ops;
+    /* fixed by sp_model_bind */
+    size_t in_elems, out_elems; /* the layer's input (0 for embedding) and output */
+    size_t saved_elems;         /* every op's saved part plus the inner activations */
+    size_t work_elems;          /* largest op scratch */
+    size_t param_elems;         /* all ops */
+    uint64_t fwd_flops;         /* multiply-adds x 2 of the matrix products, forward */
+};
+
+struct sp_model {
+    char *name, *source, *preset;
+    char *dtype; /* "fp32" or "bf16": what a GPU run uses; the CPU computes in fp32 */
+    uint32_t micro_batch_size, seq_len; /* the sample's defaults */
+    struct sp_shape input; /* per sample: (S,1,0) for token models, (C,H,W) for images */
+    bool tokens;           /* the first layer is an embedding: inputs are token ids */
+    uint32_t classes;      /* label range: vocab of the LM head (or the classifier's outputs) */
+    struct sp_model_layer *layers;
+    size_t n_layers;
+    /* bound size */
+    uint32_t bound_batch, bound_seq;
+};
+
+/* sp_model_bind: fix the element counts for micro-batch size `batch` and sequence length
+ * `seq` (token models; 0 keeps the model's). SP_ERR_INVALID_ARG when a shape does not chain
+ * (the message names the layer) or seq exceeds a position table, SP_ERR_LIMIT when a tensor
+ * would exceed 2^40 elements. */
+sp_status sp_model_bind(sp_ctx *ctx, struct sp_model *m, uint32_t batch, uint32_t seq);
+
+/* ---- execution (models/exec.c, the ops in models/op_*.c) */
+
+/* One micro-batch of inputs: token ids [B*S] or images [B*C*H*W], and labels [B*S] (token
+ * models: the next token) or [B] (images). Made from a seed, so every stage of a pipeline, and
+ * a single worker, see the same data. */
+struct sp_batch {
+    int32_t *tokens, *labels;
+    float *images;
+};
+sp_status sp_batch_make(sp_ctx *ctx, const struct sp_model *m, uint64_t seed, struct sp_batch *b);
+void sp_batch_release(struct sp_batch *b);
+
+/* sp_layer_init_params: deterministic initial weights of layer i (from seed and i, so that any
+ * stage can make its own layers' weights). params[param_elems]. */
+void sp_layer_init_params(const struct sp_model *m, size_t i, uint64_t seed, float *params);
+
+/* A layer's saved area, per micro-batch in flight: [its input x: in_elems][op 0 saved][op 0
+ * output][op 1 saved][op 1 output]...[last op saved]. The last op's output is the layer's y,
+ * which the next layer keeps as its x. So the caller puts x at saved[0] before the forward (the
+ * pipeline receives an activation straight into it), and saved_elems is what the layer really
+ * holds for its backward. */
+
+/* Forward of layer i: saved[0..in_elems) holds x (layer 0 of an image model copies the batch's
+ * images there itself) (nothing for the embedding) -> y[out_elems],
+ * the rest of saved[saved_elems] filled; work[work_elems] is scratch. The LM head's y[0] is the
+ * micro-batch's loss. */
+void sp_layer_forward(const struct sp_model *m, size_t i, const struct sp_batch *b,
+                      const float *params, float *saved, float *y, float *work);
+/* Backward of layer i: dy[out_elems] (unused by the LM head, whose loss gradient is 1) ->
+ * dx[in_elems] (overwritten; NULL when not wanted), dparams[param_elems] accumulated (+=).
+ * *wgrad_ms (may be NULL) gains the time spent in the weight-gradient products. */
+void sp_layer_backward(const struct sp_model *m, size_t i, const struct sp_batch *b,
+                       const float *params, const float *saved, const float *dy, float *dx,
+                       float *dparams, float *work, double *wgrad_ms);
+
+/* Op-level entry points (models/op_*.c). Each takes the op with its bound counts. */
+struct sp_op_io {
+    const struct sp_batch *batch;
+    uint32_t B;
+    const float *params; /* the op's own parameters */
+    float *dparams;      /* their gradients (+=) */
+    float *work;         /* op.work_elems */
+    double *wgrad_ms;    /* time in weight-gradient products (+=), may be NULL */
+};
+/* x[in_elems] -> y[out_elems], saved[saved_elems] */
+void sp_op_forward(const struct sp_op *op, const struct sp_op_io *io, const float *x, float *y,
+                   float *saved);
+/* dy[out_elems] -> dx[in_elems] (overwritten, NULL: not wanted) and dparams (+=) */
+void sp_op_backward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
+                    const float *saved, const float *dy, float *dx);
+/* sp_op_bind: the op's output shape, saved, work and parameter counts for input shape `in` and
+ * micro-batch B; false with *why set when the input does not fit the op. */
+bool sp_op_bind(struct sp_op *op, struct sp_shape in, uint32_t B, const char **why);
+uint64_t sp_op_fwd_flops(const struct sp_op *op, uint32_t B);
+/* sp_op_init_params: initial weights of the op (norm gains 1, biases 0, matrices uniform with
+ * scale 1/sqrt(fan-in)) */
+void sp_op_init_params(const struct sp_op *op, uint64_t *rng, float *params);
+
+/* ---- a run of consecutive layers on one worker (models/stage_exec.c): what the profiler runs
+ * (every layer, one slot) and what each pipeline stage runs (its layers, one slot per
+ * micro-batch it can hold in flight) */
+struct sp_stage_exec {
+    const struct sp_model *m;
+    size_t first, last; /* layers, inclusive */
+    uint32_t slots;
+    float **params, **dparams; /* [layer - first] */
+    float **saved;             /* [slot * n + layer - first] */
+    float *work;               /* the largest layer scratch */
+    float *grad[2];            /* gradients between layers, ping-pong */
+    size_t bytes;              /* everything allocated */
+};
+/* sp_stage_exec_create: weights from seed (sp_layer_init_params), zero gradients. SP_ERR_NOMEM
+ * names the bytes it needed. */
+sp_status sp_stage_exec_create(sp_ctx *ctx, const struct sp_model *m, size_t first, size_t last,
+                               uint32_t slots, uint64_t seed, struct sp_stage_exec **out);
+void sp_stage_exec_destroy(struct sp_stage_exec *se);
+/* where the stage's input activation goes for a slot (in_elems of the first layer; NULL when
+ * the first layer is the embedding, whose input is the batch's tokens) */
+float *sp_stage_exec_input(struct sp_stage_exec *se, uint32_t slot);
+/* Forward through the stage: y[out_elems of the last layer]; fwd_ms[n] (may be NULL) gets each
+ * layer's time. */
+void sp_stage_exec_forward(struct sp_stage_exec *se, uint32_t slot, const struct sp_batch *b,
+                           float *y, double *fwd_ms);
+/* Backward: dy (NULL when the stage ends in the loss) -> dx[in_elems of the first layer] (NULL:
+ * not wanted); gradients accumulate. bwd_ms[n], wgrad_ms[n] (may be NULL) get each layer's
+ * backward time and its weight-gradient part. */
+void sp_stage_exec_backward(struct sp_stage_exec *se, uint32_t slot, const struct sp_batch *b,
+                            const float *dy, float *dx, double *bwd_ms, double *wgrad_ms);
+/* plain SGD: params -= lr * dparams, then the gradients are zeroed */
+void sp_stage_exec_sgd(struct sp_stage_exec *se, float lr);
+
+/* Deterministic pseudo-random numbers (splitmix64) for weights and data. */
+uint64_t sp_rand_next(uint64_t *state);
+float sp_rand_uniform(uint64_t *state); /* [-1, 1) */
+
+#endif

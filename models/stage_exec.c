@@ -1,0 +1,126 @@
+/* models/stage_exec.c: consecutive layers on one worker, with a saved area per micro-batch slot.
+ *
+ * Layer l's output is written straight into layer l+1's saved area (its input slot), so a
+ * forward copies nothing between layers, and what a slot holds is exactly the sum of its layers'
+ * saved_elems: the number profiles report as saved_bytes. */
+#include <string.h>
+
+#include "model_impl.h"
+
+void sp_stage_exec_destroy(struct sp_stage_exec *se) {
+    if (!se)
+        return;
+    size_t n = se->last - se->first + 1;
+    for (size_t k = 0; se->params && k < n; k++) {
+        sp_free(se->params[k]);
+        sp_free(se->dparams[k]);
+    }
+    for (size_t k = 0; se->saved && k < n * se->slots; k++)
+        sp_free(se->saved[k]);
+    sp_free(se->params);
+    sp_free(se->dparams);
+    sp_free(se->saved);
+    sp_free(se->work);
+    sp_free(se->grad[0]);
+    sp_free(se->grad[1]);
+    sp_free(se);
+}
+
+static float *zeros(size_t n, size_t *bytes) {
+    *bytes += (n ? n : 1) * sizeof(float);
+    return sp_calloc(n ? n : 1, sizeof(float));
+}
+
+sp_status sp_stage_exec_create(sp_ctx *ctx, const struct sp_model *m, size_t first, size_t last,
+                               uint32_t slots, uint64_t seed, struct sp_stage_exec **out) {
+    *out = NULL;
+    if (first > last || last >= m->n_layers || slots == 0)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "layers %zu..%zu with %u slots: no stage of %s",
+                       first, last, slots, m->name);
+    size_t n = last - first + 1, work = 0, act = 0, need = 0;
+    for (size_t l = first; l <= last; l++) {
+        const struct sp_model_layer *L = &m->layers[l];
+        need += 2 * L->param_elems + slots * L->saved_elems;
+        work = L->work_elems > work ? L->work_elems : work;
+        act = L->out_elems > act ? L->out_elems : act;
+        act = L->in_elems > act ? L->in_elems : act;
+    }
+    need = (need + work + 2 * act) * sizeof(float);
+    struct sp_stage_exec *se = sp_calloc(1, sizeof *se);
+    if (!se)
+        return sp_oom(ctx, "a stage");
+    se->m = m, se->first = first, se->last = last, se->slots = slots;
+    se->params = sp_calloc(n, sizeof *se->params);
+    se->dparams = sp_calloc(n, sizeof *se->dparams);
+    se->saved = sp_calloc(n * slots, sizeof *se->saved);
+    bool ok = se->params && se->dparams && se->saved;
+    for (size_t k = 0; ok && k < n; k++) {
+        const struct sp_model_layer *L = &m->layers[first + k];
+        ok = (se->params[k] = zeros(L->param_elems, &se->bytes)) &&
+             (se->dparams[k] = zeros(L->param_elems, &se->bytes));
+        if (ok)
+            sp_layer_init_params(m, first + k, seed, se->params[k]);
+        for (uint32_t s = 0; ok && s < slots; s++)
+            ok = (se->saved[s * n + k] = zeros(L->saved_elems, &se->bytes)) != NULL;
+    }
+    ok = ok && (se->work = zeros(work, &se->bytes)) && (se->grad[0] = zeros(act, &se->bytes)) &&
+         (se->grad[1] = zeros(act, &se->bytes));
+    if (!ok) {
+        sp_stage_exec_destroy(se);
+        char buf[16];
+        return sp_fail(ctx, SP_ERR_NOMEM,
+                       "out of memory: layers %zu..%zu of %s need %s (weights, gradients, %u "
+                       "micro-batch%s of saved tensors, scratch)",
+                       first, last, m->name, sp_format_bytes(need, buf, sizeof buf), slots,
+                       slots == 1 ? "" : "es");
+    }
+    *out = se;
+    return SP_OK;
+}
+
+float *sp_stage_exec_input(struct sp_stage_exec *se, uint32_t slot) {
+    const struct sp_model_layer *L = &se->m->layers[se->first];
+    return L->in_elems ? se->saved[slot * (se->last - se->first + 1)] : NULL;
+}
+
+void sp_stage_exec_forward(struct sp_stage_exec *se, uint32_t slot, const struct sp_batch *b,
+                           float *y, double *fwd_ms) {
+    size_t n = se->last - se->first + 1;
+    float **saved = se->saved + slot * n;
+    for (size_t k = 0; k < n; k++) {
+        /* the next layer's input slot, or the caller's buffer after the last layer */
+        float *out = k + 1 < n ? saved[k + 1] : y;
+        double t0 = fwd_ms ? sp_now_ms() : 0.0;
+        sp_layer_forward(se->m, se->first + k, b, se->params[k], saved[k], out, se->work);
+        if (fwd_ms)
+            fwd_ms[k] = sp_now_ms() - t0;
+    }
+}
+
+void sp_stage_exec_backward(struct sp_stage_exec *se, uint32_t slot, const struct sp_batch *b,
+                            const float *dy, float *dx, double *bwd_ms, double *wgrad_ms) {
+    size_t n = se->last - se->first + 1;
+    float **saved = se->saved + slot * n;
+    const float *d = dy;
+    for (size_t k = n; k-- > 0;) {
+        float *dout = k > 0 ? se->grad[k % 2] : dx;
+        double t0 = bwd_ms ? sp_now_ms() : 0.0, w = 0.0;
+        sp_layer_backward(se->m, se->first + k, b, se->params[k], saved[k], d, dout, se->dparams[k],
+                          se->work, wgrad_ms ? &w : NULL);
+        if (bwd_ms)
+            bwd_ms[k] = sp_now_ms() - t0;
+        if (wgrad_ms)
+            wgrad_ms[k] = w;
+        d = dout;
+    }
+}
+
+void sp_stage_exec_sgd(struct sp_stage_exec *se, float lr) {
+    for (size_t k = 0; k <= se->last - se->first; k++) {
+        size_t np = se->m->layers[se->first + k].param_elems;
+        for (size_t q = 0; q < np; q++) {
+            se->params[k][q] -= lr * se->dparams[k][q];
+            se->dparams[k][q] = 0.0f;
+        }
+    }
+}

@@ -1,0 +1,302 @@
+/* profiler/model_cpu.c: `stagepart profile MODEL --backend cpu`: a built-in model run forward
+ * and backward on one pinned thread, every layer timed with the monotonic clock.
+ *
+ * One thread, pinned to one core, OpenBLAS on one thread: a pipeline stage on the CPU runs the
+ * same way (runtime/), so these are the times a CPU pipeline sees. Each iteration runs the whole
+ * chain forward then backward on the same micro-batch; the profile holds the medians over the
+ * timed iterations, and each layer's spread under "measured" so a user can judge them. */
+#define _GNU_SOURCE
+#include <cblas.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model_impl.h"
+
+void sp_model_profile_opts_init(sp_model_profile_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->warmup = 1;
+    o->iters = 5;
+    o->core = -1;
+    o->seed = 1;
+}
+
+struct profile_run {
+    sp_ctx *ctx;
+    const sp_model *m;
+    const sp_model_profile_opts *o;
+    double *fwd, *bwd, *wgrad; /* [iter * n + layer] */
+    sp_status status;
+    int core;
+};
+
+static int pick_core(int wanted) {
+    if (wanted >= 0)
+        return wanted;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return -1;
+    for (int c = CPU_SETSIZE - 1; c >= 0; c--)
+        if (CPU_ISSET(c, &set))
+            return c;
+    return -1;
+}
+
+static void *measure(void *p) {
+    struct profile_run *r = p;
+    const sp_model *m = r->m;
+    size_t n = m->n_layers;
+    if (r->core >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(r->core, &set);
+        if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+            r->core = -1;
+    }
+    struct sp_stage_exec *se = NULL;
+    struct sp_batch batch;
+    float *loss = sp_calloc(m->bound_batch, sizeof *loss);
+    double *w = sp_calloc(n, sizeof *w);
+    r->status = loss && w ? sp_batch_make(r->ctx, m, r->o->seed, &batch)
+                          : sp_oom(r->ctx, "the profile's timers");
+    if (r->status == SP_OK) {
+        r->status = sp_stage_exec_create(r->ctx, m, 0, n - 1, 1, r->o->seed, &se);
+        if (r->status != SP_OK)
+            sp_batch_release(&batch);
+    }
+    uint32_t total = r->o->warmup + r->o->iters;
+    for (uint32_t it = 0; r->status == SP_OK && it < total; it++) {
+        if (r->o->cancel && *r->o->cancel) {
+            r->status = sp_fail(r->ctx, SP_ERR_INTERRUPTED,
+                                "%s: profiling interrupted after %u "
+                                "of %u iterations",
+                                m->name, it, total);
+            break;
+        }
+        bool timed = it >= r->o->warmup;
+        size_t row = timed ? (size_t)(it - r->o->warmup) * n : 0;
+        double *fwd = timed ? r->fwd + row : w, *bwd = timed ? r->bwd + row : w;
+        sp_stage_exec_forward(se, 0, &batch, loss, fwd);
+        sp_stage_exec_backward(se, 0, &batch, NULL, NULL, bwd, timed ? r->wgrad + row : w);
+        sp_stage_exec_sgd(se, 0.0f); /* zero the gradients: every iteration does the same work */
+        if (r->o->progress)
+            r->o->progress(r->o->progress_arg, it + 1, total);
+    }
+    if (se) {
+        sp_stage_exec_destroy(se);
+        sp_batch_release(&batch);
+    }
+    sp_free(loss);
+    sp_free(w);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* median and population stddev of v[k * stride], k < count; tmp[count] scratch */
+static void stats(const double *v, size_t stride, size_t count, double *tmp, double *median,
+                  double *stddev) {
+    double mean = 0.0;
+    for (size_t k = 0; k < count; k++)
+        mean += (tmp[k] = v[k * stride]);
+    mean /= (double)count;
+    qsort(tmp, count, sizeof *tmp, cmp_double);
+    *median = count % 2 ? tmp[count / 2] : 0.5 * (tmp[count / 2 - 1] + tmp[count / 2]);
+    double sq = 0.0;
+    for (size_t k = 0; k < count; k++)
+        sq += (tmp[k] - mean) * (tmp[k] - mean);
+    *stddev = sqrt(sq / (double)count);
+}
+
+static void cpu_name(char *out, size_t cap) {
+    snprintf(out, cap, "cpu");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "model name", 10) == 0) {
+            const char *c = strchr(line, ':');
+            if (c) {
+                c += 1 + (c[1] == ' ');
+                snprintf(out, cap, "%s", c);
+                out[strcspn(out, "\n")] = '\0';
+            }
+            break;
+        }
+    fclose(f);
+}
+
+static bool num(cJSON *o, const char *k, double v) {
+    return cJSON_AddNumberToObject(o, k, v) != NULL;
+}
+
+static bool phase(cJSON *meas, const char *key, double median, double stddev) {
+    cJSON *o = cJSON_AddObjectToObject(meas, key);
+    return o && num(o, "median_ms", median) && num(o, "stddev_ms", stddev);
+}
+
+sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_profile_opts *opts,
+                               char **json, sp_model_profile_summary *summary) {
+    if (!ctx || !m || !json)
+        return ctx ? sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_model_profile_cpu: NULL argument")
+                   : SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    *json = NULL;
+    sp_model_profile_opts dflt;
+    if (!opts) {
+        sp_model_profile_opts_init(&dflt);
+        opts = &dflt;
+    }
+    if (opts->iters < 1 || opts->iters > 100000 || opts->warmup > 100000)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "iterations must be in [1, 100000] and warm-up at most 100000 (got %u, %u)",
+                       opts->iters, opts->warmup);
+    size_t n = m->n_layers, samples = (size_t)opts->iters * n;
+    struct profile_run run = {ctx, m, opts, NULL, NULL, NULL, SP_OK, pick_core(opts->core)};
+    run.fwd = sp_mallocarray(samples, sizeof(double));
+    run.bwd = sp_mallocarray(samples, sizeof(double));
+    run.wgrad = sp_mallocarray(samples, sizeof(double));
+    double *tmp = sp_mallocarray(opts->iters + 1, sizeof(double));
+    double *cv = sp_mallocarray(n, sizeof(double));
+    if (!run.fwd || !run.bwd || !run.wgrad || !tmp || !cv) {
+        run.status = sp_oom(ctx, "the profile's timers");
+        goto done;
+    }
+    /* one BLAS thread: the measuring thread does all the work, as a pipeline stage does */
+    int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, measure, &run) != 0) {
+        run.status = sp_fail(ctx, SP_ERR_NO_DEVICE, "cannot start the measuring thread");
+    } else {
+        pthread_join(thread, NULL);
+    }
+    openblas_set_num_threads(blas_threads);
+    if (run.status != SP_OK)
+        goto done;
+
+    /* per layer: medians, spreads, and the coefficient of variation of fwd + bwd */
+    double iteration = 0.0;
+    {
+        double *it_ms = sp_mallocarray(opts->iters, sizeof(double)), sd;
+        if (!it_ms) {
+            run.status = sp_oom(ctx, "the profile");
+            goto done;
+        }
+        for (uint32_t it = 0; it < opts->iters; it++) {
+            it_ms[it] = 0.0;
+            for (size_t l = 0; l < n; l++)
+                it_ms[it] += run.fwd[it * n + l] + run.bwd[it * n + l];
+        }
+        stats(it_ms, 1, opts->iters, tmp, &iteration, &sd);
+        sp_free(it_ms);
+    }
+    char cpu[256], when[32] = "", source[768];
+    cpu_name(cpu, sizeof cpu);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(source, sizeof source,
+             "stagepart profile (CPU backend): %s, fp32 on one thread pinned to core %d "
+             "(OpenBLAS sgemm), medians of %u iterations after %u warm-up",
+             cpu, run.core, opts->iters, opts->warmup);
+    cJSON *root = cJSON_CreateObject(), *meas = NULL, *layers = NULL;
+    bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-profile") &&
+              num(root, "version", 1) && cJSON_AddStringToObject(root, "model", m->name) &&
+              num(root, "micro_batch_size", m->bound_batch) &&
+              cJSON_AddStringToObject(root, "source", source) &&
+              cJSON_AddStringToObject(root, "device", cpu) &&
+              (meas = cJSON_AddObjectToObject(root, "measurement")) &&
+              cJSON_AddStringToObject(meas, "backend", "cpu") &&
+              cJSON_AddStringToObject(meas, "collector", "host monotonic clock per layer") &&
+              cJSON_AddStringToObject(meas, "created", when) &&
+              cJSON_AddStringToObject(meas, "cpu", cpu) && num(meas, "core", run.core) &&
+              num(meas, "blas_threads", 1) &&
+              cJSON_AddStringToObject(meas, "blas", openblas_get_config()) &&
+              cJSON_AddStringToObject(meas, "dtype", "fp32") &&
+              cJSON_AddStringToObject(meas, "model_dtype", m->dtype) &&
+              num(meas, "seq_len", m->tokens ? m->bound_seq : 0) &&
+              num(meas, "iterations", opts->iters) && num(meas, "warmup", opts->warmup) &&
+              num(meas, "iteration_ms", iteration) &&
+              (layers = cJSON_AddArrayToObject(root, "layers"));
+    double max_cv = 0.0;
+    size_t max_cv_layer = 0, n_cv = 0;
+    for (size_t l = 0; ok && l < n; l++) {
+        const struct sp_model_layer *L = &m->layers[l];
+        double fm, fs, bm, bs, wm, ws, tm_, ts;
+        stats(run.fwd + l, n, opts->iters, tmp, &fm, &fs);
+        stats(run.bwd + l, n, opts->iters, tmp, &bm, &bs);
+        stats(run.wgrad + l, n, opts->iters, tmp, &wm, &ws);
+        for (uint32_t it = 0; it < opts->iters; it++) /* fwd + bwd per iteration */
+            run.wgrad[it * n + l] = run.fwd[it * n + l] + run.bwd[it * n + l];
+        stats(run.wgrad + l, n, opts->iters, tmp, &tm_, &ts);
+        double c = tm_ > 0.0 ? ts / tm_ : 0.0;
+        if (tm_ >= 0.01 * iteration) { /* tiny layers' relative noise says little */
+            cv[n_cv++] = c;
+            if (c > max_cv)
+                max_cv = c, max_cv_layer = l;
+        }
+        uint64_t param = (uint64_t)L->param_elems * 4;
+        cJSON *o = cJSON_CreateObject(), *ms = NULL;
+        ok = o && cJSON_AddItemToArray(layers, o) && cJSON_AddStringToObject(o, "name", L->name) &&
+             cJSON_AddStringToObject(o, "kind", L->kind) && num(o, "fwd_ms", fm) &&
+             num(o, "bwd_ms", bm) && num(o, "wgrad_ms", wm < bm ? wm : bm) &&
+             num(o, "activation_bytes", (double)L->out_elems * 4) &&
+             num(o, "saved_bytes", (double)L->saved_elems * 4) &&
+             num(o, "param_bytes", (double)param) && num(o, "memory_bytes", (double)(2 * param)) &&
+             (ms = cJSON_AddObjectToObject(o, "measured")) && num(ms, "samples", opts->iters) &&
+             phase(ms, "fwd", fm, fs) && phase(ms, "bwd", bm, bs) && phase(ms, "wgrad", wm, ws) &&
+             num(ms, "cv", c) && num(ms, "fwd_flops", (double)L->fwd_flops);
+    }
+    double median_cv = 0.0;
+    if (n_cv) {
+        qsort(cv, n_cv, sizeof *cv, cmp_double);
+        median_cv = cv[n_cv / 2];
+    }
+    ok = ok && num(meas, "max_cv", max_cv) &&
+         cJSON_AddStringToObject(meas, "max_cv_layer", m->layers[max_cv_layer].name) &&
+         num(meas, "median_cv", median_cv) &&
+         cJSON_AddStringToObject(meas, "cv_over", "layers taking at least 1% of the iteration") &&
+         cJSON_AddStringToObject(meas, "memory_bytes", "weights + gradients (SGD)");
+    char *text = ok ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) {
+        run.status = sp_oom(ctx, "the profile");
+        goto done;
+    }
+    size_t len = strlen(text);
+    *json = sp_malloc(len + 2);
+    if (!*json) {
+        cJSON_free(text);
+        run.status = sp_oom(ctx, "the profile");
+        goto done;
+    }
+    memcpy(*json, text, len);
+    memcpy(*json + len, "\n", 2);
+    cJSON_free(text);
+    if (summary) {
+        summary->iteration_ms = iteration;
+        summary->max_cv = max_cv;
+        summary->max_cv_layer = m->layers[max_cv_layer].name;
+        summary->median_cv = median_cv;
+        summary->threads = 1;
+        summary->core = run.core;
+    }
+done:
+    sp_free(run.fwd);
+    sp_free(run.bwd);
+    sp_free(run.wgrad);
+    sp_free(tmp);
+    sp_free(cv);
+    return run.status;
+}
