@@ -92,11 +92,11 @@ void sp_layer_backward(const struct sp_model *m, size_t i, const struct sp_batch
                        const float *params, const float *saved, const float *dy, float *dx,
                        float *dparams, float *work, double *wgrad_ms) {
     const struct sp_model_layer *L = &m->layers[i];
-    /* where each op's input and saved part lie (ops are few: a layer has at most a handful) */
-    const float *op_x[8], *op_saved[8];
+    /* where each op's input and saved part lie */
+    const float *op_x[SP_MAX_OPS_PER_LAYER], *op_saved[SP_MAX_OPS_PER_LAYER];
     size_t off = L->in_elems, mid_max = 0, op_work = 0;
     const float *x = saved;
-    for (size_t j = 0; j < L->n_ops && j < 8; j++) {
+    for (size_t j = 0; j < L->n_ops; j++) {
         const struct sp_op *op = &L->ops[j];
         op_x[j] = x;
         op_saved[j] = saved + off;

@@ -59,6 +59,8 @@ struct sp_op {
     size_t param_elems, param_offset; /* in the layer's parameter block */
 };
 
+#define SP_MAX_OPS_PER_LAYER 16 /* a layer lists at most 8 ops, and a "transformer" counts 2 */
+
 struct sp_model_layer {
     char *name, *kind; /* kind as the profile records it: "transformer", "embedding", ... */
     struct sp_op *ops;

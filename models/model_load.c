@@ -12,7 +12,7 @@
 
 #define MODEL_MAX_FILE_BYTES ((size_t)64 << 20)
 #define MAX_DIM              (1u << 24) /* any one size: hidden, vocab, channels, ... */
-#define MAX_OPS_PER_LAYER    8
+#define MAX_LISTED_OPS       8 /* each may expand to 2: SP_MAX_OPS_PER_LAYER */
 #define MAX_SOURCE_BYTES     (1u << 16)
 
 void sp_model_destroy(sp_model *m) {
@@ -204,15 +204,15 @@ static bool read_layer(struct sp_json_reader *r, const cJSON *o, size_t i,
                         op ? "got both" : "got neither");
         return false;
     }
-    struct sp_op ops[MAX_OPS_PER_LAYER + 1];
+    struct sp_op ops[SP_MAX_OPS_PER_LAYER];
     size_t n = 0;
     if (op) {
         ok = read_op(r, o, where, op, ops, &n);
     } else {
         int count = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
-        if (count < 1 || count > MAX_OPS_PER_LAYER / 2) {
+        if (count < 1 || count > MAX_LISTED_OPS) {
             sp_json_problem(r, where, "ops", "expected an array of 1 to %d op objects",
-                            MAX_OPS_PER_LAYER / 2);
+                            MAX_LISTED_OPS);
             return false;
         }
         int k = 0;

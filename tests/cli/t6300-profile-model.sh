@@ -1,0 +1,74 @@
+#!/bin/sh
+# t6300-profile-model: `stagepart profile MODEL` runs a built-in model on the CPU and writes a
+# profile the partitioner takes; bad models and options exit 2, --backend cuda exits 4, Ctrl-C
+# writes nothing and leaves an existing profile alone.
+. "$(dirname "$0")/lib.sh"
+CHECK="python3 tests/tools/schema_check.py"
+MODEL=tests/data/tiny-gpt-model.json
+expect_code "profile a model" 0 "$STAGEPART" profile $MODEL --iters 3 -o "$TMP/p.json"
+expect_stdout_contains "the table" "layers.3       transformer"
+expect_stdout_contains "repeatability" "repeatability: coefficient of variation median"
+expect_stdout_contains "where it went" "profile written to $TMP/p.json"
+expect_code "the profile matches its schema" 0 $CHECK docs/schema/profile.schema.json "$TMP/p.json"
+python3 - "$TMP/p.json" <<'PY' && pass "the profile: layers, times, exact bytes, spread" || fail "the profile"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["model"] == "tiny-gpt" and d["micro_batch_size"] == 2, d
+names = [l["name"] for l in d["layers"]]
+assert names == ["embedding", "layers.0", "layers.1", "layers.2", "layers.3", "ln_f", "lm_head"], names
+for l in d["layers"]:
+    assert l["fwd_ms"] > 0 and l["bwd_ms"] > 0 and 0 <= l["wgrad_ms"] <= l["bwd_ms"], l
+    assert l["measured"]["samples"] == 3, l
+B, S, H = 2, 32, 64
+t = d["layers"][1]
+assert t["kind"] == "transformer" and t["activation_bytes"] == 4 * B * S * H, t
+assert t["param_bytes"] == 4 * (12 * H * H + 13 * H), t
+assert t["memory_bytes"] == 2 * t["param_bytes"], t
+m = d["measurement"]
+assert m["backend"] == "cpu" and m["iterations"] == 3 and m["seq_len"] == 32, m
+PY
+expect_code "partition takes it" 0 "$STAGEPART" partition "$TMP/p.json" -s 2
+expect_code "stdout without -o" 0 "$STAGEPART" profile $MODEL --iters 1 --warmup 0
+python3 -c 'import json, sys; assert json.load(sys.stdin)["format"] == "stagepart-profile"' \
+    <"$TMP/stdout" && pass "stdout is the profile" || fail "stdout is the profile"
+expect_code "sizes from the command line" 0 "$STAGEPART" profile $MODEL --iters 1 --warmup 0 \
+    --micro-batch-size 3 --seq-len 16 --model renamed -o "$TMP/p2.json"
+python3 - "$TMP/p2.json" <<'PY' && pass "--micro-batch-size, --seq-len, --model" || fail "sizes"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["model"] == "renamed" and d["micro_batch_size"] == 3, d
+assert d["layers"][1]["activation_bytes"] == 4 * 3 * 16 * 64, d["layers"][1]
+PY
+expect_code "a sequence beyond the position table: exit 2" 2 "$STAGEPART" profile $MODEL --seq-len 65
+expect_stderr_contains "says why" "sequence length 65 exceeds the embedding's max_seq_len (64)"
+expect_code "--backend cuda: exit 4" 4 "$STAGEPART" profile $MODEL --backend cuda
+expect_stderr_contains "says why" "the cuBLAS executor is not built"
+expect_code "an unknown backend: exit 2" 2 "$STAGEPART" profile $MODEL --backend tpu
+printf '{"format": "stagepart-model", "version": 1, "name": "x", "preset": {"kind": "gpt", "layers": 2, "hidden": 10, "heads": 3, "vocab": 5, "max_seq_len": 4}}' >"$TMP/bad.json"
+expect_code "a bad model: exit 2" 2 "$STAGEPART" profile "$TMP/bad.json"
+expect_stderr_contains "names file and path" "bad.json: layers[1].heads: hidden (10) must be a multiple of heads (3)"
+expect_code "a missing model: exit 2" 2 "$STAGEPART" profile "$TMP/none.json"
+expect_code "no model: exit 2" 2 "$STAGEPART" profile
+expect_code "the model as output: exit 2" 2 "$STAGEPART" profile $MODEL -o $MODEL
+for f in samples/models/*.json $MODEL; do
+    expect_code "$f matches the model schema" 0 $CHECK docs/schema/model.schema.json "$f"
+done
+sed 's/"gpt"/"gpt-5"/' $MODEL >"$TMP/bad-schema.json"
+expect_code "a broken model fails the schema" 1 $CHECK docs/schema/model.schema.json "$TMP/bad-schema.json"
+# Ctrl-C: no partial file, the existing profile stays as it was
+mkdir "$TMP/out"
+cp "$TMP/p.json" "$TMP/out/keep.json"
+"$STAGEPART" profile $MODEL --warmup 0 --iters 100000 -o "$TMP/out/keep.json" >"$TMP/stdout" 2>"$TMP/stderr" &
+pid=$!
+sleep 1
+kill -INT $pid
+wait $pid
+rc=$?
+if [ "$rc" = 130 ]; then pass "Ctrl-C: exit 130"; else fail "Ctrl-C: exit 130" "exit $rc"; fi
+expect_stderr_contains "says so" "no profile written"
+if cmp -s "$TMP/p.json" "$TMP/out/keep.json" && [ "$(ls "$TMP/out")" = keep.json ]; then
+    pass "Ctrl-C: the existing profile is unchanged, no temporary file left"
+else
+    fail "Ctrl-C: the existing profile is unchanged, no temporary file left" "$(ls "$TMP/out")"
+fi
+test_done
