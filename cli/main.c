@@ -36,6 +36,7 @@ const struct sp_command sp_commands[] = {
     {"export", cmd_export, &cmd_export_help, cmd_export_opts},
     {"profile", cmd_profile, &cmd_profile_help, cmd_profile_opts},
     {"bandwidth", cmd_bandwidth, &cmd_bandwidth_help, cmd_bandwidth_opts},
+    {"run", cmd_run, &cmd_run_help, cmd_run_opts},
     {"import", cmd_import, &cmd_import_help, cmd_import_opts},
     {"help", cmd_help, &help_help, no_opts},
     {"version", cmd_version, &version_help, no_opts},

@@ -768,6 +768,96 @@ SP_API sp_status sp_sim_write_trace(sp_ctx *ctx, const sp_sim *sim, const char *
 SP_API sp_status sp_sim_write_svg(sp_ctx *ctx, const sp_sim *sim, const char *title,
                                   const char *path);
 
+/* ---------------------------------------------------------------------------------------------
+ * Running a plan (`stagepart run`, docs/runtime.md)
+ *
+ * Each stage of the plan runs its layers of a built-in model on its own worker (a thread pinned
+ * to its own core); activations go forward and gradients back through bounded queues, in the
+ * op order of the simulator's schedule (core/schedule.c); every step ends with an SGD update.
+ * What each stage did is measured with the monotonic clock and compared with the plan's
+ * prediction.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct sp_run sp_run;
+
+/* For testing the failure paths: make one stage fail, or stop answering, at one op. */
+typedef enum sp_run_fault {
+    SP_RUN_FAULT_NONE = 0,
+    SP_RUN_FAULT_FAIL = 1, /* the stage reports an error at that micro-batch's forward */
+    SP_RUN_FAULT_HANG = 2  /* the stage stops there and never sends again (its neighbours must
+                            * give up after timeout_ms) */
+} sp_run_fault;
+
+typedef struct sp_run_opts {
+    sp_schedule schedule;     /* SP_SCHEDULE_GPIPE or SP_SCHEDULE_1F1B (default 1F1B) */
+    uint32_t micro_batches;   /* M per step; 0: the plan's (default 0) */
+    uint32_t steps;           /* measured steps (default 3) */
+    uint32_t warmup_steps;    /* steps run first and not measured (default 1) */
+    float learning_rate;      /* SGD (default 0.01) */
+    uint64_t seed;            /* weights and data, as sp_model_profile_cpu's (default 1) */
+    bool pin;                 /* pin stage s to the s-th core this process may use (default true) */
+    double timeout_ms;        /* the longest any stage waits for a neighbour (default 60000) */
+    const volatile int *cancel; /* nonzero: every stage stops, SP_ERR_INTERRUPTED (may be NULL) */
+    sp_run_fault fault;         /* testing (default SP_RUN_FAULT_NONE) */
+    uint32_t fault_stage, fault_step, fault_micro_batch; /* where (step counts warm-up steps) */
+    bool keep_state; /* keep every stage's weights after the run (sp_run_stage_params; tests) */
+} sp_run_opts;
+SP_API void sp_run_opts_init(sp_run_opts *opts);
+
+/* sp_run_plan: train the model pipelined as the plan splits it, warmup_steps + steps steps.
+ * The plan's layers must be the model's (by name and count). Returns SP_ERR_INVALID_ARG (the
+ * plan and the model differ: the message names the first layer that does; a schedule the
+ * runtime does not run), SP_ERR_UNSUPPORTED (an interleaved plan), SP_ERR_INFEASIBLE (a stage
+ * cannot allocate its layers: the message names the stage and the bytes), SP_ERR_NO_DEVICE (a
+ * stage failed or a neighbour stopped answering within timeout_ms: the message names the stage,
+ * the step and the micro-batch), SP_ERR_INTERRUPTED, SP_ERR_NOMEM. No thread is left running. */
+SP_API sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *model,
+                             const sp_run_opts *opts, sp_run **out);
+SP_API void sp_run_destroy(sp_run *run);
+
+/* Per stage, medians over the measured steps. */
+typedef struct sp_run_stage {
+    uint32_t stage;
+    int core;                   /* -1: not pinned */
+    double busy_ms;             /* forward + backward compute in one step */
+    double fwd_ms, bwd_ms;      /* the two parts of busy_ms */
+    double wait_prev_ms;        /* blocked on the previous stage's activations */
+    double wait_next_ms;        /* blocked on the next stage's gradients */
+    double send_wait_ms;        /* blocked on a full queue */
+    double transfer_ms;         /* copying what arrived into the stage's own buffers */
+    uint64_t transfer_bytes;    /* received per step, both directions */
+    uint64_t peak_memory_bytes; /* weights, gradients, the saved tensors of the most micro-batches
+                                 * in flight, scratch and queue buffers */
+    uint32_t peak_inflight;
+    double predicted_busy_ms;   /* M x the plan's stage time */
+    double busy_error;          /* busy_ms / predicted_busy_ms - 1 */
+} sp_run_stage;
+
+typedef struct sp_run_summary {
+    uint32_t stages, micro_batches, steps, warmup_steps, micro_batch_size;
+    sp_schedule schedule;
+    double iteration_ms, imbalance, bubble_fraction;                               /* measured */
+    double predicted_iteration_ms, predicted_imbalance, predicted_bubble_fraction; /* simulated */
+    double iteration_error;     /* measured / predicted - 1 */
+    double max_stage_error;     /* the largest |busy_error| */
+    bool balance_held;          /* every |busy_error| <= 10% and |iteration_error| <= 15% */
+    double first_loss, last_loss; /* mean loss of the first and last step */
+    unsigned cores;             /* cores this process may use */
+} sp_run_summary;
+SP_API const sp_run_summary *sp_run_get_summary(const sp_run *run);
+SP_API const sp_run_stage *sp_run_get_stage(const sp_run *run, size_t i);
+/* sp_run_step_loss: the mean loss of step i (warm-up steps first), NaN when out of range */
+SP_API double sp_run_step_loss(const sp_run *run, size_t i);
+/* sp_run_timeline: the last measured step as a simulation object (ops with their measured
+ * start and end, relative to the step's start), for sp_sim_write_trace / sp_sim_write_svg: the
+ * same formats as the simulator's, so predicted and measured lie side by side. Borrowed. */
+SP_API const sp_sim *sp_run_timeline(const sp_run *run);
+/* sp_run_to_json: the "stagepart-run-report" document (docs/formats.md#run-report); sp_free. */
+SP_API sp_status sp_run_to_json(sp_ctx *ctx, const sp_run *run, char **out);
+/* sp_run_stage_params: with keep_state, stage s's weights after the run, layer by layer in
+ * order (*count floats); NULL otherwise. Borrowed. */
+SP_API const float *sp_run_stage_params(const sp_run *run, size_t stage, size_t layer,
+                                        size_t *count);
+
 #ifdef __cplusplus
 }
 #endif

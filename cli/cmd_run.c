@@ -1,0 +1,321 @@
+/* cli/cmd_run.c: `stagepart run PLAN --model MODEL`: train the model pipelined as the plan
+ * splits it, one pinned thread per stage, and report how the measured balance compares with the
+ * plan's prediction. */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+enum {
+    OPT_MODEL = 1,
+    OPT_BACKEND,
+    OPT_TRANSPORT,
+    OPT_SCHEDULE,
+    OPT_MICRO_BATCHES,
+    OPT_STEPS,
+    OPT_WARMUP_STEPS,
+    OPT_LR,
+    OPT_SEED,
+    OPT_TIMEOUT,
+    OPT_NO_PIN,
+    OPT_OUTPUT,
+    OPT_JSON,
+    OPT_TRACE,
+    OPT_SVG,
+    OPT_FAULT
+};
+
+const struct sp_opt cmd_run_opts[] = {
+    {OPT_MODEL, "model", 0, "<file>", "the stagepart-model the plan's profile was made from",
+     "Run"},
+    {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
+     "cpu (default): each stage on its own pinned thread; cuda is not built in this version "
+     "(exit 4)",
+     "Run"},
+    {OPT_TRANSPORT, "transport", 0, "<threads|mpi>",
+     "threads (default): bounded queues in one process; mpi is not built in this version "
+     "(exit 4)",
+     "Run"},
+    {OPT_SCHEDULE, "schedule", 0, "<gpipe|1f1b>", "the op order (default: the plan's, else 1f1b)",
+     "Run"},
+    {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M>", "micro-batches per step (default: the plan's)",
+     "Run"},
+    {OPT_STEPS, "steps", 0, "<K>", "measured steps; figures are their medians (default: 3)", "Run"},
+    {OPT_WARMUP_STEPS, "warmup-steps", 0, "<N>", "steps run first and not measured (default: 1)",
+     "Run"},
+    {OPT_LR, "lr", 0, "<x>", "SGD learning rate (default: 0.01)", "Run"},
+    {OPT_SEED, "seed", 0, "<n>", "weights and data (default: 1)", "Run"},
+    {OPT_TIMEOUT, "timeout", 0, "<s>",
+     "the longest a stage waits for a neighbour before the run stops (default: 60)", "Run"},
+    {OPT_NO_PIN, "no-pin", 0, NULL, "do not pin stage threads to cores", "Run"},
+    {OPT_FAULT, "inject-fault", 0, "<s:step:mb:fail|hang>",
+     "testing: stage s fails, or stops answering, at that micro-batch's forward", "Testing"},
+    {OPT_OUTPUT, "output", 'o', "<file>", "write the run report (stagepart-run-report) atomically",
+     "Output"},
+    {OPT_JSON, "json", 0, NULL, "print the run report on stdout instead of the table", "Output"},
+    {OPT_TRACE, "trace", 0, "<file>",
+     "write the last step's measured timeline as Chrome trace JSON (the simulator's format)",
+     "Output"},
+    {OPT_SVG, "svg", 0, "<file>", "write the last step's measured timeline as SVG", "Output"},
+    {0, NULL, 0, NULL, NULL, NULL},
+};
+
+const struct sp_command_help cmd_run_help = {
+    "run",
+    "PLAN --model MODEL [--schedule gpipe|1f1b] [--micro-batches M] [--steps K] [-o REPORT]",
+    "Train a built-in model pipelined as the plan splits it, and measure its balance.",
+    "Each stage runs its layers of MODEL on its own thread, pinned to its own core; activations\n"
+    "go forward and gradients back through bounded queues, in the op order the simulator uses;\n"
+    "each step ends with an SGD update. Per stage it measures the busy time (forward and\n"
+    "backward compute), the time blocked on each neighbour, the copies and the peak memory; per\n"
+    "run the iteration time, bubble fraction and imbalance, set against the plan's stage times\n"
+    "and its simulated iteration. The last line says whether the balance held: every stage's\n"
+    "busy time within 10% of the plan's and the iteration within 15% of the simulation. A\n"
+    "stage that fails, or a neighbour silent for --timeout seconds, stops every stage: exit 4\n"
+    "naming the stage, step and micro-batch (3 when a stage cannot allocate its layers). Ctrl-C\n"
+    "stops the run and writes nothing (exit 130). docs/runtime.md.",
+    "  stagepart profile samples/models/gpt2-small.json -o gpt2.json\n"
+    "  stagepart partition gpt2.json --stages 2 -o plan.json\n"
+    "  stagepart run plan.json --model samples/models/gpt2-small.json -o report.json --svg "
+    "run.svg\n"
+    "  stagepart check --plan plan.json --profile gpt2.json --report report.json\n",
+};
+
+static volatile int interrupted;
+
+static void on_signal(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+static void print_table(const sp_run *run, const sp_plan *plan) {
+    const sp_run_summary *S = sp_run_get_summary(run);
+    printf("%s: %u stages, %s, %u micro-batches of %u, %u steps after %u warm-up, threads on %u "
+           "cores\n\n",
+           sp_plan_model(plan), S->stages, sp_schedule_name(S->schedule), S->micro_batches,
+           S->micro_batch_size, S->steps, S->warmup_steps, S->cores);
+    printf("stage  %-24s %4s %11s %11s %7s %10s %10s %9s %10s\n", "layers", "core", "busy ms",
+           "planned ms", "error", "wait prev", "wait next", "copies", "memory");
+    for (uint32_t s = 0; s < S->stages; s++) {
+        const sp_run_stage *r = sp_run_get_stage(run, s);
+        const sp_stage *p = sp_plan_stage(plan, s);
+        char layers[64], mem[16];
+        snprintf(layers, sizeof layers, "%s .. %s", p->first_name, p->last_name);
+        printf("%5u  %-24.24s %4d %11.3f %11.3f %+6.1f%% %10.3f %10.3f %9.3f %10s\n", s, layers,
+               r->core, r->busy_ms, r->predicted_busy_ms, 100 * r->busy_error, r->wait_prev_ms,
+               r->wait_next_ms, r->transfer_ms,
+               sp_format_bytes(r->peak_memory_bytes, mem, sizeof mem));
+    }
+    printf("\niteration   measured %.3f ms   simulated %.3f ms   error %+.1f%%\n", S->iteration_ms,
+           S->predicted_iteration_ms, 100 * S->iteration_error);
+    printf("imbalance   measured %.3f      planned %.3f (largest / mean stage busy time)\n",
+           S->imbalance, S->predicted_imbalance);
+    printf("bubble      measured %.1f%%      simulated %.1f%%\n", 100 * S->bubble_fraction,
+           100 * S->predicted_bubble_fraction);
+    printf("loss        %.4f (first step) -> %.4f (last step)\n", S->first_loss, S->last_loss);
+    if (S->balance_held)
+        printf("balance held: every stage within 10%% of its planned time (largest error %.1f%%), "
+               "iteration within 15%% of the simulation\n",
+               100 * S->max_stage_error);
+    else
+        printf("balance NOT held: largest stage error %.1f%% (limit 10%%), iteration error "
+               "%+.1f%% (limit 15%%)\n",
+               100 * S->max_stage_error, 100 * S->iteration_error);
+}
+
+static bool parse_fault(const char *text, sp_run_opts *o) {
+    unsigned s, step, mb;
+    char kind[8];
+    if (sscanf(text, "%u:%u:%u:%7s", &s, &step, &mb, kind) != 4)
+        return false;
+    o->fault_stage = s, o->fault_step = step, o->fault_micro_batch = mb;
+    if (strcmp(kind, "fail") == 0)
+        o->fault = SP_RUN_FAULT_FAIL;
+    else if (strcmp(kind, "hang") == 0)
+        o->fault = SP_RUN_FAULT_HANG;
+    else
+        return false;
+    return true;
+}
+
+int cmd_run(int argc, char **argv) {
+    sp_run_opts opts;
+    sp_run_opts_init(&opts);
+    const char *model_path = NULL, *output = NULL, *trace = NULL, *svg = NULL;
+    bool json = false, schedule_given = false;
+    uint64_t v = 0;
+    struct sp_opt_parser p;
+    sp_opt_parser_init(&p, "run", cmd_run_opts, argc, argv);
+    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+        char *end = NULL;
+        double x = 0.0;
+        switch (id) {
+        case SP_OPT_ERROR:
+            return SP_EXIT_USAGE;
+        case SP_OPT_HELP:
+            sp_print_command_help(stdout, &cmd_run_help, cmd_run_opts);
+            return SP_EXIT_OK;
+        case OPT_MODEL:
+            model_path = p.value;
+            break;
+        case OPT_BACKEND:
+            if (strcmp(p.value, "cuda") == 0) {
+                fprintf(stderr, "stagepart: error: --backend cuda: the runtime runs stages on CPU "
+                                "threads only in this version (no GPU executor is built)\n");
+                return SP_EXIT_UNAVAILABLE;
+            }
+            if (strcmp(p.value, "cpu") != 0)
+                return sp_usage_error("run", "--backend: expected cpu or cuda, got '%s'", p.value);
+            break;
+        case OPT_TRANSPORT:
+            if (strcmp(p.value, "mpi") == 0) {
+                fprintf(stderr, "stagepart: error: --transport mpi: the MPI transport is not "
+                                "built in this version; use --transport threads\n");
+                return SP_EXIT_UNAVAILABLE;
+            }
+            if (strcmp(p.value, "threads") != 0)
+                return sp_usage_error("run", "--transport: expected threads or mpi, got '%s'",
+                                      p.value);
+            break;
+        case OPT_SCHEDULE:
+            if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK ||
+                (opts.schedule != SP_SCHEDULE_GPIPE && opts.schedule != SP_SCHEDULE_1F1B))
+                return sp_usage_error("run", "--schedule: expected gpipe or 1f1b, got '%s'",
+                                      p.value);
+            schedule_given = true;
+            break;
+        case OPT_MICRO_BATCHES:
+            if (!sp_opt_uint(&p, 1, 1000000, &v))
+                return SP_EXIT_USAGE;
+            opts.micro_batches = (uint32_t)v;
+            break;
+        case OPT_STEPS:
+            if (!sp_opt_uint(&p, 1, 100000, &v))
+                return SP_EXIT_USAGE;
+            opts.steps = (uint32_t)v;
+            break;
+        case OPT_WARMUP_STEPS:
+            if (!sp_opt_uint(&p, 0, 100000, &v))
+                return SP_EXIT_USAGE;
+            opts.warmup_steps = (uint32_t)v;
+            break;
+        case OPT_SEED:
+            if (!sp_opt_uint(&p, 0, UINT32_MAX, &v))
+                return SP_EXIT_USAGE;
+            opts.seed = v;
+            break;
+        case OPT_LR:
+        case OPT_TIMEOUT:
+            x = strtod(p.value, &end);
+            if (!end || *end || !(x >= 0) || x > 1e6 || (id == OPT_TIMEOUT && x <= 0))
+                return sp_usage_error("run", "--%s: expected a number %s, got '%s'",
+                                      p.current->long_name,
+                                      id == OPT_TIMEOUT ? "of seconds > 0" : ">= 0", p.value);
+            if (id == OPT_LR)
+                opts.learning_rate = (float)x;
+            else
+                opts.timeout_ms = 1000.0 * x;
+            break;
+        case OPT_NO_PIN:
+            opts.pin = false;
+            break;
+        case OPT_FAULT:
+            if (!parse_fault(p.value, &opts))
+                return sp_usage_error("run",
+                                      "--inject-fault: expected STAGE:STEP:MB:fail|hang, "
+                                      "got '%s'",
+                                      p.value);
+            break;
+        case OPT_OUTPUT:
+            output = p.value;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        case OPT_TRACE:
+            trace = p.value;
+            break;
+        case OPT_SVG:
+            svg = p.value;
+            break;
+        }
+    }
+    if (p.n_positional != 1)
+        return sp_usage_error("run",
+                              p.n_positional ? "one plan, got %d arguments" : "no plan given%.0d",
+                              p.n_positional);
+    if (!model_path)
+        return sp_usage_error("run", "--model MODEL is required: the built-in model the plan's "
+                                     "profile was made from");
+    const char *plan_path = p.positional[0];
+    const char *inputs[] = {plan_path, model_path};
+    const char *outputs[][2] = {{"--output", output}, {"--trace", trace}, {"--svg", svg}};
+    for (size_t k = 0; k < 3; k++)
+        if (outputs[k][1]) {
+            int rc = sp_check_output_not_input("run", outputs[k][0], outputs[k][1], inputs, 2);
+            if (rc)
+                return rc;
+        }
+    sp_ctx *ctx = NULL;
+    if (sp_ctx_create(&ctx) != SP_OK)
+        return SP_EXIT_INTERNAL;
+    sp_plan *plan = NULL;
+    sp_model *model = NULL;
+    sp_run *run = NULL;
+    char *report = NULL;
+    sp_status st = sp_plan_load(ctx, plan_path, &plan);
+    if (st == SP_OK)
+        st = sp_model_load(ctx, model_path, &model);
+    if (st == SP_OK && !schedule_given) {
+        const sp_plan_summary *ps = sp_plan_get_summary(plan);
+        opts.schedule = ps->schedule.present && ps->schedule.schedule == SP_SCHEDULE_GPIPE
+                            ? SP_SCHEDULE_GPIPE
+                            : SP_SCHEDULE_1F1B;
+    }
+    if (st == SP_OK) {
+        struct sigaction sa, old_int, old_term;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        opts.cancel = &interrupted;
+        st = sp_run_plan(ctx, plan, model, &opts, &run);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        if (st == SP_OK)
+            sp_print_warnings(ctx);
+    }
+    if (st == SP_OK)
+        st = sp_run_to_json(ctx, run, &report);
+    if (st == SP_OK && output)
+        st = sp_write_file_atomic(ctx, output, report, strlen(report));
+    if (st == SP_OK && trace)
+        st = sp_sim_write_trace(ctx, sp_run_timeline(run), trace);
+    if (st == SP_OK && svg)
+        st = sp_sim_write_svg(ctx, sp_run_timeline(run), NULL, svg);
+    int code = SP_EXIT_OK;
+    if (st == SP_ERR_INTERRUPTED) {
+        fprintf(stderr, "stagepart: interrupted: every stage stopped; nothing written\n");
+        code = 130;
+    } else if (st != SP_OK) {
+        code = sp_report(ctx, st, json);
+    } else if (json) {
+        fputs(report, stdout);
+    } else {
+        print_table(run, plan);
+        if (output)
+            printf("wrote       %s\n", output);
+        if (trace)
+            printf("wrote       %s\n", trace);
+        if (svg)
+            printf("wrote       %s\n", svg);
+    }
+    sp_free(report);
+    sp_run_destroy(run);
+    sp_model_destroy(model);
+    sp_plan_destroy(plan);
+    sp_ctx_destroy(ctx);
+    return code;
+}

@@ -1,0 +1,42 @@
+/* runtime/queue.h: a bounded single-producer single-consumer queue of tensors between two
+ * neighbouring stages (activations forward, or gradients back).
+ *
+ * The queue owns `cap` buffers. The producer reserves the next free one, writes its output
+ * straight into it and publishes it with the micro-batch number; the consumer peeks at the
+ * oldest, copies it into its own buffers and releases it. Every wait is bounded: it returns
+ * false at the deadline, or soon after *abort becomes nonzero (waits sleep in short slices and
+ * look at it), so no stage can wait forever on a neighbour that died. */
+#ifndef SP_RUNTIME_QUEUE_H
+#define SP_RUNTIME_QUEUE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sp_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint32_t cap;
+    size_t elems; /* floats per buffer */
+    float **buf;  /* [cap] */
+    uint32_t *mb; /* [cap]: micro-batch of each published buffer */
+    uint32_t head, count;
+};
+
+/* false when out of memory */
+bool sp_queue_init(struct sp_queue *q, uint32_t cap, size_t elems);
+void sp_queue_release_all(struct sp_queue *q);
+
+/* Wait until a buffer is free; NULL at the deadline (monotonic ms) or on abort. *waited_ms
+ * gains the time blocked. */
+float *sp_queue_reserve(struct sp_queue *q, double deadline_ms, const atomic_int *abort,
+                        double *waited_ms);
+void sp_queue_publish(struct sp_queue *q, uint32_t mb);
+/* Wait for the oldest published buffer; NULL at the deadline or on abort. */
+const float *sp_queue_peek(struct sp_queue *q, double deadline_ms, const atomic_int *abort,
+                           uint32_t *mb, double *waited_ms);
+void sp_queue_pop(struct sp_queue *q);
+
+#endif

@@ -1,0 +1,173 @@
+/* runtime/run_report.c: what a run measured, set against what the plan predicted, and the
+ * "stagepart-run-report" document (docs/formats.md#run-report).
+ *
+ * Every measured figure is the median over the measured steps (warm-up steps excluded). The
+ * prediction is the plan's own: each stage's time per micro-batch from the profile, and the
+ * simulator's iteration time for the same schedule and micro-batch count. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_impl.h"
+
+void sp_run_destroy(sp_run *run) {
+    if (!run)
+        return;
+    for (uint32_t s = 0; run->kept && s < run->summary.stages; s++)
+        sp_stage_exec_destroy(run->kept[s]);
+    sp_free(run->kept);
+    sp_free(run->stages);
+    sp_free(run->stats);
+    sp_free(run->step_loss);
+    sp_free(run->step_ms);
+    sp_free(run->predicted_time_ms);
+    sp_free(run->model_name);
+    sp_sim_destroy(run->timeline);
+    sp_free(run);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, size_t n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* the median over the measured steps (W .. W + n - 1) of the double at `offset` in stage s's
+ * stats; tmp[n] scratch */
+static double stage_median(const struct sp_run *run, uint32_t P, uint32_t s, uint32_t W, uint32_t n,
+                           size_t offset, double *tmp) {
+    for (uint32_t k = 0; k < n; k++) {
+        const char *st = (const char *)&run->stats[(size_t)(W + k) * P + s];
+        memcpy(&tmp[k], st + offset, sizeof(double));
+    }
+    return median(tmp, n);
+}
+#define STAGE_MEDIAN(field)                                                                        \
+    stage_median(run, P, s, W, n, offsetof(struct sp_step_stats, field), tmp)
+
+sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
+                        const struct sp_model *m, const sp_run_opts *o);
+
+sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
+                        const struct sp_model *m, const sp_run_opts *o) {
+    uint32_t P = (uint32_t)sp_plan_stage_count(plan), W = o->warmup_steps, n = o->steps;
+    uint32_t total = W + n;
+    const sp_plan_summary *ps = sp_plan_get_summary(plan);
+    sp_run_summary *S = &run->summary;
+    S->stages = P;
+    S->micro_batches = o->micro_batches ? o->micro_batches : ps->micro_batches;
+    S->steps = n;
+    S->warmup_steps = W;
+    S->micro_batch_size = m->bound_batch;
+    S->schedule = o->schedule;
+    double *tmp = sp_mallocarray(total + 1, sizeof *tmp);
+    run->step_loss = sp_mallocarray(total, sizeof *run->step_loss);
+    run->step_ms = sp_mallocarray(total, sizeof *run->step_ms);
+    run->predicted_time_ms = sp_mallocarray(P, sizeof *run->predicted_time_ms);
+    run->model_name = sp_strdup(m->name);
+    if (!tmp || !run->step_loss || !run->step_ms || !run->predicted_time_ms || !run->model_name) {
+        sp_free(tmp);
+        return sp_oom(ctx, "the run report");
+    }
+    for (uint32_t k = 0; k < total; k++) {
+        double end = 0.0;
+        for (uint32_t s = 0; s < P; s++)
+            end = fmax(end, run->stats[(size_t)k * P + s].end_ms);
+        run->step_ms[k] = end;
+        run->step_loss[k] = run->stats[(size_t)k * P + P - 1].loss;
+    }
+    for (uint32_t k = 0; k < n; k++)
+        tmp[k] = run->step_ms[W + k];
+    S->iteration_ms = median(tmp, n);
+    for (uint32_t k = 0; k < n; k++) {
+        double worst = 0.0;
+        for (uint32_t s = 0; s < P; s++)
+            worst = fmax(worst, run->stats[(size_t)(W + k) * P + s].optimizer_ms);
+        tmp[k] = worst;
+    }
+    run->optimizer_ms = median(tmp, n);
+    S->first_loss = run->step_loss[0];
+    S->last_loss = run->step_loss[total - 1];
+
+    double busy_max = 0.0, busy_sum = 0.0;
+    for (uint32_t s = 0; s < P; s++) {
+        sp_run_stage *r = &run->stages[s];
+        r->stage = s;
+        r->busy_ms = STAGE_MEDIAN(busy_ms);
+        r->fwd_ms = STAGE_MEDIAN(fwd_ms);
+        r->bwd_ms = STAGE_MEDIAN(bwd_ms);
+        r->wait_prev_ms = STAGE_MEDIAN(wait_prev_ms);
+        r->wait_next_ms = STAGE_MEDIAN(wait_next_ms);
+        r->send_wait_ms = STAGE_MEDIAN(send_wait_ms);
+        r->transfer_ms = STAGE_MEDIAN(transfer_ms);
+        r->transfer_bytes = run->stats[(size_t)W * P + s].transfer_bytes;
+        busy_max = fmax(busy_max, r->busy_ms);
+        busy_sum += r->busy_ms;
+        run->predicted_time_ms[s] = sp_plan_stage(plan, s)->time_ms;
+        r->predicted_busy_ms = S->micro_batches * run->predicted_time_ms[s];
+        r->busy_error =
+            r->predicted_busy_ms > 0 ? r->busy_ms / r->predicted_busy_ms - 1 : (double)NAN;
+        if (fabs(r->busy_error) > S->max_stage_error || isnan(r->busy_error))
+            S->max_stage_error = fabs(r->busy_error);
+    }
+    S->imbalance = busy_sum > 0 ? busy_max / (busy_sum / P) : 1.0;
+    S->bubble_fraction = S->iteration_ms > 0 ? 1.0 - busy_sum / (P * S->iteration_ms) : 0.0;
+    sp_free(tmp);
+
+    /* the prediction: the plan simulated under the run's schedule and micro-batches */
+    sp_sim_opts so;
+    sp_sim_opts_init(&so);
+    so.schedule = o->schedule;
+    so.micro_batches = S->micro_batches;
+    so.keep_ops = false;
+    sp_sim *sim = NULL;
+    sp_status st = sp_simulate_plan(ctx, plan, &so, &sim);
+    if (st != SP_OK)
+        return st;
+    S->predicted_iteration_ms = sim->summary.iteration_ms;
+    S->predicted_bubble_fraction = sim->summary.bubble_fraction;
+    sp_sim_destroy(sim);
+    S->predicted_imbalance = ps->imbalance;
+    S->iteration_error = S->predicted_iteration_ms > 0
+                             ? S->iteration_ms / S->predicted_iteration_ms - 1
+                             : (double)NAN;
+    S->balance_held = S->max_stage_error <= 0.10 && fabs(S->iteration_error) <= 0.15;
+
+    /* the timeline of the last step, in the simulator's form */
+    sp_sim *t = run->timeline;
+    t->summary.schedule = o->schedule;
+    t->summary.devices = P;
+    t->summary.chunks = 1;
+    t->summary.micro_batches = S->micro_batches;
+    t->summary.ops = t->n_ops;
+    t->summary.iteration_ms = run->step_ms[total - 1];
+    t->summary.closed_form_ms = NAN;
+    double busy_last = 0.0;
+    for (uint32_t s = 0; s < P; s++) {
+        const struct sp_step_stats *x = &run->stats[(size_t)(total - 1) * P + s];
+        sp_sim_device *d = &t->devices[s];
+        d->device = s;
+        d->busy_ms = x->busy_ms;
+        d->idle_ms = t->summary.iteration_ms - x->busy_ms;
+        d->last_end_ms = x->end_ms;
+        d->peak_inflight = run->stages[s].peak_inflight;
+        d->peak_memory_bytes = run->stages[s].peak_memory_bytes;
+        busy_last += x->busy_ms;
+        t->summary.ideal_ms = fmax(t->summary.ideal_ms, x->busy_ms);
+    }
+    t->summary.bubble_fraction =
+        t->summary.iteration_ms > 0 ? 1.0 - busy_last / (P * t->summary.iteration_ms) : 0.0;
+    t->summary.efficiency = 1.0 - t->summary.bubble_fraction;
+    char title[512];
+    snprintf(title, sizeof title, "%s: measured, %s, %u stages, %u micro-batches (step %u)",
+             m->name, sp_schedule_name(o->schedule), P, S->micro_batches, total - 1);
+    t->title = sp_strdup(title);
+    return t->title ? SP_OK : sp_oom(ctx, "the timeline");
+}
