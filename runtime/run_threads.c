@@ -58,6 +58,10 @@ struct shared {
     struct sp_run *run;
     int cores[CPU_SETSIZE];
     unsigned n_cores;
+    /* what each stage is doing, for naming the stage that stopped when a wait runs out */
+    atomic_int *waiting_on;       /* [P]: the neighbour it waits for, -1 when computing */
+    atomic_uint *at_step, *at_mb; /* [P]: its current op */
+    atomic_char *at_kind;         /* [P] */
 };
 
 struct worker {
@@ -98,6 +102,34 @@ static bool stopped(struct shared *sh) {
         return true;
     }
     return false;
+}
+
+/* A wait of stage s on `peer` ran out. Follow the chain of waits from peer to the stage that
+ * waits on nobody: that one stopped; the others only wait on it. */
+static void fail_timeout(struct shared *sh, uint32_t s, uint32_t peer, const char *what,
+                         uint32_t mb, uint32_t step) {
+    uint32_t culprit = peer;
+    for (uint32_t hops = 0; hops < sh->P; hops++) {
+        int next = atomic_load(&sh->waiting_on[culprit]);
+        if (next < 0 || (uint32_t)next == s)
+            break;
+        culprit = (uint32_t)next;
+    }
+    char kind = atomic_load(&sh->at_kind[culprit]);
+    char chain[64] = "";
+    if (culprit != peer)
+        snprintf(chain, sizeof chain, ", and stage %u waits on it", peer);
+    fail(sh, SP_ERR_NO_DEVICE,
+         "stage %u waited %.0f ms %s micro-batch %u (step %u) %s stage %u: stage %u stopped "
+         "answering at step %u, micro-batch %u (%s)%s",
+         s, sh->o->timeout_ms, what, mb, step, strstr(what, "send") ? "to" : "from", peer, culprit,
+         atomic_load(&sh->at_step[culprit]), atomic_load(&sh->at_mb[culprit]),
+         kind == 'B' ? "backward" : "forward", chain);
+}
+
+/* mark stage s as waiting on peer (-1: no longer) */
+static void waiting(struct shared *sh, uint32_t s, int peer) {
+    atomic_store(&sh->waiting_on[s], peer);
 }
 
 static bool gate_wait(struct shared *sh, double *t0_ms) {
@@ -143,6 +175,9 @@ static bool run_op(struct worker *w, const struct sp_sched_op *op, uint32_t step
     uint32_t s = w->s, P = sh->P, mb = op->mb;
     double deadline = sp_now_ms() + o->timeout_ms, waited = 0.0;
     const char *phase = op->kind == 'F' ? "forward" : "backward";
+    atomic_store(&sh->at_step[s], step);
+    atomic_store(&sh->at_mb[s], mb);
+    atomic_store(&sh->at_kind[s], op->kind);
     if (stopped(sh))
         return false;
     if (op->kind == 'F') {
@@ -182,14 +217,13 @@ static bool run_op(struct worker *w, const struct sp_sched_op *op, uint32_t step
         }
         if (s > 0) {
             uint32_t got = 0;
+            waiting(sh, s, (int)s - 1);
             const float *in = sp_queue_peek(&sh->fwd[s - 1], deadline, &sh->abort, &got, &waited);
+            waiting(sh, s, -1);
             st->wait_prev_ms += waited;
             if (!in) {
                 if (!atomic_load(&sh->abort))
-                    fail(sh, SP_ERR_NO_DEVICE,
-                         "stage %u waited %.0f ms for the activation of "
-                         "micro-batch %u (step %u) from stage %u, which stopped answering",
-                         s, o->timeout_ms, mb, step, s - 1);
+                    fail_timeout(sh, s, s - 1, "for the activation of", mb, step);
                 return false;
             }
             if (got != mb) {
@@ -207,14 +241,13 @@ static bool run_op(struct worker *w, const struct sp_sched_op *op, uint32_t step
         float *out = w->loss;
         if (s + 1 < P) {
             waited = 0.0;
+            waiting(sh, s, (int)s + 1);
             out = sp_queue_reserve(&sh->fwd[s], sp_now_ms() + o->timeout_ms, &sh->abort, &waited);
+            waiting(sh, s, -1);
             st->send_wait_ms += waited;
             if (!out) {
                 if (!atomic_load(&sh->abort))
-                    fail(sh, SP_ERR_NO_DEVICE,
-                         "stage %u waited %.0f ms to send micro-batch %u "
-                         "(step %u) to stage %u, which stopped taking them",
-                         s, o->timeout_ms, mb, step, s + 1);
+                    fail_timeout(sh, s, s + 1, "to send the activation of", mb, step);
                 return false;
             }
         }
@@ -239,14 +272,13 @@ static bool run_op(struct worker *w, const struct sp_sched_op *op, uint32_t step
     const float *dy = NULL;
     if (s + 1 < P) {
         uint32_t got = 0;
+        waiting(sh, s, (int)s + 1);
         const float *in = sp_queue_peek(&sh->bwd[s], deadline, &sh->abort, &got, &waited);
+        waiting(sh, s, -1);
         st->wait_next_ms += waited;
         if (!in) {
             if (!atomic_load(&sh->abort))
-                fail(sh, SP_ERR_NO_DEVICE,
-                     "stage %u waited %.0f ms for the gradient of "
-                     "micro-batch %u (step %u) from stage %u, which stopped answering",
-                     s, o->timeout_ms, mb, step, s + 1);
+                fail_timeout(sh, s, s + 1, "for the gradient of", mb, step);
             return false;
         }
         if (got != mb) {
@@ -265,14 +297,13 @@ static bool run_op(struct worker *w, const struct sp_sched_op *op, uint32_t step
     float *dx = NULL;
     if (s > 0) {
         waited = 0.0;
+        waiting(sh, s, (int)s - 1);
         dx = sp_queue_reserve(&sh->bwd[s - 1], sp_now_ms() + o->timeout_ms, &sh->abort, &waited);
+        waiting(sh, s, -1);
         st->send_wait_ms += waited;
         if (!dx) {
             if (!atomic_load(&sh->abort))
-                fail(sh, SP_ERR_NO_DEVICE,
-                     "stage %u waited %.0f ms to send the gradient of "
-                     "micro-batch %u (step %u) to stage %u, which stopped taking them",
-                     s, o->timeout_ms, mb, step, s - 1);
+                fail_timeout(sh, s, s - 1, "to send the gradient of", mb, step);
             return false;
         }
     }
@@ -407,7 +438,12 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
     pthread_t *threads = sp_calloc(P, sizeof *threads);
     sh.fwd = sp_calloc(P, sizeof *sh.fwd);
     sh.bwd = sp_calloc(P, sizeof *sh.bwd);
-    if (!run || !w || !threads || !sh.fwd || !sh.bwd ||
+    sh.waiting_on = sp_calloc(P, sizeof *sh.waiting_on);
+    sh.at_step = sp_calloc(P, sizeof *sh.at_step);
+    sh.at_mb = sp_calloc(P, sizeof *sh.at_mb);
+    sh.at_kind = sp_calloc(P, sizeof *sh.at_kind);
+    if (!run || !w || !threads || !sh.fwd || !sh.bwd || !sh.waiting_on || !sh.at_step ||
+        !sh.at_mb || !sh.at_kind ||
         !(run->stats = sp_calloc((size_t)sh.steps_total * P, sizeof *run->stats)) ||
         !(run->stages = sp_calloc(P, sizeof *run->stages)) ||
         !(run->timeline = sp_calloc(1, sizeof *run->timeline)) ||
@@ -417,6 +453,8 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
         goto cleanup;
     }
     sh.run = run;
+    for (uint32_t s = 0; s < P; s++)
+        atomic_init(&sh.waiting_on[s], -1);
     /* the cores: stage s on the s-th core this process may use */
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0)
@@ -523,6 +561,10 @@ cleanup:
     }
     sp_free(sh.fwd);
     sp_free(sh.bwd);
+    sp_free(sh.waiting_on);
+    sp_free(sh.at_step);
+    sp_free(sh.at_mb);
+    sp_free(sh.at_kind);
     sp_free(sh.ops);
     sp_free(sh.offset);
     sp_free(w);

@@ -1,0 +1,66 @@
+#!/bin/sh
+# t6400-run: `stagepart run` trains a built-in model pipelined as a plan splits it and reports
+# its measured balance; the report matches its schema and `check --report` gates it; failures
+# (a stage that fails, one that stops answering, a plan of another model, Ctrl-C) stop every
+# stage with a clear message and write nothing.
+. "$(dirname "$0")/lib.sh"
+CHECK="python3 tests/tools/schema_check.py"
+MODEL=tests/data/tiny-gpt-model.json
+"$STAGEPART" profile $MODEL --iters 3 -o "$TMP/profile.json" >/dev/null &&
+    "$STAGEPART" partition "$TMP/profile.json" -s 2 -m 4 -o "$TMP/plan.json" >/dev/null ||
+    fail "profile and plan"
+expect_code "run the plan" 0 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --steps 2 \
+    -o "$TMP/report.json" --trace "$TMP/trace.json" --svg "$TMP/run.svg"
+expect_stdout_contains "the table" "stage  layers"
+expect_stdout_contains "measured against simulated" "iteration   measured"
+expect_stdout_contains "the verdict" "balance "
+expect_stdout_contains "the files" "wrote       $TMP/run.svg"
+expect_code "the report matches its schema" 0 $CHECK docs/schema/run-report.schema.json "$TMP/report.json"
+python3 - "$TMP/report.json" "$TMP/trace.json" <<'PY' && pass "report and trace: 2 stages, 4 micro-batches, every op" || fail "report and trace"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["stages"] == 2 and r["micro_batches"] == 4 and r["schedule"] == "1f1b", r
+assert len(r["measured"]["stages"]) == 2 and len(r["loss"]) == 3, r
+for s in r["measured"]["stages"]:
+    assert s["busy_ms"] > 0 and abs(s["busy_ms"] - s["fwd_ms"] - s["bwd_ms"]) < 1e-6, s
+t = json.load(open(sys.argv[2]))
+ops = [e for e in t["traceEvents"] if e.get("ph") == "X"]
+assert len(ops) == 2 * 2 * 4, len(ops)
+PY
+expect_code "check --report reads it" 0 "$STAGEPART" check --plan "$TMP/plan.json" \
+    --profile "$TMP/profile.json" --report "$TMP/report.json" --max-imbalance 2 \
+    --max-regression 0.5
+expect_code "--json" 0 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --steps 1 --warmup-steps 0 \
+    --schedule gpipe --json
+python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["schedule"] == "gpipe"' \
+    <"$TMP/stdout" && pass "--json: the report on stdout" || fail "--json: the report on stdout"
+expect_code "a stage that fails: exit 4" 4 "$STAGEPART" run "$TMP/plan.json" --model $MODEL \
+    --inject-fault 1:0:2:fail
+expect_stderr_contains "names stage, step, micro-batch" "stage 1 failed at step 0, micro-batch 2 (forward)"
+start=$(date +%s)
+expect_code "a stage that stops answering: exit 4" 4 "$STAGEPART" run "$TMP/plan.json" \
+    --model $MODEL --inject-fault 0:1:1:hang --timeout 0.5 -o "$TMP/none.json"
+expect_stderr_contains "names the silent stage" "stage 0 stopped answering at step 1, micro-batch 1 (forward)"
+if [ $(( $(date +%s) - start )) -le 5 ]; then pass "stopped within the timeout"; else fail "stopped within the timeout"; fi
+if [ ! -e "$TMP/none.json" ]; then pass "no report after a failure"; else fail "no report after a failure"; fi
+printf '{"format": "stagepart-model", "version": 1, "name": "other", "preset": {"kind": "gpt", "layers": 2, "hidden": 8, "heads": 2, "vocab": 16, "max_seq_len": 8}}' >"$TMP/other.json"
+expect_code "a plan of another model: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" --model "$TMP/other.json"
+expect_stderr_contains "says why" "the plan covers 7 layers and the model other has 5"
+expect_code "no model: exit 2" 2 "$STAGEPART" run "$TMP/plan.json"
+expect_code "zb-h1: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --schedule zb-h1
+expect_code "--backend cuda: exit 4" 4 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --backend cuda
+expect_code "--transport mpi: exit 4" 4 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --transport mpi
+expect_code "the plan as output: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" --model $MODEL -o "$TMP/plan.json"
+"$STAGEPART" partition "$TMP/profile.json" -s 2 --chunks 2 --solver uniform -m 4 -o "$TMP/chunks.json" >/dev/null
+expect_code "an interleaved plan: exit 4" 4 "$STAGEPART" run "$TMP/chunks.json" --model $MODEL
+# Ctrl-C stops every stage and writes nothing
+"$STAGEPART" run "$TMP/plan.json" --model $MODEL --steps 100000 -o "$TMP/ctrl-c.json" \
+    >"$TMP/stdout" 2>"$TMP/stderr" &
+pid=$!
+sleep 1
+kill -INT $pid
+wait $pid
+rc=$?
+if [ "$rc" = 130 ]; then pass "Ctrl-C: exit 130"; else fail "Ctrl-C: exit 130" "exit $rc"; fi
+if [ ! -e "$TMP/ctrl-c.json" ]; then pass "Ctrl-C: nothing written"; else fail "Ctrl-C: nothing written"; fi
+test_done
