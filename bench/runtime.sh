@@ -1,0 +1,46 @@
+#!/bin/sh
+# bench/runtime.sh: does a plan's balance hold when it runs? For each sample model: profile it
+# on the CPU, partition it into 2 stages with the exact dp solver and with the baselines users
+# have today (uniform: equal block counts; parameters: DeepSpeed's parameter balancing), run
+# each plan with `stagepart run` (one pinned thread per stage) and print, as a markdown table,
+# the planned and measured stage times, the simulated and measured iteration, and the measured
+# speed-up of the dp plan over each baseline. Same profile, same machine, same run.
+#   usage: bench/runtime.sh [BUILD_DIR] [MODEL...]   (default: build; gpt2-small bert-base resnet18)
+set -eu
+BUILD=${1:-build}
+shift 2>/dev/null || true
+MODELS=${*:-gpt2-small bert-base resnet18}
+STAGEPART=$BUILD/cli/stagepart
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+echo "## Measured runs of 2-stage plans (stagepart run, threads, 1f1b, 8 micro-batches; medians of 3 steps after 1 warm-up)"
+echo
+echo "| model | solver | planned stage ms (per micro-batch) | measured stage ms | largest stage error | simulated iteration ms | measured iteration ms | iteration error | measured speed-up of dp |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for m in $MODELS; do
+    model=samples/models/$m.json
+    "$STAGEPART" profile "$model" --quiet -o "$TMP/$m.json" >/dev/null
+    dp_ms=""
+    for solver in dp uniform parameters; do
+        "$STAGEPART" partition "$TMP/$m.json" -s 2 -m 8 --solver $solver -o "$TMP/$m-$solver.plan" >/dev/null
+        "$STAGEPART" run "$TMP/$m-$solver.plan" --model "$model" --steps 3 --warmup-steps 1 \
+            -o "$TMP/$m-$solver.report" >/dev/null
+        row=$(python3 - "$TMP/$m-$solver.plan" "$TMP/$m-$solver.report" "$dp_ms" <<'PY'
+import json, sys
+plan, rep = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+M = rep["micro_batches"]
+planned = " / ".join(f'{s["time_ms"]:.1f}' for s in rep["predicted"]["stages"])
+measured = " / ".join(f'{s["busy_ms"] / M:.1f}' for s in rep["measured"]["stages"])
+err = rep["relative_error"]
+it, sim = rep["measured"]["iteration_ms"], rep["predicted"]["iteration_ms"]
+dp = float(sys.argv[3]) if sys.argv[3] else it
+speed = f"{it / dp:.2f}x" if sys.argv[3] else "1.00x (itself)"
+print(f'{planned} | {measured} | {100 * err["max_stage_busy"]:.1f}% | {sim:.1f} | {it:.1f} | {100 * err["iteration_ms"]:+.1f}% | {speed} |{it}')
+PY
+)
+        it=${row##*|}
+        [ "$solver" = dp ] && dp_ms=$it
+        echo "| $m | $solver | ${row%|*}|"
+    done
+done
