@@ -35,8 +35,8 @@ const struct sp_opt cmd_run_opts[] = {
      "(exit 4)",
      "Run"},
     {OPT_TRANSPORT, "transport", 0, "<threads|mpi>",
-     "threads (default): bounded queues in one process; mpi is not built in this version "
-     "(exit 4)",
+     "threads (default): bounded queues in one process; mpi: rank s runs stage s (start "
+     "with mpirun -np P; exit 4 when not built with Open MPI)",
      "Run"},
     {OPT_SCHEDULE, "schedule", 0, "<gpipe|1f1b>", "the op order (default: the plan's, else 1f1b)",
      "Run"},
@@ -92,10 +92,13 @@ static void on_signal(int sig) {
 
 static void print_table(const sp_run *run, const sp_plan *plan) {
     const sp_run_summary *S = sp_run_get_summary(run);
-    printf("%s: %u stages, %s, %u micro-batches of %u, %u steps after %u warm-up, threads on %u "
-           "cores\n\n",
+    printf("%s: %u stages, %s, %u micro-batches of %u, %u steps after %u warm-up, ",
            sp_plan_model(plan), S->stages, sp_schedule_name(S->schedule), S->micro_batches,
-           S->micro_batch_size, S->steps, S->warmup_steps, S->cores);
+           S->micro_batch_size, S->steps, S->warmup_steps);
+    if (S->transport == SP_TRANSPORT_MPI)
+        printf("one MPI rank per stage\n\n");
+    else
+        printf("threads on %u cores\n\n", S->cores);
     printf("stage  %-24s %4s %11s %11s %7s %10s %10s %9s %10s\n", "layers", "core", "busy ms",
            "planned ms", "error", "wait prev", "wait next", "copies", "memory");
     for (uint32_t s = 0; s < S->stages; s++) {
@@ -170,12 +173,9 @@ int cmd_run(int argc, char **argv) {
                 return sp_usage_error("run", "--backend: expected cpu or cuda, got '%s'", p.value);
             break;
         case OPT_TRANSPORT:
-            if (strcmp(p.value, "mpi") == 0) {
-                fprintf(stderr, "stagepart: error: --transport mpi: the MPI transport is not "
-                                "built in this version; use --transport threads\n");
-                return SP_EXIT_UNAVAILABLE;
-            }
-            if (strcmp(p.value, "threads") != 0)
+            if (strcmp(p.value, "mpi") == 0)
+                opts.transport = SP_TRANSPORT_MPI;
+            else if (strcmp(p.value, "threads") != 0)
                 return sp_usage_error("run", "--transport: expected threads or mpi, got '%s'",
                                       p.value);
             break;
@@ -261,6 +261,15 @@ int cmd_run(int argc, char **argv) {
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return SP_EXIT_INTERNAL;
+    int rank = 0, ranks = 1;
+    if (opts.transport == SP_TRANSPORT_MPI) {
+        sp_status ms = sp_mpi_start(ctx, &rank, &ranks);
+        if (ms != SP_OK) {
+            int code = sp_report(ctx, ms, json);
+            sp_ctx_destroy(ctx);
+            return code;
+        }
+    }
     sp_plan *plan = NULL;
     sp_model *model = NULL;
     sp_run *run = NULL;
@@ -289,14 +298,18 @@ int cmd_run(int argc, char **argv) {
     }
     if (st == SP_OK)
         st = sp_run_to_json(ctx, run, &report);
-    if (st == SP_OK && output)
+    /* with MPI every rank holds the whole run; rank 0 writes and prints it */
+    bool reporter = rank == 0;
+    if (st == SP_OK && output && reporter)
         st = sp_write_file_atomic(ctx, output, report, strlen(report));
-    if (st == SP_OK && trace)
+    if (st == SP_OK && trace && reporter)
         st = sp_sim_write_trace(ctx, sp_run_timeline(run), trace);
-    if (st == SP_OK && svg)
+    if (st == SP_OK && svg && reporter)
         st = sp_sim_write_svg(ctx, sp_run_timeline(run), NULL, svg);
     int code = SP_EXIT_OK;
-    if (st == SP_ERR_INTERRUPTED) {
+    if (!reporter) {
+        code = st == SP_OK ? SP_EXIT_OK : st == SP_ERR_INTERRUPTED ? 130 : sp_exit_code(st);
+    } else if (st == SP_ERR_INTERRUPTED) {
         fprintf(stderr, "stagepart: interrupted: every stage stopped; nothing written\n");
         code = 130;
     } else if (st != SP_OK) {
@@ -317,5 +330,7 @@ int cmd_run(int argc, char **argv) {
     sp_model_destroy(model);
     sp_plan_destroy(plan);
     sp_ctx_destroy(ctx);
+    if (opts.transport == SP_TRANSPORT_MPI)
+        sp_mpi_stop(code); /* a failed run ends every rank with the code */
     return code;
 }

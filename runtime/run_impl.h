@@ -27,6 +27,8 @@ struct sp_run {
     char *model_name, *cpu;
     double *predicted_time_ms;   /* [P]: the plan's stage times (one micro-batch fwd + bwd) */
     struct sp_stage_exec **kept; /* [P], with keep_state */
+    sp_transport transport;
+    int rank; /* MPI: this process's rank (its stage); 0 with threads */
 };
 
 #endif

@@ -14,8 +14,9 @@ BUILD_DIR=${BUILD_DIR:-build}
 
 # Debian packages: the compiler and build tools, cJSON, GLPK (--solver ilp), OpenSSL's libcrypto (SHA-256 of
 # profiles), Python 3 (sample generator, benchmarks, test tools), librsvg2-bin (rsvg-convert:
-# the tests render the SVG timelines), OpenBLAS (the built-in models' matrix products).
-packages="build-essential cmake pkg-config libcjson-dev libssl-dev libglpk-dev libsqlite3-dev zlib1g-dev libopenblas-dev python3 librsvg2-bin"
+# the tests render the SVG timelines), OpenBLAS (the built-in models' matrix products), Open MPI
+# (stagepart run --transport mpi).
+packages="build-essential cmake pkg-config libcjson-dev libssl-dev libglpk-dev libsqlite3-dev zlib1g-dev libopenblas-dev libopenmpi-dev openmpi-bin python3 librsvg2-bin"
 case "${CC:-cc}" in clang*) packages="$packages clang libclang-rt-14-dev" ;; esac
 missing=""
 for p in $packages; do

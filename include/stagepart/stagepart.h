@@ -787,8 +787,16 @@ typedef enum sp_run_fault {
                             * give up after timeout_ms) */
 } sp_run_fault;
 
+/* What carries activations and gradients between stages. */
+typedef enum sp_transport {
+    SP_TRANSPORT_THREADS = 0, /* every stage a thread of this process, bounded queues */
+    SP_TRANSPORT_MPI = 1      /* every stage an MPI rank (rank s runs stage s), started with
+                               * `mpirun -np P`; builds with Open MPI only (SP_ERR_UNSUPPORTED) */
+} sp_transport;
+
 typedef struct sp_run_opts {
     sp_schedule schedule;     /* SP_SCHEDULE_GPIPE or SP_SCHEDULE_1F1B (default 1F1B) */
+    sp_transport transport;   /* default SP_TRANSPORT_THREADS */
     uint32_t micro_batches;   /* M per step; 0: the plan's (default 0) */
     uint32_t steps;           /* measured steps (default 3) */
     uint32_t warmup_steps;    /* steps run first and not measured (default 1) */
@@ -799,9 +807,19 @@ typedef struct sp_run_opts {
     const volatile int *cancel; /* nonzero: every stage stops, SP_ERR_INTERRUPTED (may be NULL) */
     sp_run_fault fault;         /* testing (default SP_RUN_FAULT_NONE) */
     uint32_t fault_stage, fault_step, fault_micro_batch; /* where (step counts warm-up steps) */
-    bool keep_state; /* keep every stage's weights after the run (sp_run_stage_params; tests) */
+    bool keep_state; /* keep every stage's weights after the run (sp_run_stage_params; tests;
+                      * threads only) */
 } sp_run_opts;
 SP_API void sp_run_opts_init(sp_run_opts *opts);
+
+/* sp_mpi_start: join the MPI job this process was started in (MPI_Init_thread once, funneled),
+ * for SP_TRANSPORT_MPI; *rank and *size get this process's rank and the job's size (1 when not
+ * started by mpirun). SP_ERR_UNSUPPORTED without Open MPI in the build, SP_ERR_NO_DEVICE when MPI
+ * fails to start. sp_mpi_stop: leave it: exit_code 0 finalizes MPI; any other code ends every
+ * rank of the job with it (MPI_Abort), since a rank still waiting on a failed one could keep
+ * MPI_Finalize from returning. Call it last; a no-op when MPI was not started. */
+SP_API sp_status sp_mpi_start(sp_ctx *ctx, int *rank, int *size);
+SP_API void sp_mpi_stop(int exit_code);
 
 /* sp_run_plan: train the model pipelined as the plan splits it, warmup_steps + steps steps.
  * The plan's layers must be the model's (by name and count). Returns SP_ERR_INVALID_ARG (the
@@ -812,6 +830,12 @@ SP_API void sp_run_opts_init(sp_run_opts *opts);
  * the step and the micro-batch), SP_ERR_INTERRUPTED, SP_ERR_NOMEM. No thread is left running. */
 SP_API sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *model,
                              const sp_run_opts *opts, sp_run **out);
+/* With SP_TRANSPORT_MPI every rank calls sp_run_plan with the same plan, model and options
+ * (after sp_mpi_start; the job must have as many ranks as the plan has stages) and runs its own
+ * stage; at the end every rank holds the whole run (each stage's figures are exchanged), so any
+ * rank can report it; stagepart's command reports on rank 0. A rank that fails sends its message
+ * to the others, which stop and return the same status and message; a rank that dies is noticed
+ * by its neighbours' bounded waits (timeout_ms). */
 SP_API void sp_run_destroy(sp_run *run);
 
 /* Per stage, medians over the measured steps. */
@@ -842,6 +866,7 @@ typedef struct sp_run_summary {
     bool balance_held;          /* every |busy_error| <= 10% and |iteration_error| <= 15% */
     double first_loss, last_loss; /* mean loss of the first and last step */
     unsigned cores;             /* cores this process may use */
+    sp_transport transport;
 } sp_run_summary;
 SP_API const sp_run_summary *sp_run_get_summary(const sp_run *run);
 SP_API const sp_run_stage *sp_run_get_stage(const sp_run *run, size_t i);

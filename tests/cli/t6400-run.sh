@@ -49,7 +49,6 @@ expect_stderr_contains "says why" "the plan covers 7 layers and the model other 
 expect_code "no model: exit 2" 2 "$STAGEPART" run "$TMP/plan.json"
 expect_code "zb-h1: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --schedule zb-h1
 expect_code "--backend cuda: exit 4" 4 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --backend cuda
-expect_code "--transport mpi: exit 4" 4 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --transport mpi
 expect_code "the plan as output: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" --model $MODEL -o "$TMP/plan.json"
 "$STAGEPART" partition "$TMP/profile.json" -s 2 --chunks 2 --solver uniform -m 4 -o "$TMP/chunks.json" >/dev/null
 expect_code "an interleaved plan: exit 4" 4 "$STAGEPART" run "$TMP/chunks.json" --model $MODEL

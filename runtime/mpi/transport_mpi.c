@@ -1,0 +1,381 @@
+/* runtime/mpi/transport_mpi.c: `--transport mpi`: rank s runs stage s; activations and
+ * gradients are MPI messages (Open MPI).
+ *
+ * Tensors go with MPI_Isend from a ring of buffers (a send waits only when the ring is full) and
+ * arrive with MPI_Irecv straight into the stage's own buffer. Every wait polls its request with
+ * MPI_Test in 1 ms slices up to its deadline, so nothing waits unbounded. Stopping together: a
+ * rank that fails sends its message to every other rank on a tag of its own; every rank keeps an
+ * MPI_Irecv posted for it and looks at it in every wait. A rank that dies sends nothing: its
+ * neighbours' waits run out (timeout_ms) and they stop and tell the rest. After the last step
+ * the ranks agree that all succeeded (a non-blocking all-reduce, bounded too) before they
+ * exchange their figures, so no rank waits in a collective on a dead one. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "worker.h"
+
+enum { TAG_ABORT = 1, TAG_DATA = 4, TAG_MB_RANGE = 8192 };
+
+struct ring { /* buffers this rank sends from, in one direction */
+    uint32_t cap, next;
+    size_t elems;
+    float **buf;
+    MPI_Request *req;
+};
+
+struct mpi_t {
+    uint32_t s, P;
+    double timeout_ms;
+    sp_ctx *ctx;
+    sp_status status;
+    bool stop;
+    MPI_Request abort_req;
+    char abort_msg[1024]; /* [0..3]: the status, then the text */
+    struct ring ring[2];  /* [SP_DIR_ACT]: to s + 1; [SP_DIR_GRAD]: to s - 1 */
+};
+
+static int data_tag(uint32_t mb, enum sp_dir dir) {
+    return TAG_DATA + (int)(mb % TAG_MB_RANGE) * 2 + (int)dir;
+}
+
+static void nap(void) {
+    struct timespec ts = {0, 200000L}; /* 0.2 ms between polls */
+    nanosleep(&ts, NULL);
+}
+
+static void record(struct mpi_t *t, sp_status st, const char *message) {
+    if (t->status == SP_OK)
+        t->status = sp_fail(t->ctx, st, "%s", message);
+    t->stop = true;
+}
+
+static bool stopping(void *p) {
+    struct mpi_t *t = p;
+    if (t->stop)
+        return true;
+    int done = 0;
+    MPI_Test(&t->abort_req, &done, MPI_STATUS_IGNORE);
+    if (done) { /* another rank failed: take its status and message as ours */
+        int32_t code;
+        memcpy(&code, t->abort_msg, sizeof code);
+        t->abort_msg[sizeof t->abort_msg - 1] = '\0';
+        record(t, (sp_status)code, t->abort_msg + sizeof code);
+    }
+    return t->stop;
+}
+
+/* poll req until it completes (true), the deadline passes or the run stops (false; a point-to-
+ * point request is cancelled; a collective one cannot be, and is left to MPI_Abort, which every
+ * failed run ends in: sp_mpi_stop) */
+static bool wait_req(struct mpi_t *t, MPI_Request *req, double deadline_ms, double *waited_ms,
+                     bool collective) {
+    double t0 = sp_now_ms();
+    int done = 0;
+    for (;;) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (done || stopping(t) || sp_now_ms() >= deadline_ms)
+            break;
+        nap();
+    }
+    if (!done && !collective && *req != MPI_REQUEST_NULL) {
+        MPI_Cancel(req);
+        MPI_Request_free(req);
+    }
+    if (waited_ms)
+        *waited_ms += sp_now_ms() - t0;
+    return done != 0;
+}
+
+static void mpi_fail(void *p, sp_status st, const char *message) {
+    struct mpi_t *t = p;
+    if (t->stop && t->status != SP_OK)
+        return;
+    record(t, st, message);
+    /* tell every other rank, with the message, so all stop and say the same */
+    char buf[sizeof t->abort_msg];
+    int32_t code = (int32_t)st;
+    memcpy(buf, &code, sizeof code);
+    snprintf(buf + sizeof code, sizeof buf - sizeof code, "%s", message);
+    for (uint32_t r = 0; r < t->P; r++)
+        if (r != t->s) {
+            MPI_Request req;
+            MPI_Isend(buf, (int)sizeof buf, MPI_CHAR, (int)r, TAG_ABORT, MPI_COMM_WORLD, &req);
+            double deadline = sp_now_ms() + 100.0; /* a dead rank cannot take it: do not wait */
+            int done = 0;
+            while (!done && sp_now_ms() < deadline) {
+                MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+                if (!done)
+                    nap();
+            }
+            if (!done)
+                MPI_Request_free(&req);
+        }
+}
+
+static bool mpi_gate(void *p, uint32_t s, uint32_t step, double *t0_ms) {
+    (void)s, (void)step;
+    struct mpi_t *t = p;
+    MPI_Request req;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    bool ok = wait_req(t, &req, sp_now_ms() + t->timeout_ms, NULL, true);
+    *t0_ms = sp_now_ms();
+    return ok;
+}
+
+static bool mpi_recv(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32_t mb, float *dst,
+                     size_t elems, double deadline_ms, double *waited_ms, double *copy_ms) {
+    (void)s, (void)copy_ms; /* MPI writes straight into dst: the copy is inside the wait */
+    struct mpi_t *t = p;
+    MPI_Request req;
+    MPI_Irecv(dst, (int)elems, MPI_FLOAT, (int)peer, data_tag(mb, dir), MPI_COMM_WORLD, &req);
+    return wait_req(t, &req, deadline_ms, waited_ms, false);
+}
+
+static float *mpi_send_buffer(void *p, uint32_t s, uint32_t peer, enum sp_dir dir,
+                              double deadline_ms, double *waited_ms) {
+    (void)s, (void)peer;
+    struct mpi_t *t = p;
+    struct ring *r = &t->ring[dir];
+    MPI_Request *req = &r->req[r->next];
+    if (*req != MPI_REQUEST_NULL && !wait_req(t, req, deadline_ms, waited_ms, false))
+        return NULL;
+    return r->buf[r->next];
+}
+
+static void mpi_send(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32_t mb) {
+    (void)s;
+    struct mpi_t *t = p;
+    struct ring *r = &t->ring[dir];
+    MPI_Isend(r->buf[r->next], (int)r->elems, MPI_FLOAT, (int)peer, data_tag(mb, dir),
+              MPI_COMM_WORLD, &r->req[r->next]);
+    r->next = (r->next + 1) % r->cap;
+}
+
+static void set_state(void *p, uint32_t s, uint32_t step, uint32_t mb, char kind, int waiting_on) {
+    (void)p, (void)s, (void)step, (void)mb, (void)kind, (void)waiting_on;
+}
+
+static void explain_timeout(void *p, uint32_t s, uint32_t peer, char *msg, size_t cap) {
+    (void)p, (void)s;
+    snprintf(msg, cap,
+             "rank %u sent nothing in that time (it died, hangs, or waits in turn on another "
+             "stage)",
+             peer);
+}
+
+static const struct sp_transport_ops mpi_ops = {
+    .step_gate = mpi_gate,
+    .recv = mpi_recv,
+    .send_buffer = mpi_send_buffer,
+    .send = mpi_send,
+    .fail = mpi_fail,
+    .stopping = stopping,
+    .set_state = set_state,
+    .explain_timeout = explain_timeout,
+};
+
+static bool ring_init(struct ring *r, uint32_t cap, size_t elems) {
+    r->cap = cap, r->next = 0, r->elems = elems;
+    r->buf = sp_calloc(cap, sizeof *r->buf);
+    r->req = sp_calloc(cap, sizeof *r->req);
+    if (!r->buf || !r->req)
+        return false;
+    for (uint32_t k = 0; k < cap; k++) {
+        r->req[k] = MPI_REQUEST_NULL;
+        if (!(r->buf[k] = sp_calloc(elems ? elems : 1, sizeof(float))))
+            return false;
+    }
+    return true;
+}
+
+static void ring_release(struct mpi_t *t, struct ring *r) {
+    for (uint32_t k = 0; r->req && k < r->cap; k++)
+        if (r->req[k] != MPI_REQUEST_NULL &&
+            !wait_req(t, &r->req[k], sp_now_ms() + 100.0, NULL, false))
+            r->req[k] = MPI_REQUEST_NULL;
+    for (uint32_t k = 0; r->buf && k < r->cap; k++)
+        sp_free(r->buf[k]);
+    sp_free(r->buf);
+    sp_free(r->req);
+}
+
+/* a non-blocking collective, bounded by the timeout (left to MPI_Abort when it runs out) */
+static bool bounded(struct mpi_t *t, MPI_Request *req) {
+    double deadline = sp_now_ms() + t->timeout_ms;
+    int done = 0;
+    while (!done && sp_now_ms() < deadline) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            nap();
+    }
+    return done != 0;
+}
+
+struct stage_info {
+    int32_t core;
+    uint32_t slots;
+    uint64_t bytes;
+};
+
+sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
+                     const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
+                     const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run);
+
+sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
+                     const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
+                     const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run) {
+    int initialized = 0, rank = 0, size = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the MPI transport needs MPI started first (sp_mpi_start)");
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    uint32_t P = (uint32_t)sp_plan_stage_count(plan), total = o->warmup_steps + o->steps;
+    if ((uint32_t)size != P)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the plan has %u stages and the MPI job %d ranks: start it with mpirun "
+                       "-np %u",
+                       P, size, P);
+    if (o->keep_state)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "keep_state is for the threads transport");
+    uint32_t s = (uint32_t)rank;
+    run->rank = rank;
+    struct mpi_t t;
+    memset(&t, 0, sizeof t);
+    t.s = s, t.P = P, t.timeout_ms = o->timeout_ms, t.ctx = ctx;
+    MPI_Irecv(t.abort_msg, (int)sizeof t.abort_msg, MPI_CHAR, MPI_ANY_SOURCE, TAG_ABORT,
+              MPI_COMM_WORLD, &t.abort_req);
+    struct sp_step_stats *stats = sp_calloc(total, sizeof *stats);
+    struct sp_stage_worker w;
+    memset(&w, 0, sizeof w);
+    w.ops = &mpi_ops, w.t = &t, w.m = m, w.o = o;
+    w.s = s, w.P = P, w.M = M, w.steps_total = total;
+    w.list = ops + offset[s], w.n_ops = offset[s + 1] - offset[s];
+    /* the local rank's core among those this process may use (mpirun may have bound it) */
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    unsigned lr = local ? (unsigned)strtoul(local, NULL, 10) : s;
+    w.core = o->pin ? cores[lr % n_cores] : -1;
+    w.stats = stats, w.stats_stride = 1;
+    w.rec = run->timeline->ops + offset[s];
+    const sp_stage *stage = sp_plan_stage(plan, s);
+    size_t out_elems = m->layers[stage->last_layer].out_elems;
+    size_t in_elems = m->layers[stage->first_layer].in_elems;
+    uint32_t cap = M < TAG_MB_RANGE ? M : TAG_MB_RANGE;
+    uint64_t sends =
+        (s + 1 < P ? (uint64_t)cap * out_elems : 0) + (s > 0 ? (uint64_t)cap * in_elems : 0);
+    sp_status st = stats ? sp_stage_worker_setup(ctx, &w, plan, sends * sizeof(float))
+                         : sp_oom(ctx, "the run");
+    if (st == SP_OK && !(ring_init(&t.ring[SP_DIR_ACT], cap, s + 1 < P ? out_elems : 0) &&
+                         ring_init(&t.ring[SP_DIR_GRAD], cap, s > 0 ? in_elems : 0)))
+        st = sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u: out of memory for its send buffers", s);
+    if (st != SP_OK) { /* tell the others, who would wait for this stage */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", sp_ctx_errmsg(ctx));
+        mpi_fail(&t, st, why);
+    }
+    if (st == SP_OK) {
+        sp_stage_worker_pin(&w);
+        sp_stage_worker_run(&w);
+        st = t.status;
+    }
+    /* did every rank succeed? (bounded: a dead rank never answers) */
+    int mine = st == SP_OK, all = 0;
+    MPI_Request req;
+    MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
+    if (!bounded(&t, &req)) {
+        if (st == SP_OK)
+            st = sp_fail(ctx, SP_ERR_NO_DEVICE,
+                         "stage %u finished, but another rank did not answer within %.0f ms at "
+                         "the end of the run (it died)",
+                         s, o->timeout_ms);
+    } else if (!all && st == SP_OK) {
+        /* another rank failed after this one finished: its message is on the way */
+        double deadline = sp_now_ms() + 1000.0;
+        while (!stopping(&t) && sp_now_ms() < deadline)
+            nap();
+        st = t.status != SP_OK ? t.status : sp_fail(ctx, SP_ERR_NO_DEVICE, "another stage failed");
+    }
+    if (st == SP_OK) { /* every rank gets every stage's figures */
+        struct sp_step_stats *every = sp_calloc((size_t)total * P, sizeof *every);
+        struct stage_info mine_info = {w.core, w.slots, w.se->bytes + w.extra_bytes};
+        struct stage_info *infos = sp_calloc(P, sizeof *infos);
+        int *counts = sp_calloc(P, sizeof *counts), *displs = sp_calloc(P, sizeof *displs);
+        bool ok = every && infos && counts && displs;
+        if (ok) {
+            for (uint32_t r = 0; r < P; r++) {
+                counts[r] = (int)((offset[r + 1] - offset[r]) * sizeof(sp_sim_op));
+                displs[r] = (int)(offset[r] * sizeof(sp_sim_op));
+            }
+            MPI_Request reqs[3];
+            MPI_Iallgather(stats, (int)(total * sizeof *stats), MPI_BYTE, every,
+                           (int)(total * sizeof *stats), MPI_BYTE, MPI_COMM_WORLD, &reqs[0]);
+            MPI_Iallgather(&mine_info, (int)sizeof mine_info, MPI_BYTE, infos,
+                           (int)sizeof mine_info, MPI_BYTE, MPI_COMM_WORLD, &reqs[1]);
+            MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, run->timeline->ops, counts, displs, MPI_BYTE,
+                            MPI_COMM_WORLD, &reqs[2]);
+            for (int k = 0; k < 3 && ok; k++)
+                ok = bounded(&t, &reqs[k]);
+        }
+        if (ok) {
+            for (uint32_t r = 0; r < P; r++) {
+                for (uint32_t k = 0; k < total; k++)
+                    run->stats[(size_t)k * P + r] = every[(size_t)r * total + k];
+                run->stages[r].core = infos[r].core;
+                run->stages[r].peak_inflight = infos[r].slots;
+                run->stages[r].peak_memory_bytes = infos[r].bytes;
+            }
+        } else {
+            st = every && infos && counts && displs
+                     ? sp_fail(ctx, SP_ERR_NO_DEVICE,
+                               "the ranks did not exchange their figures within %.0f ms",
+                               o->timeout_ms)
+                     : sp_oom(ctx, "the run's figures");
+        }
+        sp_free(every);
+        sp_free(infos);
+        sp_free(counts);
+        sp_free(displs);
+    }
+    ring_release(&t, &t.ring[SP_DIR_ACT]);
+    ring_release(&t, &t.ring[SP_DIR_GRAD]);
+    if (t.abort_req != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPI_Test(&t.abort_req, &done, MPI_STATUS_IGNORE);
+        if (!done) {
+            MPI_Cancel(&t.abort_req);
+            MPI_Request_free(&t.abort_req);
+        }
+    }
+    sp_stage_worker_release(&w);
+    sp_free(stats);
+    return st;
+}
+
+sp_status sp_mpi_start(sp_ctx *ctx, int *rank, int *size) {
+    int initialized = 0, provided = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized && MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return sp_fail(ctx, SP_ERR_NO_DEVICE, "MPI did not start (MPI_Init_thread failed)");
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    return SP_OK;
+}
+
+void sp_mpi_stop(int exit_code) {
+    int initialized = 0, finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized)
+        return;
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (exit_code != 0 && size > 1) /* alone, nobody can be left waiting */
+        MPI_Abort(MPI_COMM_WORLD, exit_code);
+    else
+        MPI_Finalize();
+}

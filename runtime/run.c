@@ -1,0 +1,103 @@
+/* runtime/run.c: sp_run_plan: check the plan against the model, build the schedule's op lists
+ * (core/schedule.c, the simulator's), hand them to the transport, then set what was measured
+ * against the prediction (run_report.c). */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <string.h>
+
+#include "worker.h"
+
+sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
+                         const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
+                         const size_t *offset, const int *cores, unsigned n_cores,
+                         struct sp_run *run);
+sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
+                     const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
+                     const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run);
+
+void sp_run_opts_init(sp_run_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->schedule = SP_SCHEDULE_1F1B;
+    o->transport = SP_TRANSPORT_THREADS;
+    o->steps = 3;
+    o->warmup_steps = 1;
+    o->learning_rate = 0.01f;
+    o->seed = 1;
+    o->pin = true;
+    o->timeout_ms = 60000.0;
+}
+
+sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_run_opts *opts,
+                      sp_run **out) {
+    if (!ctx || !plan || !m || !out)
+        return ctx ? sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_run_plan: NULL argument")
+                   : SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    *out = NULL;
+    sp_run_opts dflt;
+    if (!opts) {
+        sp_run_opts_init(&dflt);
+        opts = &dflt;
+    }
+    uint32_t M = 0;
+    sp_status st = sp_run_validate(ctx, plan, m, opts, &M);
+    if (st != SP_OK)
+        return st;
+    uint32_t P = (uint32_t)sp_plan_stage_count(plan), total = opts->warmup_steps + opts->steps;
+    struct sp_pipeline pl;
+    memset(&pl, 0, sizeof pl);
+    pl.P = P, pl.V = 1, pl.M = M, pl.schedule = opts->schedule;
+    struct sp_sched_op *ops = NULL;
+    size_t *offset = NULL;
+    st = sp_schedule_build(ctx, &pl, &ops, &offset);
+    if (st != SP_OK)
+        return st;
+    struct sp_run *run = sp_calloc(1, sizeof *run);
+    if (!run || !(run->stats = sp_calloc((size_t)total * P, sizeof *run->stats)) ||
+        !(run->stages = sp_calloc(P, sizeof *run->stages)) ||
+        !(run->timeline = sp_calloc(1, sizeof *run->timeline)) ||
+        !(run->timeline->ops = sp_calloc(offset[P], sizeof *run->timeline->ops)) ||
+        !(run->timeline->devices = sp_calloc(P, sizeof *run->timeline->devices))) {
+        st = sp_oom(ctx, "the run");
+    }
+    /* the cores this process may use: stage s goes on the s-th */
+    int *cores = sp_mallocarray(CPU_SETSIZE, sizeof *cores);
+    unsigned n_cores = 0;
+    cpu_set_t set;
+    if (cores && sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                cores[n_cores++] = c;
+    if (cores && !n_cores)
+        cores[n_cores++] = -1;
+    if (!cores && st == SP_OK)
+        st = sp_oom(ctx, "the run");
+    if (st == SP_OK) {
+        run->summary.cores = n_cores;
+        run->transport = opts->transport;
+        run->summary.transport = opts->transport;
+        if (opts->transport == SP_TRANSPORT_MPI) {
+            st = sp_run_mpi(ctx, plan, m, opts, M, ops, offset, cores, n_cores, run);
+        } else {
+            if (P > n_cores)
+                sp_warn(ctx,
+                        "%u stages on %u cores: stages share cores, so their times include "
+                        "waiting for the CPU (compare busy_ms with cpu_ms in the report)",
+                        P, n_cores);
+            st = sp_run_threads(ctx, plan, m, opts, M, ops, offset, cores, n_cores, run);
+        }
+    }
+    if (st == SP_OK) {
+        run->timeline->n_ops = offset[P];
+        st = sp_run_finish(ctx, run, plan, m, opts);
+    }
+    sp_free(ops);
+    sp_free(offset);
+    sp_free(cores);
+    if (st != SP_OK) {
+        sp_run_destroy(run);
+        return st;
+    }
+    *out = run;
+    return SP_OK;
+}

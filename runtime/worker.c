@@ -1,0 +1,313 @@
+/* runtime/worker.c: a pipeline stage's op loop, whatever carries its tensors (worker.h).
+ *
+ * Each micro-batch in flight holds a slot of saved tensors, taken at its forward and given back
+ * at its backward, so a stage holds exactly as many as its op list keeps in flight. Every step
+ * ends with plain SGD (lr / M on the gradients summed over the step's micro-batches). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "worker.h"
+
+static void failf(struct sp_stage_worker *w, sp_status st, const char *fmt, ...) SP_PRINTF(3, 4);
+static void failf(struct sp_stage_worker *w, sp_status st, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    w->ops->fail(w->t, st, msg);
+}
+
+static bool stopped(struct sp_stage_worker *w) {
+    if (w->ops->stopping(w->t))
+        return true;
+    if (w->o->cancel && *w->o->cancel) {
+        w->ops->fail(w->t, SP_ERR_INTERRUPTED, "interrupted");
+        return true;
+    }
+    return false;
+}
+
+/* a wait on peer ran out (when the run is not already stopping for another reason) */
+static void timed_out(struct sp_stage_worker *w, uint32_t peer, const char *what, uint32_t mb,
+                      uint32_t step) {
+    if (w->ops->stopping(w->t))
+        return;
+    char why[512];
+    w->ops->explain_timeout(w->t, w->s, peer, why, sizeof why);
+    failf(w, SP_ERR_NO_DEVICE,
+          "stage %u waited %.0f ms %s micro-batch %u (step %u) %s stage %u: %s", w->s,
+          w->o->timeout_ms, what, mb, step, strncmp(what, "to ", 3) == 0 ? "to" : "from", peer,
+          why);
+}
+
+static double thread_cpu_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static uint64_t batch_seed(const sp_run_opts *o, uint32_t step, uint32_t M, uint32_t mb) {
+    return o->seed * 1000003ull + (uint64_t)step * M + mb;
+}
+
+/* the injected fault, if it is this op's: false when the stage must stop */
+static bool injected_fault(struct sp_stage_worker *w, uint32_t step, uint32_t mb) {
+    const sp_run_opts *o = w->o;
+    if (o->fault == SP_RUN_FAULT_NONE || o->fault_stage != w->s || o->fault_step != step ||
+        o->fault_micro_batch != mb)
+        return true;
+    if (o->fault == SP_RUN_FAULT_FAIL) {
+        failf(w, SP_ERR_NO_DEVICE,
+              "stage %u failed at step %u, micro-batch %u (forward): injected "
+              "fault",
+              w->s, step, mb);
+        return false;
+    }
+    while (!w->ops->stopping(w->t)) { /* hang: answer nobody until the run stops */
+        struct timespec ts = {0, 20000000L};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+static bool forward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, double t0,
+                    struct sp_step_stats *st, sp_sim_op *rec) {
+    uint32_t s = w->s;
+    if (!injected_fault(w, step, mb))
+        return false;
+    uint32_t slot = UINT32_MAX; /* a free slot for the micro-batch's saved tensors */
+    for (uint32_t k = 0; k < w->slots && slot == UINT32_MAX; k++)
+        if (!w->batch[k].labels)
+            slot = k;
+    if (slot == UINT32_MAX) {
+        failf(w, SP_ERR_INTERNAL, "stage %u: no free slot at step %u, micro-batch %u", s, step, mb);
+        return false;
+    }
+    w->slot_of[mb] = slot;
+    if (sp_batch_make(w->ctx, w->m, batch_seed(w->o, step, w->M, mb), &w->batch[slot]) != SP_OK) {
+        failf(w, SP_ERR_INFEASIBLE, "stage %u: out of memory for the data of micro-batch %u", s,
+              mb);
+        return false;
+    }
+    if (s > 0) {
+        size_t n = w->m->layers[w->se->first].in_elems;
+        double waited = 0.0, copy = 0.0;
+        w->ops->set_state(w->t, s, step, mb, 'F', (int)s - 1);
+        bool ok = w->ops->recv(w->t, s, s - 1, SP_DIR_ACT, mb, sp_stage_exec_input(w->se, slot), n,
+                               sp_now_ms() + w->o->timeout_ms, &waited, &copy);
+        w->ops->set_state(w->t, s, step, mb, 'F', -1);
+        st->wait_prev_ms += waited;
+        st->transfer_ms += copy;
+        if (!ok) {
+            timed_out(w, s - 1, "for the activation of", mb, step);
+            return false;
+        }
+        st->transfer_bytes += n * sizeof(float);
+    }
+    float *out = w->loss;
+    if (s + 1 < w->P) {
+        double waited = 0.0;
+        w->ops->set_state(w->t, s, step, mb, 'F', (int)s + 1);
+        out = w->ops->send_buffer(w->t, s, s + 1, SP_DIR_ACT, sp_now_ms() + w->o->timeout_ms,
+                                  &waited);
+        w->ops->set_state(w->t, s, step, mb, 'F', -1);
+        st->send_wait_ms += waited;
+        if (!out) {
+            timed_out(w, s + 1, "to send the activation of", mb, step);
+            return false;
+        }
+    }
+    double c0 = sp_now_ms(), cpu0 = thread_cpu_ms();
+    sp_stage_exec_forward(w->se, slot, &w->batch[slot], out, NULL);
+    double c1 = sp_now_ms();
+    st->cpu_ms += thread_cpu_ms() - cpu0;
+    st->fwd_ms += c1 - c0;
+    *rec = (sp_sim_op){s, s, mb, 'F', c0 - t0, c1 - t0};
+    if (s + 1 < w->P) {
+        w->ops->send(w->t, s, s + 1, SP_DIR_ACT, mb);
+    } else {
+        double l = 0.0;
+        for (uint32_t k = 0; k < w->m->bound_batch; k++)
+            l += (double)w->loss[k];
+        st->loss += l / w->m->bound_batch / w->M;
+    }
+    return true;
+}
+
+static bool backward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, double t0,
+                     struct sp_step_stats *st, sp_sim_op *rec) {
+    uint32_t s = w->s, slot = w->slot_of[mb];
+    const float *dy = NULL;
+    if (s + 1 < w->P) {
+        size_t n = w->m->layers[w->se->last].out_elems;
+        double waited = 0.0, copy = 0.0;
+        w->ops->set_state(w->t, s, step, mb, 'B', (int)s + 1);
+        bool ok = w->ops->recv(w->t, s, s + 1, SP_DIR_GRAD, mb, w->dy, n,
+                               sp_now_ms() + w->o->timeout_ms, &waited, &copy);
+        w->ops->set_state(w->t, s, step, mb, 'B', -1);
+        st->wait_next_ms += waited;
+        st->transfer_ms += copy;
+        if (!ok) {
+            timed_out(w, s + 1, "for the gradient of", mb, step);
+            return false;
+        }
+        st->transfer_bytes += n * sizeof(float);
+        dy = w->dy;
+    }
+    float *dx = NULL;
+    if (s > 0) {
+        double waited = 0.0;
+        w->ops->set_state(w->t, s, step, mb, 'B', (int)s - 1);
+        dx = w->ops->send_buffer(w->t, s, s - 1, SP_DIR_GRAD, sp_now_ms() + w->o->timeout_ms,
+                                 &waited);
+        w->ops->set_state(w->t, s, step, mb, 'B', -1);
+        st->send_wait_ms += waited;
+        if (!dx) {
+            timed_out(w, s - 1, "to send the gradient of", mb, step);
+            return false;
+        }
+    }
+    double c0 = sp_now_ms(), cpu0 = thread_cpu_ms();
+    sp_stage_exec_backward(w->se, slot, &w->batch[slot], dy, dx, NULL, NULL);
+    double c1 = sp_now_ms();
+    st->cpu_ms += thread_cpu_ms() - cpu0;
+    st->bwd_ms += c1 - c0;
+    *rec = (sp_sim_op){s, s, mb, 'B', c0 - t0, c1 - t0};
+    if (s > 0)
+        w->ops->send(w->t, s, s - 1, SP_DIR_GRAD, mb);
+    sp_batch_release(&w->batch[slot]);
+    return true;
+}
+
+void sp_stage_worker_run(struct sp_stage_worker *w) {
+    for (uint32_t step = 0; step < w->steps_total; step++) {
+        double t0 = 0.0;
+        if (!w->ops->step_gate(w->t, w->s, step, &t0)) {
+            if (!w->ops->stopping(w->t))
+                failf(w, SP_ERR_NO_DEVICE,
+                      "stage %u waited %.0f ms for the other stages to start "
+                      "step %u",
+                      w->s, w->o->timeout_ms, step);
+            return;
+        }
+        struct sp_step_stats *st = &w->stats[(size_t)step * w->stats_stride];
+        for (size_t k = 0; k < w->n_ops; k++) {
+            const struct sp_sched_op *op = &w->list[k];
+            w->ops->set_state(w->t, w->s, step, op->mb, op->kind, -1);
+            if (stopped(w))
+                return;
+            bool ok = op->kind == 'F' ? forward(w, op->mb, step, t0, st, &w->rec[k])
+                                      : backward(w, op->mb, step, t0, st, &w->rec[k]);
+            if (!ok)
+                return;
+        }
+        st->busy_ms = st->fwd_ms + st->bwd_ms;
+        st->end_ms = sp_now_ms() - t0;
+        double o0 = sp_now_ms();
+        sp_stage_exec_sgd(w->se, w->o->learning_rate / (float)w->M);
+        st->optimizer_ms = sp_now_ms() - o0;
+    }
+}
+
+void sp_stage_worker_pin(struct sp_stage_worker *w) {
+    if (w->core < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(w->core, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+        w->core = -1;
+}
+
+/* the slots a stage needs: the most micro-batches between their forward and backward */
+static uint32_t peak_inflight(const struct sp_sched_op *ops, size_t n) {
+    uint32_t cur = 0, peak = 0;
+    for (size_t k = 0; k < n; k++) {
+        cur += ops[k].kind == 'F' ? 1 : 0;
+        peak = cur > peak ? cur : peak;
+        cur -= ops[k].kind == 'B' ? 1 : 0;
+    }
+    return peak;
+}
+
+sp_status sp_stage_worker_setup(sp_ctx *ctx, struct sp_stage_worker *w, const sp_plan *plan,
+                                uint64_t send_buffers_bytes) {
+    const sp_stage *stage = sp_plan_stage(plan, w->s);
+    const struct sp_model *m = w->m;
+    w->slots = peak_inflight(w->list, w->n_ops);
+    sp_status st = sp_stage_exec_create(ctx, m, stage->first_layer, stage->last_layer, w->slots,
+                                        w->o->seed, &w->se);
+    if (st != SP_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", sp_ctx_errmsg(ctx));
+        return sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u (layers %s..%s): %s", w->s,
+                       m->layers[stage->first_layer].name, m->layers[stage->last_layer].name, why);
+    }
+    size_t out_elems = m->layers[stage->last_layer].out_elems;
+    w->batch = sp_calloc(w->slots, sizeof *w->batch);
+    w->slot_of = sp_calloc(w->M, sizeof *w->slot_of);
+    w->dy = sp_calloc(out_elems ? out_elems : 1, sizeof(float));
+    w->loss = sp_calloc(m->bound_batch, sizeof(float));
+    w->extra_bytes = (uint64_t)(out_elems + m->bound_batch) * sizeof(float) + send_buffers_bytes;
+    if (!w->batch || !w->slot_of || !w->dy || !w->loss || sp_ctx_create(&w->ctx) != SP_OK)
+        return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                       "stage %u: out of memory for its buffers (%llu "
+                       "bytes)",
+                       w->s, (unsigned long long)w->extra_bytes);
+    return SP_OK;
+}
+
+void sp_stage_worker_release(struct sp_stage_worker *w) {
+    sp_stage_exec_destroy(w->se);
+    for (uint32_t k = 0; w->batch && k < w->slots; k++)
+        sp_batch_release(&w->batch[k]);
+    sp_free(w->batch);
+    sp_free(w->slot_of);
+    sp_free(w->dy);
+    sp_free(w->loss);
+    sp_ctx_destroy(w->ctx);
+    w->se = NULL, w->batch = NULL, w->slot_of = NULL, w->dy = NULL, w->loss = NULL, w->ctx = NULL;
+}
+
+sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
+                          const sp_run_opts *o, uint32_t *micro_batches) {
+    const sp_plan_summary *ps = sp_plan_get_summary(plan);
+    if (ps->chunks > 1)
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "the plan has %u chunks per device (interleaved): this runtime runs one "
+                       "stage per worker with gpipe or 1f1b",
+                       ps->chunks);
+    if (o->schedule != SP_SCHEDULE_GPIPE && o->schedule != SP_SCHEDULE_1F1B)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "the runtime runs gpipe or 1f1b, not %s",
+                       sp_schedule_name(o->schedule));
+    if (o->steps < 1 || o->steps > 100000 || o->warmup_steps > 100000 || !(o->timeout_ms > 0) ||
+        !(o->learning_rate >= 0))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "steps must be in [1, 100000], warm-up steps at most 100000, the timeout "
+                       "positive and the learning rate >= 0");
+    size_t n = sp_plan_layer_count(plan);
+    if (n != m->n_layers)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the plan covers %zu layers and the model %s has %zu: partition a profile "
+                       "of this model (stagepart profile MODEL)",
+                       n, m->name, m->n_layers);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = sp_plan_layer_name(plan, i);
+        if (name && strcmp(name, m->layers[i].name) != 0)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layer %zu is '%s' in the plan and '%s' in the model %s: the plan was "
+                           "made for another model",
+                           i, name, m->layers[i].name, m->name);
+    }
+    *micro_batches = o->micro_batches ? o->micro_batches : ps->micro_batches;
+    if (*micro_batches < 1 || *micro_batches > 1000000)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, 1000000], got %u",
+                       *micro_batches);
+    return SP_OK;
+}

@@ -1,0 +1,60 @@
+#!/bin/sh
+# t6500-mpi: `stagepart run --transport mpi` under mpirun, 2 to 4 ranks on this machine: the
+# same training as the threads transport (equal losses), the report on rank 0; a wrong rank
+# count, a failing stage and a killed rank stop the whole job with a message, and no report.
+# Exit 77 (skipped) only when this stagepart was built without Open MPI; .ci/run's bootstrap
+# installs it, so CI always runs this.
+. "$(dirname "$0")/lib.sh"
+if ! "$STAGEPART" --version | grep -q ' mpi'; then
+    echo "stagepart built without MPI: skipped"
+    exit 77
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # CI runs as root
+export OMPI_MCA_btl_vader_single_copy_mechanism=none              # containers without CMA
+MPIRUN="mpirun --oversubscribe"
+MODEL=tests/data/tiny-gpt-model.json
+"$STAGEPART" profile $MODEL --iters 3 -o "$TMP/profile.json" >/dev/null || fail "profile"
+for P in 2 3 4; do
+    "$STAGEPART" partition "$TMP/profile.json" -s $P -m 8 -o "$TMP/plan$P.json" >/dev/null
+done
+expect_code "2 ranks" 0 $MPIRUN -np 2 "$STAGEPART" run "$TMP/plan2.json" --model $MODEL \
+    --transport mpi --steps 2 -o "$TMP/mpi2.json" --svg "$TMP/mpi2.svg"
+expect_stdout_contains "one table, from rank 0" "one MPI rank per stage"
+n=$(grep -c "^iteration" "$TMP/stdout")
+if [ "$n" = 1 ]; then pass "printed once"; else fail "printed once" "$n tables"; fi
+expect_code "the same on threads" 0 "$STAGEPART" run "$TMP/plan2.json" --model $MODEL --steps 2 \
+    -o "$TMP/threads2.json"
+python3 - "$TMP/mpi2.json" "$TMP/threads2.json" <<'PY' && pass "MPI ranks train exactly as threads do (equal losses)" || fail "equal losses"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a["transport"] == "mpi" and b["transport"] == "threads", (a["transport"], b["transport"])
+assert a["loss"] == b["loss"], (a["loss"], b["loss"])
+assert len(a["measured"]["stages"]) == 2 and all(s["busy_ms"] > 0 for s in a["measured"]["stages"])
+PY
+expect_code "3 ranks, gpipe" 0 $MPIRUN -np 3 "$STAGEPART" run "$TMP/plan3.json" --model $MODEL \
+    --transport mpi --schedule gpipe --steps 1 -o "$TMP/mpi3.json"
+expect_code "4 ranks" 0 $MPIRUN -np 4 "$STAGEPART" run "$TMP/plan4.json" --model $MODEL \
+    --transport mpi --steps 1 --warmup-steps 0 -o "$TMP/mpi4.json"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["stages"] == 4 and len(d["measured"]["stages"]) == 4' \
+    "$TMP/mpi4.json" && pass "4 ranks: every stage's figures on rank 0" || fail "4 ranks report"
+expect_code "ranks != stages: exit 2" 2 $MPIRUN -np 3 "$STAGEPART" run "$TMP/plan2.json" \
+    --model $MODEL --transport mpi
+expect_stderr_contains "says why" "the plan has 2 stages and the MPI job 3 ranks: start it with mpirun -np 2"
+expect_code "a failing stage: exit 4" 4 $MPIRUN -np 3 "$STAGEPART" run "$TMP/plan3.json" \
+    --model $MODEL --transport mpi --inject-fault 1:0:2:fail -o "$TMP/failed.json"
+expect_stderr_contains "rank 0 names it" "stage 1 failed at step 0, micro-batch 2 (forward)"
+if [ ! -e "$TMP/failed.json" ]; then pass "no report after a failure"; else fail "no report after a failure"; fi
+# a rank killed: the job ends, in bounded time, with no report
+$MPIRUN -np 2 "$STAGEPART" run "$TMP/plan2.json" --model $MODEL --transport mpi --steps 100000 \
+    --timeout 5 -o "$TMP/killed.json" >"$TMP/stdout" 2>"$TMP/stderr" &
+job=$!
+sleep 2
+victim=$(pgrep -n -f "stagepart run $TMP/plan2.json")
+[ -n "$victim" ] && kill -9 "$victim"
+start=$(date +%s)
+wait $job
+rc=$?
+if [ "$rc" != 0 ]; then pass "a killed rank: the job fails (exit $rc)"; else fail "a killed rank: the job fails"; fi
+if [ $(( $(date +%s) - start )) -le 30 ]; then pass "a killed rank: stopped within 30 s"; else fail "a killed rank: stopped within 30 s"; fi
+if [ ! -e "$TMP/killed.json" ]; then pass "a killed rank: no report"; else fail "a killed rank: no report"; fi
+test_done
