@@ -29,7 +29,8 @@ sp_status sp_model_bind(sp_ctx *ctx, struct sp_model *m, uint32_t batch, uint32_
                                L->name, why, shape.c, shape.h, shape.w);
             size_t rows = (size_t)batch * op->out.c * op->out.h;
             if (op->out_elems > MAX_TENSOR_ELEMS || op->saved_elems > MAX_TENSOR_ELEMS ||
-                op->work_elems > MAX_TENSOR_ELEMS || rows >= MAX_GEMM_DIM)
+                op->work_elems > MAX_TENSOR_ELEMS || op->param_elems > MAX_TENSOR_ELEMS ||
+                rows >= MAX_GEMM_DIM)
                 return sp_fail(ctx, SP_ERR_LIMIT,
                                "%s: layer %zu (%s): a tensor exceeds 2^40 elements at micro-batch "
                                "size %u",

@@ -12,7 +12,7 @@
 
 #define MODEL_MAX_FILE_BYTES ((size_t)64 << 20)
 #define MAX_DIM              (1u << 24) /* any one size: hidden, vocab, channels, ... */
-#define MAX_LISTED_OPS       8 /* each may expand to 2: SP_MAX_OPS_PER_LAYER */
+#define MAX_LISTED_OPS       8          /* each may expand to 2: SP_MAX_OPS_PER_LAYER */
 #define MAX_SOURCE_BYTES     (1u << 16)
 
 void sp_model_destroy(sp_model *m) {

@@ -148,7 +148,7 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
     t->summary.micro_batches = S->micro_batches;
     t->summary.ops = t->n_ops;
     t->summary.iteration_ms = run->step_ms[total - 1];
-    t->summary.closed_form_ms = NAN;
+    t->summary.closed_form_ms = (double)NAN;
     double busy_last = 0.0;
     for (uint32_t s = 0; s < P; s++) {
         const struct sp_step_stats *x = &run->stats[(size_t)(total - 1) * P + s];

@@ -297,11 +297,11 @@ typedef struct sp_model_layer_info {
 SP_API bool sp_model_layer_get(const sp_model *model, size_t i, sp_model_layer_info *out);
 
 typedef struct sp_model_profile_opts {
-    uint32_t warmup;  /* untimed iterations first (default 1) */
-    uint32_t iters;   /* timed iterations; medians over them (default 5) */
-    int core;         /* pin the measuring thread to this core; -1: the last core this process
-                       * may run on (default -1) */
-    uint64_t seed;    /* weights and data (default 1) */
+    uint32_t warmup; /* untimed iterations first (default 1) */
+    uint32_t iters;  /* timed iterations; medians over them (default 5) */
+    int core;        /* pin the measuring thread to this core; -1: the last core this process
+                      * may run on (default -1) */
+    uint64_t seed;   /* weights and data (default 1) */
     /* called after each iteration (may be NULL) */
     void (*progress)(void *arg, uint32_t done, uint32_t total);
     void *progress_arg;
@@ -312,13 +312,13 @@ SP_API void sp_model_profile_opts_init(sp_model_profile_opts *opts);
 
 /* Repeatability of a CPU profile. */
 typedef struct sp_model_profile_summary {
-    double iteration_ms;   /* median forward + backward of the whole chain */
-    double max_cv;         /* largest per-layer coefficient of variation (stddev / median) of
-                            * fwd + bwd, over layers taking at least 1 % of the iteration */
+    double iteration_ms;      /* median forward + backward of the whole chain */
+    double max_cv;            /* largest per-layer coefficient of variation (stddev / median) of
+                               * fwd + bwd, over layers taking at least 1 % of the iteration */
     const char *max_cv_layer; /* borrowed from the model */
     double median_cv;
-    unsigned threads;         /* BLAS threads used: 1 */
-    int core;                 /* the core measured on, -1 when pinning failed */
+    unsigned threads; /* BLAS threads used: 1 */
+    int core;         /* the core measured on, -1 when pinning failed */
 } sp_model_profile_summary;
 
 /* sp_model_profile_cpu: run the model forward and backward on one pinned thread (OpenBLAS on
@@ -795,15 +795,15 @@ typedef enum sp_transport {
 } sp_transport;
 
 typedef struct sp_run_opts {
-    sp_schedule schedule;     /* SP_SCHEDULE_GPIPE or SP_SCHEDULE_1F1B (default 1F1B) */
-    sp_transport transport;   /* default SP_TRANSPORT_THREADS */
-    uint32_t micro_batches;   /* M per step; 0: the plan's (default 0) */
-    uint32_t steps;           /* measured steps (default 3) */
-    uint32_t warmup_steps;    /* steps run first and not measured (default 1) */
-    float learning_rate;      /* SGD (default 0.01) */
-    uint64_t seed;            /* weights and data, as sp_model_profile_cpu's (default 1) */
-    bool pin;                 /* pin stage s to the s-th core this process may use (default true) */
-    double timeout_ms;        /* the longest any stage waits for a neighbour (default 60000) */
+    sp_schedule schedule;   /* SP_SCHEDULE_GPIPE or SP_SCHEDULE_1F1B (default 1F1B) */
+    sp_transport transport; /* default SP_TRANSPORT_THREADS */
+    uint32_t micro_batches; /* M per step; 0: the plan's (default 0) */
+    uint32_t steps;         /* measured steps (default 3) */
+    uint32_t warmup_steps;  /* steps run first and not measured (default 1) */
+    float learning_rate;    /* SGD (default 0.01) */
+    uint64_t seed;          /* weights and data, as sp_model_profile_cpu's (default 1) */
+    bool pin;               /* pin stage s to the s-th core this process may use (default true) */
+    double timeout_ms;      /* the longest any stage waits for a neighbour (default 60000) */
     const volatile int *cancel; /* nonzero: every stage stops, SP_ERR_INTERRUPTED (may be NULL) */
     sp_run_fault fault;         /* testing (default SP_RUN_FAULT_NONE) */
     uint32_t fault_stage, fault_step, fault_micro_batch; /* where (step counts warm-up steps) */
@@ -852,8 +852,8 @@ typedef struct sp_run_stage {
     uint64_t peak_memory_bytes; /* weights, gradients, the saved tensors of the most micro-batches
                                  * in flight, scratch and queue buffers */
     uint32_t peak_inflight;
-    double predicted_busy_ms;   /* M x the plan's stage time */
-    double busy_error;          /* busy_ms / predicted_busy_ms - 1 */
+    double predicted_busy_ms; /* M x the plan's stage time */
+    double busy_error;        /* busy_ms / predicted_busy_ms - 1 */
 } sp_run_stage;
 
 typedef struct sp_run_summary {
@@ -861,11 +861,11 @@ typedef struct sp_run_summary {
     sp_schedule schedule;
     double iteration_ms, imbalance, bubble_fraction;                               /* measured */
     double predicted_iteration_ms, predicted_imbalance, predicted_bubble_fraction; /* simulated */
-    double iteration_error;     /* measured / predicted - 1 */
-    double max_stage_error;     /* the largest |busy_error| */
-    bool balance_held;          /* every |busy_error| <= 10% and |iteration_error| <= 15% */
+    double iteration_error;       /* measured / predicted - 1 */
+    double max_stage_error;       /* the largest |busy_error| */
+    bool balance_held;            /* every |busy_error| <= 10% and |iteration_error| <= 15% */
     double first_loss, last_loss; /* mean loss of the first and last step */
-    unsigned cores;             /* cores this process may use */
+    unsigned cores;               /* cores this process may use */
     sp_transport transport;
 } sp_run_summary;
 SP_API const sp_run_summary *sp_run_get_summary(const sp_run *run);

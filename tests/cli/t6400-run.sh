@@ -27,9 +27,22 @@ t = json.load(open(sys.argv[2]))
 ops = [e for e in t["traceEvents"] if e.get("ph") == "X"]
 assert len(ops) == 2 * 2 * 4, len(ops)
 PY
+# check reads the report (timing under a loaded test machine is not what is checked here: the
+# limits are wide), and fails on a report whose measured iteration is off the prediction
 expect_code "check --report reads it" 0 "$STAGEPART" check --plan "$TMP/plan.json" \
     --profile "$TMP/profile.json" --report "$TMP/report.json" --max-imbalance 2 \
-    --max-regression 0.5
+    --max-regression 0.5 --max-stale 10 --max-prediction-error 10
+expect_stdout_contains "the measured imbalance" "PASS  measured imbalance"
+python3 - "$TMP/report.json" "$TMP/slow.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["measured"]["iteration_ms"] = 2 * r["predicted"]["iteration_ms"]
+json.dump(r, open(sys.argv[2], "w"))
+PY
+expect_code "check fails a run twice as slow as predicted" 1 "$STAGEPART" check --plan "$TMP/plan.json" \
+    --profile "$TMP/profile.json" --report "$TMP/slow.json" --max-imbalance 2 \
+    --max-regression 0.5 --max-stale 10
+expect_stdout_contains "says so" "FAIL  prediction error"
 expect_code "--json" 0 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --steps 1 --warmup-steps 0 \
     --schedule gpipe --json
 python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["schedule"] == "gpipe"' \
@@ -52,6 +65,14 @@ expect_code "--backend cuda: exit 4" 4 "$STAGEPART" run "$TMP/plan.json" --model
 expect_code "the plan as output: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" --model $MODEL -o "$TMP/plan.json"
 "$STAGEPART" partition "$TMP/profile.json" -s 2 --chunks 2 --solver uniform -m 4 -o "$TMP/chunks.json" >/dev/null
 expect_code "an interleaved plan: exit 4" 4 "$STAGEPART" run "$TMP/chunks.json" --model $MODEL
+# a stage that cannot hold its layers: the same layer names, a 1 TB embedding
+sed 's/"vocab": 512, "max_seq_len": 64/"vocab": 16777216, "hidden": 16384, "max_seq_len": 64/; s/"hidden": 64, //' \
+    $MODEL >"$TMP/huge.json"
+# (under ASan, a 1 TB request must fail as it does without it, not stop the process)
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1" \
+    expect_code "a stage out of memory: exit 3" 3 "$STAGEPART" run "$TMP/plan.json" --model "$TMP/huge.json"
+expect_stderr_contains "names the stage" "stage 0 (layers embedding.."
+expect_stderr_contains "and the bytes" "TB (weights, gradients"
 # Ctrl-C stops every stage and writes nothing
 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --steps 100000 -o "$TMP/ctrl-c.json" \
     >"$TMP/stdout" 2>"$TMP/stderr" &
