@@ -11,10 +11,10 @@ void sp_stage_exec_destroy(struct sp_stage_exec *se) {
     if (!se)
         return;
     size_t n = se->last - se->first + 1;
-    for (size_t k = 0; se->params && k < n; k++) {
+    for (size_t k = 0; se->params && k < n; k++)
         sp_free(se->params[k]);
+    for (size_t k = 0; se->dparams && k < n; k++)
         sp_free(se->dparams[k]);
-    }
     for (size_t k = 0; se->saved && k < n * se->slots; k++)
         sp_free(se->saved[k]);
     sp_free(se->params);
