@@ -14,13 +14,30 @@ STAGEPART=$BUILD/cli/stagepart
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
+echo "## CPU profiles of the sample models (stagepart profile MODEL: 5 iterations after 1 warm-up, one pinned core)"
+echo
+echo "| model | layers | parameters | micro-batch x positions | iteration ms | per-layer cv: median | largest (layer) | command wall s |"
+echo "|---|---|---|---|---|---|---|---|"
+for m in $MODELS; do
+    s=$(date +%s%N)
+    "$STAGEPART" profile "samples/models/$m.json" --quiet -o "$TMP/$m.json" >/dev/null
+    e=$(date +%s%N)
+    python3 - "$TMP/$m.json" "$m" $(( (e - s) / 1000000 )) <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); me = d["measurement"]
+params = sum(l["param_bytes"] for l in d["layers"]) / 4e6
+shape = f'{d["micro_batch_size"]} x {me["seq_len"]}' if me["seq_len"] else f'{d["micro_batch_size"]} images'
+print(f'| {sys.argv[2]} | {len(d["layers"])} | {params:.1f}M | {shape} | {me["iteration_ms"]:.1f} | '
+      f'{100 * me["median_cv"]:.1f}% | {100 * me["max_cv"]:.1f}% ({me["max_cv_layer"]}) | {int(sys.argv[3]) / 1000:.1f} |')
+PY
+done
+echo
 echo "## Measured runs of 2-stage plans (stagepart run, threads, 1f1b, 8 micro-batches; medians of 3 steps after 1 warm-up)"
 echo
 echo "| model | solver | planned stage ms (per micro-batch) | measured stage ms | largest stage error | simulated iteration ms | measured iteration ms | iteration error | measured speed-up of dp |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for m in $MODELS; do
     model=samples/models/$m.json
-    "$STAGEPART" profile "$model" --quiet -o "$TMP/$m.json" >/dev/null
     dp_ms=""
     for solver in dp uniform parameters; do
         "$STAGEPART" partition "$TMP/$m.json" -s 2 -m 8 --solver $solver -o "$TMP/$m-$solver.plan" >/dev/null

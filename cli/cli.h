@@ -17,7 +17,8 @@ enum {
     SP_EXIT_USAGE = 2,
     SP_EXIT_INFEASIBLE = 3,
     SP_EXIT_UNAVAILABLE = 4,
-    SP_EXIT_INTERNAL = 5
+    SP_EXIT_INTERNAL = 5,
+    SP_EXIT_INTERRUPTED = 130 /* Ctrl-C or SIGTERM during profile MODEL or run */
 };
 
 struct sp_command {
@@ -45,6 +46,13 @@ char *sp_command_line(int argc, char **argv);
  * error's exit code. */
 int sp_check_output_not_input(const char *command, const char *option, const char *output,
                               const char *const *inputs, size_t input_count);
+
+/* Ctrl-C and SIGTERM during a long library call: the handlers set sp_cli_interrupted, which
+ * the call watches (its `cancel` option) and answers with SP_ERR_INTERRUPTED. */
+extern volatile int sp_cli_interrupted;
+struct sp_cli_signals;
+struct sp_cli_signals *sp_cli_catch_interrupts(void); /* NULL when out of memory: not caught */
+void sp_cli_restore_signals(struct sp_cli_signals *saved);
 
 int cmd_partition(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);

@@ -2,7 +2,6 @@
  * splits it, one pinned thread per stage, and report how the measured balance compares with the
  * plan's prediction. */
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,13 +81,6 @@ const struct sp_command_help cmd_run_help = {
     "run.svg\n"
     "  stagepart check --plan plan.json --profile gpt2.json --report report.json\n",
 };
-
-static volatile int interrupted;
-
-static void on_signal(int sig) {
-    (void)sig;
-    interrupted = 1;
-}
 
 static void print_table(const sp_run *run, const sp_plan *plan) {
     const sp_run_summary *S = sp_run_get_summary(run);
@@ -284,15 +276,10 @@ int cmd_run(int argc, char **argv) {
                             : SP_SCHEDULE_1F1B;
     }
     if (st == SP_OK) {
-        struct sigaction sa, old_int, old_term;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
-        opts.cancel = &interrupted;
+        struct sp_cli_signals *signals = sp_cli_catch_interrupts();
+        opts.cancel = &sp_cli_interrupted;
         st = sp_run_plan(ctx, plan, model, &opts, &run);
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
+        sp_cli_restore_signals(signals);
         if (st == SP_OK)
             sp_print_warnings(ctx);
     }
@@ -308,10 +295,12 @@ int cmd_run(int argc, char **argv) {
         st = sp_sim_write_svg(ctx, sp_run_timeline(run), NULL, svg);
     int code = SP_EXIT_OK;
     if (!reporter) {
-        code = st == SP_OK ? SP_EXIT_OK : st == SP_ERR_INTERRUPTED ? 130 : sp_exit_code(st);
+        code = st == SP_OK                ? SP_EXIT_OK
+               : st == SP_ERR_INTERRUPTED ? SP_EXIT_INTERRUPTED
+                                          : sp_exit_code(st);
     } else if (st == SP_ERR_INTERRUPTED) {
         fprintf(stderr, "stagepart: interrupted: every stage stopped; nothing written\n");
-        code = 130;
+        code = SP_EXIT_INTERRUPTED;
     } else if (st != SP_OK) {
         code = sp_report(ctx, st, json);
     } else if (json) {

@@ -1,5 +1,6 @@
 /* cli/common.c: error reporting, warnings, exit codes and the recorded command line. */
 #include <cjson/cJSON.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -124,4 +125,35 @@ int sp_check_output_not_input(const char *command, const char *option, const cha
                                   "inputs (choose another output file)",
                                   option, output, inputs[i]);
     return 0;
+}
+
+volatile int sp_cli_interrupted;
+
+struct sp_cli_signals {
+    struct sigaction old_int, old_term;
+};
+
+static void on_interrupt(int sig) {
+    (void)sig;
+    sp_cli_interrupted = 1;
+}
+
+struct sp_cli_signals *sp_cli_catch_interrupts(void) {
+    struct sp_cli_signals *saved = malloc(sizeof *saved);
+    if (!saved)
+        return NULL;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sigaction(SIGINT, &sa, &saved->old_int);
+    sigaction(SIGTERM, &sa, &saved->old_term);
+    return saved;
+}
+
+void sp_cli_restore_signals(struct sp_cli_signals *saved) {
+    if (!saved)
+        return;
+    sigaction(SIGINT, &saved->old_int, NULL);
+    sigaction(SIGTERM, &saved->old_term, NULL);
+    free(saved);
 }

@@ -1,6 +1,5 @@
 /* cli/profile_model.c: `stagepart profile MODEL [--backend cpu]`: run a built-in model forward
  * and backward and write its profile; a progress bar on a terminal; Ctrl-C writes nothing. */
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -8,13 +7,6 @@
 #include <cjson/cJSON.h>
 
 #include "profile_model.h"
-
-static volatile int interrupted;
-
-static void on_signal(int sig) {
-    (void)sig;
-    interrupted = 1;
-}
 
 static void progress(void *arg, uint32_t done, uint32_t total) {
     const char *name = arg;
@@ -89,19 +81,14 @@ int sp_profile_model_run(const struct sp_profile_model_args *a) {
     if (st == SP_OK) {
         sp_model_get_info(model, &info);
         sp_model_profile_opts opts = a->opts;
-        opts.cancel = &interrupted;
+        opts.cancel = &sp_cli_interrupted;
         if (!a->quiet && isatty(STDERR_FILENO)) {
             opts.progress = progress;
             opts.progress_arg = (void *)info.name;
         }
-        struct sigaction sa, old_int, old_term;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
+        struct sp_cli_signals *signals = sp_cli_catch_interrupts();
         st = sp_model_profile_cpu(ctx, model, &opts, &json, &summary);
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
+        sp_cli_restore_signals(signals);
         if (st == SP_ERR_INTERRUPTED && opts.progress)
             fputs("\n", stderr);
     }
@@ -129,7 +116,7 @@ int sp_profile_model_run(const struct sp_profile_model_args *a) {
         st = sp_write_file_atomic(ctx, a->output, out_json, strlen(out_json));
     if (st == SP_ERR_INTERRUPTED) {
         fprintf(stderr, "stagepart: interrupted: %s; no profile written\n", sp_ctx_errmsg(ctx));
-        code = 130;
+        code = SP_EXIT_INTERRUPTED;
     } else if (st != SP_OK) {
         code = sp_report(ctx, st, false);
     } else if (code == SP_EXIT_OK) {

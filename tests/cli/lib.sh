@@ -49,3 +49,15 @@ test_done() {
     echo "$((n_tests - n_failed)) passed, $n_failed failed"
     [ "$n_failed" = 0 ]
 }
+
+# expect_interrupted NAME CMD...: Ctrl-C (SIGINT) one second into CMD stops it with exit 130
+expect_interrupted() {
+    name=$1; shift
+    "$@" >"$TMP/stdout" 2>"$TMP/stderr" &
+    pid=$!
+    sleep 1
+    kill -INT $pid
+    wait $pid
+    rc=$?
+    if [ "$rc" = 130 ]; then pass "$name: exit 130"; else fail "$name: exit 130" "exit $rc"; fi
+}

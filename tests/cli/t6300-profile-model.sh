@@ -58,13 +58,7 @@ expect_code "a broken model fails the schema" 1 $CHECK docs/schema/model.schema.
 # Ctrl-C: no partial file, the existing profile stays as it was
 mkdir "$TMP/out"
 cp "$TMP/p.json" "$TMP/out/keep.json"
-"$STAGEPART" profile $MODEL --warmup 0 --iters 100000 -o "$TMP/out/keep.json" >"$TMP/stdout" 2>"$TMP/stderr" &
-pid=$!
-sleep 1
-kill -INT $pid
-wait $pid
-rc=$?
-if [ "$rc" = 130 ]; then pass "Ctrl-C: exit 130"; else fail "Ctrl-C: exit 130" "exit $rc"; fi
+expect_interrupted "Ctrl-C" "$STAGEPART" profile $MODEL --warmup 0 --iters 100000 -o "$TMP/out/keep.json"
 expect_stderr_contains "says so" "no profile written"
 if cmp -s "$TMP/p.json" "$TMP/out/keep.json" && [ "$(ls "$TMP/out")" = keep.json ]; then
     pass "Ctrl-C: the existing profile is unchanged, no temporary file left"
