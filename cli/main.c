@@ -59,14 +59,16 @@ static void print_main_help(FILE *f) {
     for (const struct sp_command *c = sp_commands; c->name; c++)
         fprintf(f, "  %-11s %s\n", c->name, c->help->summary);
     fputs("\nRun 'stagepart help <command>' or 'stagepart <command> --help' for its options.\n"
-          "Documentation: README.md and docs/ (formats, partitioning, benchmarks).\n\n"
+          "Documentation: README.md and docs/ (formats, models, runtime, partitioning, "
+          "benchmarks).\n\n"
           "Exit codes:\n"
           "  0  ok\n"
           "  1  a check failed\n"
           "  2  usage error or invalid input (the file, JSON path and expectation are named)\n"
           "  3  infeasible: no plan satisfies the constraints (the reason is named)\n"
           "  4  feature or device unavailable (not compiled in, no GPU)\n"
-          "  5  internal error\n",
+          "  5  internal error\n"
+          "  130  interrupted (Ctrl-C) during profile MODEL or run: nothing written\n",
           f);
 }
 
