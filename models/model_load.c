@@ -5,6 +5,7 @@
  * user would write, and those go through the one layer reader, so a preset can never mean
  * something the explicit form cannot. Every problem is reported with the file and JSON path. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json_util.h"
@@ -361,6 +362,41 @@ static bool expand_resnet(struct sp_json_reader *r, const cJSON *p, cJSON *layer
     return ok;
 }
 
+/* Sorted by (name, index), equal names are neighbours: O(n log n) for 100,000 layers. */
+struct named {
+    const char *name;
+    size_t index;
+};
+
+static int cmp_named(const void *a, const void *b) {
+    const struct named *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+static sp_status check_unique_names(struct sp_json_reader *r, const sp_model *m) {
+    struct named *order = sp_mallocarray(m->n_layers, sizeof *order);
+    if (!order)
+        return sp_oom(r->ctx, "checking layer names");
+    for (size_t i = 0; i < m->n_layers; i++)
+        order[i] = (struct named){m->layers[i].name, i};
+    qsort(order, m->n_layers, sizeof *order, cmp_named);
+    sp_status st = SP_OK;
+    for (size_t k = 1, first = order[0].index; k < m->n_layers; k++) {
+        if (strcmp(order[k].name, order[k - 1].name) != 0) {
+            first = order[k].index;
+            continue;
+        }
+        char where[48];
+        snprintf(where, sizeof where, "layers[%zu]", order[k].index);
+        sp_json_problem(r, where, "name", "duplicate layer name \"%s\" (first used by layers[%zu])",
+                        order[k].name, first);
+        st = SP_ERR_SCHEMA;
+    }
+    sp_free(order);
+    return st;
+}
+
 static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_model *m) {
     sp_ctx *ctx = r->ctx;
     if (!cJSON_IsObject(root))
@@ -428,7 +464,13 @@ static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_mode
     }
     int count = cJSON_IsArray(layers) ? cJSON_GetArraySize(layers) : -1;
     sp_status st = SP_OK;
-    if (count < 1 || (size_t)count > SP_MODEL_MAX_LAYERS) {
+    if (preset && (size_t)count > SP_MODEL_MAX_LAYERS) {
+        sp_json_problem(r, "preset", "layers",
+                        "the preset expands to %d layers, more than the "
+                        "limit of %u",
+                        count, SP_MODEL_MAX_LAYERS);
+        st = SP_ERR_SCHEMA;
+    } else if (count < 1 || (size_t)count > SP_MODEL_MAX_LAYERS) {
         sp_json_problem(r, "", "layers", "expected an array of 1 to %u layers",
                         SP_MODEL_MAX_LAYERS);
         st = SP_ERR_SCHEMA;
@@ -447,6 +489,10 @@ static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_mode
         }
     }
     cJSON_Delete(expanded);
+    if (st != SP_OK)
+        return st;
+    /* names are unique: profiles and plans match layers by name */
+    st = check_unique_names(r, m);
     if (st != SP_OK)
         return st;
     /* what the chain starts and ends with */

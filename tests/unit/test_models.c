@@ -255,6 +255,21 @@ static void errors(sp_ctx *ctx) {
     expect_error(ctx, HDR "\"layers\": [{\"name\": \"a\", \"op\": \"relu\", \"ops\": []}]}",
                  SP_ERR_SCHEMA, "layers[0].op: expected either \"op\" (one op) or \"ops\"");
     expect_error(ctx, "{\"format\": ", SP_ERR_PARSE, "bad.json:1:");
+    expect_error(ctx,
+                 HDR "\"preset\": {\"kind\": \"gpt\", \"layers\": 100000, \"hidden\": 8, "
+                     "\"heads\": 2, \"vocab\": 5, \"max_seq_len\": 8}}",
+                 SP_ERR_SCHEMA,
+                 "bad.json: preset.layers: the preset expands to 100003 layers, more than the "
+                 "limit of 100000");
+    /* found by fuzz_model: a profile must have unique names, so the model must too */
+    expect_error(ctx,
+                 HDR "\"input\": {\"channels\": 1, \"height\": 2, \"width\": 2}, "
+                     "\"layers\": [{\"name\": \"a\", \"op\": \"relu\"}, "
+                     "{\"name\": \"a\", \"op\": \"pool\", \"pool\": \"avg_global\"}, "
+                     "{\"name\": \"b\", \"op\": \"lm_head\", \"hidden\": 1, "
+                     "\"vocab\": 2}]}",
+                 SP_ERR_SCHEMA,
+                 "bad.json: layers[1].name: duplicate layer name \"a\" (first used by layers[0])");
 #undef HDR
 }
 
