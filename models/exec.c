@@ -124,33 +124,44 @@ void sp_layer_backward(const struct sp_model *m, size_t i, const struct sp_batch
 
 /* Token models: each sample is a walk t(s+1) = (5 t(s) + 3) mod vocab from a random start, and
  * each position's label is the next token, a rule the model can learn (so a run's loss falls).
- * Images: uniform pixels; the label is the sign pattern of the first channels' means. */
+ * Images: uniform pixels; the label is the sign pattern of the first channels' means. The LM
+ * head takes one label per row of its input: B x S next tokens for the usual token model, one
+ * label per image after global pooling; when a chain gives the head another number of rows per
+ * sample, row q of a sample takes position q mod S's label (token models) or the sample's. */
 sp_status sp_batch_make(sp_ctx *ctx, const struct sp_model *m, uint64_t seed, struct sp_batch *b) {
     memset(b, 0, sizeof *b);
     uint32_t B = m->bound_batch;
     uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 1;
+    const struct sp_model_layer *last = &m->layers[m->n_layers - 1];
+    const struct sp_op *head = &last->ops[last->n_ops - 1];
+    size_t per_row = (size_t)head->in.c * head->in.h; /* the head's rows per sample */
+    b->labels = sp_mallocarray((size_t)B * per_row, sizeof *b->labels);
     if (m->tokens) {
         size_t S = m->bound_seq, n = (size_t)B * S;
         b->tokens = sp_mallocarray(n, sizeof *b->tokens);
-        b->labels = sp_mallocarray(n, sizeof *b->labels);
-        if (!b->tokens || !b->labels) {
+        int32_t *next = sp_mallocarray(n, sizeof *next);
+        if (!b->tokens || !b->labels || !next) {
+            sp_free(next);
             sp_batch_release(b);
             return sp_oom(ctx, "a micro-batch of tokens");
         }
         for (uint32_t s = 0; s < B; s++) {
             uint64_t t = sp_rand_next(&rng) % m->classes;
             for (size_t k = 0; k < S; k++) {
-                uint64_t next = (5 * t + 3) % m->classes;
+                uint64_t after = (5 * t + 3) % m->classes;
                 b->tokens[s * S + k] = (int32_t)t;
-                b->labels[s * S + k] = (int32_t)next;
-                t = next;
+                next[s * S + k] = (int32_t)after;
+                t = after;
             }
         }
+        for (uint32_t s = 0; s < B; s++)
+            for (size_t q = 0; q < per_row; q++)
+                b->labels[s * per_row + q] = next[s * S + q % S];
+        sp_free(next);
         return SP_OK;
     }
     size_t per = (size_t)m->input.c * m->input.h * m->input.w;
     b->images = sp_mallocarray((size_t)B * per, sizeof *b->images);
-    b->labels = sp_mallocarray(B, sizeof *b->labels);
     if (!b->images || !b->labels) {
         sp_batch_release(b);
         return sp_oom(ctx, "a micro-batch of images");
@@ -166,7 +177,8 @@ sp_status sp_batch_make(sp_ctx *ctx, const struct sp_model *m, uint64_t seed, st
                 sum += (double)img[c * hw + q];
             label |= (sum > 0.0 ? 1u : 0u) << c;
         }
-        b->labels[s] = (int32_t)(label % m->classes);
+        for (size_t q = 0; q < per_row; q++)
+            b->labels[s * per_row + q] = (int32_t)(label % m->classes);
     }
     return SP_OK;
 }

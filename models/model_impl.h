@@ -94,9 +94,9 @@ sp_status sp_model_bind(sp_ctx *ctx, struct sp_model *m, uint32_t batch, uint32_
 
 /* ---- execution (models/exec.c, the ops in models/op_*.c) */
 
-/* One micro-batch of inputs: token ids [B*S] or images [B*C*H*W], and labels [B*S] (token
- * models: the next token) or [B] (images). Made from a seed, so every stage of a pipeline, and
- * a single worker, see the same data. */
+/* One micro-batch of inputs: token ids [B*S] or images [B*C*H*W], and labels, one per row of
+ * the LM head's input (B*S next tokens for a token model, B for pooled images). Made from a seed,
+ * so every stage of a pipeline, and a single worker, see the same data. */
 struct sp_batch {
     int32_t *tokens, *labels;
     float *images;
