@@ -23,7 +23,9 @@ enum {
     OPT_JSON,
     OPT_TRACE,
     OPT_SVG,
-    OPT_FAULT
+    OPT_FAULT,
+    OPT_MBS,
+    OPT_SEQ_LEN
 };
 
 const struct sp_opt cmd_run_opts[] = {
@@ -40,6 +42,14 @@ const struct sp_opt cmd_run_opts[] = {
     {OPT_SCHEDULE, "schedule", 0, "<gpipe|1f1b>", "the op order (default: the plan's, else 1f1b)",
      "Run"},
     {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M>", "micro-batches per step (default: the plan's)",
+     "Run"},
+    {OPT_MBS, "micro-batch-size", 0, "<B>",
+     "samples per micro-batch (default: the model file's; give the size the plan's profile was "
+     "measured at)",
+     "Run"},
+    {OPT_SEQ_LEN, "seq-len", 0, "<S>",
+     "positions per sample for token models (default: the "
+     "model file's)",
      "Run"},
     {OPT_STEPS, "steps", 0, "<K>", "measured steps; figures are their medians (default: 3)", "Run"},
     {OPT_WARMUP_STEPS, "warmup-steps", 0, "<N>", "steps run first and not measured (default: 1)",
@@ -140,6 +150,7 @@ int cmd_run(int argc, char **argv) {
     sp_run_opts_init(&opts);
     const char *model_path = NULL, *output = NULL, *trace = NULL, *svg = NULL;
     bool json = false, schedule_given = false;
+    uint32_t mbs = 0, seq_len = 0;
     uint64_t v = 0;
     struct sp_opt_parser p;
     sp_opt_parser_init(&p, "run", cmd_run_opts, argc, argv);
@@ -182,6 +193,16 @@ int cmd_run(int argc, char **argv) {
             if (!sp_opt_uint(&p, 1, 1000000, &v))
                 return SP_EXIT_USAGE;
             opts.micro_batches = (uint32_t)v;
+            break;
+        case OPT_MBS:
+            if (!sp_opt_uint(&p, 1, 65536, &v))
+                return SP_EXIT_USAGE;
+            mbs = (uint32_t)v;
+            break;
+        case OPT_SEQ_LEN:
+            if (!sp_opt_uint(&p, 1, 1u << 24, &v))
+                return SP_EXIT_USAGE;
+            seq_len = (uint32_t)v;
             break;
         case OPT_STEPS:
             if (!sp_opt_uint(&p, 1, 100000, &v))
@@ -269,6 +290,8 @@ int cmd_run(int argc, char **argv) {
     sp_status st = sp_plan_load(ctx, plan_path, &plan);
     if (st == SP_OK)
         st = sp_model_load(ctx, model_path, &model);
+    if (st == SP_OK && (mbs || seq_len))
+        st = sp_model_set_shape(ctx, model, mbs, seq_len);
     if (st == SP_OK && !schedule_given) {
         const sp_plan_summary *ps = sp_plan_get_summary(plan);
         opts.schedule = ps->schedule.present && ps->schedule.schedule == SP_SCHEDULE_GPIPE

@@ -305,6 +305,23 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
                            "made for another model",
                            i, name, m->layers[i].name, m->name);
     }
+    /* the plan's byte counts come from the profile: when they differ from the model's at its
+     * current shape, the profile was made at another micro-batch size or sequence length */
+    for (size_t k = 0; k < sp_plan_stage_count(plan); k++) {
+        const sp_stage *stage = sp_plan_stage(plan, k);
+        uint64_t saved = 0;
+        for (size_t l = stage->first_layer; l <= stage->last_layer; l++)
+            saved += (uint64_t)m->layers[l].saved_elems * sizeof(float);
+        if (saved != stage->saved_bytes) {
+            sp_warn(ctx,
+                    "stage %zu keeps %llu bytes per micro-batch in the plan and %llu in %s at "
+                    "micro-batch size %u%s: the plan's profile was made at another size, so its "
+                    "times will not match (give --micro-batch-size and --seq-len as profiled)",
+                    k, (unsigned long long)stage->saved_bytes, (unsigned long long)saved, m->name,
+                    m->bound_batch, m->tokens ? " and this sequence length" : "");
+            break;
+        }
+    }
     *micro_batches = o->micro_batches ? o->micro_batches : ps->micro_batches;
     if (*micro_batches < 1 || *micro_batches > 1000000)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, 1000000], got %u",

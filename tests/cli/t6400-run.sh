@@ -57,6 +57,14 @@ expect_stderr_contains "names the silent stage" "stage 0 stopped answering at st
 if [ $(( $(date +%s) - start )) -le 5 ]; then pass "stopped within the timeout"; else fail "stopped within the timeout"; fi
 if [ ! -e "$TMP/none.json" ]; then pass "no report after a failure"; else fail "no report after a failure"; fi
 printf '{"format": "stagepart-model", "version": 1, "name": "other", "preset": {"kind": "gpt", "layers": 2, "hidden": 8, "heads": 2, "vocab": 16, "max_seq_len": 8}}' >"$TMP/other.json"
+# a plan profiled at another sequence length: warned, and run at the profiled size when asked
+"$STAGEPART" profile $MODEL --seq-len 16 --iters 1 --warmup 0 -o "$TMP/p16.json" >/dev/null &&
+    "$STAGEPART" partition "$TMP/p16.json" -s 2 -m 4 -o "$TMP/plan16.json" >/dev/null || fail "plan16"
+expect_code "another profiled size: runs" 0 "$STAGEPART" run "$TMP/plan16.json" --model $MODEL --steps 1 --warmup-steps 0
+expect_stderr_contains "warns" "the plan's profile was made at another size"
+expect_code "--seq-len as profiled" 0 "$STAGEPART" run "$TMP/plan16.json" --model $MODEL --steps 1 \
+    --warmup-steps 0 --seq-len 16
+if grep -q "another size" "$TMP/stderr"; then fail "no warning at the profiled size"; else pass "no warning at the profiled size"; fi
 expect_code "a plan of another model: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" --model "$TMP/other.json"
 expect_stderr_contains "says why" "the plan covers 7 layers and the model other has 5"
 expect_code "no model: exit 2" 2 "$STAGEPART" run "$TMP/plan.json"
