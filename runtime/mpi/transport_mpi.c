@@ -215,6 +215,37 @@ static bool bounded(struct mpi_t *t, MPI_Request *req) {
     return done != 0;
 }
 
+/* A fingerprint of what this rank was asked to run: every rank must run the same plan, model
+ * shape and options, or the tensors they exchange would not match in size (MPI would then end
+ * the job with a truncation error and no word on why). */
+static uint64_t mix(uint64_t h, uint64_t v) {
+    return (h ^ v) * 0x100000001b3ull; /* FNV-1a over 64-bit words */
+}
+
+static uint64_t fingerprint(const sp_plan *plan, const struct sp_model *m, const sp_run_opts *o,
+                            uint32_t M) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = mix(h, M);
+    h = mix(h, (uint64_t)o->schedule);
+    h = mix(h, o->steps);
+    h = mix(h, o->warmup_steps);
+    h = mix(h, o->seed);
+    h = mix(h, m->bound_batch);
+    h = mix(h, m->bound_seq);
+    h = mix(h, m->n_layers);
+    for (size_t k = 0; k < sp_plan_stage_count(plan); k++) {
+        const sp_stage *st = sp_plan_stage(plan, k);
+        h = mix(h, st->first_layer);
+        h = mix(h, st->last_layer);
+    }
+    for (size_t l = 0; l < m->n_layers; l++) {
+        h = mix(h, m->layers[l].in_elems);
+        h = mix(h, m->layers[l].out_elems);
+        h = mix(h, m->layers[l].param_elems);
+    }
+    return h;
+}
+
 struct stage_info {
     int32_t core;
     uint32_t slots;
@@ -248,6 +279,21 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     struct mpi_t t;
     memset(&t, 0, sizeof t);
     t.s = s, t.P = P, t.timeout_ms = o->timeout_ms, t.ctx = ctx;
+    /* the same run on every rank? (min and max of the fingerprints agree) */
+    uint64_t fp = fingerprint(plan, m, o, M), lo = 0, hi = 0;
+    MPI_Request agree[2];
+    MPI_Iallreduce(&fp, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD, &agree[0]);
+    MPI_Iallreduce(&fp, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, &agree[1]);
+    if (!bounded(&t, &agree[0]) || !bounded(&t, &agree[1]))
+        return sp_fail(ctx, SP_ERR_NO_DEVICE,
+                       "stage %u: the other ranks did not answer within %.0f ms at the start", s,
+                       o->timeout_ms);
+    if (lo != hi)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the MPI ranks were started with different plans, models, sizes or "
+                       "options (rank %u's differ from another's): give every rank the same "
+                       "command line",
+                       s);
     MPI_Irecv(t.abort_msg, (int)sizeof t.abort_msg, MPI_CHAR, MPI_ANY_SOURCE, TAG_ABORT,
               MPI_COMM_WORLD, &t.abort_req);
     struct sp_step_stats *stats = sp_calloc(total, sizeof *stats);

@@ -44,6 +44,10 @@ python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["stages
 expect_code "ranks != stages: exit 2" 2 $MPIRUN -np 3 "$STAGEPART" run "$TMP/plan2.json" \
     --model $MODEL --transport mpi
 expect_stderr_contains "says why" "the plan has 2 stages and the MPI job 3 ranks: start it with mpirun -np 2"
+expect_code "ranks given different options: exit 2" 2 $MPIRUN \
+    -np 1 "$STAGEPART" run "$TMP/plan2.json" --model $MODEL --transport mpi --seed 1 : \
+    -np 1 "$STAGEPART" run "$TMP/plan2.json" --model $MODEL --transport mpi --seed 2
+expect_stderr_contains "says why" "the MPI ranks were started with different plans, models, sizes or options"
 expect_code "a failing stage: exit 4" 4 $MPIRUN -np 3 "$STAGEPART" run "$TMP/plan3.json" \
     --model $MODEL --transport mpi --inject-fault 1:0:2:fail -o "$TMP/failed.json"
 expect_stderr_contains "rank 0 names it" "stage 1 failed at step 0, micro-batch 2 (forward)"
