@@ -74,15 +74,7 @@ static void forward(const struct sp_op *op, const struct sp_op_io *io, const flo
             for (size_t i = 0; i < S; i++) { /* row softmax, future positions masked */
                 float *row = p + i * S;
                 size_t n = op->causal ? i + 1 : S;
-                float mx = row[0];
-                for (size_t j = 1; j < n; j++)
-                    mx = row[j] > mx ? row[j] : mx;
-                double sum = 0.0;
-                for (size_t j = 0; j < n; j++)
-                    sum += (double)(row[j] = expf(row[j] - mx));
-                float inv = (float)(1.0 / sum);
-                for (size_t j = 0; j < n; j++)
-                    row[j] *= inv;
+                sp_softmax_row(row, n);
                 for (size_t j = n; j < S; j++)
                     row[j] = 0.0f;
             }

@@ -44,6 +44,18 @@ void sp_mm_dw(const struct sp_op_io *io, size_t rows, size_t in, size_t out, con
     sp_wgrad_end(io, t0);
 }
 
+void sp_softmax_row(float *row, size_t n) {
+    float mx = row[0];
+    for (size_t j = 1; j < n; j++)
+        mx = row[j] > mx ? row[j] : mx;
+    double sum = 0.0;
+    for (size_t j = 0; j < n; j++)
+        sum += (double)(row[j] = expf(row[j] - mx));
+    float inv = (float)(1.0 / sum);
+    for (size_t j = 0; j < n; j++)
+        row[j] *= inv;
+}
+
 size_t sp_norm_params(enum sp_norm_kind kind, size_t n) {
     return kind == SP_NORM_LAYER ? 2 * n : n;
 }

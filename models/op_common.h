@@ -31,6 +31,9 @@ void sp_norm_backward(const struct sp_op_io *io, enum sp_norm_kind kind, size_t 
 /* parameters of a norm over n features: g (and beta for layernorm) */
 size_t sp_norm_params(enum sp_norm_kind kind, size_t n);
 
+/* row[0..n) becomes softmax(row), stable (the row's maximum subtracted first) */
+void sp_softmax_row(float *row, size_t n);
+
 /* the timer around weight-gradient work */
 double sp_wgrad_begin(const struct sp_op_io *io);
 void sp_wgrad_end(const struct sp_op_io *io, double t0);

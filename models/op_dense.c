@@ -173,15 +173,8 @@ static void head_forward(const struct sp_op *op, const struct sp_op_io *io, cons
     for (uint32_t b = 0; b < io->B; b++) {
         double loss = 0.0;
         for (size_t r = b * per; r < (b + 1) * per; r++) {
-            float *p = saved + r * V, mx = p[0];
-            for (size_t k = 1; k < V; k++)
-                mx = p[k] > mx ? p[k] : mx;
-            double sum = 0.0;
-            for (size_t k = 0; k < V; k++)
-                sum += (double)(p[k] = expf(p[k] - mx));
-            float inv = (float)(1.0 / sum);
-            for (size_t k = 0; k < V; k++)
-                p[k] *= inv;
+            float *p = saved + r * V;
+            sp_softmax_row(p, V);
             float pl = p[io->batch->labels[r]];
             loss -= log((double)(pl > 1e-30f ? pl : 1e-30f));
         }

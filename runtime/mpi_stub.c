@@ -4,10 +4,6 @@
 
 sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                      const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
-                     const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run);
-
-sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
-                     const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
                      const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run) {
     (void)plan, (void)m, (void)o, (void)M, (void)ops, (void)offset, (void)cores, (void)n_cores;
     (void)run;

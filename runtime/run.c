@@ -7,14 +7,6 @@
 
 #include "worker.h"
 
-sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
-                         const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
-                         const size_t *offset, const int *cores, unsigned n_cores,
-                         struct sp_run *run);
-sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
-                     const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
-                     const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run);
-
 void sp_run_opts_init(sp_run_opts *o) {
     memset(o, 0, sizeof *o);
     o->schedule = SP_SCHEDULE_1F1B;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run_impl.h"
+#include "worker.h"
 
 void sp_run_destroy(sp_run *run) {
     if (!run)
@@ -51,9 +51,6 @@ static double stage_median(const struct sp_run *run, uint32_t P, uint32_t s, uin
 }
 #define STAGE_MEDIAN(field)                                                                        \
     stage_median(run, P, s, W, n, offsetof(struct sp_step_stats, field), tmp)
-
-sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
-                        const struct sp_model *m, const sp_run_opts *o);
 
 sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
                         const struct sp_model *m, const sp_run_opts *o) {

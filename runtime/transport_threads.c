@@ -164,12 +164,6 @@ static void *thread_main(void *p) {
     return NULL;
 }
 
-/* sp_run_threads: every stage on a thread of this process (run.c prepared run and the ops) */
-sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
-                         const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
-                         const size_t *offset, const int *cores, unsigned n_cores,
-                         struct sp_run *run);
-
 sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                          const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
                          const size_t *offset, const int *cores, unsigned n_cores,

@@ -74,6 +74,18 @@ void sp_stage_worker_pin(struct sp_stage_worker *w);
 /* every step of the stage; a failure goes through ops->fail */
 void sp_stage_worker_run(struct sp_stage_worker *w);
 
+/* The transports (run.c calls one): every stage of the run, its op lists ops[offset[s] ..
+ * offset[s + 1]) from sp_schedule_build, the cores this process may use; each fills run->stats
+ * (step-major, P per step), run->timeline->ops and run->stages' core, slots and memory. */
+sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
+                         const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
+                         const size_t *offset, const int *cores, unsigned n_cores,
+                         struct sp_run *run);
+/* runtime/mpi/transport_mpi.c, or runtime/mpi_stub.c without Open MPI */
+sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
+                     const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
+                     const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run);
+
 /* sp_run_finish (run_report.c): the medians, the prediction and the timeline, once every
  * stage's stats are in run->stats (step-major, P per step) and run->timeline->ops */
 sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,

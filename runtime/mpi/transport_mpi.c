@@ -254,10 +254,6 @@ struct stage_info {
 
 sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                      const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
-                     const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run);
-
-sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
-                     const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
                      const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run) {
     int initialized = 0, rank = 0, size = 0;
     MPI_Initialized(&initialized);
