@@ -1,0 +1,124 @@
+/* fuzz_cli: the command line itself. The input is split into arguments (at newlines and NUL
+ * bytes); the first picks a command among those that only read files and compute (partition,
+ * simulate, evaluate, import-plan, check, export), the rest are its options and values as the
+ * user would type them, so every option parser and value check of those commands meets
+ * arbitrary text. "@0".."@5" stand for the sample files (absolute paths: the fuzzer's own
+ * paths are relative to where it runs, so the target never changes directory) (a profile, a plan,
+ * devices, links, a run report, a model); every output option writes into a private temporary
+ * folder. What must hold: the command returns an exit code of the documented set, with no crash,
+ * sanitizer report or leak. Left out by design: --solver ilp (its time limit is 30 s a run),
+ * profile (it may run programs, or models for minutes), run and bandwidth (they train and measure
+ * for seconds). */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../cli/cli.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+enum { MAX_ARGS = 32, MAX_ARG = 256 };
+
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+} commands[] = {
+    {"partition", cmd_partition},     {"simulate", cmd_simulate}, {"evaluate", cmd_evaluate},
+    {"import-plan", cmd_import_plan}, {"check", cmd_check},       {"export", cmd_export},
+};
+
+static const char *const files[] = {
+    "samples/profiles/llama3-8b.json",   "tests/data/llama3-8b-4-plan.json",
+    "samples/devices/two-speeds-8.json", "samples/links/two-nodes-8.json",
+    "tests/data/run-report.json",        "tests/data/tiny-gpt-model.json",
+};
+
+static const char *const outputs[] = {"--output", "--trace", "--svg", "--junit"};
+
+static char dir[256]; /* this process's temporary folder */
+
+static void cleanup(void) {
+    char out[300];
+    snprintf(out, sizeof out, "%s/out", dir);
+    unlink(out);
+    rmdir(dir);
+}
+
+static void setup(void) {
+    if (dir[0])
+        return;
+    snprintf(dir, sizeof dir, "%s/stagepart-fuzz-cli-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir))
+        abort();
+    atexit(cleanup);
+    if (!freopen("/dev/null", "w", stdout)) /* plans and tables: not what is checked */
+        abort();
+}
+
+/* an argument as typed, made safe: outputs go to the temporary folder */
+static bool take(char **argv, int *argc, const char *arg, bool *next_is_output) {
+    char buf[MAX_ARG + 300];
+    if (*next_is_output) {
+        snprintf(buf, sizeof buf, "%s/out", dir);
+        *next_is_output = false;
+    } else if (arg[0] == '@' && arg[1] >= '0' &&
+               arg[1] < '0' + (int)(sizeof files / sizeof *files) && !arg[2]) {
+        snprintf(buf, sizeof buf, "%s/%s", SP_SOURCE_DIR, files[arg[1] - '0']);
+    } else {
+        if (strstr(arg, "ilp") || (arg[0] == '-' && arg[1] != '-' && arg[1] && arg[2] &&
+                                   !(arg[1] >= '0' && arg[1] <= '9')))
+            return false; /* the ILP (slow), or bundled short options that may hide -o */
+        snprintf(buf, sizeof buf, "%s", arg);
+        for (size_t k = 0; k < sizeof outputs / sizeof *outputs; k++) {
+            size_t n = strlen(outputs[k]);
+            if (strncmp(arg, outputs[k], n) == 0 && arg[n] == '=')
+                snprintf(buf, sizeof buf, "%s=%s/out", outputs[k], dir);
+            else if (strcmp(arg, outputs[k]) == 0)
+                *next_is_output = true;
+        }
+        if (strcmp(arg, "-o") == 0)
+            *next_is_output = true;
+    }
+    argv[*argc] = strdup(buf);
+    return argv[(*argc)++] != NULL;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    setup();
+    char *argv[MAX_ARGS + 1] = {NULL};
+    int argc = 0;
+    bool next_is_output = false, ok = true;
+    char arg[MAX_ARG + 1];
+    size_t len = 0;
+    for (size_t i = 0; i <= size && argc < MAX_ARGS && ok; i++) {
+        if (i == size || data[i] == '\n' || data[i] == '\0') {
+            arg[len] = '\0';
+            if (argc == 0) { /* the command */
+                bool known = false;
+                for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
+                    known |= strcmp(arg, commands[k].name) == 0;
+                if (!known)
+                    return 0;
+                argv[argc++] = strdup(arg);
+            } else if (len) {
+                ok = take(argv, &argc, arg, &next_is_output);
+            }
+            len = 0;
+        } else if (len < MAX_ARG) {
+            arg[len++] = (char)data[i];
+        }
+    }
+    int code = 0;
+    if (ok && argc > 0 && !next_is_output)
+        for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
+            if (strcmp(argv[0], commands[k].name) == 0)
+                code = commands[k].run(argc, argv);
+    for (int k = 0; k < argc; k++)
+        free(argv[k]);
+    if (!(code >= 0 && code <= 5))
+        __builtin_trap(); /* an exit code outside the documented set */
+    return 0;
+}
