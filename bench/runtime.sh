@@ -4,7 +4,8 @@
 # have today (uniform: equal block counts; parameters: DeepSpeed's parameter balancing), run
 # each plan with `stagepart run` (one pinned thread per stage) and print, as a markdown table,
 # the planned and measured stage times, the simulated and measured iteration, and the measured
-# speed-up of the dp plan over each baseline. Same profile, same machine, same run.
+# speed-up of the dp plan over each baseline. Same profile, same machine, same run. With MPI in
+# the build, the dp plans run again as 2 MPI ranks, beside the threads' figures.
 #   usage: bench/runtime.sh [BUILD_DIR] [MODEL...]   (default: build; gpt2-small bert-base resnet18)
 set -eu
 BUILD=${1:-build}
@@ -61,3 +62,26 @@ PY
         echo "| $m | $solver | ${row%|*}|"
     done
 done
+
+# The same dp plan over MPI ranks (one process per stage), when this stagepart has MPI.
+if "$STAGEPART" --version | grep -q ' mpi'; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    echo
+    echo "## The dp plans over MPI ranks (mpirun -np 2 stagepart run ... --transport mpi)"
+    echo
+    echo "| model | transport | measured stage ms | largest stage error | simulated iteration ms | measured iteration ms | iteration error |"
+    echo "|---|---|---|---|---|---|---|"
+    for m in $MODELS; do
+        mpirun --oversubscribe -np 2 "$STAGEPART" run "$TMP/$m-dp.plan" --model "samples/models/$m.json" \
+            --transport mpi --steps 3 --warmup-steps 1 -o "$TMP/$m-mpi.report" >/dev/null
+        for t in dp mpi; do
+            python3 - "$TMP/$m-$t.report" "$m" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); M = r["micro_batches"]; e = r["relative_error"]
+stages = " / ".join(f'{s["busy_ms"] / M:.1f}' for s in r["measured"]["stages"])
+print(f'| {sys.argv[2]} | {r["transport"]} | {stages} | {100 * e["max_stage_busy"]:.1f}% | '
+      f'{r["predicted"]["iteration_ms"]:.1f} | {r["measured"]["iteration_ms"]:.1f} | {100 * e["iteration_ms"]:+.1f}% |')
+PY
+        done
+    done
+fi
