@@ -1,14 +1,17 @@
 /* fuzz_cli: the command line itself. The input is split into arguments (at newlines and NUL
- * bytes); the first picks a command among those that only read files and compute (partition,
- * simulate, evaluate, import-plan, check, export), the rest are its options and values as the
- * user would type them, so every option parser and value check of those commands meets
- * arbitrary text. "@0".."@5" stand for the sample files (absolute paths: the fuzzer's own
- * paths are relative to where it runs, so the target never changes directory) (a profile, a plan,
- * devices, links, a run report, a model); every output option writes into a private temporary
- * folder. What must hold: the command returns an exit code of the documented set, with no crash,
- * sanitizer report or leak. Left out by design: --solver ilp (its time limit is 30 s a run),
- * profile (it may run programs, or models for minutes), run and bandwidth (they train and measure
- * for seconds). */
+ * bytes); the first picks a command, the rest are its options and values as the user would type
+ * them, so every option parser and value check meets arbitrary text. "@0".."@6" stand for the
+ * sample files (absolute paths: the fuzzer's own paths are relative to where it runs, so the
+ * target never changes directory): a profile, a plan, devices, links, a run report, a model and a
+ * 2-stage plan of it.
+ * Every output option writes into a private temporary folder. What must hold: the command
+ * returns an exit code of the documented set, with no crash, sanitizer report or leak.
+ *
+ * Kept short on purpose, so that one execution stays well under libFuzzer's timeout: the
+ * commands that measure or train get their sizes appended last (the last value of an option
+ * wins): profile MODEL runs one iteration at 1 x 8, run one step of 2 micro-batches, bandwidth
+ * two small sizes once. Left out: --solver ilp (its time limit is 30 s), profile --attach (it
+ * runs programs) and run --transport mpi (it would start MPI in the fuzzer). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,20 +22,36 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { MAX_ARGS = 32, MAX_ARG = 256 };
+enum { MAX_ARGS = 32, MAX_TAIL = 12, MAX_ARG = 256 };
 
 static const struct {
     const char *name;
     int (*run)(int, char **);
+    const char *const tail[MAX_TAIL]; /* appended last: sizes that keep one execution short */
 } commands[] = {
-    {"partition", cmd_partition},     {"simulate", cmd_simulate}, {"evaluate", cmd_evaluate},
-    {"import-plan", cmd_import_plan}, {"check", cmd_check},       {"export", cmd_export},
+    {"partition", cmd_partition, {NULL}},
+    {"simulate", cmd_simulate, {NULL}},
+    {"evaluate", cmd_evaluate, {NULL}},
+    {"import-plan", cmd_import_plan, {NULL}},
+    {"check", cmd_check, {NULL}},
+    {"export", cmd_export, {NULL}},
+    {"profile",
+     cmd_profile,
+     {"--iters", "1", "--warmup", "0", "--micro-batch-size", "1", "--seq-len", "8", "-q", NULL}},
+    {"run",
+     cmd_run,
+     {"--steps", "1", "--warmup-steps", "0", "-m", "2", "--micro-batch-size", "1", "--seq-len", "8",
+      "--timeout", "5"}},
+    {"bandwidth",
+     cmd_bandwidth,
+     {"--sizes", "64KiB,4MiB", "--trials", "1", "--warmup", "0", "--workers", "2", NULL}},
 };
 
 static const char *const files[] = {
     "samples/profiles/llama3-8b.json",   "tests/data/llama3-8b-4-plan.json",
     "samples/devices/two-speeds-8.json", "samples/links/two-nodes-8.json",
     "tests/data/run-report.json",        "tests/data/tiny-gpt-model.json",
+    "tests/data/tiny-gpt-2-plan.json",
 };
 
 static const char *const outputs[] = {"--output", "--trace", "--svg", "--junit"};
@@ -68,9 +87,12 @@ static bool take(char **argv, int *argc, const char *arg, bool *next_is_output) 
                arg[1] < '0' + (int)(sizeof files / sizeof *files) && !arg[2]) {
         snprintf(buf, sizeof buf, "%s/%s", SP_SOURCE_DIR, files[arg[1] - '0']);
     } else {
-        if (strstr(arg, "ilp") || (arg[0] == '-' && arg[1] != '-' && arg[1] && arg[2] &&
-                                   !(arg[1] >= '0' && arg[1] <= '9')))
-            return false; /* the ILP (slow), or bundled short options that may hide -o */
+        if (strstr(arg, "ilp") || strstr(arg, "attach") || strstr(arg, "mpi") ||
+            strcmp(arg, "--") == 0 ||
+            (arg[0] == '-' && arg[1] != '-' && arg[1] && arg[2] &&
+             !(arg[1] >= '0' && arg[1] <= '9')))
+            return false; /* the ILP (slow), a program to run, MPI, or bundled short options
+                           * that may hide -o */
         snprintf(buf, sizeof buf, "%s", arg);
         for (size_t k = 0; k < sizeof outputs / sizeof *outputs; k++) {
             size_t n = strlen(outputs[k]);
@@ -88,7 +110,7 @@ static bool take(char **argv, int *argc, const char *arg, bool *next_is_output) 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     setup();
-    char *argv[MAX_ARGS + 1] = {NULL};
+    char *argv[MAX_ARGS + MAX_TAIL + 1] = {NULL};
     int argc = 0;
     bool next_is_output = false, ok = true;
     char arg[MAX_ARG + 1];
@@ -114,8 +136,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int code = 0;
     if (ok && argc > 0 && !next_is_output)
         for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
-            if (strcmp(argv[0], commands[k].name) == 0)
-                code = commands[k].run(argc, argv);
+            if (strcmp(argv[0], commands[k].name) == 0) {
+                for (size_t j = 0; j < MAX_TAIL && commands[k].tail[j]; j++)
+                    if (!(argv[argc++] = strdup(commands[k].tail[j])))
+                        ok = false;
+                if (ok)
+                    code = commands[k].run(argc, argv);
+            }
     for (int k = 0; k < argc; k++)
         free(argv[k]);
     if (!(code >= 0 && code <= 5))
