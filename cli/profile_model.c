@@ -67,8 +67,7 @@ int sp_profile_model_run(const struct sp_profile_model_args *a) {
     if (sp_ctx_create(&ctx) != SP_OK)
         return SP_EXIT_INTERNAL;
     sp_model *model = NULL;
-    char *json = NULL;         /* the library's (sp_free) */
-    char *renamed_json = NULL; /* ours (free) */
+    char *json = NULL;
     sp_model_info info;
     sp_model_profile_summary summary;
     sp_status st = sp_model_load(ctx, a->model_path, &model);
@@ -82,6 +81,7 @@ int sp_profile_model_run(const struct sp_profile_model_args *a) {
         sp_model_get_info(model, &info);
         sp_model_profile_opts opts = a->opts;
         opts.cancel = &sp_cli_interrupted;
+        opts.model_name = a->name; /* --model */
         if (!a->quiet && isatty(STDERR_FILENO)) {
             opts.progress = progress;
             opts.progress_arg = (void *)info.name;
@@ -92,38 +92,18 @@ int sp_profile_model_run(const struct sp_profile_model_args *a) {
         if (st == SP_ERR_INTERRUPTED && opts.progress)
             fputs("\n", stderr);
     }
-    if (st == SP_OK && a->name) { /* --model renames the profile's model */
-        cJSON *root = cJSON_Parse(json);
-        cJSON *renamed = cJSON_CreateString(a->name);
-        char *text = NULL;
-        if (root && renamed && cJSON_ReplaceItemInObject(root, "model", renamed))
-            renamed = NULL, text = cJSON_Print(root);
-        cJSON_Delete(renamed);
-        cJSON_Delete(root);
-        size_t len = text ? strlen(text) : 0;
-        if (text && (renamed_json = malloc(len + 2))) {
-            memcpy(renamed_json, text, len);
-            memcpy(renamed_json + len, "\n", 2);
-        }
-        cJSON_free(text);
-        if (!renamed_json) {
-            fprintf(stderr, "stagepart: error: out of memory renaming the profile\n");
-            code = SP_EXIT_INTERNAL;
-        }
-    }
-    const char *out_json = renamed_json ? renamed_json : json;
-    if (st == SP_OK && code == SP_EXIT_OK && a->output)
-        st = sp_write_file_atomic(ctx, a->output, out_json, strlen(out_json));
+    if (st == SP_OK && a->output)
+        st = sp_write_file_atomic(ctx, a->output, json, strlen(json));
     if (st == SP_ERR_INTERRUPTED) {
         fprintf(stderr, "stagepart: interrupted: %s; no profile written\n", sp_ctx_errmsg(ctx));
         code = SP_EXIT_INTERRUPTED;
     } else if (st != SP_OK) {
         code = sp_report(ctx, st, false);
-    } else if (code == SP_EXIT_OK) {
+    } else {
         if (a->output)
-            print_table(out_json, &summary, a->output, &info);
+            print_table(json, &summary, a->output, &info);
         else
-            fputs(out_json, stdout);
+            fputs(json, stdout);
         if (summary.max_cv > 0.05)
             fprintf(stderr,
                     "stagepart: warning: layer %s varies by %.1f%% between iterations (more than "
@@ -132,7 +112,6 @@ int sp_profile_model_run(const struct sp_profile_model_args *a) {
                     summary.max_cv_layer, 100 * summary.max_cv);
     }
     sp_free(json);
-    free(renamed_json);
     sp_model_destroy(model);
     sp_ctx_destroy(ctx);
     return code;

@@ -86,6 +86,9 @@ sp_status sp_sha256_hex(sp_ctx *ctx, const void *data, size_t len, char out_hex[
 const char *sp_name_of(const char *const *names, size_t count, int value);
 int sp_value_of(const char *const *names, size_t count, const char *name);
 
+/* ---- statistics (core/median.c): the median of v[n], sorting v in place; 0 when n is 0 */
+double sp_median(double *v, size_t n);
+
 /* ---- time */
 double sp_now_ms(void); /* monotonic clock, milliseconds */
 

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -252,5 +253,64 @@ bool sp_json_check_header(struct sp_json_reader *r, const cJSON *root, const cha
                             v ? sp_json_describe(v, got, sizeof got) : "nothing (field missing)");
         return false;
     }
+    return true;
+}
+
+sp_status sp_json_print(sp_ctx *ctx, const cJSON *root, const char *what, char **out) {
+    *out = NULL;
+    char *text = cJSON_Print(root);
+    if (!text)
+        return sp_oom(ctx, what);
+    size_t len = strlen(text);
+    char *withnl = sp_realloc(text, len + 2); /* cJSON allocates through the same hooks */
+    if (!withnl) {
+        sp_free(text);
+        return sp_oom(ctx, what);
+    }
+    withnl[len] = '\n';
+    withnl[len + 1] = '\0';
+    *out = withnl;
+    return SP_OK;
+}
+
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static const char *name_at(const void *base, size_t stride, size_t i) {
+    const char *name;
+    memcpy(&name, (const char *)base + i * stride, sizeof name);
+    return name;
+}
+
+bool sp_json_check_unique_names(struct sp_json_reader *r, const void *base, size_t stride,
+                                size_t n) {
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    size_t *slot = sp_mallocarray(cap, sizeof *slot);
+    if (!slot)
+        return false;
+    for (size_t k = 0; k < cap; k++)
+        slot[k] = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = name_at(base, stride, i);
+        size_t k = (size_t)name_hash(name) & (cap - 1);
+        while (slot[k] != SIZE_MAX && strcmp(name_at(base, stride, slot[k]), name) != 0)
+            k = (k + 1) & (cap - 1);
+        if (slot[k] == SIZE_MAX) {
+            slot[k] = i;
+            continue;
+        }
+        char where[48];
+        snprintf(where, sizeof where, "layers[%zu]", i);
+        sp_json_problem(r, where, "name",
+                        "duplicate layer name \"%.60s\" (first used by layers[%zu])", name,
+                        slot[k]);
+    }
+    sp_free(slot);
     return true;
 }

@@ -52,4 +52,15 @@ bool sp_json_check_header(struct sp_json_reader *r, const cJSON *root, const cha
 void sp_json_problem(struct sp_json_reader *r, const char *where, const char *key, const char *fmt,
                      ...) SP_PRINTF(4, 5);
 
+/* sp_json_print: root pretty-printed, ending in a newline, into *out (sp_free it); the tree is
+ * left to the caller. SP_ERR_NOMEM naming `what` when memory runs out. */
+sp_status sp_json_print(sp_ctx *ctx, const cJSON *root, const char *what, char **out);
+
+/* sp_json_check_unique_names: report every repeated name among n records of `stride` bytes from
+ * `base`, whose first member is the name (a `const char *`), as "layers[i].name: duplicate layer
+ * name ... (first used by layers[j])"; linear in n (an open-addressing hash set). false when out
+ * of memory (nothing recorded: the caller reports it). */
+bool sp_json_check_unique_names(struct sp_json_reader *r, const void *base, size_t stride,
+                                size_t n);
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "json_util.h"
 #include "plan_impl.h"
 
 static bool add_number(cJSON *obj, const char *key, double v) {
@@ -154,20 +155,10 @@ sp_status sp_plan_to_json(sp_ctx *ctx, const sp_plan *plan, char **out) {
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_to_json: NULL argument");
     *out = NULL;
     cJSON *root = plan_tree(plan);
-    char *text = root ? cJSON_Print(root) : NULL;
+    sp_status st =
+        root ? sp_json_print(ctx, root, "writing a plan", out) : sp_oom(ctx, "writing a plan");
     cJSON_Delete(root);
-    if (!text)
-        return sp_oom(ctx, "writing a plan");
-    size_t len = strlen(text);
-    char *withnl = sp_realloc(text, len + 2);
-    if (!withnl) {
-        sp_free(text);
-        return sp_oom(ctx, "writing a plan");
-    }
-    withnl[len] = '\n';
-    withnl[len + 1] = '\0';
-    *out = withnl;
-    return SP_OK;
+    return st;
 }
 
 sp_status sp_plan_write(sp_ctx *ctx, const sp_plan *plan, const char *path) {

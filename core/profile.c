@@ -60,43 +60,6 @@ const char *sp_profile_sha256(const sp_profile *p) {
     return p ? p->sha256 : "";
 }
 
-/* Duplicate names through an open-addressing hash set of layer indices (linear in n; the
- * profile may hold millions of layers). Reports each repeat with the first layer using it. */
-static uint64_t name_hash(const char *s) {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-/* false when out of memory (nothing recorded: the caller reports it) */
-static bool check_unique_names(struct sp_json_reader *r, const sp_layer *layers, size_t n) {
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    size_t *slot = sp_mallocarray(cap, sizeof *slot);
-    if (!slot)
-        return false;
-    for (size_t k = 0; k < cap; k++)
-        slot[k] = SIZE_MAX;
-    for (size_t i = 0; i < n; i++) {
-        size_t k = (size_t)name_hash(layers[i].name) & (cap - 1);
-        while (slot[k] != SIZE_MAX && strcmp(layers[slot[k]].name, layers[i].name) != 0)
-            k = (k + 1) & (cap - 1);
-        if (slot[k] == SIZE_MAX) {
-            slot[k] = i;
-            continue;
-        }
-        char where[48];
-        snprintf(where, sizeof where, "layers[%zu]", i);
-        sp_json_problem(r, where, "name",
-                        "duplicate layer name \"%.60s\" (first used by layers[%zu])",
-                        layers[i].name, slot[k]);
-    }
-    sp_free(slot);
-    return true;
-}
-
 enum layer_field {
     F_NAME,
     F_KIND,
@@ -295,7 +258,7 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     size_t i = 0;
     for (const cJSON *c = layers->child; c; c = c->next, i++)
         read_layer(&r, c, i, &p->layers[i]);
-    if (ctx->problems == 0 && !check_unique_names(&r, p->layers, n)) {
+    if (ctx->problems == 0 && !sp_json_check_unique_names(&r, p->layers, sizeof *p->layers, n)) {
         fail = sp_oom(ctx, "checking layer names");
         goto done_status;
     }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json_util.h"
 #include "sim_impl.h"
 
 static const char *const assumptions[] = {
@@ -63,20 +64,10 @@ sp_status sp_sim_to_json(sp_ctx *ctx, const sp_sim *sim, char **out) {
              cJSON_AddNumberToObject(o, "peak_inflight", dv->peak_inflight) &&
              cJSON_AddNumberToObject(o, "peak_memory_bytes", (double)dv->peak_memory_bytes);
     }
-    char *text = ok ? cJSON_Print(root) : NULL;
+    sp_status st = ok ? sp_json_print(ctx, root, "writing the simulation", out)
+                      : sp_oom(ctx, "writing the simulation");
     cJSON_Delete(root);
-    if (!text)
-        return sp_oom(ctx, "writing the simulation");
-    size_t len = strlen(text);
-    char *t2 = sp_realloc(text, len + 2);
-    if (!t2) {
-        sp_free(text);
-        return sp_oom(ctx, "writing the simulation");
-    }
-    t2[len] = '\n';
-    t2[len + 1] = '\0';
-    *out = t2;
-    return SP_OK;
+    return st;
 }
 
 static sp_status finish(sp_ctx *ctx, struct sp_strbuf *sb, const char *path, const char *what) {

@@ -53,9 +53,7 @@ sp_status sp_model_bind(sp_ctx *ctx, struct sp_model *m, uint32_t batch, uint32_
         L->work_elems += 2 * mid_max; /* the inner gradients, ping-pong */
     }
     m->bound_batch = batch;
-    m->bound_seq = m->tokens ? shape.c : 0;
-    if (m->tokens)
-        m->bound_seq = seq ? seq : m->seq_len;
+    m->bound_seq = m->tokens ? (seq ? seq : m->seq_len) : 0;
     return SP_OK;
 }
 

@@ -62,7 +62,8 @@ struct sp_op {
 #define SP_MAX_OPS_PER_LAYER 16 /* a layer lists at most 8 ops, and a "transformer" counts 2 */
 
 struct sp_model_layer {
-    char *name, *kind; /* kind as the profile records it: "transformer", "embedding", ... */
+    char *name; /* first: sp_json_check_unique_names reads it there */
+    char *kind; /* kind as the profile records it: "transformer", "embedding", ... */
     struct sp_op *ops;
     size_t n_ops;
     /* fixed by sp_model_bind */

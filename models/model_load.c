@@ -5,7 +5,6 @@
  * user would write, and those go through the one layer reader, so a preset can never mean
  * something the explicit form cannot. Every problem is reported with the file and JSON path. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "json_util.h"
@@ -362,41 +361,6 @@ static bool expand_resnet(struct sp_json_reader *r, const cJSON *p, cJSON *layer
     return ok;
 }
 
-/* Sorted by (name, index), equal names are neighbours: O(n log n) for 100,000 layers. */
-struct named {
-    const char *name;
-    size_t index;
-};
-
-static int cmp_named(const void *a, const void *b) {
-    const struct named *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : (x->index > y->index) - (x->index < y->index);
-}
-
-static sp_status check_unique_names(struct sp_json_reader *r, const sp_model *m) {
-    struct named *order = sp_mallocarray(m->n_layers, sizeof *order);
-    if (!order)
-        return sp_oom(r->ctx, "checking layer names");
-    for (size_t i = 0; i < m->n_layers; i++)
-        order[i] = (struct named){m->layers[i].name, i};
-    qsort(order, m->n_layers, sizeof *order, cmp_named);
-    sp_status st = SP_OK;
-    for (size_t k = 1, first = order[0].index; k < m->n_layers; k++) {
-        if (strcmp(order[k].name, order[k - 1].name) != 0) {
-            first = order[k].index;
-            continue;
-        }
-        char where[48];
-        snprintf(where, sizeof where, "layers[%zu]", order[k].index);
-        sp_json_problem(r, where, "name", "duplicate layer name \"%s\" (first used by layers[%zu])",
-                        order[k].name, first);
-        st = SP_ERR_SCHEMA;
-    }
-    sp_free(order);
-    return st;
-}
-
 static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_model *m) {
     sp_ctx *ctx = r->ctx;
     if (!cJSON_IsObject(root))
@@ -491,10 +455,12 @@ static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_mode
     cJSON_Delete(expanded);
     if (st != SP_OK)
         return st;
-    /* names are unique: profiles and plans match layers by name */
-    st = check_unique_names(r, m);
-    if (st != SP_OK)
-        return st;
+    /* names are unique: profiles and plans match layers by name (the name is each layer's
+     * first member, as sp_json_check_unique_names reads it) */
+    if (!sp_json_check_unique_names(r, m->layers, sizeof *m->layers, m->n_layers))
+        return sp_oom(ctx, "checking layer names");
+    if (ctx->problems)
+        return SP_ERR_SCHEMA;
     /* what the chain starts and ends with */
     for (size_t i = 0; i < m->n_layers; i++)
         for (size_t j = 0; j < m->layers[i].n_ops; j++) {

@@ -323,18 +323,6 @@ struct acc { /* one (step, layer, phase) */
     uint64_t kernels, copies, bytes;
 };
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *v, size_t n) {
-    if (!n)
-        return 0;
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static bool is_nccl(const char *name) {
     return strncmp(name, "ncclDevKernel", 13) == 0 || strncmp(name, "ncclKernel", 10) == 0 ||
            strncmp(name, "void ncclKernel", 15) == 0 ||
@@ -528,24 +516,24 @@ static sp_status aggregate(sp_ctx *ctx, const struct sp_trace *t, const struct r
             for (uint32_t s = 0; s < used; s++)
                 var += (samples[s] - mean) * (samples[s] - mean) / used;
             ps->stddev_ms = sqrt(var);
-            ps->busy_ms = median_of(samples, used);
+            ps->busy_ms = sp_median(samples, used);
             MEDIAN_OF(kernel, 1e-6);
-            ps->kernel_ms = median_of(samples, used);
+            ps->kernel_ms = sp_median(samples, used);
             MEDIAN_OF(nccl, 1e-6);
-            ps->nccl_ms = median_of(samples, used);
+            ps->nccl_ms = sp_median(samples, used);
             MEDIAN_OF(copy, 1e-6);
-            ps->copy_ms = median_of(samples, used);
+            ps->copy_ms = sp_median(samples, used);
             MEDIAN_OF(kernels, 1.0);
-            ps->kernels = (uint64_t)llround(median_of(samples, used));
+            ps->kernels = (uint64_t)llround(sp_median(samples, used));
             MEDIAN_OF(copies, 1.0);
-            ps->copies = (uint64_t)llround(median_of(samples, used));
+            ps->copies = (uint64_t)llround(sp_median(samples, used));
             MEDIAN_OF(bytes, 1.0);
-            ps->copy_bytes = (uint64_t)llround(median_of(samples, used));
+            ps->copy_bytes = (uint64_t)llround(sp_median(samples, used));
             for (uint32_t s = 0; s < used; s++) {
                 const struct acc *g = &acc[((size_t)s * L + layer) * SP_LAYER_PHASES + ph];
                 samples[s] = g->last > g->first ? (double)(g->last - g->first) * 1e-6 : 0;
             }
-            ps->span_ms = median_of(samples, used);
+            ps->span_ms = sp_median(samples, used);
 #undef MEDIAN_OF
         }
     }

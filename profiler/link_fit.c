@@ -7,11 +7,6 @@
 
 #include "internal.h"
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 sp_status sp_fit_alpha_beta(sp_ctx *ctx, const uint64_t *bytes, const double *ms, size_t n,
                             sp_link_fit *out) {
     if (!ctx)
@@ -76,8 +71,7 @@ sp_status sp_fit_alpha_beta(sp_ctx *ctx, const uint64_t *bytes, const double *ms
     for (size_t i = 0; i < n; i++)
         if (bytes[i] >= cut)
             rates[k++] = (double)bytes[i] / (ms[i] * 1e6);
-    qsort(rates, k, sizeof *rates, cmp_double);
-    out->peak_GBps = k % 2 ? rates[k / 2] : (rates[k / 2 - 1] + rates[k / 2]) / 2;
+    out->peak_GBps = sp_median(rates, k);
     sp_free(rates);
     return SP_OK;
 }

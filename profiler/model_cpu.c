@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "json_util.h"
 #include "model_impl.h"
 
 void sp_model_profile_opts_init(sp_model_profile_opts *o) {
@@ -96,11 +97,6 @@ static void *measure(void *p) {
     return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* median and population stddev of v[k * stride], k < count; tmp[count] scratch */
 static void stats(const double *v, size_t stride, size_t count, double *tmp, double *median,
                   double *stddev) {
@@ -108,8 +104,7 @@ static void stats(const double *v, size_t stride, size_t count, double *tmp, dou
     for (size_t k = 0; k < count; k++)
         mean += (tmp[k] = v[k * stride]);
     mean /= (double)count;
-    qsort(tmp, count, sizeof *tmp, cmp_double);
-    *median = count % 2 ? tmp[count / 2] : 0.5 * (tmp[count / 2 - 1] + tmp[count / 2]);
+    *median = sp_median(tmp, count);
     double sq = 0.0;
     for (size_t k = 0; k < count; k++)
         sq += (tmp[k] - mean) * (tmp[k] - mean);
@@ -211,24 +206,25 @@ sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_pr
              "(OpenBLAS sgemm), medians of %u iterations after %u warm-up",
              cpu, run.core, opts->iters, opts->warmup);
     cJSON *root = cJSON_CreateObject(), *meas = NULL, *layers = NULL;
-    bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-profile") &&
-              num(root, "version", 1) && cJSON_AddStringToObject(root, "model", m->name) &&
-              num(root, "micro_batch_size", m->bound_batch) &&
-              cJSON_AddStringToObject(root, "source", source) &&
-              cJSON_AddStringToObject(root, "device", cpu) &&
-              (meas = cJSON_AddObjectToObject(root, "measurement")) &&
-              cJSON_AddStringToObject(meas, "backend", "cpu") &&
-              cJSON_AddStringToObject(meas, "collector", "host monotonic clock per layer") &&
-              cJSON_AddStringToObject(meas, "created", when) &&
-              cJSON_AddStringToObject(meas, "cpu", cpu) && num(meas, "core", run.core) &&
-              num(meas, "blas_threads", 1) &&
-              cJSON_AddStringToObject(meas, "blas", openblas_get_config()) &&
-              cJSON_AddStringToObject(meas, "dtype", "fp32") &&
-              cJSON_AddStringToObject(meas, "model_dtype", m->dtype) &&
-              num(meas, "seq_len", m->tokens ? m->bound_seq : 0) &&
-              num(meas, "iterations", opts->iters) && num(meas, "warmup", opts->warmup) &&
-              num(meas, "iteration_ms", iteration) &&
-              (layers = cJSON_AddArrayToObject(root, "layers"));
+    bool ok =
+        root && cJSON_AddStringToObject(root, "format", "stagepart-profile") &&
+        num(root, "version", 1) &&
+        cJSON_AddStringToObject(root, "model", opts->model_name ? opts->model_name : m->name) &&
+        num(root, "micro_batch_size", m->bound_batch) &&
+        cJSON_AddStringToObject(root, "source", source) &&
+        cJSON_AddStringToObject(root, "device", cpu) &&
+        (meas = cJSON_AddObjectToObject(root, "measurement")) &&
+        cJSON_AddStringToObject(meas, "backend", "cpu") &&
+        cJSON_AddStringToObject(meas, "collector", "host monotonic clock per layer") &&
+        cJSON_AddStringToObject(meas, "created", when) &&
+        cJSON_AddStringToObject(meas, "cpu", cpu) && num(meas, "core", run.core) &&
+        num(meas, "blas_threads", 1) &&
+        cJSON_AddStringToObject(meas, "blas", openblas_get_config()) &&
+        cJSON_AddStringToObject(meas, "dtype", "fp32") &&
+        cJSON_AddStringToObject(meas, "model_dtype", m->dtype) &&
+        num(meas, "seq_len", m->tokens ? m->bound_seq : 0) &&
+        num(meas, "iterations", opts->iters) && num(meas, "warmup", opts->warmup) &&
+        num(meas, "iteration_ms", iteration) && (layers = cJSON_AddArrayToObject(root, "layers"));
     double max_cv = 0.0;
     size_t max_cv_layer = 0, n_cv = 0;
     for (size_t l = 0; ok && l < n; l++) {
@@ -258,32 +254,16 @@ sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_pr
              phase(ms, "fwd", fm, fs) && phase(ms, "bwd", bm, bs) && phase(ms, "wgrad", wm, ws) &&
              num(ms, "cv", c) && num(ms, "fwd_flops", (double)L->fwd_flops);
     }
-    double median_cv = 0.0;
-    if (n_cv) {
-        qsort(cv, n_cv, sizeof *cv, cmp_double);
-        median_cv = cv[n_cv / 2];
-    }
+    double median_cv = sp_median(cv, n_cv);
     ok = ok && num(meas, "max_cv", max_cv) &&
          cJSON_AddStringToObject(meas, "max_cv_layer", m->layers[max_cv_layer].name) &&
          num(meas, "median_cv", median_cv) &&
          cJSON_AddStringToObject(meas, "cv_over", "layers taking at least 1% of the iteration") &&
          cJSON_AddStringToObject(meas, "memory_bytes", "weights + gradients (SGD)");
-    char *text = ok ? cJSON_Print(root) : NULL;
+    run.status = ok ? sp_json_print(ctx, root, "the profile", json) : sp_oom(ctx, "the profile");
     cJSON_Delete(root);
-    if (!text) {
-        run.status = sp_oom(ctx, "the profile");
+    if (run.status != SP_OK)
         goto done;
-    }
-    size_t len = strlen(text);
-    *json = sp_malloc(len + 2);
-    if (!*json) {
-        cJSON_free(text);
-        run.status = sp_oom(ctx, "the profile");
-        goto done;
-    }
-    memcpy(*json, text, len);
-    memcpy(*json + len, "\n", 2);
-    cJSON_free(text);
     if (summary) {
         summary->iteration_ms = iteration;
         summary->max_cv = max_cv;

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "attribute.h"
+#include "json_util.h"
 #include "stagepart/stagepart.h"
 
 void sp_trace_profile_opts_init(sp_trace_profile_opts *opts) {
@@ -176,21 +177,12 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
              (L->phase[SP_PHASE_RECOMPUTE].busy_ms <= 0 ||
               add_phase(meas, "recompute", &L->phase[SP_PHASE_RECOMPUTE]));
     }
-    char *text = ok ? cJSON_Print(root) : NULL;
+    st = ok ? sp_json_print(ctx, root, "writing the profile", json)
+            : sp_oom(ctx, "writing the profile");
     cJSON_Delete(root);
     sp_attribution_release(&a);
-    if (!text)
-        return sp_oom(ctx, "writing the profile");
-    size_t len = strlen(text);
-    *json = sp_malloc(len + 2);
-    if (!*json) {
-        cJSON_free(text);
-        return sp_oom(ctx, "writing the profile");
-    }
-    memcpy(*json, text, len);
-    (*json)[len] = '\n';
-    (*json)[len + 1] = '\0';
-    cJSON_free(text);
+    if (st != SP_OK)
+        return st;
     if (summary)
         *summary = sum;
     return SP_OK;

@@ -17,11 +17,7 @@ bool sp_queue_init(struct sp_queue *q, uint32_t cap, size_t elems) {
     for (uint32_t k = 0; ok && k < cap; k++)
         ok = (q->buf[k] = sp_calloc(elems ? elems : 1, sizeof(float))) != NULL;
     pthread_mutex_init(&q->mu, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->cv, &attr);
-    pthread_condattr_destroy(&attr);
+    sp_cond_init_monotonic(&q->cv);
     return ok;
 }
 
@@ -36,9 +32,16 @@ void sp_queue_release_all(struct sp_queue *q) {
     pthread_cond_destroy(&q->cv);
 }
 
-/* wait on q->cv for at most one slice, never past the deadline; false once it has passed or
- * abort is set */
-static bool wait_slice(struct sp_queue *q, double deadline_ms, const atomic_int *abort) {
+void sp_cond_init_monotonic(pthread_cond_t *cv) {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+bool sp_cond_wait_slice(pthread_cond_t *cv, pthread_mutex_t *mu, double deadline_ms,
+                        const atomic_int *abort) {
     double now = sp_now_ms();
     if (now >= deadline_ms || atomic_load(abort))
         return false;
@@ -49,7 +52,7 @@ static bool wait_slice(struct sp_queue *q, double deadline_ms, const atomic_int 
     ts.tv_nsec += (long)ahead_ns;
     ts.tv_sec += ts.tv_nsec / 1000000000L;
     ts.tv_nsec %= 1000000000L;
-    pthread_cond_timedwait(&q->cv, &q->mu, &ts);
+    pthread_cond_timedwait(cv, mu, &ts);
     return true;
 }
 
@@ -58,7 +61,7 @@ float *sp_queue_reserve(struct sp_queue *q, double deadline_ms, const atomic_int
     double t0 = sp_now_ms();
     float *b = NULL;
     pthread_mutex_lock(&q->mu);
-    while (q->count == q->cap && wait_slice(q, deadline_ms, abort))
+    while (q->count == q->cap && sp_cond_wait_slice(&q->cv, &q->mu, deadline_ms, abort))
         ;
     if (q->count < q->cap)
         b = q->buf[(q->head + q->count) % q->cap];
@@ -80,7 +83,7 @@ const float *sp_queue_peek(struct sp_queue *q, double deadline_ms, const atomic_
     double t0 = sp_now_ms();
     const float *b = NULL;
     pthread_mutex_lock(&q->mu);
-    while (q->count == 0 && wait_slice(q, deadline_ms, abort))
+    while (q->count == 0 && sp_cond_wait_slice(&q->cv, &q->mu, deadline_ms, abort))
         ;
     if (q->count > 0) {
         b = q->buf[q->head];

@@ -25,6 +25,13 @@ struct sp_queue {
     uint32_t head, count;
 };
 
+/* A condition variable on the monotonic clock, and one bounded wait on it (mu held): at most
+ * 20 ms, never past deadline_ms; false, without waiting, once the deadline has passed or *abort
+ * is set. The queues and the threads transport's step gate wait with it. */
+void sp_cond_init_monotonic(pthread_cond_t *cv);
+bool sp_cond_wait_slice(pthread_cond_t *cv, pthread_mutex_t *mu, double deadline_ms,
+                        const atomic_int *abort);
+
 /* false when out of memory */
 bool sp_queue_init(struct sp_queue *q, uint32_t cap, size_t elems);
 void sp_queue_release_all(struct sp_queue *q);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "json_util.h"
 #include "run_impl.h"
 
 const sp_run_summary *sp_run_get_summary(const sp_run *run) {
@@ -120,13 +121,8 @@ sp_status sp_run_to_json(sp_ctx *ctx, const sp_run *run, char **out) {
         cJSON *v = cJSON_CreateNumber(run->step_loss[k]);
         ok = v && cJSON_AddItemToArray(losses, v);
     }
-    char *text = ok ? cJSON_Print(root) : NULL;
+    sp_status st =
+        ok ? sp_json_print(ctx, root, "the run report", out) : sp_oom(ctx, "the run report");
     cJSON_Delete(root);
-    size_t len = text ? strlen(text) : 0;
-    if (text && (*out = sp_malloc(len + 2))) {
-        memcpy(*out, text, len);
-        memcpy(*out + len, "\n", 2);
-    }
-    cJSON_free(text);
-    return *out ? SP_OK : sp_oom(ctx, "the run report");
+    return st;
 }

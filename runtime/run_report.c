@@ -29,16 +29,6 @@ void sp_run_destroy(sp_run *run) {
     sp_free(run);
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* the median over the measured steps (W .. W + n - 1) of the double at `offset` in stage s's
  * stats; tmp[n] scratch */
 static double stage_median(const struct sp_run *run, uint32_t P, uint32_t s, uint32_t W, uint32_t n,
@@ -47,7 +37,7 @@ static double stage_median(const struct sp_run *run, uint32_t P, uint32_t s, uin
         const char *st = (const char *)&run->stats[(size_t)(W + k) * P + s];
         memcpy(&tmp[k], st + offset, sizeof(double));
     }
-    return median(tmp, n);
+    return sp_median(tmp, n);
 }
 #define STAGE_MEDIAN(field)                                                                        \
     stage_median(run, P, s, W, n, offsetof(struct sp_step_stats, field), tmp)
@@ -82,14 +72,14 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
     }
     for (uint32_t k = 0; k < n; k++)
         tmp[k] = run->step_ms[W + k];
-    S->iteration_ms = median(tmp, n);
+    S->iteration_ms = sp_median(tmp, n);
     for (uint32_t k = 0; k < n; k++) {
         double worst = 0.0;
         for (uint32_t s = 0; s < P; s++)
             worst = fmax(worst, run->stats[(size_t)(W + k) * P + s].optimizer_ms);
         tmp[k] = worst;
     }
-    run->optimizer_ms = median(tmp, n);
+    run->optimizer_ms = sp_median(tmp, n);
     S->first_loss = run->step_loss[0];
     S->last_loss = run->step_loss[total - 1];
 

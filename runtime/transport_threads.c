@@ -57,14 +57,8 @@ static bool q_gate(void *p, uint32_t s, uint32_t step, double *t0_ms) {
         g->t0_ms = sp_now_ms();
         pthread_cond_broadcast(&g->cv);
     }
-    while (g->generation == gen && !atomic_load(&t->abort) && sp_now_ms() < deadline) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 20000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
-        pthread_cond_timedwait(&g->cv, &g->mu, &ts);
-    }
+    while (g->generation == gen && sp_cond_wait_slice(&g->cv, &g->mu, deadline, &t->abort))
+        ;
     bool ok = g->generation != gen;
     *t0_ms = g->t0_ms;
     pthread_mutex_unlock(&g->mu);
@@ -213,11 +207,7 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
     if (st == SP_OK) {
         pthread_mutex_init(&t.err_mu, NULL);
         pthread_mutex_init(&t.gate.mu, NULL);
-        pthread_condattr_t attr;
-        pthread_condattr_init(&attr);
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-        pthread_cond_init(&t.gate.cv, &attr);
-        pthread_condattr_destroy(&attr);
+        sp_cond_init_monotonic(&t.gate.cv);
         t.gate.parties = P;
         /* each stage computes on its own thread alone, as the CPU profile measured it */
         int blas_threads = openblas_get_num_threads();

@@ -101,7 +101,8 @@ static bool forward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doubl
         w->ops->set_state(w->t, s, step, mb, 'F', (int)s - 1);
         bool ok = w->ops->recv(w->t, s, s - 1, SP_DIR_ACT, mb, sp_stage_exec_input(w->se, slot), n,
                                sp_now_ms() + w->o->timeout_ms, &waited, &copy);
-        w->ops->set_state(w->t, s, step, mb, 'F', -1);
+        if (ok) /* a wait that ran out stays marked: a neighbour that times out too follows it */
+            w->ops->set_state(w->t, s, step, mb, 'F', -1);
         st->wait_prev_ms += waited;
         st->transfer_ms += copy;
         if (!ok) {
@@ -116,7 +117,8 @@ static bool forward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doubl
         w->ops->set_state(w->t, s, step, mb, 'F', (int)s + 1);
         out = w->ops->send_buffer(w->t, s, s + 1, SP_DIR_ACT, sp_now_ms() + w->o->timeout_ms,
                                   &waited);
-        w->ops->set_state(w->t, s, step, mb, 'F', -1);
+        if (out)
+            w->ops->set_state(w->t, s, step, mb, 'F', -1);
         st->send_wait_ms += waited;
         if (!out) {
             timed_out(w, s + 1, "to send the activation of", mb, step);
@@ -150,7 +152,8 @@ static bool backward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doub
         w->ops->set_state(w->t, s, step, mb, 'B', (int)s + 1);
         bool ok = w->ops->recv(w->t, s, s + 1, SP_DIR_GRAD, mb, w->dy, n,
                                sp_now_ms() + w->o->timeout_ms, &waited, &copy);
-        w->ops->set_state(w->t, s, step, mb, 'B', -1);
+        if (ok)
+            w->ops->set_state(w->t, s, step, mb, 'B', -1);
         st->wait_next_ms += waited;
         st->transfer_ms += copy;
         if (!ok) {
@@ -166,7 +169,8 @@ static bool backward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doub
         w->ops->set_state(w->t, s, step, mb, 'B', (int)s - 1);
         dx = w->ops->send_buffer(w->t, s, s - 1, SP_DIR_GRAD, sp_now_ms() + w->o->timeout_ms,
                                  &waited);
-        w->ops->set_state(w->t, s, step, mb, 'B', -1);
+        if (dx)
+            w->ops->set_state(w->t, s, step, mb, 'B', -1);
         st->send_wait_ms += waited;
         if (!dx) {
             timed_out(w, s - 1, "to send the gradient of", mb, step);

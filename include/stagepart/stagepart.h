@@ -130,7 +130,8 @@ typedef struct sp_profile sp_profile;
 
 /* One layer of the chain, in execution order. */
 typedef struct sp_layer {
-    const char *name;          /* unique within the profile */
+    const char *name;          /* unique within the profile (the first member: the reader's
+                                * uniqueness check relies on it) */
     const char *kind;          /* "" when absent (embedding, transformer, head, loss, conv...) */
     double fwd_ms;             /* forward time per micro-batch, >= 0 */
     double bwd_ms;             /* backward time per micro-batch (input + weight grads), >= 0 */
@@ -297,11 +298,12 @@ typedef struct sp_model_layer_info {
 SP_API bool sp_model_layer_get(const sp_model *model, size_t i, sp_model_layer_info *out);
 
 typedef struct sp_model_profile_opts {
-    uint32_t warmup; /* untimed iterations first (default 1) */
-    uint32_t iters;  /* timed iterations; medians over them (default 5) */
-    int core;        /* pin the measuring thread to this core; -1: the last core this process
-                      * may run on (default -1) */
-    uint64_t seed;   /* weights and data (default 1) */
+    uint32_t warmup;        /* untimed iterations first (default 1) */
+    uint32_t iters;         /* timed iterations; medians over them (default 5) */
+    int core;               /* pin the measuring thread to this core; -1: the last core this process
+                             * may run on (default -1) */
+    uint64_t seed;          /* weights and data (default 1) */
+    const char *model_name; /* the profile's "model"; NULL: the model's own name (default) */
     /* called after each iteration (may be NULL) */
     void (*progress)(void *arg, uint32_t done, uint32_t total);
     void *progress_arg;

@@ -3,7 +3,7 @@
  *
  * Tensors go with MPI_Isend from a ring of buffers (a send waits only when the ring is full) and
  * arrive with MPI_Irecv straight into the stage's own buffer. Every wait polls its request with
- * MPI_Test in 1 ms slices up to its deadline, so nothing waits unbounded. Stopping together: a
+ * MPI_Test every 0.2 ms up to its deadline, so nothing waits unbounded. Stopping together: a
  * rank that fails sends its message to every other rank on a tag of its own; every rank keeps an
  * MPI_Irecv posted for it and looks at it in every wait. A rank that dies sends nothing: its
  * neighbours' waits run out (timeout_ms) and they stop and tell the rest. After the last step
