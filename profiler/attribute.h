@@ -3,7 +3,20 @@
  * innermost enclosing range on that thread, and the nearest enclosing layer range (by the naming
  * convention, docs/profiling.md) gives the layer and the phase. Step ranges, matched by time on
  * any thread (the backward runs on PyTorch's autograd thread), split the trace into training
- * steps; per layer and phase the engine reports the median over the steps after the warm-up. */
+ * steps; per layer and phase the engine reports the median over the steps after the warm-up.
+ *
+ * It streams. The host ranges are held (they say what every launch means); launches and
+ * activities pass through three bounded windows and are folded into per-step, per-layer sums as
+ * they come, so memory follows the ranges, never the kernel count:
+ *   launches   the last launch_window launches by correlation id (an activity finds its launch
+ *              among them; one further back counts as unmatched),
+ *   pending    activities that came before their launch (clock skew, a collector's buffers
+ *              completing out of order), up to pending_window; the oldest left over is
+ *              unmatched,
+ *   reorder    activities wait here, sorted by start, until reorder_window newer ones came:
+ *              merging overlapping kernels needs them in start order per layer, step and device.
+ *              One that still comes after a later-starting one of its group is counted as late
+ *              (its busy time is merged as well as the order allows, and said in the profile). */
 #ifndef SP_PROFILER_ATTRIBUTE_H
 #define SP_PROFILER_ATTRIBUTE_H
 
@@ -25,7 +38,13 @@ struct sp_attrib_opts {
     const char *phase_pattern; /* group 1: fwd, forward, bwd, backward, recompute, optimizer */
     const char *step_pattern;
     uint32_t warmup_steps;
+    /* the windows (0: the defaults below); tests make them small to reach their edges */
+    size_t launch_window, pending_window, reorder_window;
 };
+
+#define SP_ATTRIB_LAUNCH_WINDOW  ((size_t)1 << 20)
+#define SP_ATTRIB_PENDING_WINDOW ((size_t)1 << 18)
+#define SP_ATTRIB_REORDER_WINDOW ((size_t)1 << 18)
 
 #define SP_DEFAULT_LAYER_PATTERN "^(.+)/(fwd|bwd|recompute)$"
 #define SP_DEFAULT_PHASE_PATTERN "/(fwd|bwd|recompute|optimizer)$"
@@ -55,14 +74,31 @@ struct sp_attribution {
     double class_ms[SP_PHASE_COUNT];  /* the same split by where it went */
     double outside_steps_ms;          /* in the warm-up steps or outside every step */
     uint64_t activities, unmatched;   /* unmatched: no launch record with its correlation id */
+    uint64_t late;                    /* activities that came after the reorder window */
+    double late_ms;                   /* their summed duration */
     struct sp_trace names;            /* owns the layer names */
 };
 
-/* Attribute the trace. SP_ERR_INVALID_ARG for a pattern that does not compile (the message
+/* Attribute the trace: its ranges, then its launches and activities (from its arrays in time
+ * order, or from t->replay). SP_ERR_INVALID_ARG for a pattern that does not compile (the message
  * says which and why); SP_ERR_SCHEMA when no range matches the layer pattern (the message names
  * a few range names seen, to write a pattern from). */
 sp_status sp_attribute(sp_ctx *ctx, const struct sp_trace *t, const struct sp_attrib_opts *opts,
                        struct sp_attribution *out);
 void sp_attribution_release(struct sp_attribution *a);
+
+/* ---- the same in steps, for a source that produces launches and activities itself. The trace
+ * passed to sp_attrib_begin holds the ranges and strings (its launch and activity arrays are not
+ * read) and must outlive the stream; the hints (how many launches and activities to expect, 0
+ * when unknown) size the windows below their caps. sp_attrib_end frees the stream whatever it
+ * returns; sp_attrib_abort frees one that is not ended. */
+struct sp_attrib_stream;
+sp_status sp_attrib_begin(sp_ctx *ctx, const struct sp_trace *t, const struct sp_attrib_opts *opts,
+                          size_t launches_hint, size_t activities_hint,
+                          struct sp_attrib_stream **out);
+sp_status sp_attrib_launch(struct sp_attrib_stream *s, const struct sp_trace_launch *l);
+sp_status sp_attrib_activity(struct sp_attrib_stream *s, const struct sp_trace_activity *a);
+sp_status sp_attrib_end(struct sp_attrib_stream *s, struct sp_attribution *out);
+void sp_attrib_abort(struct sp_attrib_stream *s);
 
 #endif

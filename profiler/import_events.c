@@ -5,10 +5,17 @@
  * A launch goes to a thread by CUPTI's external correlation: the record names the innermost
  * range open on the launching thread, and so that range's thread. Launches without one (made
  * before the collector was ready, or outside every range) go to the thread whose OS id CUPTI
- * names, and to a thread of their own when no range thread has that id. */
+ * names; one with no range thread is outside every range.
+ *
+ * Two passes, so memory follows the ranges and not the kernels: the first reads strings,
+ * threads, ranges, correlations and devices (and checks every record); launches and activities
+ * are only counted. The trace keeps the files open, and when it is attributed the second pass
+ * (the trace's replay) reads the logs again and feeds their launches and activities straight to
+ * the engine's stream. */
 #include <stdio.h>
 #include <string.h>
 
+#include "attribute.h"
 #include "event_log.h"
 #include "stagepart/stagepart.h"
 #include "trace.h"
@@ -42,24 +49,20 @@ static uint64_t get_u64(struct cursor *c) {
     return v;
 }
 
-struct pending_api {
-    int64_t time_ns;
-    uint64_t corr, range; /* range 0: none folded in */
-    uint32_t cupti_tid;
-};
-
 struct log_reader {
     sp_ctx *ctx;
     struct sp_trace *t;
-    const char *path;
+    char *path;
+    FILE *f;
     uint64_t file_index;
-    struct sp_u64_map strings;    /* the log's string id -> the trace's */
-    struct sp_u64_map threads;    /* the log's thread id -> the trace's */
-    struct sp_u64_map os_tids;    /* an OS thread id (either kind) -> the trace's thread */
-    struct sp_u64_map range_tid;  /* range id -> the trace's thread */
-    struct sp_u64_map corr_range; /* correlation id -> range id */
-    struct pending_api *apis;
-    size_t n_apis, cap_apis;
+    struct sp_u64_map strings;       /* the log's string id -> the trace's */
+    struct sp_u64_map threads;       /* the log's thread id -> the trace's */
+    struct sp_u64_map os_tids;       /* an OS thread id (either kind) -> the trace's thread */
+    struct sp_u64_map range_tid;     /* range id -> the trace's thread */
+    struct sp_u64_map corr_range;    /* correlation id -> range id (external correlations) */
+    struct sp_attrib_stream *stream; /* the second pass: where launches and activities go */
+    size_t launches, activities;     /* the first pass's count of usable ones */
+    int64_t earliest_ns;             /* and their earliest time */
     char cupti[64], cuda[64];
 };
 
@@ -96,6 +99,8 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
     struct sp_trace *t = r->t;
     uint32_t tid = 0, name = 0;
     sp_status st = SP_OK;
+    if (r->stream && tag != SP_EVLOG_API && tag != SP_EVLOG_ACTIVITY)
+        return SP_OK; /* the second pass: the rest was read in the first */
     switch (tag) {
     case SP_EVLOG_STRING: {
         if (c->left < 4)
@@ -146,20 +151,26 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
     case SP_EVLOG_API: {
         if (c->left < SP_EVLOG_API_BYTES)
             return bad(r, off, "an API record shorter than 28 bytes");
-        if (r->n_apis == r->cap_apis) {
-            size_t cap = r->cap_apis ? 2 * r->cap_apis : 1024;
-            struct pending_api *a = sp_realloc(r->apis, cap * sizeof *a);
-            if (!a)
-                return oom(r);
-            r->apis = a;
-            r->cap_apis = cap;
+        int64_t time_ns = (int64_t)get_u64(c);
+        uint64_t corr = get_u64(c);
+        uint32_t cupti_tid = get_u32(c);
+        uint64_t range = get_u64(c), th = UINT64_MAX;
+        if (!sp_trace_times_usable(time_ns, time_ns, false)) {
+            t->zero_time_records += !r->stream;
+            return SP_OK;
         }
-        struct pending_api *a = &r->apis[r->n_apis++];
-        a->time_ns = (int64_t)get_u64(c);
-        a->corr = get_u64(c);
-        a->cupti_tid = get_u32(c);
-        a->range = get_u64(c);
-        return SP_OK;
+        if (!r->stream) {
+            r->launches++;
+            r->earliest_ns = time_ns < r->earliest_ns ? time_ns : r->earliest_ns;
+            return SP_OK;
+        }
+        if (range || sp_u64_map_get(&r->corr_range, corr, &range))
+            sp_u64_map_get(&r->range_tid, range, &th);
+        if (th == UINT64_MAX && !sp_u64_map_get(&r->os_tids, cupti_tid, &th))
+            th = UINT32_MAX; /* a thread without ranges: outside every range */
+        struct sp_trace_launch l = {time_ns - t->origin_ns,
+                                    r->file_index << 32 | (corr & 0xffffffffu), (uint32_t)th};
+        return sp_attrib_launch(r->stream, &l);
     }
     case SP_EVLOG_ACTIVITY: {
         if (c->left < SP_EVLOG_ACTIVITY_BYTES)
@@ -178,7 +189,18 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
             return bad(r, off, "an activity of an unknown kind");
         if ((st = string_of(r, off, name, &a.name)) != SP_OK)
             return st;
-        return sp_trace_add_activity(r->ctx, t, &a);
+        if (!sp_trace_times_usable(a.start_ns, a.end_ns, true)) {
+            t->zero_time_records += !r->stream;
+            return SP_OK;
+        }
+        if (!r->stream) {
+            r->activities++;
+            r->earliest_ns = a.start_ns < r->earliest_ns ? a.start_ns : r->earliest_ns;
+            return SP_OK;
+        }
+        a.start_ns -= t->origin_ns;
+        a.end_ns -= t->origin_ns;
+        return sp_attrib_activity(r->stream, &a);
     }
     case SP_EVLOG_DEVICE: {
         if (c->left < 8)
@@ -213,38 +235,19 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
     }
 }
 
-/* Launches, now that every range and correlation is known. */
-static sp_status resolve_launches(struct log_reader *r) {
-    sp_status st = SP_OK;
-    for (size_t i = 0; st == SP_OK && i < r->n_apis; i++) {
-        const struct pending_api *a = &r->apis[i];
-        uint64_t range = a->range, tid = UINT64_MAX;
-        if (range || sp_u64_map_get(&r->corr_range, a->corr, &range))
-            sp_u64_map_get(&r->range_tid, range, &tid);
-        if (tid == UINT64_MAX &&
-            !sp_u64_map_insert(&r->os_tids, a->cupti_tid, r->t->n_threads, &tid))
-            return oom(r);
-        if (tid == r->t->n_threads)
-            r->t->n_threads++;
-        struct sp_trace_launch l = {a->time_ns, r->file_index << 32 | (a->corr & 0xffffffffu),
-                                    (uint32_t)tid};
-        st = sp_trace_add_launch(r->ctx, r->t, &l);
-    }
-    return st;
-}
-
 /* The log is read in chunks, so memory follows the event store, not the file's size. */
 #define CHUNK_BYTES ((size_t)4 << 20) /* more than the largest record (a 64 KiB string) */
 
+/* One pass over the log: the first when r->stream is NULL, else the second. */
 static sp_status read_log(struct log_reader *r) {
-    FILE *f = fopen(r->path, "rb");
-    if (!f)
+    FILE *f = r->f;
+    if (!f && !(f = r->f = fopen(r->path, "rb")))
         return sp_fail(r->ctx, SP_ERR_IO, "cannot open '%s'", r->path);
+    if (fseek(f, 0, SEEK_SET) != 0)
+        return sp_fail(r->ctx, SP_ERR_IO, "%s: cannot read it again", r->path);
     unsigned char *buf = sp_malloc(CHUNK_BYTES);
-    if (!buf) {
-        fclose(f);
+    if (!buf)
         return oom(r);
-    }
     size_t have = fread(buf, 1, CHUNK_BYTES, f), pos = SP_EVLOG_HEADER_BYTES, base = 0;
     sp_status st = SP_OK;
     if (have < SP_EVLOG_HEADER_BYTES || memcmp(buf, SP_EVLOG_MAGIC, 8) != 0) {
@@ -292,20 +295,49 @@ static sp_status read_log(struct log_reader *r) {
             break; /* the end, or a record cut by the program's death: the tail is lost */
         have += got;
     }
-    fclose(f);
     sp_free(buf);
-    if (st == SP_OK)
-        st = resolve_launches(r);
     return st;
 }
 
 static void reader_release(struct log_reader *r) {
+    if (r->f)
+        fclose(r->f);
+    sp_free(r->path);
     sp_u64_map_release(&r->strings);
     sp_u64_map_release(&r->threads);
     sp_u64_map_release(&r->os_tids);
     sp_u64_map_release(&r->range_tid);
     sp_u64_map_release(&r->corr_range);
-    sp_free(r->apis);
+}
+
+struct events_replay {
+    struct log_reader *readers;
+    size_t n;
+};
+
+static void replay_release(void *state) {
+    struct events_replay *e = state;
+    for (size_t i = 0; e && i < e->n; i++)
+        reader_release(&e->readers[i]);
+    if (e)
+        sp_free(e->readers);
+    sp_free(e);
+}
+
+/* the second pass, log after log */
+static sp_status replay_run(sp_ctx *ctx, const struct sp_trace *t, void *state,
+                            struct sp_attrib_stream *stream) {
+    (void)t;
+    struct events_replay *e = state;
+    sp_status st = SP_OK;
+    for (size_t i = 0; st == SP_OK && i < e->n; i++) {
+        struct log_reader *r = &e->readers[i];
+        r->ctx = ctx;
+        r->stream = stream;
+        st = read_log(r);
+        r->stream = NULL;
+    }
+    return st;
 }
 
 sp_status sp_trace_load_events(sp_ctx *ctx, const char *const *paths, size_t n, sp_trace **out) {
@@ -317,34 +349,53 @@ sp_status sp_trace_load_events(sp_ctx *ctx, const char *const *paths, size_t n, 
     *out = NULL;
     struct sp_trace *t = sp_calloc(1, sizeof *t);
     sp_status st = t ? sp_trace_init(ctx, t) : sp_oom(ctx, "reading an event log");
+    struct events_replay *e = NULL;
     if (st == SP_OK) {
         t->collector = sp_strdup("stagepart-inject (CUPTI activity API, NVTX)");
         t->file = sp_strdup(paths[0]);
-        if (!t->collector || !t->file)
+        e = sp_calloc(1, sizeof *e);
+        if (e && !(e->readers = sp_calloc(n, sizeof *e->readers))) {
+            sp_free(e);
+            e = NULL;
+        }
+        if (!t->collector || !t->file || !e)
             st = sp_oom(ctx, "reading an event log");
     }
+    if (st == SP_OK) { /* the trace owns the readers from here: they hold the second pass */
+        t->replay = (struct sp_trace_replay){replay_run, replay_release, e, 0, 0};
+    }
     char versions[256] = "";
+    int64_t earliest = INT64_MAX;
     for (size_t i = 0; st == SP_OK && i < n; i++) {
-        struct log_reader r = {0};
-        r.ctx = ctx;
-        r.t = t;
-        r.path = paths[i];
-        r.file_index = i;
-        st = read_log(&r);
-        if (st == SP_OK && !versions[0] && r.cuda[0])
+        struct log_reader *r = &e->readers[i];
+        e->n++;
+        r->ctx = ctx;
+        r->t = t;
+        r->file_index = i;
+        r->earliest_ns = INT64_MAX;
+        if (!(r->path = sp_strdup(paths[i]))) {
+            st = sp_oom(ctx, "reading an event log");
+            break;
+        }
+        st = read_log(r);
+        t->replay.launches += r->launches;
+        t->replay.activities += r->activities;
+        earliest = r->earliest_ns < earliest ? r->earliest_ns : earliest;
+        if (st == SP_OK && !versions[0] && r->cuda[0])
             snprintf(versions, sizeof versions, "collector built with CUDA %s, CUPTI %s loaded",
-                     r.cuda, r.cupti[0] ? r.cupti : "(unknown)");
-        else if (st == SP_OK && !versions[0] && r.cupti[0])
-            snprintf(versions, sizeof versions, "CUPTI %s loaded", r.cupti);
-        reader_release(&r);
+                     r->cuda, r->cupti[0] ? r->cupti : "(unknown)");
+        else if (st == SP_OK && !versions[0] && r->cupti[0])
+            snprintf(versions, sizeof versions, "CUPTI %s loaded", r->cupti);
     }
     if (st == SP_OK && !(t->versions = sp_strdup(versions)))
         st = sp_oom(ctx, "reading an event log");
     if (st != SP_OK) {
+        if (!t || !t->replay.state)
+            replay_release(e);
         sp_trace_destroy(t);
         return st;
     }
-    sp_trace_rebase(t);
+    sp_trace_rebase(t, earliest);
     *out = t;
     return SP_OK;
 }

@@ -254,7 +254,7 @@ sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data,
         sp_trace_destroy(t);
         return st;
     }
-    sp_trace_rebase(t);
+    sp_trace_rebase(t, INT64_MAX);
     *out = t;
     return SP_OK;
 }

@@ -255,7 +255,7 @@ sp_status sp_trace_load_nsys(sp_ctx *ctx, const char *path, sp_trace **out) {
         sp_trace_destroy(t);
         return st;
     }
-    sp_trace_rebase(t);
+    sp_trace_rebase(t, INT64_MAX);
     *out = t;
     return SP_OK;
 }

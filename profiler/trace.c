@@ -33,6 +33,8 @@ sp_status sp_trace_init(sp_ctx *ctx, struct sp_trace *t) {
 void sp_trace_release(struct sp_trace *t) {
     if (!t)
         return;
+    if (t->replay.release)
+        t->replay.release(t->replay.state);
     sp_free(t->ranges);
     sp_free(t->launches);
     sp_free(t->activities);
@@ -121,6 +123,11 @@ static bool usable(int64_t start, int64_t end) {
     return start >= -lim && start <= lim && end >= start && end <= lim;
 }
 
+/* An activity at 0, 0 has no timestamp (CUPTI writes that) */
+bool sp_trace_times_usable(int64_t start_ns, int64_t end_ns, bool activity) {
+    return usable(start_ns, end_ns) && !(activity && start_ns == 0 && end_ns == 0);
+}
+
 sp_status sp_trace_add_range(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_range *r) {
     if (!usable(r->start_ns, r->end_ns)) {
         t->zero_time_records++;
@@ -153,8 +160,7 @@ sp_status sp_trace_add_launch(sp_ctx *ctx, struct sp_trace *t, const struct sp_t
 
 sp_status sp_trace_add_activity(sp_ctx *ctx, struct sp_trace *t,
                                 const struct sp_trace_activity *a) {
-    if ((a->start_ns == 0 && a->end_ns == 0) || !usable(a->start_ns, a->end_ns)) {
-        /* no timestamp (CUPTI writes 0, 0), or none that can be used: counted, not used */
+    if (!sp_trace_times_usable(a->start_ns, a->end_ns, true)) { /* counted, not used */
         t->zero_time_records++;
         return SP_OK;
     }
@@ -184,8 +190,8 @@ sp_status sp_trace_set_device(sp_ctx *ctx, struct sp_trace *t, uint32_t device, 
     return SP_OK;
 }
 
-void sp_trace_rebase(struct sp_trace *t) {
-    int64_t o = INT64_MAX;
+void sp_trace_rebase(struct sp_trace *t, int64_t replayed_earliest_ns) {
+    int64_t o = replayed_earliest_ns;
     for (size_t i = 0; i < t->n_ranges; i++)
         o = t->ranges[i].start_ns < o ? t->ranges[i].start_ns : o;
     for (size_t i = 0; i < t->n_launches; i++)

@@ -36,6 +36,20 @@ struct sp_trace_activity {
 };
 
 struct sp_intern; /* string table (trace.c) */
+struct sp_attrib_stream;
+struct sp_trace;
+
+/* Launches and activities a trace does not hold: a source that reads them again when they are
+ * attributed (the event log's second pass), so a trace of millions of kernels costs its ranges'
+ * memory, not its kernels'. run feeds them to the stream with sp_attrib_launch and
+ * sp_attrib_activity, on the trace's rebased clock; release frees state. */
+struct sp_trace_replay {
+    sp_status (*run)(sp_ctx *ctx, const struct sp_trace *t, void *state,
+                     struct sp_attrib_stream *stream);
+    void (*release)(void *state);
+    void *state;
+    size_t launches, activities; /* how many run will feed (window sizing) */
+};
 
 struct sp_trace {
     struct sp_trace_range *ranges;
@@ -54,11 +68,12 @@ struct sp_trace {
     char *versions;    /* tool versions the file names, or "" */
     char **devices;    /* device names by index, or NULL entries */
     size_t n_devices;
-    uint64_t dropped_records;   /* the collector's own count of lost records */
-    uint64_t zero_time_records; /* records without usable timestamps (skipped): zero, ending
-                                 * before they start, or beyond +-2^61 ns */
-    uint64_t unusable_payloads; /* range payloads beyond 2^53 bytes (dropped: a profile's byte
-                                 * counts are exact JSON integers) */
+    uint64_t dropped_records;      /* the collector's own count of lost records */
+    uint64_t zero_time_records;    /* records without usable timestamps (skipped): zero, ending
+                                    * before they start, or beyond +-2^61 ns */
+    uint64_t unusable_payloads;    /* range payloads beyond 2^53 bytes (dropped: a profile's byte
+                                    * counts are exact JSON integers) */
+    struct sp_trace_replay replay; /* run NULL: the arrays hold every launch and activity */
 };
 
 sp_status sp_trace_init(sp_ctx *ctx, struct sp_trace *t);
@@ -67,10 +82,14 @@ sp_status sp_trace_intern(sp_ctx *ctx, struct sp_trace *t, const char *s, size_t
 sp_status sp_trace_add_range(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_range *r);
 sp_status sp_trace_add_launch(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_launch *l);
 sp_status sp_trace_add_activity(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_activity *a);
+/* Whether a record's times can be used (trace.c says why some cannot); a source that skips
+ * records itself counts them in zero_time_records the same way. */
+bool sp_trace_times_usable(int64_t start_ns, int64_t end_ns, bool activity);
 /* Name device i (copied). */
 sp_status sp_trace_set_device(sp_ctx *ctx, struct sp_trace *t, uint32_t device, const char *name);
-/* Make every time relative to the earliest event. */
-void sp_trace_rebase(struct sp_trace *t);
+/* Make every time relative to the earliest event: of the arrays, and replayed_earliest_ns, the
+ * earliest time the replay holds (INT64_MAX: none); the replay subtracts origin_ns itself. */
+void sp_trace_rebase(struct sp_trace *t, int64_t replayed_earliest_ns);
 void sp_trace_release(struct sp_trace *t);
 
 #endif

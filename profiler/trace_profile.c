@@ -52,8 +52,10 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     *json = NULL;
     if (opts->micro_batch_size < 1)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "the micro-batch size must be at least 1");
-    struct sp_attrib_opts ao = {opts->layer_pattern, opts->phase_pattern, opts->step_pattern,
-                                opts->warmup_steps};
+    struct sp_attrib_opts ao = {.layer_pattern = opts->layer_pattern,
+                                .phase_pattern = opts->phase_pattern,
+                                .step_pattern = opts->step_pattern,
+                                .warmup_steps = opts->warmup_steps};
     struct sp_attribution a;
     sp_status st = sp_attribute(ctx, trace, &ao, &a);
     if (st != SP_OK)
@@ -94,6 +96,14 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     sum.unattributed_share = a.gpu_ms > 0 ? sum.unattributed_ms / a.gpu_ms : 0;
     sum.outside_steps_ms = a.outside_steps_ms;
     sum.dropped_records = trace->dropped_records;
+    sum.late = a.late;
+    sum.late_ms = a.late_ms;
+    if (a.late)
+        sp_warn(ctx,
+                "%s: %llu activities (%.3f ms) came more than %zu records out of time order; "
+                "their layers' busy time may be over-counted by up to that much",
+                trace->file, (unsigned long long)a.late, a.late_ms,
+                (size_t)SP_ATTRIB_REORDER_WINDOW);
 
     char model[256];
     if (opts->model) {
@@ -155,6 +165,7 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
          num(m, "dropped_records", (double)trace->dropped_records) &&
          num(m, "zero_time_records", (double)trace->zero_time_records) &&
          num(m, "unusable_payloads", (double)trace->unusable_payloads) &&
+         num(m, "late_activities", (double)a.late) && num(m, "late_ms", a.late_ms) &&
          cJSON_AddStringToObject(m, "time", "merged GPU busy time of kernels and memsets") &&
          cJSON_AddStringToObject(m, "cuda_graphs",
                                  "kernels of a graph launch count for the range around the "

@@ -3,15 +3,18 @@
 
 #include "u64_map.h"
 
+static size_t home_of(const struct sp_u64_map *m, uint64_t k) {
+    return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (m->cap - 1);
+}
+
 static size_t slot_of(const struct sp_u64_map *m, uint64_t k) {
-    size_t h = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17) & (m->cap - 1);
+    size_t h = home_of(m, k);
     while (m->used[h] && m->key[h] != k)
         h = (h + 1) & (m->cap - 1);
     return h;
 }
 
-static bool grow(struct sp_u64_map *m) {
-    size_t cap = m->cap ? m->cap * 2 : 1024;
+static bool grow_to(struct sp_u64_map *m, size_t cap) {
     struct sp_u64_map g = {sp_mallocarray(cap, sizeof *g.key), sp_mallocarray(cap, sizeof *g.val),
                            sp_calloc(cap, 1), m->n, cap};
     if (!g.key || !g.val || !g.used) {
@@ -28,6 +31,17 @@ static bool grow(struct sp_u64_map *m) {
     sp_u64_map_release(m);
     *m = g;
     return true;
+}
+
+static bool grow(struct sp_u64_map *m) {
+    return grow_to(m, m->cap ? m->cap * 2 : 1024);
+}
+
+bool sp_u64_map_reserve(struct sp_u64_map *m, size_t n) {
+    size_t cap = m->cap ? m->cap : 1024;
+    while (cap / 2 < n && cap < SIZE_MAX / 4)
+        cap *= 2;
+    return cap == m->cap || grow_to(m, cap);
 }
 
 /* the slot of k, made free for it when absent; SIZE_MAX when out of memory */
@@ -71,6 +85,31 @@ bool sp_u64_map_get(const struct sp_u64_map *m, uint64_t k, uint64_t *v) {
         return false;
     *v = m->val[h];
     return true;
+}
+
+/* Linear probing without tombstones: after emptying a slot, every later key of the same probe
+ * run that could live in the hole moves back into it (backward-shift deletion), so lookups stay
+ * correct and a map that sees as many removals as inserts never fills up. */
+void sp_u64_map_remove(struct sp_u64_map *m, uint64_t k) {
+    if (!m->cap)
+        return;
+    size_t hole = slot_of(m, k), mask = m->cap - 1;
+    if (!m->used[hole])
+        return;
+    m->used[hole] = 0;
+    m->n--;
+    for (size_t j = (hole + 1) & mask; m->used[j]; j = (j + 1) & mask) {
+        size_t home = home_of(m, m->key[j]);
+        /* the key at j may move to the hole when its home is not inside (hole, j] (cyclic) */
+        bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+        if (stays)
+            continue;
+        m->key[hole] = m->key[j];
+        m->val[hole] = m->val[j];
+        m->used[hole] = 1;
+        m->used[j] = 0;
+        hole = j;
+    }
 }
 
 void sp_u64_map_release(struct sp_u64_map *m) {

@@ -18,6 +18,10 @@ bool sp_u64_map_insert(struct sp_u64_map *m, uint64_t k, uint64_t v, uint64_t *v
 /* Map k -> v, replacing an earlier value. false when out of memory. */
 bool sp_u64_map_set(struct sp_u64_map *m, uint64_t k, uint64_t v);
 bool sp_u64_map_get(const struct sp_u64_map *m, uint64_t k, uint64_t *v);
+/* Make room for n keys without growing again (one allocation instead of doublings). */
+bool sp_u64_map_reserve(struct sp_u64_map *m, size_t n);
+/* Remove k (nothing when absent). Never allocates, so it cannot fail. */
+void sp_u64_map_remove(struct sp_u64_map *m, uint64_t k);
 void sp_u64_map_release(struct sp_u64_map *m);
 
 #endif

@@ -388,6 +388,9 @@ typedef struct sp_trace_summary {
     double unattributed_share;        /* unattributed_ms / gpu_ms */
     double outside_steps_ms;          /* layer work in warm-up steps or outside every step */
     uint64_t dropped_records;         /* the collector's own count of lost records */
+    uint64_t late;                    /* activities that came too far out of time order to
+                                       * merge exactly (their busy time may be over-counted) */
+    double late_ms;                   /* their summed duration */
 } sp_trace_summary;
 
 /* sp_trace_to_profile: the profile (a "stagepart-profile" document, docs/formats.md) and the

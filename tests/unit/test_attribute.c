@@ -1,12 +1,16 @@
 /* tests/unit/test_attribute.c: the attribution engine on hand-built traces: foreign ranges
  * inside a layer, busy time merged per device (not across devices), launches without a range
  * or without a launch record, steps matched by time across threads, even step counts, layers
- * with only a backward, recomputation, and random traces against a brute-force recount. */
+ * with only a backward, recomputation, and random traces against a brute-force recount; the
+ * per-thread timeline against a brute-force search of the ranges; the streaming windows (records
+ * out of order within them give the in-order result exactly; beyond them every activity is still
+ * accounted for, as late or unmatched); the id map's removal against a plain array. */
 #include <math.h>
 #include <stagepart/stagepart.h>
 
 #include "../test.h"
-#include "attribute.h"
+#include "attribute_impl.h"
+#include "u64_map.h"
 
 static sp_ctx *ctx;
 
@@ -60,7 +64,7 @@ static void test_cases(void) {
                                            name(&t, "k"), SP_ACTIVITY_KERNEL};
         SP_CHECK_STATUS(sp_trace_add_activity(ctx, &t, &orphan), SP_OK);
     }
-    struct sp_attrib_opts o = {NULL, NULL, NULL, 0};
+    struct sp_attrib_opts o = {.warmup_steps = 0};
     struct sp_attribution a;
     SP_CHECK_STATUS(sp_attribute(ctx, &t, &o, &a), SP_OK);
     SP_CHECK_EQ_INT(a.n_layers, 2);
@@ -119,7 +123,7 @@ static void test_random_busy(void) {
         for (int d = 0; d < 2; d++)
             for (int x = 0; x < 200; x++)
                 want += busy[d][x];
-        struct sp_attrib_opts o = {NULL, NULL, NULL, 0};
+        struct sp_attrib_opts o = {.warmup_steps = 0};
         struct sp_attribution a;
         SP_CHECK_STATUS(sp_attribute(ctx, &t, &o, &a), SP_OK);
         double got = a.n_layers ? a.layers[0].phase[SP_PHASE_FWD].busy_ms * 1e6 : -1;
@@ -130,10 +134,261 @@ static void test_random_busy(void) {
     }
 }
 
+static uint64_t next_rand(uint64_t *rng) {
+    *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+    return *rng >> 33;
+}
+
+/* properly nested random ranges on a thread: children inside [s, e), some layer ranges */
+static void nested(struct sp_trace *t, uint64_t *rng, uint32_t tid, int64_t s, int64_t e,
+                   int depth) {
+    static const char *names[] = {"l0/fwd", "l1/fwd", "l2/bwd", "l3/bwd", "other", "opt/optimizer"};
+    int64_t at = s;
+    while (depth < 4 && e - at > 4) {
+        int64_t a = at + (int64_t)(next_rand(rng) % (uint64_t)((e - at) / 2 + 1));
+        int64_t b = a + 1 + (int64_t)(next_rand(rng) % (uint64_t)(e - a));
+        if (b > e)
+            b = e;
+        range(t, names[next_rand(rng) % 6], tid, a, b);
+        nested(t, rng, tid, a, b, depth + 1);
+        at = b + (int64_t)(next_rand(rng) % 3);
+        if (next_rand(rng) % 3 == 0)
+            break;
+    }
+}
+
+/* r encloses q: it holds q, and when both have the same bounds it came first (the engine opens
+ * equal ranges in their order, the later inside) */
+static bool encloses(const struct sp_trace_range *r, const struct sp_trace_range *q) {
+    return r->start_ns <= q->start_ns && r->end_ns >= q->end_ns &&
+           (r->start_ns < q->start_ns || r->end_ns > q->end_ns || r < q);
+}
+
+/* what a launch at T on tid belongs to, by brute force: of the ranges holding T (start <= T <=
+ * end) the innermost is the one no other encloses (of two touching at T, the one starting
+ * there); the layer is the innermost layer range of it and those around it, recomputation a
+ * forward one inside a backward one */
+static struct launch_result brute_lookup(const struct sp_trace *t, uint32_t tid, int64_t T) {
+    const struct sp_trace_range *inner = NULL, *layer_r = NULL;
+    bool opt = false;
+    for (size_t i = 0; i < t->n_ranges; i++) {
+        const struct sp_trace_range *r = &t->ranges[i];
+        if (r->tid != tid || r->start_ns > T || r->end_ns < T)
+            continue;
+        if (!inner || encloses(inner, r) || (!encloses(r, inner) && r->start_ns > inner->start_ns))
+            inner = r; /* of two touching at T, the one starting there (the other closed) */
+    }
+    for (size_t i = 0; inner && i < t->n_ranges; i++) { /* inner and the ranges around it */
+        const struct sp_trace_range *r = &t->ranges[i];
+        if (r->tid != tid || (r != inner && !encloses(r, inner)))
+            continue;
+        const char *n = t->strings[r->name];
+        if (n[0] == 'l' && (!layer_r || encloses(layer_r, r)))
+            layer_r = r;
+        opt |= strcmp(n, "opt/optimizer") == 0;
+    }
+    if (!inner)
+        return (struct launch_result){-1, SP_PHASE_UNATTRIBUTED};
+    if (!layer_r)
+        return (struct launch_result){-1, opt ? SP_PHASE_OPTIMIZER : SP_PHASE_OTHER};
+    const char *ln = t->strings[layer_r->name];
+    bool fwd = strstr(ln, "/fwd") != NULL, in_bwd = false;
+    for (size_t i = 0; fwd && i < t->n_ranges; i++) { /* a backward layer range around it */
+        const struct sp_trace_range *r = &t->ranges[i];
+        in_bwd |= r->tid == tid && r != layer_r && encloses(r, layer_r) &&
+                  strstr(t->strings[r->name], "/bwd") != NULL;
+    }
+    uint8_t cls = fwd ? (in_bwd ? SP_PHASE_RECOMPUTE : SP_PHASE_FWD) : SP_PHASE_BWD;
+    return (struct launch_result){ln[1] - '0', cls};
+}
+
+static void test_timeline(void) {
+    uint64_t rng = 11;
+    for (int round = 0; round < 40; round++) {
+        struct sp_trace t;
+        SP_CHECK_STATUS(sp_trace_init(ctx, &t), SP_OK);
+        t.file = sp_strdup("timeline");
+        t.collector = sp_strdup("timeline");
+        /* intern the layer names first so that layer id = the digit in the name */
+        for (int l = 0; l < 4; l++) {
+            char nm[8];
+            snprintf(nm, sizeof nm, "l%d", l);
+            name(&t, nm);
+        }
+        for (uint32_t tid = 0; tid < 3; tid++)
+            nested(&t, &rng, tid, 0, 200, 0);
+        range(&t, "l0/fwd", 3, 500, 501); /* every layer exists, so ids stay as interned */
+        range(&t, "l1/fwd", 3, 502, 503);
+        range(&t, "l2/bwd", 3, 504, 505);
+        range(&t, "l3/bwd", 3, 506, 507);
+        struct sp_attrib_opts o = {.layer_pattern = "^(l[0-9])/(fwd|bwd)$"};
+        struct sp_attrib_stream *s = NULL;
+        SP_CHECK_STATUS(sp_attrib_begin(ctx, &t, &o, 0, 0, &s), SP_OK);
+        /* the engine's layer ids follow first sight in classification: map names */
+        int bad = 0;
+        for (uint32_t tid = 0; s && tid < 4; tid++)
+            for (int64_t T = -1; T <= 210; T++) {
+                struct launch_result got = sp_attrib_lookup(s, tid, T);
+                struct launch_result want = brute_lookup(&t, tid, T);
+                const char *gname = got.layer >= 0 ? s->out.names.strings[got.layer] : "-";
+                char wname[4] = "-";
+                if (want.layer >= 0)
+                    snprintf(wname, sizeof wname, "l%d", want.layer);
+                if (got.cls != want.cls || strcmp(gname, wname) != 0) {
+                    if (bad++ < 3)
+                        SP_CHECK_MSG(false, "round %d tid %u T %lld: got %s/%d want %s/%d", round,
+                                     tid, (long long)T, gname, got.cls, wname, want.cls);
+                }
+            }
+        SP_CHECK_EQ_INT(bad, 0);
+        sp_attrib_abort(s);
+        sp_trace_release(&t);
+    }
+}
+
+struct rec { /* a launch (is_launch) or an activity, at some position of a stream */
+    long pos;
+    bool is_launch;
+    size_t idx;
+};
+
+static int cmp_rec(const void *a, const void *b) {
+    const struct rec *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* a trace's launches and activities streamed out of order: each record moves up to `jitter`
+ * places from where time order puts it */
+static sp_status stream_jittered(const struct sp_trace *t, const struct sp_attrib_opts *o,
+                                 uint64_t *rng, long jitter, struct sp_attribution *out) {
+    size_t n = t->n_launches + t->n_activities;
+    struct rec *r = calloc(n, sizeof *r);
+    for (size_t i = 0; i < t->n_launches; i++)
+        r[i] = (struct rec){2 * (long)i, true, i};
+    for (size_t i = 0; i < t->n_activities; i++)
+        r[t->n_launches + i] = (struct rec){2 * (long)i + 1, false, i};
+    for (size_t i = 0; i < n; i++)
+        r[i].pos = r[i].pos * 1000 + (long)(next_rand(rng) % (uint64_t)(2 * jitter + 1)) * 2000 -
+                   jitter * 2000;
+    qsort(r, n, sizeof *r, cmp_rec);
+    struct sp_attrib_stream *s = NULL;
+    sp_status st = sp_attrib_begin(ctx, t, o, 0, 0, &s);
+    for (size_t i = 0; st == SP_OK && i < n; i++)
+        st = r[i].is_launch ? sp_attrib_launch(s, &t->launches[r[i].idx])
+                            : sp_attrib_activity(s, &t->activities[r[i].idx]);
+    if (st == SP_OK)
+        st = sp_attrib_end(s, out);
+    else
+        sp_attrib_abort(s);
+    free(r);
+    return st;
+}
+
+static void test_stream_windows(void) {
+    uint64_t rng = 23;
+    for (int round = 0; round < 30; round++) {
+        struct sp_trace t;
+        SP_CHECK_STATUS(sp_trace_init(ctx, &t), SP_OK);
+        t.file = sp_strdup("stream");
+        t.collector = sp_strdup("stream");
+        int64_t now = 0;
+        uint64_t corr = 1;
+        for (int step = 0; step < 3; step++) {
+            int64_t s0 = now;
+            for (int l = 0; l < 4; l++) {
+                char nm[16];
+                snprintf(nm, sizeof nm, "L%d/fwd", l);
+                int64_t r0 = now;
+                int k = 1 + (int)(next_rand(&rng) % 20);
+                for (int i = 0; i < k; i++, now += 3) {
+                    int64_t st = now + (int64_t)(next_rand(&rng) % 10);
+                    kernel(&t, 0, now, corr++, (uint32_t)(next_rand(&rng) % 2), st,
+                           st + 1 + (int64_t)(next_rand(&rng) % 12));
+                }
+                now += 20;
+                range(&t, nm, 0, r0, now);
+            }
+            range(&t, "stagepart/step", 0, s0, now);
+            now += 50;
+        }
+        struct sp_attrib_opts o = {.warmup_steps = 0};
+        struct sp_attribution want, got;
+        SP_CHECK_STATUS(sp_attribute(ctx, &t, &o, &want), SP_OK);
+        o.launch_window = o.pending_window = o.reorder_window = 64;
+        SP_CHECK_STATUS(stream_jittered(&t, &o, &rng, 8, &got), SP_OK);
+        SP_CHECK_EQ_INT(got.n_layers, want.n_layers);
+        SP_CHECK_EQ_INT(got.unmatched, want.unmatched);
+        SP_CHECK_EQ_INT(got.late, 0);
+        for (size_t l = 0; l < got.n_layers && l < want.n_layers; l++) {
+            const struct sp_phase_stats *g = &got.layers[l].phase[SP_PHASE_FWD],
+                                        *w = &want.layers[l].phase[SP_PHASE_FWD];
+            SP_CHECK_MSG(g->busy_ms == w->busy_ms && g->kernel_ms == w->kernel_ms &&
+                             g->span_ms == w->span_ms && g->kernels == w->kernels,
+                         "round %d layer %zu: busy %g vs %g", round, l, g->busy_ms, w->busy_ms);
+        }
+        sp_attribution_release(&got);
+        /* windows far too small for the disorder: nothing is lost from the accounting, and
+         * what could not be placed is counted */
+        for (int tight = 0; tight < 2; tight++) {
+            o.launch_window = o.pending_window = tight ? 2 : 4096;
+            o.reorder_window = tight ? 4096 : 2;
+            SP_CHECK_STATUS(stream_jittered(&t, &o, &rng, 40, &got), SP_OK);
+            double sum = 0;
+            for (int c = 0; c < SP_PHASE_COUNT; c++)
+                sum += got.class_ms[c];
+            SP_CHECK_EQ_INT(got.activities, t.n_activities);
+            SP_CHECK_MSG(fabs(sum - got.gpu_ms) < 1e-9 * (1 + got.gpu_ms), "%g vs %g", sum,
+                         got.gpu_ms);
+            if (tight)
+                SP_CHECK_MSG(got.unmatched > want.unmatched, "round %d: unmatched %llu", round,
+                             (unsigned long long)got.unmatched);
+            else
+                SP_CHECK_MSG(got.unmatched == want.unmatched && got.late > 0,
+                             "round %d: unmatched %llu late %llu", round,
+                             (unsigned long long)got.unmatched, (unsigned long long)got.late);
+            sp_attribution_release(&got);
+        }
+        sp_attribution_release(&want);
+        sp_trace_release(&t);
+    }
+}
+
+static void test_map_remove(void) {
+    uint64_t rng = 3;
+    struct sp_u64_map m = {0};
+    static uint64_t have[512]; /* key k in 0..511: value + 1, 0 when absent */
+    memset(have, 0, sizeof have);
+    for (int i = 0; i < 200000; i++) {
+        uint64_t k = next_rand(&rng) % 512, key = k * 0x10000000ull; /* clustered hashes */
+        if (next_rand(&rng) % 2) {
+            SP_CHECK(sp_u64_map_set(&m, key, (uint64_t)i));
+            have[k] = (uint64_t)i + 1;
+        } else {
+            sp_u64_map_remove(&m, key);
+            have[k] = 0;
+        }
+        if (i % 997 == 0)
+            for (uint64_t j = 0; j < 512; j++) {
+                uint64_t v = 0;
+                bool found = sp_u64_map_get(&m, j * 0x10000000ull, &v);
+                SP_CHECK(found == (have[j] != 0) && (!found || v + 1 == have[j]));
+            }
+    }
+    size_t n = 0;
+    for (int j = 0; j < 512; j++)
+        n += have[j] != 0;
+    SP_CHECK_EQ_INT(m.n, n);
+    SP_CHECK(m.cap <= 2048); /* removals make room: the table does not grow without bound */
+    sp_u64_map_release(&m);
+}
+
 int main(void) {
     sp_ctx_create(&ctx);
     test_cases();
     test_random_busy();
+    test_timeline();
+    test_stream_windows();
+    test_map_remove();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_attribute");
 }
