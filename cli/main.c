@@ -68,7 +68,11 @@ static void print_main_help(FILE *f) {
           "  3  infeasible: no plan satisfies the constraints (the reason is named)\n"
           "  4  feature or device unavailable (not compiled in, no GPU)\n"
           "  5  internal error\n"
-          "  130  interrupted (Ctrl-C) during profile MODEL or run: nothing written\n",
+          "  130  interrupted (Ctrl-C) during profile MODEL or run: nothing written\n\n"
+          "Environment:\n"
+          "  STAGEPART_MEMORY_BUDGET  the most memory a command may hold (e.g. 8GiB; 'none'); by\n"
+          "      default 80% of what the machine, its cgroup and ulimits leave: an input too\n"
+          "      large for it exits 2 naming the budget (docs/security.md)\n",
           f);
 }
 
@@ -124,6 +128,30 @@ static int finish_stdout(int code) {
     return code;
 }
 
+/* The budget every command runs under (docs/security.md): STAGEPART_MEMORY_BUDGET (a byte
+ * count, or 0 / "none"), else 80 % of what this process may still take (what is counted is the
+ * blocks' usable sizes; the allocator's own overhead and fragmentation come on top), so that an
+ * input too large for the machine is refused with exit 2 instead of being killed by the kernel. */
+static int set_memory_budget(void) {
+    const char *env = getenv("STAGEPART_MEMORY_BUDGET");
+    if (env && *env) {
+        uint64_t bytes = 0;
+        sp_ctx *ctx = NULL;
+        if (sp_ctx_create(&ctx) != SP_OK)
+            return SP_EXIT_INTERNAL;
+        sp_status st = strcmp(env, "none") == 0 ? SP_OK : sp_parse_bytes(ctx, env, &bytes);
+        if (st != SP_OK)
+            fprintf(stderr, "stagepart: error: STAGEPART_MEMORY_BUDGET: %s\n", sp_ctx_errmsg(ctx));
+        sp_ctx_destroy(ctx);
+        if (st != SP_OK)
+            return SP_EXIT_USAGE;
+        sp_set_memory_budget((size_t)bytes);
+        return SP_EXIT_OK;
+    }
+    sp_set_memory_budget(sp_memory_limit() / 5 * 4);
+    return SP_EXIT_OK;
+}
+
 int main(int argc, char **argv) {
 #if defined(__GLIBC__) && defined(M_MXFAST)
     /* A profile's JSON tree is millions of small blocks freed together. In glibc's fastbins
@@ -131,6 +159,9 @@ int main(int argc, char **argv) {
      * a 100,000-layer profile, measured); freeing them straight away is cheaper overall. */
     mallopt(M_MXFAST, 0);
 #endif
+    int code = set_memory_budget();
+    if (code != SP_EXIT_OK)
+        return code;
     if (argc < 2) {
         print_main_help(stderr);
         return SP_EXIT_USAGE;

@@ -1,6 +1,11 @@
 /* core/alloc.c: the library's allocator hooks (sp_set_allocator), also handed to cJSON so that
- * fault-injection tests see every allocation. */
+ * fault-injection tests see every allocation, and the memory budget (sp_set_memory_budget): with
+ * the default allocator every block's usable size is counted, and an allocation that would pass
+ * the budget fails, so a file too large for this machine is refused with a message instead of
+ * ending in the kernel's OOM killer. */
 #include <cjson/cJSON.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +18,79 @@ static sp_free_fn g_free = free;
 /* failed allocations so far, so a parser that only says "failed" (cJSON) can be told apart from
  * one that ran out of memory; relaxed: only compared around a call on the same thread */
 static _Atomic unsigned long g_failures;
+/* usable bytes of the default allocator's live blocks; signed, since a block made with a custom
+ * allocator and freed after the default came back (which the header forbids) would otherwise
+ * wrap it around */
+static _Atomic long long g_in_use;
+static _Atomic size_t g_budget; /* 0: none */
+static _Thread_local bool t_over_budget;
+
+static bool counting(void) {
+    return g_malloc == malloc;
+}
+
+/* whether growing the library's memory by `more` bytes (freeing `less`) stays in the budget */
+static bool within_budget(size_t more, size_t less) {
+    size_t budget = atomic_load_explicit(&g_budget, memory_order_relaxed);
+    if (!budget || !counting())
+        return true;
+    long long in_use = atomic_load_explicit(&g_in_use, memory_order_relaxed) - (long long)less;
+    size_t used = in_use > 0 ? (size_t)in_use : 0;
+    if (more <= budget && used <= budget - more)
+        return true;
+    t_over_budget = true;
+    g_failures++;
+    return false;
+}
 
 static void *counted_malloc(size_t size) {
-    void *p = g_malloc(size ? size : 1);
+    size = size ? size : 1;
+    if (!within_budget(size, 0))
+        return NULL;
+    void *p = g_malloc(size);
     if (!p)
         g_failures++;
+    else if (counting())
+        atomic_fetch_add_explicit(&g_in_use, (long long)malloc_usable_size(p),
+                                  memory_order_relaxed);
     return p;
 }
 static void counted_free(void *p) {
+    if (!p)
+        return;
+    if (counting())
+        atomic_fetch_sub_explicit(&g_in_use, (long long)malloc_usable_size(p),
+                                  memory_order_relaxed);
     g_free(p);
+}
+
+static void install_cjson_hooks(void) {
+    cJSON_Hooks hooks = {counted_malloc, counted_free};
+    cJSON_InitHooks(&hooks);
+}
+
+void sp_alloc_init(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, install_cjson_hooks);
+}
+
+void sp_set_memory_budget(size_t bytes) {
+    atomic_store(&g_budget, bytes);
+}
+
+size_t sp_memory_budget(void) {
+    return atomic_load(&g_budget);
+}
+
+size_t sp_memory_in_use(void) {
+    long long v = atomic_load(&g_in_use);
+    return v > 0 ? (size_t)v : 0;
+}
+
+bool sp_alloc_take_over_budget(void) {
+    bool was = t_over_budget;
+    t_over_budget = false;
+    return was;
 }
 
 unsigned long sp_alloc_failures(void) {
@@ -36,8 +105,7 @@ sp_status sp_set_allocator(sp_malloc_fn malloc_fn, sp_realloc_fn realloc_fn, sp_
     g_malloc = all_null ? malloc : malloc_fn;
     g_realloc = all_null ? realloc : realloc_fn;
     g_free = all_null ? free : free_fn;
-    cJSON_Hooks hooks = {counted_malloc, counted_free};
-    cJSON_InitHooks(&hooks);
+    install_cjson_hooks();
     return SP_OK;
 }
 
@@ -46,15 +114,22 @@ void *sp_malloc(size_t size) {
 }
 
 void *sp_realloc(void *ptr, size_t size) {
-    void *p = g_realloc(ptr, size ? size : 1);
-    if (!p)
+    size = size ? size : 1;
+    size_t old = ptr && counting() ? malloc_usable_size(ptr) : 0;
+    if (!within_budget(size, old))
+        return NULL;
+    void *p = g_realloc(ptr, size);
+    if (!p) {
         g_failures++;
+    } else if (counting()) {
+        atomic_fetch_add_explicit(&g_in_use, (long long)malloc_usable_size(p) - (long long)old,
+                                  memory_order_relaxed);
+    }
     return p;
 }
 
 void sp_free(void *ptr) {
-    if (ptr)
-        g_free(ptr);
+    counted_free(ptr);
 }
 
 void *sp_mallocarray(size_t count, size_t size) {

@@ -11,6 +11,7 @@
 sp_status sp_ctx_create(sp_ctx **out) {
     if (!out)
         return SP_ERR_INVALID_ARG;
+    sp_alloc_init();
     *out = sp_calloc(1, sizeof **out);
     if (!*out)
         return SP_ERR_NOMEM;
@@ -90,5 +91,13 @@ void sp_warn(sp_ctx *ctx, const char *fmt, ...) {
 }
 
 sp_status sp_oom(sp_ctx *ctx, const char *what) {
+    if (sp_alloc_take_over_budget()) {
+        char budget[16];
+        return sp_fail(ctx, SP_ERR_LIMIT,
+                       "over the memory budget of %s while %s (the budget keeps an input too "
+                       "large for this machine from ending in the OOM killer; set it with "
+                       "STAGEPART_MEMORY_BUDGET, docs/security.md)",
+                       sp_format_bytes(sp_memory_budget(), budget, sizeof budget), what);
+    }
     return sp_fail(ctx, SP_ERR_NOMEM, "out of memory while %s", what);
 }

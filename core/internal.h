@@ -69,8 +69,15 @@ void sp_problem(sp_ctx *ctx, const char *fmt, ...) SP_PRINTF(2, 3);
 /* sp_problems_finish: append "... and N more problems" if lines were dropped. */
 void sp_problems_finish(sp_ctx *ctx);
 void sp_warn(sp_ctx *ctx, const char *fmt, ...) SP_PRINTF(2, 3);
-/* sp_oom: record an allocation failure with what was being allocated. */
+/* sp_oom: record an allocation failure with what was being allocated: SP_ERR_NOMEM, or
+ * SP_ERR_LIMIT naming the memory budget when the budget refused it (on this thread). */
 sp_status sp_oom(sp_ctx *ctx, const char *what);
+
+/* ---- allocation (core/alloc.c) */
+/* hand cJSON the counting allocator (once; sp_ctx_create calls it) */
+void sp_alloc_init(void);
+/* whether the budget refused an allocation on this thread since the last call */
+bool sp_alloc_take_over_budget(void);
 
 /* ---- files (core/file_io.c) */
 /* sp_read_file: whole file into a NUL-terminated buffer (sp_free it). Refuses files larger than

@@ -24,8 +24,11 @@ sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
         *out = root;
         return SP_OK;
     }
-    if (sp_alloc_failures() != failures) /* cJSON says only "failed": it was memory */
-        return sp_fail(ctx, SP_ERR_NOMEM, "%s: out of memory while parsing the JSON", name);
+    if (sp_alloc_failures() != failures) { /* cJSON says only "failed": it was memory */
+        char what[512];
+        snprintf(what, sizeof what, "parsing %s", name);
+        return sp_oom(ctx, what);
+    }
     if (!end || end < data || end > data + len)
         end = data + len;
     /* cJSON may stop one byte into a bad token: point at the token's start */

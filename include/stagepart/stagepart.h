@@ -79,6 +79,18 @@ typedef void *(*sp_realloc_fn)(void *ptr, size_t size);
 typedef void (*sp_free_fn)(void *ptr);
 SP_API sp_status sp_set_allocator(sp_malloc_fn malloc_fn, sp_realloc_fn realloc_fn,
                                   sp_free_fn free_fn);
+/* sp_set_memory_budget: the most bytes the library may hold at once, over all threads (0, the
+ * library's default: no budget; the stagepart command sets one, docs/security.md). An
+ * allocation that would pass it fails, and the call that made it returns SP_ERR_LIMIT with a
+ * message naming the budget, having freed what it took. Counted with the default allocator only
+ * (usable block sizes); thread-safe. sp_memory_in_use: the bytes counted now.
+ * sp_memory_limit: how much more this process may take: the least headroom under physical
+ * memory and the cgroup's memory.max (against its resident size), RLIMIT_AS (against its address
+ * space) and RLIMIT_DATA (0 when none can be read). */
+SP_API void sp_set_memory_budget(size_t bytes);
+SP_API size_t sp_memory_budget(void);
+SP_API size_t sp_memory_in_use(void);
+SP_API size_t sp_memory_limit(void);
 /* sp_free: release a char * buffer returned by the library. sp_free(NULL) is a no-op. */
 SP_API void sp_free(void *ptr);
 

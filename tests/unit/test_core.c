@@ -165,8 +165,37 @@ static void test_allocator_and_plan_json(void) {
     sp_profile_destroy(p);
 }
 
+/* a profile of 2,000 layers under a budget below what it needs: refused naming the budget and
+ * the file, every block given back; without a budget it reads */
+static void test_memory_budget(void) {
+    size_t cap = 2000 * 64 + 256, len = 0;
+    char *text = malloc(cap);
+    len += (size_t)snprintf(text + len, cap - len,
+                            "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"m\","
+                            "\"micro_batch_size\":1,\"layers\":[");
+    for (int i = 0; i < 2000; i++)
+        len += (size_t)snprintf(text + len, cap - len,
+                                "%s{\"name\":\"l%d\",\"fwd_ms\":1,\"bwd_ms\":2}", i ? "," : "", i);
+    len += (size_t)snprintf(text + len, cap - len, "]}");
+    size_t before = sp_memory_in_use();
+    sp_profile *p = NULL;
+    sp_set_memory_budget(before + 64 * 1024);
+    SP_CHECK_STATUS(sp_profile_parse(ctx, "budget.json", text, len, &p), SP_ERR_LIMIT);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "over the memory budget");
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "budget.json");
+    SP_CHECK_EQ_INT(sp_memory_in_use(), before);
+    sp_set_memory_budget(0);
+    SP_CHECK_STATUS(sp_profile_parse(ctx, "budget.json", text, len, &p), SP_OK);
+    SP_CHECK(sp_memory_in_use() > before + 64 * 1024);
+    sp_profile_destroy(p);
+    SP_CHECK_EQ_INT(sp_memory_in_use(), before);
+    SP_CHECK(sp_memory_limit() > 0);
+    free(text);
+}
+
 int main(void) {
     sp_ctx_create(&ctx);
+    test_memory_budget();
     test_status();
     test_bytes();
     test_atomic_write();
