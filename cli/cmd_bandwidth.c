@@ -9,13 +9,15 @@
 enum { OPT_OUTPUT = 1, OPT_BACKEND, OPT_WORKERS, OPT_SIZES, OPT_TRIALS, OPT_WARMUP };
 
 const struct sp_opt cmd_bandwidth_opts[] = {
-    {OPT_BACKEND, "backend", 0, "<cpu>",
-     "what to measure: cpu, copies between worker threads pinned to cores (default: cpu)",
+    {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
+     "what to measure: cpu, copies between worker threads pinned to cores; cuda, copies between "
+     "every pair of CUDA devices (and host, within each device, NCCL) (default: cpu)",
      "Measurement"},
     {OPT_WORKERS, "workers", 'w', "<N>",
-     "worker threads; every ordered pair is measured (default: 2)", "Measurement"},
+     "cpu: worker threads; every ordered pair is measured (default: 2)", "Measurement"},
     {OPT_SIZES, "sizes", 0, "<list>",
-     "message sizes, comma-separated, with KiB/MiB/GiB suffixes (default: 4KiB,16KiB,...,64MiB)",
+     "message sizes, comma-separated, with KiB/MiB/GiB suffixes (default: 4KiB,16KiB,...,64MiB "
+     "on cpu, ...,1GiB on cuda)",
      "Measurement"},
     {OPT_TRIALS, "trials", 0, "<N>", "timed rounds per size; the median is fitted (default: 7)",
      "Measurement"},
@@ -29,15 +31,20 @@ const struct sp_opt cmd_bandwidth_opts[] = {
 
 const struct sp_command_help cmd_bandwidth_help = {
     "bandwidth",
-    "[--backend cpu] [--workers N] [--sizes LIST] [--trials N] [-o LINKS]",
+    "[--backend cpu|cuda] [--workers N] [--sizes LIST] [--trials N] [-o LINKS]",
     "Measure the links between workers and write a links file for partition --links.",
     "cpu: for every ordered pair of worker threads (each pinned to its own core when there are\n"
     "  enough), the sender fills a buffer and raises a flag, the receiver copies it into its\n"
     "  own; the time runs from the flag to the end of the copy, which is what the CPU pipeline\n"
     "  pays at a stage boundary. The median per size is fitted to t = latency + bytes /\n"
     "  bandwidth (least squares on the relative error); the file holds every sample and fit\n"
-    "  under \"measurement\". The CUDA probe (cudaMemcpyPeerAsync, NCCL) is not in this version.\n"
-    "  docs/profiling.md.",
+    "  under \"measurement\".\n"
+    "cuda: for every ordered pair of devices, cudaMemcpyPeerAsync on the sender's stream, each\n"
+    "  copy timed by CUPTI's memcpy records (CUDA events beside, as a cross-check); per device\n"
+    "  also host-to-device, device-to-host and within the device, and NCCL send/recv per pair\n"
+    "  when built with NCCL (those in \"measurement\" only). With one GPU there is no link\n"
+    "  between devices: it says so and measures what one GPU allows. Exit 4 without a device\n"
+    "  or in a build without CUDA. docs/profiling.md.",
     "  stagepart bandwidth -o links.json\n"
     "  stagepart bandwidth --workers 4 --sizes 64KiB,1MiB,16MiB --trials 11 -o links.json\n"
     "  stagepart partition profile.json -s 2 --links links.json\n",
@@ -69,21 +76,23 @@ static bool parse_sizes(const char *text, uint64_t *sizes, size_t cap, size_t *n
 
 static void print_table(const char *json, const char *written) {
     cJSON *root = cJSON_Parse(json);
-    const cJSON *pairs = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "measurement"), "pairs");
-    const cJSON *devs = cJSON_GetObjectItem(root, "devices"), *p;
-    printf("%-8s %-8s %12s %14s %10s %12s\n", "from", "to", "latency_us", "bandwidth_GBps", "r2",
+    const cJSON *m = cJSON_GetObjectItem(root, "measurement");
+    const cJSON *pairs = cJSON_GetObjectItem(m, "pairs"), *p;
+    printf("%-24s %12s %14s %10s %12s\n", "link", "latency_us", "bandwidth_GBps", "r2",
            "peak_GBps");
     cJSON_ArrayForEach(p, pairs) {
         const cJSON *f = cJSON_GetObjectItem(p, "fit");
-        int i = cJSON_GetObjectItem(p, "from")->valueint,
-            j = cJSON_GetObjectItem(p, "to")->valueint;
-        printf("%-8s %-8s %12.3f %14.3f %10.4f %12.3f\n", cJSON_GetArrayItem(devs, i)->valuestring,
-               cJSON_GetArrayItem(devs, j)->valuestring,
+        printf("%-24s %12.3f %14.3f %10.4f %12.3f\n", cJSON_GetObjectItem(p, "label")->valuestring,
                cJSON_GetObjectItem(f, "latency_us")->valuedouble,
                cJSON_GetObjectItem(f, "bandwidth_GBps")->valuedouble,
                cJSON_GetObjectItem(f, "r2")->valuedouble,
                cJSON_GetObjectItem(f, "peak_GBps")->valuedouble);
     }
+    const cJSON *note = cJSON_GetObjectItem(m, "note"), *timing = cJSON_GetObjectItem(m, "timing");
+    if (cJSON_IsString(timing))
+        printf("timing: %s\n", timing->valuestring);
+    if (cJSON_IsString(note))
+        printf("note: %s\n", note->valuestring);
     if (written)
         printf("wrote %s\n", written);
     cJSON_Delete(root);
@@ -120,6 +129,7 @@ int cmd_bandwidth(int argc, char **argv) {
     sp_bandwidth_opts_init(&opts);
     uint64_t sizes[32], v = 0;
     const char *output = NULL;
+    bool cuda = false, workers_set = false;
     struct sp_opt_parser p;
     sp_opt_parser_init(&p, "bandwidth", cmd_bandwidth_opts, argc, argv);
     for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
@@ -133,16 +143,15 @@ int cmd_bandwidth(int argc, char **argv) {
             output = p.value;
             break;
         case OPT_BACKEND:
-            if (strcmp(p.value, "cpu") != 0)
-                return sp_usage_error("bandwidth",
-                                      "--backend: only cpu is built (the CUDA probe is not in "
-                                      "this version), got '%s'",
-                                      p.value);
+            if (strcmp(p.value, "cpu") != 0 && strcmp(p.value, "cuda") != 0)
+                return sp_usage_error("bandwidth", "--backend: cpu or cuda, got '%s'", p.value);
+            cuda = strcmp(p.value, "cuda") == 0;
             break;
         case OPT_WORKERS:
             if (!sp_opt_uint(&p, 2, 64, &v))
                 return SP_EXIT_USAGE;
             opts.workers = (unsigned)v;
+            workers_set = true;
             break;
         case OPT_SIZES:
             if (!parse_sizes(p.value, sizes, sizeof sizes / sizeof *sizes, &opts.n_sizes))
@@ -163,11 +172,15 @@ int cmd_bandwidth(int argc, char **argv) {
     }
     if (p.n_positional)
         return sp_usage_error("bandwidth", "unexpected argument '%s'", p.positional[0]);
+    if (cuda && workers_set)
+        return sp_usage_error("bandwidth",
+                              "--workers is for --backend cpu; cuda measures every device");
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return SP_EXIT_INTERNAL;
     char *json = NULL;
-    sp_status st = sp_bandwidth_measure_cpu(ctx, &opts, &json);
+    sp_status st = cuda ? sp_bandwidth_measure_cuda(ctx, &opts, &json)
+                        : sp_bandwidth_measure_cpu(ctx, &opts, &json);
     if (st == SP_OK && output)
         st = sp_write_file_atomic(ctx, output, json, strlen(json));
     int code = SP_EXIT_OK;

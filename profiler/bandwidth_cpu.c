@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "links_json.h"
 
 #define MAX_WORKERS 64
 #define MAX_SIZES   32
@@ -111,17 +112,6 @@ static void *worker(void *p) {
     return NULL;
 }
 
-static int cmp_double(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double quantile(const double *sorted, unsigned n, double q) {
-    double pos = q * (n - 1);
-    unsigned i = (unsigned)pos;
-    return i + 1 < n ? sorted[i] + (pos - i) * (sorted[i + 1] - sorted[i]) : sorted[n - 1];
-}
-
 sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts, char **json) {
     if (!ctx)
         return SP_ERR_INVALID_ARG;
@@ -151,19 +141,10 @@ sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts, c
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     bool pin = cpus >= (long)opts->workers;
     unsigned n = opts->workers;
-    double *bw = sp_calloc((size_t)n * n, sizeof *bw), *lat = sp_calloc((size_t)n * n, sizeof *lat);
     struct pair_run *run = sp_calloc(1, sizeof *run);
-    cJSON *root = cJSON_CreateObject(), *pairs = NULL, *m = NULL, *devs = NULL, *bwj = NULL,
-          *latj = NULL;
-    sp_status st = bw && lat && run && root ? SP_OK : sp_oom(ctx, "measuring links");
-    if (st == SP_OK && (!cJSON_AddStringToObject(root, "format", "stagepart-links") ||
-                        !cJSON_AddNumberToObject(root, "version", 1) ||
-                        !(devs = cJSON_AddArrayToObject(root, "devices")) ||
-                        !(bwj = cJSON_AddArrayToObject(root, "bandwidth_GBps")) ||
-                        !(latj = cJSON_AddArrayToObject(root, "latency_us")) ||
-                        !(m = cJSON_AddObjectToObject(root, "measurement")) ||
-                        !(pairs = cJSON_AddArrayToObject(m, "pairs"))))
-        st = sp_oom(ctx, "measuring links");
+    double *ms = sp_mallocarray(n_sizes * opts->trials, sizeof *ms);
+    struct sp_links_doc *doc = NULL;
+    sp_status st = run && ms ? sp_links_doc_begin(ctx, n, &doc) : sp_oom(ctx, "measuring links");
     for (unsigned i = 0; st == SP_OK && i < n; i++)
         for (unsigned j = 0; st == SP_OK && j < n; j++) {
             if (i == j)
@@ -209,84 +190,48 @@ sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts, c
                          : sp_fail(ctx, SP_ERR_INTERNAL, "bandwidth: a copy did not arrive intact");
                 break;
             }
-            uint64_t xs[MAX_SIZES];
-            double med[MAX_SIZES];
-            cJSON *pj = cJSON_CreateObject(), *samples = NULL, *fj = NULL;
-            if (!pj || !cJSON_AddItemToArray(pairs, pj) ||
-                !cJSON_AddNumberToObject(pj, "from", i) || !cJSON_AddNumberToObject(pj, "to", j) ||
-                !(samples = cJSON_AddArrayToObject(pj, "samples"))) {
-                st = sp_oom(ctx, "measuring links");
-                break;
-            }
-            for (size_t k = 0; k < n_sizes; k++) {
-                double *v = run->ms[k];
-                qsort(v, opts->trials, sizeof *v, cmp_double);
-                xs[k] = sizes[k];
-                med[k] = quantile(v, opts->trials, 0.5);
-                cJSON *sj = cJSON_CreateObject();
-                if (!sj || !cJSON_AddItemToArray(samples, sj) ||
-                    !cJSON_AddNumberToObject(sj, "bytes", (double)sizes[k]) ||
-                    !cJSON_AddNumberToObject(sj, "median_ms", med[k]) ||
-                    !cJSON_AddNumberToObject(sj, "p10_ms", quantile(v, opts->trials, 0.1)) ||
-                    !cJSON_AddNumberToObject(sj, "p90_ms", quantile(v, opts->trials, 0.9)))
-                    st = sp_oom(ctx, "measuring links");
-            }
-            sp_link_fit fit;
-            if (st == SP_OK)
-                st = sp_fit_alpha_beta(ctx, xs, med, n_sizes, &fit);
-            if (st != SP_OK)
-                break;
-            bw[i * n + j] = fit.bandwidth_GBps;
-            lat[i * n + j] = fit.latency_us;
-            if (!(fj = cJSON_AddObjectToObject(pj, "fit")) ||
-                !cJSON_AddNumberToObject(fj, "latency_us", fit.latency_us) ||
-                !cJSON_AddNumberToObject(fj, "bandwidth_GBps", fit.bandwidth_GBps) ||
-                !cJSON_AddNumberToObject(fj, "r2", fit.r2) ||
-                !cJSON_AddNumberToObject(fj, "max_rel_residual", fit.max_rel_residual) ||
-                !cJSON_AddNumberToObject(fj, "peak_GBps", fit.peak_GBps))
-                st = sp_oom(ctx, "measuring links");
+            for (size_t k = 0; k < n_sizes; k++)
+                memcpy(ms + k * opts->trials, run->ms[k], opts->trials * sizeof *ms);
+            char label[32];
+            snprintf(label, sizeof label, "cpu%u->cpu%u", i, j);
+            struct sp_link_series series = {label, (int)i,       (int)j, sizes, n_sizes,
+                                            ms,    opts->trials, NULL,   NULL};
+            st = sp_links_doc_add(doc, &series, NULL);
         }
-    if (st == SP_OK) {
-        bool ok = true;
-        for (unsigned i = 0; ok && i < n; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "cpu%u", i);
-            cJSON *rb = cJSON_CreateArray(), *rl = cJSON_CreateArray();
-            ok = cJSON_AddItemToArray(devs, cJSON_CreateString(name)) && rb && rl &&
-                 cJSON_AddItemToArray(bwj, rb);
-            if (ok)
-                ok = cJSON_AddItemToArray(latj, rl);
-            else
-                cJSON_Delete(rb);
-            if (!ok)
-                cJSON_Delete(rl);
-            for (unsigned j = 0; ok && j < n; j++)
-                ok = cJSON_AddItemToArray(rb, cJSON_CreateNumber(bw[i * n + j])) &&
-                     cJSON_AddItemToArray(rl, cJSON_CreateNumber(lat[i * n + j]));
-        }
-        char when[32];
-        time_t now = time(NULL);
-        struct tm tmv;
-        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
-        ok = ok && cJSON_AddStringToObject(m, "collector", "stagepart bandwidth --backend cpu") &&
-             cJSON_AddStringToObject(m, "method",
-                                     "sender fills its buffer and raises a flag; the receiver "
-                                     "copies it into its own; median over trials, fitted to "
-                                     "t = latency + bytes / bandwidth (weights 1/t^2)") &&
-             cJSON_AddStringToObject(m, "created", when) &&
-             cJSON_AddBoolToObject(m, "pinned", pin) &&
-             cJSON_AddNumberToObject(m, "cpus_online", (double)cpus) &&
-             cJSON_AddNumberToObject(m, "trials", opts->trials) &&
-             cJSON_AddNumberToObject(m, "warmup", opts->warmup);
-        char *text = ok ? cJSON_Print(root) : NULL;
-        *json = text ? sp_strdup(text) : NULL;
-        cJSON_free(text);
-        if (!*json)
+    char **names = sp_calloc(n, sizeof *names);
+    if (st == SP_OK && !names)
+        st = sp_oom(ctx, "measuring links");
+    for (unsigned i = 0; st == SP_OK && i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "cpu%u", i);
+        if (!(names[i] = sp_strdup(name)))
             st = sp_oom(ctx, "measuring links");
     }
-    cJSON_Delete(root);
-    sp_free(bw);
-    sp_free(lat);
+    if (st == SP_OK) {
+        char when[32];
+        sp_links_now_utc(when, sizeof when);
+        cJSON *m = sp_links_doc_measurement(doc);
+        bool ok = cJSON_AddStringToObject(m, "collector", "stagepart bandwidth --backend cpu") &&
+                  cJSON_AddStringToObject(m, "method",
+                                          "sender fills its buffer and raises a flag; the "
+                                          "receiver copies it into its own; median over trials, "
+                                          "fitted to t = latency + bytes / bandwidth (weights "
+                                          "1/t^2)") &&
+                  cJSON_AddStringToObject(m, "created", when) &&
+                  cJSON_AddBoolToObject(m, "pinned", pin) &&
+                  cJSON_AddNumberToObject(m, "cpus_online", (double)cpus) &&
+                  cJSON_AddNumberToObject(m, "trials", opts->trials) &&
+                  cJSON_AddNumberToObject(m, "warmup", opts->warmup);
+        st = ok ? sp_links_doc_finish(doc, (const char *const *)names, json)
+                : sp_oom(ctx, "measuring links");
+        if (ok)
+            doc = NULL;
+    }
+    sp_links_doc_abort(doc);
+    for (unsigned i = 0; names && i < n; i++)
+        sp_free(names[i]);
+    sp_free(names);
+    sp_free(ms);
     sp_free(run);
     return st;
 }

@@ -9,6 +9,10 @@
 #                             untraced, injected but idle, and tracing (target <= 2%)
 #   torch.*                   the same flow on samples/torch/train.py through the PyTorch helper,
 #                             when torch with CUDA is installed (said so when it is not)
+#   links.*                   stagepart bandwidth --backend cuda, 4 KiB to 1 GiB: every device
+#                             pair (peer copies, NCCL), host copies and copies within a device,
+#                             CUPTI-timed with CUDA events beside (test_bandwidth_cuda checks
+#                             they agree)
 # Exit status: 0 when every hard check passed (attribution >= 95%), 1 otherwise, 77 without a GPU.
 set -uo pipefail
 OUT=${1:?usage: scripts/gpu-check.sh OUTDIR}
@@ -117,6 +121,16 @@ for mode in ("untraced", "idle", "tracing"):
 over = statistics.median(t["tracing"]) / base - 1
 print(f"{'PASS' if over <= 0.02 else 'MISS'} tracing overhead {100 * over:+.2f}% (target <= 2%)")
 PY
+
+say ""
+say "## links (stagepart bandwidth --backend cuda)"
+if "$SP" bandwidth --backend cuda -o "$OUT/links.json" >"$OUT/links.txt" 2>&1; then
+    say "PASS bandwidth --backend cuda"
+    sed 's/^/    /' "$OUT/links.txt" >>"$S"
+else
+    say "FAIL bandwidth --backend cuda (links.txt)"
+    failed=1
+fi
 
 say ""
 say "## PyTorch helper (samples/torch/train.py)"

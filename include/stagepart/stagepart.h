@@ -261,6 +261,16 @@ SP_API void sp_bandwidth_opts_init(sp_bandwidth_opts *opts);
  * threads cannot start. */
 SP_API sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts, char **json);
 
+/* sp_bandwidth_measure_cuda: the links between CUDA devices: cudaMemcpyPeerAsync for every
+ * ordered pair (opts->workers is not used: every device the runtime sees), each copy timed by
+ * CUPTI's memcpy records with CUDA events beside as a cross-check (events fitted when CUPTI
+ * cannot be used); per device also host-to-device, device-to-host (pinned) and within the
+ * device, and NCCL send/recv per pair in builds with NCCL; those series are in "measurement"
+ * only. Default sizes 4 KiB to 1 GiB. The same document as the CPU probe, devices "gpu<i>".
+ * SP_ERR_NO_DEVICE without a device or driver, SP_ERR_UNSUPPORTED in a build without CUDA,
+ * SP_ERR_CUDA when a CUDA or NCCL call fails (named), SP_ERR_INVALID_ARG for bad options. */
+SP_API sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts, char **json);
+
 /* ---------------------------------------------------------------------------------------------
  * Built-in models (format "stagepart-model", version 1; docs/models.md)
  *

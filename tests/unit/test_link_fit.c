@@ -5,6 +5,7 @@
 #include <stagepart/stagepart.h>
 
 #include "../test.h"
+#include "links_json.h"
 
 static sp_ctx *ctx;
 
@@ -83,7 +84,57 @@ static void test_cpu_probe(void) {
     SP_CHECK_STATUS(sp_bandwidth_measure_cpu(ctx, &o, &json), SP_ERR_INVALID_ARG);
 }
 
+/* the links document both probes write: a series between two devices fills the matrices, one
+ * outside them (host copies, within a device) is kept in measurement only, with its cross-check */
+static void test_links_doc(void) {
+    sp_ctx *c = NULL;
+    SP_CHECK_STATUS(sp_ctx_create(&c), SP_OK);
+    struct sp_links_doc *d = NULL;
+    SP_CHECK_STATUS(sp_links_doc_begin(c, 2, &d), SP_OK);
+    const uint64_t sizes[] = {1000, 1000000};
+    /* 2 us + bytes / 10 GB/s, three trials a size (out of order: sorted in place) */
+    double ms[] = {0.0023, 0.0021, 0.0022, 0.1022, 0.1020, 0.1021};
+    double check[] = {0.003, 0.103};
+    struct sp_link_series link = {"gpu0->gpu1", 0, 1, sizes, 2, ms, 3, "cuda_events_median_ms",
+                                  check};
+    sp_link_fit fit;
+    SP_CHECK_STATUS(sp_links_doc_add(d, &link, &fit), SP_OK);
+    SP_CHECK_MSG(fabs(fit.bandwidth_GBps - 10.0) < 0.1, "%g", fit.bandwidth_GBps);
+    double back_ms[] = {0.0022, 0.0022, 0.0022, 0.1022, 0.1022, 0.1022};
+    struct sp_link_series back = {"gpu1->gpu0", 1, 0, sizes, 2, back_ms, 3, NULL, NULL};
+    SP_CHECK_STATUS(sp_links_doc_add(d, &back, NULL), SP_OK);
+    double host_ms[] = {0.005, 0.005, 0.005, 0.055, 0.055, 0.055};
+    struct sp_link_series host = {"host->gpu0", -1, -1, sizes, 2, host_ms, 3, NULL, NULL};
+    SP_CHECK_STATUS(sp_links_doc_add(d, &host, NULL), SP_OK);
+    cJSON_AddStringToObject(sp_links_doc_measurement(d), "collector", "unit");
+    const char *names[] = {"gpu0", "gpu1"};
+    char *json = NULL;
+    SP_CHECK_STATUS(sp_links_doc_finish(d, names, &json), SP_OK);
+    sp_links *links = NULL;
+    SP_CHECK_STATUS(sp_links_parse(c, "doc", json, strlen(json), &links), SP_OK);
+    if (links) { /* the partitioner reads it: 1 MB takes 2 us + 100 us one way, nothing back */
+        SP_CHECK_MSG(fabs(sp_links_transfer_ms(links, 0, 1, 1000000) - 0.102) < 0.001, "%g",
+                     sp_links_transfer_ms(links, 0, 1, 1000000));
+        SP_CHECK_EQ_INT(sp_links_count(links), 2);
+    }
+    cJSON *root = json ? cJSON_Parse(json) : NULL;
+    cJSON *pairs = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "measurement"), "pairs");
+    SP_CHECK_EQ_INT(cJSON_GetArraySize(pairs), 3);
+    cJSON *p0 = cJSON_GetArrayItem(pairs, 0), *p1 = cJSON_GetArrayItem(pairs, 2);
+    SP_CHECK(cJSON_GetObjectItem(p1, "from") == NULL); /* outside the matrix */
+    cJSON *s0 = cJSON_GetArrayItem(cJSON_GetObjectItem(p0, "samples"), 0);
+    SP_CHECK(fabs(cJSON_GetObjectItem(s0, "median_ms")->valuedouble - 0.0022) < 1e-12);
+    SP_CHECK(fabs(cJSON_GetObjectItem(s0, "cuda_events_median_ms")->valuedouble - 0.003) < 1e-12);
+    cJSON *bw = cJSON_GetObjectItem(root, "bandwidth_GBps");
+    SP_CHECK(cJSON_GetArrayItem(cJSON_GetArrayItem(bw, 0), 0)->valuedouble == 0); /* diagonal */
+    cJSON_Delete(root);
+    sp_links_destroy(links);
+    sp_free(json);
+    sp_ctx_destroy(c);
+}
+
 int main(void) {
+    test_links_doc();
     if (sp_ctx_create(&ctx) != SP_OK)
         return 1;
     test_exact();

@@ -1,0 +1,161 @@
+/* profiler/links_json.c: the links document (profiler/links_json.h). */
+#include "links_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "json_util.h"
+
+struct sp_links_doc {
+    sp_ctx *ctx;
+    size_t n;
+    double *bw, *lat; /* n x n; 0 where nothing was measured */
+    cJSON *root, *m, *series;
+};
+
+sp_status sp_links_doc_begin(sp_ctx *ctx, size_t n_devices, struct sp_links_doc **out) {
+    *out = NULL;
+    struct sp_links_doc *d = sp_calloc(1, sizeof *d);
+    if (!d)
+        return sp_oom(ctx, "measuring links");
+    d->ctx = ctx;
+    d->n = n_devices;
+    d->bw = sp_calloc(n_devices * n_devices + 1, sizeof *d->bw);
+    d->lat = sp_calloc(n_devices * n_devices + 1, sizeof *d->lat);
+    d->root = cJSON_CreateObject();
+    if (!d->bw || !d->lat || !d->root ||
+        !(d->m = cJSON_AddObjectToObject(d->root, "measurement")) ||
+        !(d->series = cJSON_AddArrayToObject(d->m, "pairs"))) {
+        sp_links_doc_abort(d);
+        return sp_oom(ctx, "measuring links");
+    }
+    *out = d;
+    return SP_OK;
+}
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static double quantile(const double *sorted, unsigned n, double q) {
+    double pos = q * (n - 1);
+    unsigned i = (unsigned)pos;
+    return i + 1 < n ? sorted[i] + (pos - i) * (sorted[i + 1] - sorted[i]) : sorted[n - 1];
+}
+
+#define MAX_SERIES_SIZES 64
+
+sp_status sp_links_doc_add(struct sp_links_doc *d, const struct sp_link_series *s,
+                           sp_link_fit *fit_out) {
+    if (s->n_sizes > MAX_SERIES_SIZES || s->trials < 1)
+        return sp_fail(d->ctx, SP_ERR_INVALID_ARG, "links: at most %d sizes and 1 trial or more",
+                       MAX_SERIES_SIZES);
+    double med[MAX_SERIES_SIZES];
+    cJSON *pj = cJSON_CreateObject(), *samples = NULL, *fj = NULL;
+    if (!pj || !cJSON_AddItemToArray(d->series, pj)) {
+        cJSON_Delete(pj);
+        return sp_oom(d->ctx, "measuring links");
+    }
+    bool ok = cJSON_AddStringToObject(pj, "label", s->label) &&
+              (s->from < 0 || (cJSON_AddNumberToObject(pj, "from", s->from) &&
+                               cJSON_AddNumberToObject(pj, "to", s->to))) &&
+              (samples = cJSON_AddArrayToObject(pj, "samples"));
+    for (size_t k = 0; ok && k < s->n_sizes; k++) {
+        double *v = s->ms + k * s->trials;
+        qsort(v, s->trials, sizeof *v, cmp_double);
+        med[k] = quantile(v, s->trials, 0.5);
+        cJSON *sj = cJSON_CreateObject();
+        ok = sj && cJSON_AddItemToArray(samples, sj) &&
+             cJSON_AddNumberToObject(sj, "bytes", (double)s->sizes[k]) &&
+             cJSON_AddNumberToObject(sj, "median_ms", med[k]) &&
+             cJSON_AddNumberToObject(sj, "p10_ms", quantile(v, s->trials, 0.1)) &&
+             cJSON_AddNumberToObject(sj, "p90_ms", quantile(v, s->trials, 0.9)) &&
+             (!s->check_ms || cJSON_AddNumberToObject(sj, s->check_name, s->check_ms[k]));
+    }
+    if (!ok)
+        return sp_oom(d->ctx, "measuring links");
+    sp_link_fit fit;
+    sp_status st = sp_fit_alpha_beta(d->ctx, s->sizes, med, s->n_sizes, &fit);
+    if (st != SP_OK)
+        return st;
+    if (s->from >= 0 && (size_t)s->from < d->n && s->to >= 0 && (size_t)s->to < d->n) {
+        d->bw[(size_t)s->from * d->n + (size_t)s->to] = fit.bandwidth_GBps;
+        d->lat[(size_t)s->from * d->n + (size_t)s->to] = fit.latency_us;
+    }
+    if (!(fj = cJSON_AddObjectToObject(pj, "fit")) ||
+        !cJSON_AddNumberToObject(fj, "latency_us", fit.latency_us) ||
+        !cJSON_AddNumberToObject(fj, "bandwidth_GBps", fit.bandwidth_GBps) ||
+        !cJSON_AddNumberToObject(fj, "r2", fit.r2) ||
+        !cJSON_AddNumberToObject(fj, "max_rel_residual", fit.max_rel_residual) ||
+        !cJSON_AddNumberToObject(fj, "peak_GBps", fit.peak_GBps))
+        return sp_oom(d->ctx, "measuring links");
+    if (fit_out)
+        *fit_out = fit;
+    return SP_OK;
+}
+
+cJSON *sp_links_doc_measurement(struct sp_links_doc *d) {
+    return d->m;
+}
+
+void sp_links_now_utc(char *buf, size_t size) {
+    time_t now = time(NULL);
+    struct tm tmv;
+    if (!gmtime_r(&now, &tmv) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tmv))
+        snprintf(buf, size, "unknown");
+}
+
+sp_status sp_links_doc_finish(struct sp_links_doc *d, const char *const *names, char **json) {
+    *json = NULL;
+    cJSON *devs = cJSON_CreateArray(), *bwj = cJSON_CreateArray(), *latj = cJSON_CreateArray();
+    /* the matrices first, then the measurement: move it behind them */
+    cJSON *m = cJSON_DetachItemFromObject(d->root, "measurement");
+    bool ok = devs && bwj && latj && m &&
+              cJSON_AddStringToObject(d->root, "format", "stagepart-links") &&
+              cJSON_AddNumberToObject(d->root, "version", 1);
+    if (ok) {
+        cJSON_AddItemToObject(d->root, "devices", devs);
+        cJSON_AddItemToObject(d->root, "bandwidth_GBps", bwj);
+        cJSON_AddItemToObject(d->root, "latency_us", latj);
+        cJSON_AddItemToObject(d->root, "measurement", m);
+        devs = bwj = latj = m = NULL;
+    }
+    cJSON *bw_arr = cJSON_GetObjectItem(d->root, "bandwidth_GBps");
+    cJSON *lat_arr = cJSON_GetObjectItem(d->root, "latency_us");
+    for (size_t i = 0; ok && i < d->n; i++) {
+        cJSON *rb = cJSON_CreateArray(), *rl = cJSON_CreateArray();
+        ok = rb && rl &&
+             cJSON_AddItemToArray(cJSON_GetObjectItem(d->root, "devices"),
+                                  cJSON_CreateString(names[i]));
+        if (ok) {
+            cJSON_AddItemToArray(bw_arr, rb);
+            cJSON_AddItemToArray(lat_arr, rl);
+        } else {
+            cJSON_Delete(rb);
+            cJSON_Delete(rl);
+        }
+        for (size_t j = 0; ok && j < d->n; j++)
+            ok = cJSON_AddItemToArray(rb, cJSON_CreateNumber(d->bw[i * d->n + j])) &&
+                 cJSON_AddItemToArray(rl, cJSON_CreateNumber(d->lat[i * d->n + j]));
+    }
+    cJSON_Delete(devs);
+    cJSON_Delete(bwj);
+    cJSON_Delete(latj);
+    cJSON_Delete(m);
+    sp_status st = ok ? sp_json_print(d->ctx, d->root, "measuring links", json)
+                      : sp_oom(d->ctx, "measuring links");
+    sp_links_doc_abort(d);
+    return st;
+}
+
+void sp_links_doc_abort(struct sp_links_doc *d) {
+    if (!d)
+        return;
+    cJSON_Delete(d->root);
+    sp_free(d->bw);
+    sp_free(d->lat);
+    sp_free(d);
+}
