@@ -207,25 +207,19 @@ sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts, c
         if (!(names[i] = sp_strdup(name)))
             st = sp_oom(ctx, "measuring links");
     }
+    if (st == SP_OK)
+        st = sp_links_doc_describe(doc, "stagepart bandwidth --backend cpu",
+                                   "sender fills its buffer and raises a flag; the receiver copies "
+                                   "it into its own; median over trials, fitted to t = latency + "
+                                   "bytes / bandwidth (weights 1/t^2)",
+                                   opts->trials, opts->warmup);
     if (st == SP_OK) {
-        char when[32];
-        sp_links_now_utc(when, sizeof when);
         cJSON *m = sp_links_doc_measurement(doc);
-        bool ok = cJSON_AddStringToObject(m, "collector", "stagepart bandwidth --backend cpu") &&
-                  cJSON_AddStringToObject(m, "method",
-                                          "sender fills its buffer and raises a flag; the "
-                                          "receiver copies it into its own; median over trials, "
-                                          "fitted to t = latency + bytes / bandwidth (weights "
-                                          "1/t^2)") &&
-                  cJSON_AddStringToObject(m, "created", when) &&
-                  cJSON_AddBoolToObject(m, "pinned", pin) &&
-                  cJSON_AddNumberToObject(m, "cpus_online", (double)cpus) &&
-                  cJSON_AddNumberToObject(m, "trials", opts->trials) &&
-                  cJSON_AddNumberToObject(m, "warmup", opts->warmup);
+        bool ok = cJSON_AddBoolToObject(m, "pinned", pin) &&
+                  cJSON_AddNumberToObject(m, "cpus_online", (double)cpus);
         st = ok ? sp_links_doc_finish(doc, (const char *const *)names, json)
                 : sp_oom(ctx, "measuring links");
-        if (ok)
-            doc = NULL;
+        doc = NULL;
     }
     sp_links_doc_abort(doc);
     for (unsigned i = 0; names && i < n; i++)

@@ -101,11 +101,19 @@ cJSON *sp_links_doc_measurement(struct sp_links_doc *d) {
     return d->m;
 }
 
-void sp_links_now_utc(char *buf, size_t size) {
+sp_status sp_links_doc_describe(struct sp_links_doc *d, const char *collector, const char *method,
+                                unsigned trials, unsigned warmup) {
+    char when[32];
     time_t now = time(NULL);
     struct tm tmv;
-    if (!gmtime_r(&now, &tmv) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tmv))
-        snprintf(buf, size, "unknown");
+    if (!gmtime_r(&now, &tmv) || !strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tmv))
+        snprintf(when, sizeof when, "unknown");
+    bool ok = cJSON_AddStringToObject(d->m, "collector", collector) &&
+              cJSON_AddStringToObject(d->m, "method", method) &&
+              cJSON_AddStringToObject(d->m, "created", when) &&
+              cJSON_AddNumberToObject(d->m, "trials", trials) &&
+              cJSON_AddNumberToObject(d->m, "warmup", warmup);
+    return ok ? SP_OK : sp_oom(d->ctx, "measuring links");
 }
 
 sp_status sp_links_doc_finish(struct sp_links_doc *d, const char *const *names, char **json) {

@@ -443,9 +443,17 @@ sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts, 
         snprintf(names[d], sizeof names[d], "gpu%d", d);
         name_ptr[d] = names[d];
     }
+    if (st == SP_OK)
+        st = sp_links_doc_describe(
+            doc, "stagepart bandwidth --backend cuda",
+            "cudaMemcpyPeerAsync between every ordered pair of devices on the sender's stream "
+            "(peer access enabled where the hardware has it); per device host-to-device and "
+            "device-to-host from pinned memory and a copy within the device; NCCL send/recv per "
+            "pair when built with NCCL (timed on the host); median over trials, fitted to t = "
+            "latency + bytes / bandwidth (weights 1/t^2)",
+            opts->trials, opts->warmup);
     if (st == SP_OK) {
-        char when[32], timing[256];
-        sp_links_now_utc(when, sizeof when);
+        char timing[256];
         if (!p->cupti)
             snprintf(timing, sizeof timing, "%s", why);
         else if (p->series_on_events)
@@ -458,19 +466,7 @@ sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts, 
                      "CUPTI memcpy records (device timestamps of each copy); CUDA events around "
                      "each copy beside (cuda_events_median_ms)");
         cJSON *m = sp_links_doc_measurement(doc), *devs = NULL;
-        bool ok = cJSON_AddStringToObject(m, "collector", "stagepart bandwidth --backend cuda") &&
-                  cJSON_AddStringToObject(
-                      m, "method",
-                      "cudaMemcpyPeerAsync between every ordered pair of devices on the sender's "
-                      "stream (peer access enabled where the hardware has it); per device "
-                      "host-to-device and device-to-host from pinned memory and a copy within "
-                      "the device; NCCL send/recv per pair when built with NCCL (timed on the "
-                      "host); median over trials, fitted to t = latency + bytes / bandwidth "
-                      "(weights 1/t^2)") &&
-                  cJSON_AddStringToObject(m, "timing", timing) &&
-                  cJSON_AddStringToObject(m, "created", when) &&
-                  cJSON_AddNumberToObject(m, "trials", opts->trials) &&
-                  cJSON_AddNumberToObject(m, "warmup", opts->warmup) &&
+        bool ok = cJSON_AddStringToObject(m, "timing", timing) &&
                   (devs = cJSON_AddArrayToObject(m, "device_names"));
         for (int d = 0; ok && d < n; d++) {
             struct cudaDeviceProp prop;
@@ -485,8 +481,7 @@ sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts, 
                                          "series are host copies and copies within the device") !=
                  NULL;
         st = ok ? sp_links_doc_finish(doc, name_ptr, json) : sp_oom(ctx, "measuring links");
-        if (ok)
-            doc = NULL;
+        doc = NULL;
     }
     sp_links_doc_abort(doc);
     sp_free(p);
