@@ -9,6 +9,10 @@
 #                             untraced, injected but idle, and tracing (target <= 2%)
 #   torch.*                   the same flow on samples/torch/train.py through the PyTorch helper,
 #                             when torch with CUDA is installed (said so when it is not)
+#   robust.*                  the injection library inside programs that use threads, fork, two
+#                             driver contexts, exit(), _exit() and a signal (tests/cuda/gpu_robust):
+#                             each must end under the collector exactly as alone, within 60 s,
+#                             and its logs must import (a hard check)
 #   links.*                   stagepart bandwidth --backend cuda, 4 KiB to 1 GiB: every device
 #                             pair (peer copies, NCCL), host copies and copies within a device,
 #                             CUPTI-timed with CUDA events beside (test_bandwidth_cuda checks
@@ -121,6 +125,32 @@ for mode in ("untraced", "idle", "tracing"):
 over = statistics.median(t["tracing"]) / base - 1
 print(f"{'PASS' if over <= 0.02 else 'MISS'} tracing overhead {100 * over:+.2f}% (target <= 2%)")
 PY
+
+say ""
+say "## the injection library in hostile programs (tests/cuda/gpu_robust)"
+R="$B/tests/gpu_robust"
+for mode in threads fork contexts exit _exit signal; do
+    alone=0
+    timeout 60 "$R" "$mode" >/dev/null 2>"$OUT/robust.$mode.alone.txt" || alone=$?
+    traced=0
+    rm -rf "$OUT/robust.$mode.events"
+    mkdir -p "$OUT/robust.$mode.events"
+    timeout 60 env CUDA_INJECTION64_PATH="$LIB" NVTX_INJECTION64_PATH="$LIB" \
+        STAGEPART_INJECT_DIR="$OUT/robust.$mode.events" "$R" "$mode" >/dev/null \
+        2>"$OUT/robust.$mode.traced.txt" || traced=$?
+    imported=no
+    if ls "$OUT/robust.$mode.events"/*.splog >/dev/null 2>&1 &&
+        "$SP" import events "$OUT/robust.$mode.events"/*.splog -o "$OUT/robust.$mode.json" \
+            >>"$OUT/robust.$mode.traced.txt" 2>&1; then
+        imported=yes
+    fi
+    if [ "$alone" = "$traced" ] && [ "$traced" != 124 ] && [ "$imported" = yes ]; then
+        say "PASS $mode: ends with status $traced alone and under the collector; its logs import"
+    else
+        say "FAIL $mode: status $alone alone, $traced under the collector (124: hung), logs import: $imported (robust.$mode.*)"
+        failed=1
+    fi
+done
 
 say ""
 say "## links (stagepart bandwidth --backend cuda)"
