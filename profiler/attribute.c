@@ -226,41 +226,70 @@ struct launch_result sp_attrib_lookup(const struct sp_attrib_stream *s, uint32_t
 
 /* ---- steps, chain order, payloads */
 
+/* Steps: each process's step ranges by start (any of its threads), numbered from 0 per process,
+ * so rank 1's step k is step k even though it overlaps rank 0's step k and k + 1 in time. A
+ * trace whose processes recorded different numbers uses the common first ones. */
 static sp_status build_steps(struct sp_attrib_stream *s, const struct range_class *cls,
                              const struct sp_attrib_opts *o) {
     const struct sp_trace *t = s->t;
     size_t n_steps = 0;
-    for (size_t i = 0; i < t->n_ranges; i++)
-        n_steps += cls[i].step;
+    uint32_t n_proc = 1;
+    for (size_t i = 0; i < t->n_ranges; i++) {
+        if (!cls[i].step)
+            continue;
+        n_steps++;
+        uint32_t proc = sp_trace_process_of(t, t->ranges[i].tid);
+        n_proc = proc + 1 > n_proc ? proc + 1 : n_proc;
+    }
     if (n_steps > UINT32_MAX)
         return sp_fail(s->ctx, SP_ERR_LIMIT, "%s: more than 2^32 step ranges", t->file);
     struct time_key *steps = sp_mallocarray(n_steps + 1, sizeof *steps);
     s->step_start = sp_mallocarray(n_steps + 1, sizeof *s->step_start);
     s->step_end = sp_mallocarray(n_steps + 1, sizeof *s->step_end);
-    if (!steps || !s->step_start || !s->step_end) {
+    s->proc_step = sp_calloc((size_t)n_proc + 1, sizeof *s->proc_step);
+    if (!steps || !s->step_start || !s->step_end || !s->proc_step) {
         sp_free(steps);
         return sp_oom(s->ctx, "attributing kernels");
     }
+    s->n_proc = n_proc;
     n_steps = 0;
     for (size_t i = 0; i < t->n_ranges; i++)
-        if (cls[i].step)
-            steps[n_steps++] = (struct time_key){0, t->ranges[i].start_ns, t->ranges[i].end_ns, i};
-    qsort(steps, n_steps, sizeof *steps, cmp_time_key); /* by start, on any thread */
+        if (cls[i].step) /* the key's tid field carries the process */
+            steps[n_steps++] = (struct time_key){sp_trace_process_of(t, t->ranges[i].tid),
+                                                 t->ranges[i].start_ns, t->ranges[i].end_ns, i};
+    qsort(steps, n_steps, sizeof *steps, cmp_time_key);
     for (size_t i = 0; i < n_steps; i++) {
         s->step_start[i] = steps[i].start;
         s->step_end[i] = steps[i].end;
+        s->proc_step[steps[i].tid + 1]++;
     }
     sp_free(steps);
-    s->n_steps = (uint32_t)n_steps;
-    s->first_used = n_steps ? o->warmup_steps : 0;
-    s->used = n_steps ? (n_steps > s->first_used ? s->n_steps - s->first_used : 0) : 1;
+    size_t fewest = SIZE_MAX, most = 0;
+    for (uint32_t p = 0; p < n_proc; p++) {
+        size_t k = s->proc_step[p + 1];
+        if (k) {
+            fewest = k < fewest ? k : fewest;
+            most = k > most ? k : most;
+        }
+        s->proc_step[p + 1] += s->proc_step[p];
+    }
+    if (!n_steps)
+        fewest = 0;
+    if (fewest != most)
+        sp_warn(s->ctx,
+                "%s: the processes recorded different numbers of steps (%zu to %zu): the first "
+                "%zu of each are used",
+                t->file, fewest, most, fewest);
+    s->n_steps = (uint32_t)fewest;
+    s->first_used = s->n_steps ? o->warmup_steps : 0;
+    s->used = s->n_steps ? (s->n_steps > s->first_used ? s->n_steps - s->first_used : 0) : 1;
     s->out.steps_total = s->n_steps;
     s->out.steps_used = s->used;
     if (!s->used)
         return sp_fail(s->ctx, SP_ERR_SCHEMA,
-                       "%s: %zu steps, all of them warm-up (--warmup-steps %u): no step left to "
+                       "%s: %u steps, all of them warm-up (--warmup-steps %u): no step left to "
                        "measure",
-                       t->file, n_steps, o->warmup_steps);
+                       t->file, s->n_steps, o->warmup_steps);
     return SP_OK;
 }
 

@@ -53,11 +53,13 @@ struct pending_slot {
 struct sp_attrib_stream {
     sp_ctx *ctx;
     const struct sp_trace *t;
-    struct sp_attribution out; /* what sp_attrib_end hands over */
-    size_t L;                  /* layers */
-    uint32_t n_steps, first_used, used;
-    int64_t *step_start, *step_end; /* by start */
-    uint32_t *order;                /* layer ids in chain order */
+    struct sp_attribution out;          /* what sp_attrib_end hands over */
+    size_t L;                           /* layers */
+    uint32_t n_steps, first_used, used; /* n_steps: each process's, the fewest of them */
+    int64_t *step_start, *step_end;     /* by process, then start */
+    size_t *proc_step;                  /* process p's steps: [proc_step[p], proc_step[p + 1]) */
+    uint32_t n_proc;
+    uint32_t *order; /* layer ids in chain order */
     uint64_t *payload_max;
     uint8_t *has_payload;
     uint8_t *nccl_name; /* per string of the trace */

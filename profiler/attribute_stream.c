@@ -45,8 +45,10 @@ static uint64_t launch_code(const struct sp_attrib_stream *s, const struct sp_tr
     if (r.layer < 0)
         return CODE_OF(r.cls, 0);
     int64_t step = 0;
-    if (s->n_steps) { /* the last step starting at or before the launch, if still open */
-        size_t lo = 0, hi = s->n_steps;
+    if (s->n_steps) { /* the last step of its process starting by the launch, if still open */
+        uint32_t proc = sp_trace_process_of(s->t, l->tid);
+        size_t first = proc < s->n_proc ? s->proc_step[proc] : 0;
+        size_t lo = first, hi = proc < s->n_proc ? s->proc_step[proc + 1] : 0;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
             if (s->step_start[mid] <= l->time_ns)
@@ -54,9 +56,9 @@ static uint64_t launch_code(const struct sp_attrib_stream *s, const struct sp_tr
             else
                 hi = mid;
         }
-        step = lo == 0 || s->step_end[lo - 1] < l->time_ns ? -1 : (int64_t)lo - 1;
+        step = lo == first || s->step_end[lo - 1] < l->time_ns ? -1 : (int64_t)(lo - 1 - first);
     }
-    if (step < (int64_t)s->first_used)
+    if (step < (int64_t)s->first_used || (s->n_steps && step >= (int64_t)s->n_steps))
         return CODE_OF(r.cls, 0) | CODE_OUTSIDE;
     uint64_t slot = (uint64_t)(step - s->first_used);
     return CODE_OF(r.cls, (slot * s->L + (uint64_t)r.layer) * SP_LAYER_PHASES + r.cls + 1);
@@ -356,6 +358,7 @@ void sp_attrib_abort(struct sp_attrib_stream *s) {
     sp_attribution_release(&s->out);
     sp_free(s->step_start);
     sp_free(s->step_end);
+    sp_free(s->proc_step);
     sp_free(s->order);
     sp_free(s->payload_max);
     sp_free(s->has_payload);

@@ -2,6 +2,9 @@
  * trace. Several logs (one per process of the program) merge: each keeps its own threads, and
  * correlation ids get the log's index in their high 32 bits, since every process counts its own.
  *
+ * Devices likewise get the log's index (bits 20 and up), so that intervals merge per physical
+ * device, not per ordinal.
+ *
  * A launch goes to a thread by CUPTI's external correlation: the record names the innermost
  * range open on the launching thread, and so that range's thread. Launches without one (made
  * before the collector was ready, or outside every range) go to the thread whose OS id CUPTI
@@ -9,9 +12,10 @@
  *
  * Two passes, so memory follows the ranges and not the kernels: the first reads strings,
  * threads, ranges, correlations and devices (and checks every record); launches and activities
- * are only counted. The trace keeps the files open, and when it is attributed the second pass
- * (the trace's replay) reads the logs again and feeds their launches and activities straight to
- * the engine's stream. */
+ * are only counted. The trace keeps the files open; when it is attributed, the second pass (the
+ * trace's replay) reads them again and feeds their launches and activities straight to the
+ * engine's stream. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,6 +24,8 @@
 #include "stagepart/stagepart.h"
 #include "trace.h"
 #include "u64_map.h"
+
+#define SP_EVLOG_MAX_FILES 4096 /* the log's index takes the high 12 bits of a device id */
 
 struct cursor {
     const unsigned char *p;
@@ -53,7 +59,7 @@ struct log_reader {
     sp_ctx *ctx;
     struct sp_trace *t;
     char *path;
-    FILE *f;
+    FILE *f; /* open from the first pass to the trace's end */
     uint64_t file_index;
     struct sp_u64_map strings;       /* the log's string id -> the trace's */
     struct sp_u64_map threads;       /* the log's thread id -> the trace's */
@@ -89,8 +95,13 @@ static sp_status thread_of(struct log_reader *r, uint32_t tid, uint32_t *out) {
     uint64_t v;
     if (!sp_u64_map_insert(&r->threads, tid, r->t->n_threads, &v))
         return oom(r);
-    if (v == r->t->n_threads)
+    if (v == r->t->n_threads) {
         r->t->n_threads++;
+        sp_status st =
+            sp_trace_set_thread_process(r->ctx, r->t, (uint32_t)v, (uint32_t)r->file_index);
+        if (st != SP_OK)
+            return st;
+    }
     *out = (uint32_t)v;
     return SP_OK;
 }
@@ -182,7 +193,9 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
         uint64_t corr = get_u64(c);
         a.corr = r->file_index << 32 | (corr & 0xffffffffu);
         a.bytes = get_u64(c);
-        a.device = get_u32(c);
+        /* every process numbers its own devices from 0: the log's index keeps two processes'
+         * "device 0" apart when busy intervals are merged per device */
+        a.device = (uint32_t)(r->file_index << 20) | (get_u32(c) & 0xfffffu);
         a.stream = get_u32(c);
         name = get_u32(c);
         if (a.kind > SP_ACTIVITY_MEMSET)
@@ -238,13 +251,15 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
 /* The log is read in chunks, so memory follows the event store, not the file's size. */
 #define CHUNK_BYTES ((size_t)4 << 20) /* more than the largest record (a 64 KiB string) */
 
-/* One pass over the log: the first when r->stream is NULL, else the second. */
+/* One pass over the log: the first when r->stream is NULL, else the second. The file stays open
+ * between the passes (closed with the trace), so a log removed after loading still reads. */
 static sp_status read_log(struct log_reader *r) {
+    if (!r->f && !(r->f = fopen(r->path, "rb")))
+        return sp_fail(r->ctx, SP_ERR_IO, "cannot open '%s': %s%s", r->path, strerror(errno),
+                       errno == EMFILE ? " (one descriptor per log: raise ulimit -n)" : "");
     FILE *f = r->f;
-    if (!f && !(f = r->f = fopen(r->path, "rb")))
-        return sp_fail(r->ctx, SP_ERR_IO, "cannot open '%s'", r->path);
     if (fseek(f, 0, SEEK_SET) != 0)
-        return sp_fail(r->ctx, SP_ERR_IO, "%s: cannot read it again", r->path);
+        return sp_fail(r->ctx, SP_ERR_IO, "%s: cannot read it again: %s", r->path, strerror(errno));
     unsigned char *buf = sp_malloc(CHUNK_BYTES);
     if (!buf)
         return oom(r);
@@ -346,6 +361,9 @@ sp_status sp_trace_load_events(sp_ctx *ctx, const char *const *paths, size_t n, 
     sp_ctx_begin(ctx);
     if (!paths || !out || n == 0)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_load_events: no event log given");
+    if (n > SP_EVLOG_MAX_FILES)
+        return sp_fail(ctx, SP_ERR_LIMIT, "%zu event logs: at most %d processes' logs at once", n,
+                       SP_EVLOG_MAX_FILES);
     *out = NULL;
     struct sp_trace *t = sp_calloc(1, sizeof *t);
     sp_status st = t ? sp_trace_init(ctx, t) : sp_oom(ctx, "reading an event log");

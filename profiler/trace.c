@@ -35,6 +35,7 @@ void sp_trace_release(struct sp_trace *t) {
         return;
     if (t->replay.release)
         t->replay.release(t->replay.state);
+    sp_free(t->thread_process);
     sp_free(t->ranges);
     sp_free(t->launches);
     sp_free(t->activities);
@@ -188,6 +189,27 @@ sp_status sp_trace_set_device(sp_ctx *ctx, struct sp_trace *t, uint32_t device, 
     sp_free(t->devices[device]);
     t->devices[device] = copy;
     return SP_OK;
+}
+
+sp_status sp_trace_set_thread_process(sp_ctx *ctx, struct sp_trace *t, uint32_t tid,
+                                      uint32_t process) {
+    if (tid >= t->n_thread_process) {
+        size_t n =
+            (size_t)tid + 1 > 2 * t->n_thread_process ? (size_t)tid + 1 : 2 * t->n_thread_process;
+        uint32_t *p = sp_realloc(t->thread_process, n * sizeof *p);
+        if (!p)
+            return sp_oom(ctx, "reading a trace");
+        for (size_t i = t->n_thread_process; i < n; i++)
+            p[i] = 0;
+        t->thread_process = p;
+        t->n_thread_process = n;
+    }
+    t->thread_process[tid] = process;
+    return SP_OK;
+}
+
+uint32_t sp_trace_process_of(const struct sp_trace *t, uint32_t tid) {
+    return tid < t->n_thread_process ? t->thread_process[tid] : 0;
 }
 
 void sp_trace_rebase(struct sp_trace *t, int64_t replayed_earliest_ns) {

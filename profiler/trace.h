@@ -62,6 +62,11 @@ struct sp_trace {
     size_t n_strings;
     struct sp_intern *intern;
     uint32_t n_threads;
+    /* the process each thread belongs to (thread_process[tid], n_thread_process of them; NULL:
+     * one process). Steps are matched within a process: every rank of a pipeline has its own
+     * "step k", at about the same time as the others'. */
+    uint32_t *thread_process;
+    size_t n_thread_process;
     int64_t origin_ns; /* subtracted from every time (the first event's) */
     char *collector;   /* "kineto trace", "nsys sqlite", ... */
     char *file;        /* what it was read from */
@@ -87,6 +92,11 @@ sp_status sp_trace_add_activity(sp_ctx *ctx, struct sp_trace *t, const struct sp
 bool sp_trace_times_usable(int64_t start_ns, int64_t end_ns, bool activity);
 /* Name device i (copied). */
 sp_status sp_trace_set_device(sp_ctx *ctx, struct sp_trace *t, uint32_t device, const char *name);
+/* Say which process thread tid belongs to (the process's index, from 0). */
+sp_status sp_trace_set_thread_process(sp_ctx *ctx, struct sp_trace *t, uint32_t tid,
+                                      uint32_t process);
+/* The process of thread tid (0 when not said). */
+uint32_t sp_trace_process_of(const struct sp_trace *t, uint32_t tid);
 /* Make every time relative to the earliest event: of the arrays, and replayed_earliest_ns, the
  * earliest time the replay holds (INT64_MAX: none); the replay subtracts origin_ns itself. */
 void sp_trace_rebase(struct sp_trace *t, int64_t replayed_earliest_ns);

@@ -1,0 +1,83 @@
+/* tests/unit/test_event_logs.c: event logs of several processes, written by the collector's own
+ * writer and read in two passes: each process's "device 0" stays its own (busy time adds up, no
+ * record counts as late), each process's steps are its own (they overlap the other's in time),
+ * and a log removed after loading still reads (the trace keeps it open). */
+#include <math.h>
+#include <stagepart/stagepart.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "../test.h"
+#include "event_log.h"
+#include "trace.h"
+
+/* one process: 2 steps of layer L0 (2 ms of kernels on device 0 per step), at the same times in
+ * every process */
+static void write_log(const char *path, uint32_t pid) {
+    struct sp_evlog *log = sp_evlog_open(path, pid);
+    SP_CHECK(log != NULL);
+    if (!log)
+        return;
+    uint32_t step = 0, l0 = 0, k = 0;
+    sp_evlog_string(log, "stagepart/step", 14, &step);
+    sp_evlog_string(log, "L0/fwd", 6, &l0);
+    sp_evlog_string(log, "gemm", 4, &k);
+    sp_evlog_thread(log, 1, 100 + pid, 200 + pid);
+    const int64_t ms = 1000000, base = 1000 * ms;
+    uint64_t corr = 1, range = 1;
+    for (int s = 0; s < 2; s++) {
+        int64_t o = base + s * 10 * ms;
+        uint64_t step_id = range++, layer_id = range++;
+        for (int i = 0; i < 2; i++, corr++) { /* two 1 ms kernels back to back */
+            sp_evlog_api(log, o + 1 * ms + i, corr, 100 + pid, layer_id);
+            sp_evlog_activity(log, SP_ACTIVITY_KERNEL, o + 2 * ms + i * ms, o + 3 * ms + i * ms,
+                              corr, 0, 0, 7, k);
+        }
+        sp_evlog_range(log, layer_id, o + 1 * ms, o + 5 * ms, 1, l0, 0, false);
+        sp_evlog_range(log, step_id, o, o + 9 * ms, 1, step, 0, false);
+    }
+    SP_CHECK_EQ_INT(sp_evlog_close(log), 0);
+}
+
+int main(void) {
+    sp_ctx *ctx = NULL;
+    sp_ctx_create(&ctx);
+    char a[64], b[64];
+    snprintf(a, sizeof a, "/tmp/sp-evlog-a-%d.splog", (int)getpid());
+    snprintf(b, sizeof b, "/tmp/sp-evlog-b-%d.splog", (int)getpid());
+    unlink(a);
+    unlink(b);
+    write_log(a, 1);
+    write_log(b, 2);
+    const char *paths[] = {a, b};
+    sp_trace *t = NULL;
+    SP_CHECK_STATUS(sp_trace_load_events(ctx, paths, 2, &t), SP_OK);
+    sp_trace_profile_opts o;
+    sp_trace_profile_opts_init(&o);
+    char *json = NULL;
+    sp_trace_summary sum;
+    SP_CHECK_STATUS(sp_trace_to_profile(ctx, t, &o, &json, &sum), SP_OK);
+    SP_CHECK_EQ_INT(sum.activities, 8);
+    SP_CHECK_EQ_INT(sum.unmatched, 0);
+    SP_CHECK_EQ_INT(sum.late, 0);
+    SP_CHECK_EQ_INT(sum.steps_total, 2); /* the two processes' steps overlap in time: one each */
+    SP_CHECK_MSG(fabs(sum.layer_ms - 8.0) < 1e-9, "%g", sum.layer_ms);
+    sp_profile *p = NULL;
+    if (json)
+        SP_CHECK_STATUS(sp_profile_parse(ctx, "events", json, strlen(json), &p), SP_OK);
+    if (p) { /* per step: 2 ms on each process's device 0, which are two devices: 4 ms */
+        SP_CHECK_MSG(fabs(sp_profile_layer(p, 0)->fwd_ms - 4.0) < 1e-9, "%g",
+                     sp_profile_layer(p, 0)->fwd_ms);
+        sp_profile_destroy(p);
+    }
+    sp_free(json);
+    /* the files stay open with the trace: removed after loading, they still read */
+    unlink(b);
+    SP_CHECK_STATUS(sp_trace_to_profile(ctx, t, &o, &json, &sum), SP_OK);
+    SP_CHECK_EQ_INT(sum.activities, 8);
+    sp_free(json);
+    sp_trace_destroy(t);
+    unlink(a);
+    sp_ctx_destroy(ctx);
+    return sp_test_finish("test_event_logs");
+}
