@@ -42,13 +42,46 @@ static bool has_column(sqlite3 *db, const char *table, const char *column) {
     return found;
 }
 
-/* globalTid -> small thread index */
-static bool tid_of(struct sp_u64_map *m, int64_t gtid, uint32_t *out) {
+/* Threads and processes. A globalTid holds the process id in bits 24-47 and the thread id in
+ * bits 0-23 (Nsight's serialized GlobalId; globalPid the same with the thread bits 0). A report
+ * of several processes (nsys profile torchrun ...) numbers correlation ids and devices per
+ * process, so when the GPU tables say each record's process (globalPid), ids are keyed by it. */
+struct nsys_ids {
+    struct sp_trace *t;
+    struct sp_u64_map tids; /* globalTid -> thread index */
+    struct sp_u64_map pids; /* process id -> process index */
+    bool by_pid;            /* correlation ids and devices keyed by process */
+};
+
+static uint64_t pid_of(int64_t global_id) {
+    return ((uint64_t)global_id >> 24) & 0xffffffu;
+}
+
+static bool process_of(struct nsys_ids *ids, uint64_t pid, uint32_t *proc) {
     uint64_t v = 0;
-    if (!sp_u64_map_insert(m, (uint64_t)gtid, m->n, &v))
+    if (!sp_u64_map_insert(&ids->pids, pid, ids->pids.n, &v))
         return false;
-    *out = (uint32_t)v;
+    *proc = (uint32_t)v;
     return true;
+}
+
+static sp_status tid_of(sp_ctx *ctx, struct nsys_ids *ids, int64_t gtid, uint32_t *out) {
+    uint64_t v = 0;
+    size_t before = ids->tids.n;
+    uint32_t proc = 0;
+    if (!sp_u64_map_insert(&ids->tids, (uint64_t)gtid, ids->tids.n, &v))
+        return sp_oom(ctx, "reading a trace");
+    *out = (uint32_t)v;
+    if (ids->tids.n == before)
+        return SP_OK;
+    if (!process_of(ids, pid_of(gtid), &proc))
+        return sp_oom(ctx, "reading a trace");
+    return sp_trace_set_thread_process(ctx, ids->t, *out, proc);
+}
+
+/* a correlation id, keyed by the process when the report has several */
+static uint64_t corr_key(const struct nsys_ids *ids, int64_t global_id, int64_t corr) {
+    return ids->by_pid ? pid_of(global_id) << 32 | ((uint64_t)corr & 0xffffffffu) : (uint64_t)corr;
 }
 
 static sp_status query_failed(sp_ctx *ctx, const char *path, sqlite3 *db, const char *what) {
@@ -56,7 +89,7 @@ static sp_status query_failed(sp_ctx *ctx, const char *path, sqlite3 *db, const 
 }
 
 static sp_status read_ranges(sp_ctx *ctx, const char *path, sqlite3 *db, struct sp_trace *t,
-                             struct sp_u64_map *tids) {
+                             struct nsys_ids *ids) {
     bool payload = has_column(db, "NVTX_EVENTS", "uint64Value");
     bool text_id = has_column(db, "NVTX_EVENTS", "textId") && has_table(db, "StringIds");
     char sql[512];
@@ -81,8 +114,7 @@ static sp_status read_ranges(sp_ctx *ctx, const char *path, sqlite3 *db, struct 
                                    0,
                                    sqlite3_column_type(q, 4) != SQLITE_NULL};
         r.payload = r.has_payload ? (uint64_t)sqlite3_column_int64(q, 4) : 0;
-        if (!tid_of(tids, sqlite3_column_int64(q, 3), &r.tid))
-            st = sp_oom(ctx, "reading a trace");
+        st = tid_of(ctx, ids, sqlite3_column_int64(q, 3), &r.tid);
         if (st == SP_OK)
             st = sp_trace_intern(ctx, t, (const char *)text, strlen((const char *)text), &r.name);
         if (st == SP_OK)
@@ -95,7 +127,7 @@ static sp_status read_ranges(sp_ctx *ctx, const char *path, sqlite3 *db, struct 
 }
 
 static sp_status read_launches(sp_ctx *ctx, const char *path, sqlite3 *db, const char *table,
-                               struct sp_trace *t, struct sp_u64_map *tids) {
+                               struct sp_trace *t, struct nsys_ids *ids) {
     if (!has_table(db, table))
         return SP_OK;
     char sql[256];
@@ -106,10 +138,10 @@ static sp_status read_launches(sp_ctx *ctx, const char *path, sqlite3 *db, const
     sp_status st = SP_OK;
     int rc;
     while (st == SP_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t gtid = sqlite3_column_int64(q, 1);
         struct sp_trace_launch l = {sqlite3_column_int64(q, 0),
-                                    (uint64_t)sqlite3_column_int64(q, 2), 0};
-        if (!tid_of(tids, sqlite3_column_int64(q, 1), &l.tid))
-            st = sp_oom(ctx, "reading a trace");
+                                    corr_key(ids, gtid, sqlite3_column_int64(q, 2)), 0};
+        st = tid_of(ctx, ids, gtid, &l.tid);
         if (st == SP_OK)
             st = sp_trace_add_launch(ctx, t, &l);
     }
@@ -119,8 +151,36 @@ static sp_status read_launches(sp_ctx *ctx, const char *path, sqlite3 *db, const
     return st;
 }
 
+/* Whether correlation ids must be keyed by process: every GPU table there is says each record's
+ * process (globalPid, never NULL), and the kernels come from more than one process. */
+static bool several_processes(sqlite3 *db) {
+    static const char *const tables[] = {"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                         "CUPTI_ACTIVITY_KIND_MEMSET"};
+    int64_t processes = 0;
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
+        if (!has_table(db, tables[i]))
+            continue;
+        if (!has_column(db, tables[i], "globalPid"))
+            return false;
+        char sql[256];
+        snprintf(sql, sizeof sql,
+                 "SELECT COUNT(DISTINCT (globalPid >> 24) & 16777215), "
+                 "COALESCE(SUM(globalPid IS NULL), 0) FROM %s",
+                 tables[i]);
+        sqlite3_stmt *q = NULL;
+        bool ok = sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK &&
+                  sqlite3_step(q) == SQLITE_ROW && sqlite3_column_int64(q, 1) == 0;
+        if (ok && i == 0)
+            processes = sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+        if (!ok)
+            return false;
+    }
+    return processes > 1;
+}
+
 static sp_status read_activities(sp_ctx *ctx, const char *path, sqlite3 *db, const char *table,
-                                 uint8_t kind, struct sp_trace *t) {
+                                 uint8_t kind, struct sp_trace *t, struct nsys_ids *ids) {
     if (!has_table(db, table))
         return SP_OK;
     const char *name_col = has_column(db, table, "demangledName") ? "demangledName"
@@ -130,9 +190,10 @@ static sp_status read_activities(sp_ctx *ctx, const char *path, sqlite3 *db, con
     bool bytes = has_column(db, table, "bytes");
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SELECT a.start, a.end, a.deviceId, a.streamId, a.correlationId, %s, %s FROM %s AS "
-             "a%s%s%s",
-             bytes ? "a.bytes" : "0", strings ? "s.value" : "NULL", table,
+             "SELECT a.start, a.end, a.deviceId, a.streamId, a.correlationId, %s, %s, %s FROM %s "
+             "AS a%s%s%s",
+             bytes ? "a.bytes" : "0", strings ? "s.value" : "NULL",
+             ids->by_pid ? "a.globalPid" : "0", table,
              strings ? " LEFT JOIN StringIds AS s ON s.id = a." : "", strings ? name_col : "", "");
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
@@ -144,15 +205,18 @@ static sp_status read_activities(sp_ctx *ctx, const char *path, sqlite3 *db, con
     int rc;
     while (st == SP_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
         int64_t dev = sqlite3_column_int64(q, 2), stream = sqlite3_column_int64(q, 3);
-        int64_t b = sqlite3_column_int64(q, 5);
-        struct sp_trace_activity a = {sqlite3_column_int64(q, 0),
-                                      sqlite3_column_int64(q, 1),
-                                      (uint64_t)sqlite3_column_int64(q, 4),
-                                      b > 0 ? (uint64_t)b : 0,
-                                      dev >= 0 && dev < 65536 ? (uint32_t)dev : 0,
-                                      stream >= 0 && stream < UINT32_MAX ? (uint32_t)stream : 0,
-                                      0,
-                                      kind};
+        int64_t b = sqlite3_column_int64(q, 5), gpid = sqlite3_column_int64(q, 7);
+        uint32_t proc = 0;
+        if (ids->by_pid && !process_of(ids, pid_of(gpid), &proc)) {
+            st = sp_oom(ctx, "reading a trace");
+            break;
+        }
+        struct sp_trace_activity a = {
+            sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1),
+            corr_key(ids, gpid, sqlite3_column_int64(q, 4)), b > 0 ? (uint64_t)b : 0,
+            /* each process's device ordinals are its own */
+            (proc << 16) | (dev >= 0 && dev < 65536 ? (uint32_t)dev : 0),
+            stream >= 0 && stream < UINT32_MAX ? (uint32_t)stream : 0, 0, kind};
         const unsigned char *name = sqlite3_column_text(q, 6);
         const char *n = name ? (const char *)name : fallback;
         st = sp_trace_intern(ctx, t, n, strlen(n), &a.name);
@@ -214,7 +278,7 @@ sp_status sp_trace_load_nsys(sp_ctx *ctx, const char *path, sp_trace **out) {
         return st;
     }
     struct sp_trace *t = sp_calloc(1, sizeof *t);
-    struct sp_u64_map tids = {0};
+    struct nsys_ids ids = {t, {0}, {0}, false};
     sp_status st = t ? sp_trace_init(ctx, t) : sp_oom(ctx, "reading a trace");
     if (st == SP_OK) {
         t->collector = sp_strdup("nsys sqlite");
@@ -233,23 +297,29 @@ sp_status sp_trace_load_nsys(sp_ctx *ctx, const char *path, sp_trace **out) {
                      "cuda,nvtx) and ranges around the layers (docs/profiling.md)",
                      path);
     if (st == SP_OK)
-        st = read_ranges(ctx, path, db, t, &tids);
+        ids.by_pid = several_processes(db);
     if (st == SP_OK)
-        st = read_launches(ctx, path, db, "CUPTI_ACTIVITY_KIND_RUNTIME", t, &tids);
+        st = read_ranges(ctx, path, db, t, &ids);
     if (st == SP_OK)
-        st = read_launches(ctx, path, db, "CUPTI_ACTIVITY_KIND_DRIVER", t, &tids);
+        st = read_launches(ctx, path, db, "CUPTI_ACTIVITY_KIND_RUNTIME", t, &ids);
     if (st == SP_OK)
-        st = read_activities(ctx, path, db, "CUPTI_ACTIVITY_KIND_KERNEL", SP_ACTIVITY_KERNEL, t);
+        st = read_launches(ctx, path, db, "CUPTI_ACTIVITY_KIND_DRIVER", t, &ids);
     if (st == SP_OK)
-        st = read_activities(ctx, path, db, "CUPTI_ACTIVITY_KIND_MEMCPY", SP_ACTIVITY_MEMCPY, t);
+        st = read_activities(ctx, path, db, "CUPTI_ACTIVITY_KIND_KERNEL", SP_ACTIVITY_KERNEL, t,
+                             &ids);
     if (st == SP_OK)
-        st = read_activities(ctx, path, db, "CUPTI_ACTIVITY_KIND_MEMSET", SP_ACTIVITY_MEMSET, t);
+        st = read_activities(ctx, path, db, "CUPTI_ACTIVITY_KIND_MEMCPY", SP_ACTIVITY_MEMCPY, t,
+                             &ids);
+    if (st == SP_OK)
+        st = read_activities(ctx, path, db, "CUPTI_ACTIVITY_KIND_MEMSET", SP_ACTIVITY_MEMSET, t,
+                             &ids);
     if (st == SP_OK) {
         read_meta(ctx, db, t);
         if (!t->versions)
             st = sp_oom(ctx, "reading a trace");
     }
-    sp_u64_map_release(&tids);
+    sp_u64_map_release(&ids.tids);
+    sp_u64_map_release(&ids.pids);
     sqlite3_close(db);
     if (st != SP_OK) {
         sp_trace_destroy(t);

@@ -161,7 +161,10 @@ def kineto(run, path):
         json.dump(doc, f)
 
 
-def nsys(run, path):
+def nsys(run, path, processes=None):
+    """An Nsight Systems export. processes: [(pid, layer prefix, time shift, device)], each
+    running the same run with the same correlation ids (every process numbers its own), as
+    `nsys profile` of several ranks records them; default one process, pid 0x100000."""
     if os.path.exists(path):
         os.remove(path)
     db = sqlite3.connect(path)
@@ -193,27 +196,35 @@ def nsys(run, path):
             db.execute("INSERT INTO StringIds VALUES (?, ?)", (strings[s], s))
         return strings[s]
 
-    gtid = {1: 0x100000000001, 2: 0x100000000002, 3: 0x100000000003}
-    for i, (name, tid, s, e, payload) in enumerate(run.ranges):
-        n = name.replace("STEP#", "stagepart/step ")
-        if n.startswith("stagepart/step"):
-            n = "stagepart/step"
-        # half the names as text, half through StringIds (textId), as nsys writes both
-        text, text_id = (n, None) if i % 2 else (None, sid(n))
-        db.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId, uint64Value) "
-                   "VALUES (?, ?, 59, ?, ?, ?, ?)", (s, e, text, gtid[tid], text_id, payload))
-    db.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (0, NULL, 34, 'a mark', 1)")
-    for tid, t, corr, name in run.launches:
-        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, nameId) "
-                   "VALUES (?, ?, ?, ?, ?)", (t, t + 3 * US, gtid[tid], corr, sid(name + "_v7000")))
-    for kind, name, dev, stream, s, e, corr, nbytes in run.gpu:
-        if kind == "kernel":
-            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, correlationId, "
-                       "demangledName, shortName) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (s, e, dev, stream, corr, sid(name), sid(name[:10])))
-        else:
-            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, streamId, correlationId, "
-                       "bytes, copyKind) VALUES (?, ?, ?, ?, ?, ?, 1)", (s, e, dev, stream, corr, nbytes))
+    several = processes is not None
+    for pid, prefix, shift, device in processes or [(0x100000, "", 0, 0)]:
+        gpid = pid << 24  # Nsight's serialized GlobalId: the process in bits 24-47
+        gtid = {tid: gpid | tid for tid in (1, 2, 3)}
+        for i, (name, tid, s, e, payload) in enumerate(run.ranges):
+            n = name.replace("STEP#", "stagepart/step ")
+            if n.startswith("stagepart/step"):
+                n = "stagepart/step"
+            elif "/" in n and not n.startswith("stagepart/") and n != "log_metrics":
+                n = prefix + n
+            # half the names as text, half through StringIds (textId), as nsys writes both
+            text, text_id = (n, None) if i % 2 else (None, sid(n))
+            db.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, textId, uint64Value) "
+                       "VALUES (?, ?, 59, ?, ?, ?, ?)", (s + shift, e + shift, text, gtid[tid], text_id, payload))
+        db.execute("INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (0, NULL, 34, 'a mark', ?)",
+                   (gtid[1],))
+        for tid, t, corr, name in run.launches:
+            db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, globalTid, correlationId, nameId) "
+                       "VALUES (?, ?, ?, ?, ?)", (t + shift, t + shift + 3 * US, gtid[tid], corr, sid(name + "_v7000")))
+        for kind, name, dev, stream, s, e, corr, nbytes in run.gpu:
+            g = gpid if several else None  # the one-process fixture leaves globalPid empty
+            if kind == "kernel":
+                db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, streamId, correlationId, "
+                           "globalPid, demangledName, shortName) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (s + shift, e + shift, dev + device, stream, corr, g, sid(name), sid(name[:10])))
+            else:
+                db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, streamId, correlationId, "
+                           "globalPid, bytes, copyKind) VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
+                           (s + shift, e + shift, dev + device, stream, corr, g, nbytes))
     db.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 'Synthetic GPU', '0000:00:00.0', 0)")
     db.execute("INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', '3.11.1')")
     db.commit()
@@ -226,6 +237,9 @@ def main():
     run = build()
     kineto(run, os.path.join(out, "trace.json"))
     nsys(run, os.path.join(out, "report.sqlite"))
+    # two ranks at the same time, 2 us apart (less than a launch takes to start), each on its own GPU, their ids colliding
+    nsys(run, os.path.join(out, "report-2proc.sqlite"),
+         [(0x1234, "", 0, 0), (0x1235, "rank1.", 2 * US, 1)])
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected(run), f, indent=1)
 
