@@ -1,4 +1,4 @@
-/* cli/cmd_import.c: `stagepart import kineto|nsys TRACE` and `import events LOG...`: a profile
+/* cli/cmd_import.c: `stagepart import kineto TRACE...|nsys REPORT|events LOG...`: a profile
  * from a profiler's trace or from the live collector's event logs. */
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +18,14 @@ const struct sp_opt cmd_import_opts[] = {
 
 const struct sp_command_help cmd_import_help = {
     "import",
-    "kineto|nsys TRACE | events LOG... [-o PROFILE] [options]",
+    "kineto TRACE... | nsys REPORT | events LOG... [-o PROFILE] [options]",
     "Make a profile from a PyTorch profiler trace, an Nsight Systems export or event logs.",
     "kineto: the Chrome trace torch.profiler writes (export_chrome_trace or\n"
-    "  tensorboard_trace_handler), plain or .gz. nsys: `nsys export --type sqlite` of a report\n"
-    "  recorded with -t cuda,nvtx. events: the logs `stagepart profile --attach --events-dir`\n"
-    "  kept (one per process), to attribute a recorded run again. Each GPU kernel, copy and memset "
-    "goes to the host range that\n"
+    "  tensorboard_trace_handler), plain or .gz; several (one per rank) merge, each rank's steps\n"
+    "  and ids its own. nsys: `nsys export --type sqlite` of a report recorded with -t cuda,nvtx\n"
+    "  (several processes in it are kept apart). events: the logs `stagepart profile --attach\n"
+    "  --events-dir` kept (one per process), to attribute a recorded run again. Each GPU kernel,\n"
+    "  copy and memset goes to the host range that\n"
     "  launched it (correlation ids, the launching thread, the innermost enclosing range), and\n"
     "  from there to the nearest layer range. Layers are ranges named '<layer>/fwd' and\n"
     "  '<layer>/bwd' (a forward inside a backward is recomputation); steps are ranges named\n"
@@ -32,6 +33,7 @@ const struct sp_command_help cmd_import_help = {
     "  each layer's merged GPU busy time; NCCL kernels and copies are reported apart. The\n"
     "  summary says how much GPU time no layer got. docs/profiling.md.",
     "  stagepart import kineto trace.json.gz -o profile.json --warmup-steps 2\n"
+    "  stagepart import kineto rank0.pt.trace.json rank1.pt.trace.json -o profile.json\n"
     "  stagepart import nsys report.sqlite -o profile.json\n"
     "  stagepart import kineto trace.json --layer-pattern '^nn\\.Module: (.*)$' -o profile.json\n"
     "  stagepart import events run/events-*.splog -o profile.json\n",
@@ -56,7 +58,7 @@ int cmd_import(int argc, char **argv) {
     }
     if (p.n_positional < 2)
         return sp_usage_error("import",
-                              "expected kineto|nsys TRACE or events LOG..., got %d "
+                              "expected kineto TRACE..., nsys REPORT or events LOG..., got %d "
                               "arguments",
                               p.n_positional);
     const char *kind = p.positional[0];
@@ -64,8 +66,8 @@ int cmd_import(int argc, char **argv) {
     bool events = strcmp(kind, "events") == 0;
     if (!kineto && !nsys && !events)
         return sp_usage_error("import", "the trace kind is kineto, nsys or events, got '%s'", kind);
-    if (!events && p.n_positional != 2)
-        return sp_usage_error("import", "%s takes one TRACE, got %d", kind, p.n_positional - 1);
+    if (nsys && p.n_positional != 2)
+        return sp_usage_error("import", "nsys takes one REPORT, got %d", p.n_positional - 1);
     const char *const *inputs = (const char *const *)p.positional + 1;
     size_t n_inputs = (size_t)p.n_positional - 1;
     int clash = sp_check_output_not_input("import", "--output", output, inputs, n_inputs);
@@ -75,7 +77,7 @@ int cmd_import(int argc, char **argv) {
     if (sp_ctx_create(&ctx) != SP_OK)
         return SP_EXIT_INTERNAL;
     sp_trace *trace = NULL;
-    sp_status st = kineto ? sp_trace_load_kineto(ctx, inputs[0], &trace)
+    sp_status st = kineto ? sp_trace_load_kineto_files(ctx, inputs, n_inputs, &trace)
                    : nsys ? sp_trace_load_nsys(ctx, inputs[0], &trace)
                           : sp_trace_load_events(ctx, inputs, n_inputs, &trace);
     int code;

@@ -8,7 +8,11 @@
  *                                                      stream, bytes
  * When a launch or a GPU event carries no args.correlation, the ac2g flow events (ph "s" at the
  * launch, "f" at the GPU event, the same id) supply it. deviceProperties names the devices.
- * Other events (cpu_op, gpu_user_annotation, ...) are ignored. */
+ * Other events (cpu_op, gpu_user_annotation, ...) are ignored.
+ *
+ * Several files (one per rank, as torch.profiler writes them) merge into one trace: each file's
+ * threads are a process of their own (steps are matched per process), and its correlation ids,
+ * flows and device ordinals, which every rank numbers from the start, are keyed by the file. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -61,18 +65,25 @@ static int64_t us_to_ns(double us) {
 
 struct kineto_state {
     struct sp_trace *t;
-    struct sp_u64_map threads; /* hash(pid, tid) -> thread index */
-    struct sp_u64_map flows;   /* hash(kind, pid, tid, ts) -> flow id */
+    struct sp_u64_map threads; /* hash(file, pid, tid) -> thread index */
+    struct sp_u64_map flows;   /* hash(kind, pid, tid, ts) -> flow id; per file */
+    uint32_t file;             /* the file's index among those merged */
 };
 
 static sp_status thread_of(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev, uint32_t *tid) {
-    uint64_t key = mix(mix(7, id_of(cJSON_GetObjectItemCaseSensitive(ev, "pid"))),
+    uint64_t key = mix(mix(mix(7, k->file), id_of(cJSON_GetObjectItemCaseSensitive(ev, "pid"))),
                        id_of(cJSON_GetObjectItemCaseSensitive(ev, "tid")));
     uint64_t v = 0;
+    size_t before = k->threads.n;
     if (!sp_u64_map_insert(&k->threads, key, k->threads.n, &v))
         return sp_oom(ctx, "reading a trace");
     *tid = (uint32_t)v;
-    return SP_OK;
+    return k->threads.n == before ? SP_OK : sp_trace_set_thread_process(ctx, k->t, *tid, k->file);
+}
+
+/* a correlation id, keyed by the file (every rank counts its own) */
+static uint64_t file_corr(const struct kineto_state *k, uint64_t corr) {
+    return corr == UINT64_MAX ? corr : (uint64_t)k->file << 40 | (corr & 0xffffffffffull);
 }
 
 static uint64_t flow_key(int kind, const cJSON *ev, int64_t ts) {
@@ -134,7 +145,8 @@ static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *e
                 st = sp_trace_add_range(ctx, t, &r);
             ++*n_ranges;
         } else if (strcmp(c, "cuda_runtime") == 0 || strcmp(c, "cuda_driver") == 0) {
-            struct sp_trace_launch l = {start, correlation_of(k, ev, args, 's', start), 0};
+            struct sp_trace_launch l = {start,
+                                        file_corr(k, correlation_of(k, ev, args, 's', start)), 0};
             if (l.corr == UINT64_MAX)
                 continue; /* a call that made no GPU work (cudaGetDevice, ...) */
             st = thread_of(ctx, k, ev, &l.tid);
@@ -148,16 +160,15 @@ static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *e
                 get_number(args, "stream", &stream);
                 get_number(args, "bytes", &bytes);
             }
-            struct sp_trace_activity a = {start,
-                                          end,
-                                          correlation_of(k, ev, args, 'f', start),
-                                          bytes > 0 && bytes < 9e18 ? (uint64_t)bytes : 0,
-                                          device >= 0 && device < 65536 ? (uint32_t)device : 0,
-                                          stream >= 0 && stream < 4e9 ? (uint32_t)stream : 0,
-                                          0,
-                                          c[0] == 'k'                    ? SP_ACTIVITY_KERNEL
-                                          : strcmp(c, "gpu_memcpy") == 0 ? SP_ACTIVITY_MEMCPY
-                                                                         : SP_ACTIVITY_MEMSET};
+            struct sp_trace_activity a = {
+                start, end, file_corr(k, correlation_of(k, ev, args, 'f', start)),
+                bytes > 0 && bytes < 9e18 ? (uint64_t)bytes : 0,
+                /* each rank's device ordinals are its own */
+                k->file << 16 | (device >= 0 && device < 65536 ? (uint32_t)device : 0),
+                stream >= 0 && stream < 4e9 ? (uint32_t)stream : 0, 0,
+                c[0] == 'k'                    ? SP_ACTIVITY_KERNEL
+                : strcmp(c, "gpu_memcpy") == 0 ? SP_ACTIVITY_MEMCPY
+                                               : SP_ACTIVITY_MEMSET};
             st = sp_trace_intern(ctx, t, name->valuestring, strlen(name->valuestring), &a.name);
             if (st == SP_OK)
                 st = sp_trace_add_activity(ctx, t, &a);
@@ -195,15 +206,9 @@ static void read_devices_and_versions(sp_ctx *ctx, struct sp_trace *t, const cJS
     t->versions = sp_strdup(buf);
 }
 
-sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data, size_t len,
-                                sp_trace **out) {
-    if (!ctx)
-        return SP_ERR_INVALID_ARG;
-    sp_ctx_begin(ctx);
-    if (!data || !out)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_parse_kineto: NULL argument");
-    *out = NULL;
-    name = name ? name : "<trace>";
+/* one file's events into the trace k->t */
+static sp_status parse_into(sp_ctx *ctx, struct kineto_state *k, const char *name, const char *data,
+                            size_t len) {
     cJSON *root = NULL;
     sp_status st = sp_json_parse(ctx, name, data, len, &root);
     if (st != SP_OK)
@@ -217,24 +222,12 @@ sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data,
                        "tensorboard_trace_handler)",
                        name);
     }
-    struct sp_trace *t = sp_calloc(1, sizeof *t);
-    struct kineto_state k = {t, {0}, {0}};
-    if (!t)
-        st = sp_oom(ctx, "reading a trace");
-    if (st == SP_OK)
-        st = sp_trace_init(ctx, t);
-    if (st == SP_OK) {
-        t->collector = sp_strdup("kineto trace");
-        t->file = sp_strdup(name);
-        if (!t->collector || !t->file)
-            st = sp_oom(ctx, "reading a trace");
-    }
     size_t n_ranges = 0, n_gpu = 0;
-    if (st == SP_OK)
-        st = read_events(ctx, &k, events, &n_ranges, &n_gpu);
-    if (st == SP_OK) {
-        read_devices_and_versions(ctx, t, root);
-        if (!t->versions)
+    sp_u64_map_release(&k->flows); /* flow ids are the file's own */
+    st = read_events(ctx, k, events, &n_ranges, &n_gpu);
+    if (st == SP_OK && !k->t->versions) { /* devices and versions: the first file's */
+        read_devices_and_versions(ctx, k->t, root);
+        if (!k->t->versions)
             st = sp_oom(ctx, "reading a trace");
     }
     if (st == SP_OK && n_gpu == 0)
@@ -247,26 +240,55 @@ sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data,
                      "%s: no host ranges (cat user_annotation or python_function): wrap layers in "
                      "record_function or annotate the model (docs/profiling.md)",
                      name);
-    sp_u64_map_release(&k.threads);
-    sp_u64_map_release(&k.flows);
     cJSON_Delete(root);
+    return st;
+}
+
+static sp_status new_trace(sp_ctx *ctx, const char *name, struct sp_trace **out) {
+    struct sp_trace *t = sp_calloc(1, sizeof *t);
+    *out = t;
+    if (!t)
+        return sp_oom(ctx, "reading a trace");
+    sp_status st = sp_trace_init(ctx, t);
+    if (st != SP_OK)
+        return st;
+    t->collector = sp_strdup("kineto trace");
+    t->file = sp_strdup(name);
+    return t->collector && t->file ? SP_OK : sp_oom(ctx, "reading a trace");
+}
+
+static sp_status finish(sp_ctx *ctx, struct kineto_state *k, sp_status st, sp_trace **out) {
+    (void)ctx;
+    sp_u64_map_release(&k->threads);
+    sp_u64_map_release(&k->flows);
     if (st != SP_OK) {
-        sp_trace_destroy(t);
+        sp_trace_destroy(k->t);
         return st;
     }
-    sp_trace_rebase(t, INT64_MAX);
-    *out = t;
+    sp_trace_rebase(k->t, INT64_MAX);
+    *out = k->t;
     return SP_OK;
 }
 
-sp_status sp_trace_load_kineto(sp_ctx *ctx, const char *path, sp_trace **out) {
+sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                                sp_trace **out) {
     if (!ctx)
         return SP_ERR_INVALID_ARG;
     sp_ctx_begin(ctx);
-    if (!path || !out)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_load_kineto: NULL argument");
+    if (!data || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_parse_kineto: NULL argument");
     *out = NULL;
-    /* gzread reads gzip and plain files alike */
+    name = name ? name : "<trace>";
+    struct kineto_state k = {0};
+    sp_status st = new_trace(ctx, name, &k.t);
+    if (st == SP_OK)
+        st = parse_into(ctx, &k, name, data, len);
+    return finish(ctx, &k, st, out);
+}
+
+/* a file, plain or gzip (gzread reads both), into a NUL-terminated buffer */
+static sp_status read_trace_file(sp_ctx *ctx, const char *path, char **data, size_t *out_len) {
+    *data = NULL;
     gzFile f = gzopen(path, "rb");
     if (!f)
         return sp_fail(ctx, SP_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
@@ -306,10 +328,46 @@ sp_status sp_trace_load_kineto(sp_ctx *ctx, const char *path, sp_trace **out) {
                      "%s: an SQLite database, not a Kineto JSON trace: for an Nsight Systems "
                      "export use `stagepart import nsys`",
                      path);
-    if (st == SP_OK) {
-        buf[len] = '\0';
-        st = sp_trace_parse_kineto(ctx, path, buf, len, out);
+    if (st != SP_OK) {
+        sp_free(buf);
+        return st;
     }
-    sp_free(buf);
-    return st;
+    buf[len] = '\0';
+    *data = buf;
+    *out_len = len;
+    return SP_OK;
+}
+
+#define SP_KINETO_MAX_FILES 4096 /* the file's index takes the high bits of a device id */
+
+sp_status sp_trace_load_kineto_files(sp_ctx *ctx, const char *const *paths, size_t n,
+                                     sp_trace **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!paths || !out || n == 0)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_load_kineto: no trace given");
+    *out = NULL;
+    if (n > SP_KINETO_MAX_FILES)
+        return sp_fail(ctx, SP_ERR_LIMIT, "%zu traces: at most %d at once", n, SP_KINETO_MAX_FILES);
+    struct kineto_state k = {0};
+    sp_status st = new_trace(ctx, paths[0], &k.t);
+    for (size_t i = 0; st == SP_OK && i < n; i++) {
+        char *data = NULL;
+        size_t len = 0;
+        k.file = (uint32_t)i;
+        st = read_trace_file(ctx, paths[i], &data, &len);
+        if (st == SP_OK)
+            st = parse_into(ctx, &k, paths[i], data, len);
+        sp_free(data);
+    }
+    return finish(ctx, &k, st, out);
+}
+
+sp_status sp_trace_load_kineto(sp_ctx *ctx, const char *path, sp_trace **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    if (!path)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_load_kineto: NULL argument");
+    return sp_trace_load_kineto_files(ctx, &path, 1, out);
 }

@@ -374,6 +374,11 @@ typedef struct sp_trace sp_trace;
  * kind, or missing what attribution needs: the message names the file and what is missing),
  * SP_ERR_LIMIT, SP_ERR_NOMEM. */
 SP_API sp_status sp_trace_load_kineto(sp_ctx *ctx, const char *path, sp_trace **out);
+/* sp_trace_load_kineto_files: several traces, one per rank as torch.profiler writes them, merged
+ * into one: each file is a process of its own (steps matched per process), its correlation ids
+ * and device ordinals keyed by the file. */
+SP_API sp_status sp_trace_load_kineto_files(sp_ctx *ctx, const char *const *paths, size_t n,
+                                            sp_trace **out);
 SP_API sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data, size_t len,
                                        sp_trace **out);
 SP_API sp_status sp_trace_load_nsys(sp_ctx *ctx, const char *path, sp_trace **out);

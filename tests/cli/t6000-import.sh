@@ -34,10 +34,10 @@ expect_stdout_contains "summary" "6 layers, median of 3 steps (1 warm-up skipped
 expect_code "nsys" 0 "$STAGEPART" import nsys "$T/report.sqlite" --warmup-steps 1 -o "$T/n.json"
 if check "$T/n.json" 1 >"$TMP/check" 2>&1; then pass "nsys: the same, with payload bytes"; else fail "nsys values" "$(cat "$TMP/check")"; fi
 expect_code "the profile partitions" 0 "$STAGEPART" partition "$T/n.json" -s 2
-# two ranks in one report, 2 us apart, each numbering its own correlation ids and device 0
-expect_code "nsys, two processes" 0 "$STAGEPART" import nsys "$T/report-2proc.sqlite" \
-    --warmup-steps 1 -o "$T/n2.json"
-python3 - "$T/n2.json" "$T/expected.json" <<'PY' && pass "two processes: each rank's layers as one rank's, steps per rank" || fail "two processes"
+# two ranks, 2 us apart, each numbering its own correlation ids and device 0: in one nsys
+# report, and as two kineto traces (one per rank, as torch.profiler writes them)
+two_ranks() {
+    python3 - "$1" "$T/expected.json" <<'PY'
 import json, sys
 p, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 want = {l["name"]: l for l in e["layers"]}
@@ -50,6 +50,14 @@ for l in p["layers"]:
 m = p["measurement"]
 assert m["steps_total"] == e["steps_total"] and m["unmatched"] == 0, m
 PY
+}
+expect_code "kineto, two ranks" 0 "$STAGEPART" import kineto "$T/trace.json" \
+    "$T/trace-rank1.json" --warmup-steps 1 -o "$T/k2.json"
+if two_ranks "$T/k2.json" >"$TMP/check" 2>&1; then pass "kineto, two ranks: each rank's layers as one rank's, steps per rank"; else fail "kineto, two ranks" "$(cat "$TMP/check")"; fi
+expect_code "nsys takes one report" 2 "$STAGEPART" import nsys "$T/report.sqlite" "$T/report.sqlite"
+expect_code "nsys, two processes" 0 "$STAGEPART" import nsys "$T/report-2proc.sqlite" \
+    --warmup-steps 1 -o "$T/n2.json"
+two_ranks "$T/n2.json" >"$TMP/check" 2>&1 && pass "two processes: each rank's layers as one rank's, steps per rank" || fail "two processes" "$(cat "$TMP/check")"
 expect_code "without warm-up skipped the median moves" 0 "$STAGEPART" import nsys "$T/report.sqlite"
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert abs(p["layers"][1]["fwd_ms"]-1.0)>1e-6 and p["measurement"]["steps_used"]==4' "$TMP/stdout"; then pass "all 4 steps used (median of 0.99, 1.00, 1.01, 3.0)"; else fail "warm-up effect"; fi
 expect_code "model name" 0 "$STAGEPART" import nsys "$T/report.sqlite" --model gpt-x --micro-batch-size 4

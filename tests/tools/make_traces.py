@@ -126,19 +126,24 @@ def expected(run):
             "unattributed_kernels_per_step": 1, "nccl_ms_head": 0.3}
 
 
-def kineto(run, path):
+def kineto(run, path, prefix="", shift=0):
+    """A torch.profiler trace; prefix and shift make another rank's: its layers renamed, its
+    times shifted, its correlation ids, flows and device 0 the same numbers as the first's."""
     ev = []
     for name, tid, s, e, _ in run.ranges:
         n = name.replace("STEP#", "ProfilerStep#")
+        if "/" in n and not n.startswith("stagepart/"):
+            n = prefix + n
         ev.append({"ph": "X", "cat": "user_annotation", "name": n, "pid": 100, "tid": tid,
-                   "ts": s / US, "dur": (e - s) / US, "args": {}})
+                   "ts": (s + shift) / US, "dur": (e - s) / US, "args": {}})
     flow_corr = run.launches[3][2]  # one launch joined by its flow instead of args
     for tid, t, corr, name in run.launches:
         args = {} if corr == flow_corr else {"correlation": corr}
         ev.append({"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 100, "tid": tid,
-                   "ts": t / US, "dur": 3.0, "args": args})
+                   "ts": (t + shift) / US, "dur": 3.0, "args": args})
         if corr == flow_corr:
-            ev.append({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 100, "tid": tid, "ts": t / US})
+            ev.append({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": 100, "tid": tid,
+                       "ts": (t + shift) / US})
     for kind, name, dev, stream, s, e, corr, nbytes in run.gpu:
         cat = {"kernel": "kernel", "memcpy": "gpu_memcpy"}[kind]
         args = {"device": dev, "stream": stream}
@@ -146,19 +151,20 @@ def kineto(run, path):
             args["correlation"] = corr
         else:
             ev.append({"ph": "f", "bp": "e", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": dev,
-                       "tid": stream, "ts": s / US})
+                       "tid": stream, "ts": (s + shift) / US})
         if nbytes:
             args["bytes"] = nbytes
         ev.append({"ph": "X", "cat": cat, "name": name, "pid": dev, "tid": stream,
-                   "ts": s / US, "dur": (e - s) / US, "args": args})
+                   "ts": (s + shift) / US, "dur": (e - s) / US, "args": args})
         ev.append({"ph": "X", "cat": "gpu_user_annotation", "name": "ignored", "pid": dev,
-                   "tid": stream, "ts": s / US, "dur": 1.0})
+                   "tid": stream, "ts": (s + shift) / US, "dur": 1.0})
     doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Synthetic GPU"}],
            "traceEvents": ev}
     with open(path, "w") as f:
         json.dump(doc, f)
-    with gzip.open(path + ".gz", "wt") as f:
-        json.dump(doc, f)
+    if not prefix:
+        with gzip.open(path + ".gz", "wt") as f:
+            json.dump(doc, f)
 
 
 def nsys(run, path, processes=None):
@@ -236,6 +242,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     run = build()
     kineto(run, os.path.join(out, "trace.json"))
+    # rank 1's trace of the same run, 2 us later, its ids and device 0 the same numbers
+    kineto(run, os.path.join(out, "trace-rank1.json"), "rank1.", 2 * US)
     nsys(run, os.path.join(out, "report.sqlite"))
     # two ranks at the same time, 2 us apart (less than a launch takes to start), each on its own GPU, their ids colliding
     nsys(run, os.path.join(out, "report-2proc.sqlite"),
