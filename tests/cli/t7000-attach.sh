@@ -33,6 +33,19 @@ assert m["steps_total"] == 3 and m["collector"].startswith("stagepart-inject"), 
 assert "CUPTI" in m["versions"], m
 PY
 
+# two ranks at once (each process execs, so each writes its own log): steps matched per process
+rm -rf "$TMP/ranks"
+expect_code "two processes" 4 "$STAGEPART" profile --attach --events-dir "$TMP/ranks" -- \
+    sh -c '"$0" 3 & "$0" 3; wait' "$NVTX_PROGRAM"
+n=$(ls "$TMP/ranks" | grep -c '^events-.*\.splog$')
+if [ "$n" = 2 ]; then pass "two processes: two logs"; else fail "two processes: two logs" "$n logs"; fi
+expect_code "two processes: import" 0 "$STAGEPART" import events "$TMP/ranks"/events-*.splog \
+    -o "$TMP/ranks.json"
+python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))
+assert p["measurement"]["steps_total"] == 3, p["measurement"]
+assert [l["measured"]["samples"] for l in p["layers"]] == [3, 3, 3], p["layers"]' "$TMP/ranks.json" &&
+    pass "two processes: 3 steps each, matched per process" || fail "two processes: steps per process"
+
 # a program that ends without atexit handlers, or is killed, loses at most the step in progress
 for how in _exit kill; do
     rm -rf "$TMP/$how"
