@@ -10,8 +10,11 @@
  * Kept short on purpose, so that one execution stays well under libFuzzer's timeout: the
  * commands that measure or train get their sizes appended last (the last value of an option
  * wins): profile MODEL runs one iteration at 1 x 8, run one step of 2 micro-batches, bandwidth
- * two small sizes once. Left out: --solver ilp (its time limit is 30 s), profile --attach (it
- * runs programs) and run --transport mpi (it would start MPI in the fuzzer). */
+ * two small sizes once. "profile-attach" is `profile` with "--attach -- <a program that does not
+ * exist>" appended, so its options and values are parsed and checked but nothing runs (exit 4
+ * without the collector, 2 when the program cannot start); --events-dir goes to the temporary
+ * folder. Left out: --solver ilp (its time limit is 30 s), a program of the fuzzer's choosing,
+ * and run --transport mpi (it would start MPI in the fuzzer). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +48,7 @@ static const struct {
     {"bandwidth",
      cmd_bandwidth,
      {"--sizes", "64KiB,4MiB", "--trials", "1", "--warmup", "0", "--workers", "2", NULL}},
+    {"profile-attach", cmd_profile, {"--attach", "--", "/nonexistent/stagepart-fuzz-program", NULL}},
 };
 
 static const char *const files[] = {
@@ -54,7 +58,7 @@ static const char *const files[] = {
     "tests/data/tiny-gpt-2-plan.json",
 };
 
-static const char *const outputs[] = {"--output", "--trace", "--svg", "--junit"};
+static const char *const outputs[] = {"--output", "--trace", "--svg", "--junit", "--events-dir"};
 
 static char dir[256]; /* this process's temporary folder */
 
@@ -62,6 +66,7 @@ static void cleanup(void) {
     char out[300];
     snprintf(out, sizeof out, "%s/out", dir);
     unlink(out);
+    rmdir(out); /* --events-dir made it a folder */
     rmdir(dir);
 }
 
