@@ -48,7 +48,9 @@ static const struct {
     {"bandwidth",
      cmd_bandwidth,
      {"--sizes", "64KiB,4MiB", "--trials", "1", "--warmup", "0", "--workers", "2", NULL}},
-    {"profile-attach", cmd_profile, {"--attach", "--", "/nonexistent/stagepart-fuzz-program", NULL}},
+    {"profile-attach",
+     cmd_profile,
+     {"--attach", "--", "/nonexistent/stagepart-fuzz-program", NULL}},
 };
 
 static const char *const files[] = {
