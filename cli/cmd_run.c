@@ -48,9 +48,7 @@ const struct sp_opt cmd_run_opts[] = {
      "measured at)",
      "Run"},
     {OPT_SEQ_LEN, "seq-len", 0, "<S>",
-     "positions per sample for token models (default: the "
-     "model file's)",
-     "Run"},
+     "positions per sample for token models (default: the model file's)", "Run"},
     {OPT_STEPS, "steps", 0, "<K>", "measured steps; figures are their medians (default: 3)", "Run"},
     {OPT_WARMUP_STEPS, "warmup-steps", 0, "<N>", "steps run first and not measured (default: 1)",
      "Run"},

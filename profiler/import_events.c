@@ -1,9 +1,8 @@
 /* profiler/import_events.c: the live collector's event logs (profiler/event_log.h) into one
  * trace. Several logs (one per process of the program) merge: each keeps its own threads, and
- * correlation ids get the log's index in their high 32 bits, since every process counts its own.
- *
- * Devices likewise get the log's index (bits 20 and up), so that intervals merge per physical
- * device, not per ordinal.
+ * its correlation ids and device ordinals, which every process numbers from the start, are keyed
+ * by the log's index (sp_trace_process_corr, sp_trace_process_device), so that launches find
+ * their own process's kernels and intervals merge per physical device, not per ordinal.
  *
  * A launch goes to a thread by CUPTI's external correlation: the record names the innermost
  * range open on the launching thread, and so that range's thread. Launches without one (made
@@ -24,8 +23,6 @@
 #include "stagepart/stagepart.h"
 #include "trace.h"
 #include "u64_map.h"
-
-#define SP_EVLOG_MAX_FILES 4096 /* the log's index takes the high 12 bits of a device id */
 
 struct cursor {
     const unsigned char *p;
@@ -180,7 +177,7 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
         if (th == UINT64_MAX && !sp_u64_map_get(&r->os_tids, cupti_tid, &th))
             th = UINT32_MAX; /* a thread without ranges: outside every range */
         struct sp_trace_launch l = {time_ns - t->origin_ns,
-                                    r->file_index << 32 | (corr & 0xffffffffu), (uint32_t)th};
+                                    sp_trace_process_corr(r->file_index, corr), (uint32_t)th};
         return sp_attrib_launch(r->stream, &l);
     }
     case SP_EVLOG_ACTIVITY: {
@@ -191,11 +188,11 @@ static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c
         a.start_ns = (int64_t)get_u64(c);
         a.end_ns = (int64_t)get_u64(c);
         uint64_t corr = get_u64(c);
-        a.corr = r->file_index << 32 | (corr & 0xffffffffu);
+        a.corr = sp_trace_process_corr(r->file_index, corr);
         a.bytes = get_u64(c);
         /* every process numbers its own devices from 0: the log's index keeps two processes'
          * "device 0" apart when busy intervals are merged per device */
-        a.device = (uint32_t)(r->file_index << 20) | (get_u32(c) & 0xfffffu);
+        a.device = sp_trace_process_device((uint32_t)r->file_index, get_u32(c));
         a.stream = get_u32(c);
         name = get_u32(c);
         if (a.kind > SP_ACTIVITY_MEMSET)
@@ -361,9 +358,9 @@ sp_status sp_trace_load_events(sp_ctx *ctx, const char *const *paths, size_t n, 
     sp_ctx_begin(ctx);
     if (!paths || !out || n == 0)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_load_events: no event log given");
-    if (n > SP_EVLOG_MAX_FILES)
+    if (n > SP_TRACE_MAX_PROCESSES)
         return sp_fail(ctx, SP_ERR_LIMIT, "%zu event logs: at most %d processes' logs at once", n,
-                       SP_EVLOG_MAX_FILES);
+                       SP_TRACE_MAX_PROCESSES);
     *out = NULL;
     struct sp_trace *t = sp_calloc(1, sizeof *t);
     sp_status st = t ? sp_trace_init(ctx, t) : sp_oom(ctx, "reading an event log");

@@ -83,7 +83,7 @@ static sp_status thread_of(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev,
 
 /* a correlation id, keyed by the file (every rank counts its own) */
 static uint64_t file_corr(const struct kineto_state *k, uint64_t corr) {
-    return corr == UINT64_MAX ? corr : (uint64_t)k->file << 40 | (corr & 0xffffffffffull);
+    return corr == UINT64_MAX ? corr : sp_trace_process_corr(k->file, corr);
 }
 
 static uint64_t flow_key(int kind, const cJSON *ev, int64_t ts) {
@@ -164,7 +164,8 @@ static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *e
                 start, end, file_corr(k, correlation_of(k, ev, args, 'f', start)),
                 bytes > 0 && bytes < 9e18 ? (uint64_t)bytes : 0,
                 /* each rank's device ordinals are its own */
-                k->file << 16 | (device >= 0 && device < 65536 ? (uint32_t)device : 0),
+                sp_trace_process_device(k->file,
+                                        device >= 0 && device < 65536 ? (uint32_t)device : 0),
                 stream >= 0 && stream < 4e9 ? (uint32_t)stream : 0, 0,
                 c[0] == 'k'                    ? SP_ACTIVITY_KERNEL
                 : strcmp(c, "gpu_memcpy") == 0 ? SP_ACTIVITY_MEMCPY
@@ -257,8 +258,7 @@ static sp_status new_trace(sp_ctx *ctx, const char *name, struct sp_trace **out)
     return t->collector && t->file ? SP_OK : sp_oom(ctx, "reading a trace");
 }
 
-static sp_status finish(sp_ctx *ctx, struct kineto_state *k, sp_status st, sp_trace **out) {
-    (void)ctx;
+static sp_status finish(struct kineto_state *k, sp_status st, sp_trace **out) {
     sp_u64_map_release(&k->threads);
     sp_u64_map_release(&k->flows);
     if (st != SP_OK) {
@@ -283,7 +283,7 @@ sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data,
     sp_status st = new_trace(ctx, name, &k.t);
     if (st == SP_OK)
         st = parse_into(ctx, &k, name, data, len);
-    return finish(ctx, &k, st, out);
+    return finish(&k, st, out);
 }
 
 /* a file, plain or gzip (gzread reads both), into a NUL-terminated buffer */
@@ -338,8 +338,6 @@ static sp_status read_trace_file(sp_ctx *ctx, const char *path, char **data, siz
     return SP_OK;
 }
 
-#define SP_KINETO_MAX_FILES 4096 /* the file's index takes the high bits of a device id */
-
 sp_status sp_trace_load_kineto_files(sp_ctx *ctx, const char *const *paths, size_t n,
                                      sp_trace **out) {
     if (!ctx)
@@ -348,8 +346,9 @@ sp_status sp_trace_load_kineto_files(sp_ctx *ctx, const char *const *paths, size
     if (!paths || !out || n == 0)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_load_kineto: no trace given");
     *out = NULL;
-    if (n > SP_KINETO_MAX_FILES)
-        return sp_fail(ctx, SP_ERR_LIMIT, "%zu traces: at most %d at once", n, SP_KINETO_MAX_FILES);
+    if (n > SP_TRACE_MAX_PROCESSES)
+        return sp_fail(ctx, SP_ERR_LIMIT, "%zu traces: at most %d at once", n,
+                       SP_TRACE_MAX_PROCESSES);
     struct kineto_state k = {0};
     sp_status st = new_trace(ctx, paths[0], &k.t);
     for (size_t i = 0; st == SP_OK && i < n; i++) {
@@ -361,7 +360,7 @@ sp_status sp_trace_load_kineto_files(sp_ctx *ctx, const char *const *paths, size
             st = parse_into(ctx, &k, paths[i], data, len);
         sp_free(data);
     }
-    return finish(ctx, &k, st, out);
+    return finish(&k, st, out);
 }
 
 sp_status sp_trace_load_kineto(sp_ctx *ctx, const char *path, sp_trace **out) {

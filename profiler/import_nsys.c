@@ -81,7 +81,7 @@ static sp_status tid_of(sp_ctx *ctx, struct nsys_ids *ids, int64_t gtid, uint32_
 
 /* a correlation id, keyed by the process when the report has several */
 static uint64_t corr_key(const struct nsys_ids *ids, int64_t global_id, int64_t corr) {
-    return ids->by_pid ? pid_of(global_id) << 32 | ((uint64_t)corr & 0xffffffffu) : (uint64_t)corr;
+    return ids->by_pid ? sp_trace_process_corr(pid_of(global_id), (uint64_t)corr) : (uint64_t)corr;
 }
 
 static sp_status query_failed(sp_ctx *ctx, const char *path, sqlite3 *db, const char *what) {
@@ -215,7 +215,7 @@ static sp_status read_activities(sp_ctx *ctx, const char *path, sqlite3 *db, con
             sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1),
             corr_key(ids, gpid, sqlite3_column_int64(q, 4)), b > 0 ? (uint64_t)b : 0,
             /* each process's device ordinals are its own */
-            (proc << 16) | (dev >= 0 && dev < 65536 ? (uint32_t)dev : 0),
+            sp_trace_process_device(proc, dev >= 0 && dev < 65536 ? (uint32_t)dev : 0),
             stream >= 0 && stream < UINT32_MAX ? (uint32_t)stream : 0, 0, kind};
         const unsigned char *name = sqlite3_column_text(q, 6);
         const char *n = name ? (const char *)name : fallback;

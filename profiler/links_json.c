@@ -11,8 +11,8 @@
 struct sp_links_doc {
     sp_ctx *ctx;
     size_t n;
-    double *bw, *lat; /* n x n; 0 where nothing was measured */
-    cJSON *root, *m, *series;
+    double *bw, *lat;  /* n x n; 0 where nothing was measured */
+    cJSON *m, *series; /* the measurement object, its "pairs"; the document is made at the end */
 };
 
 sp_status sp_links_doc_begin(sp_ctx *ctx, size_t n_devices, struct sp_links_doc **out) {
@@ -24,10 +24,8 @@ sp_status sp_links_doc_begin(sp_ctx *ctx, size_t n_devices, struct sp_links_doc 
     d->n = n_devices;
     d->bw = sp_calloc(n_devices * n_devices + 1, sizeof *d->bw);
     d->lat = sp_calloc(n_devices * n_devices + 1, sizeof *d->lat);
-    d->root = cJSON_CreateObject();
-    if (!d->bw || !d->lat || !d->root ||
-        !(d->m = cJSON_AddObjectToObject(d->root, "measurement")) ||
-        !(d->series = cJSON_AddArrayToObject(d->m, "pairs"))) {
+    d->m = cJSON_CreateObject();
+    if (!d->bw || !d->lat || !d->m || !(d->series = cJSON_AddArrayToObject(d->m, "pairs"))) {
         sp_links_doc_abort(d);
         return sp_oom(ctx, "measuring links");
     }
@@ -118,43 +116,28 @@ sp_status sp_links_doc_describe(struct sp_links_doc *d, const char *collector, c
 
 sp_status sp_links_doc_finish(struct sp_links_doc *d, const char *const *names, char **json) {
     *json = NULL;
-    cJSON *devs = cJSON_CreateArray(), *bwj = cJSON_CreateArray(), *latj = cJSON_CreateArray();
-    /* the matrices first, then the measurement: move it behind them */
-    cJSON *m = cJSON_DetachItemFromObject(d->root, "measurement");
-    bool ok = devs && bwj && latj && m &&
-              cJSON_AddStringToObject(d->root, "format", "stagepart-links") &&
-              cJSON_AddNumberToObject(d->root, "version", 1);
-    if (ok) {
-        cJSON_AddItemToObject(d->root, "devices", devs);
-        cJSON_AddItemToObject(d->root, "bandwidth_GBps", bwj);
-        cJSON_AddItemToObject(d->root, "latency_us", latj);
-        cJSON_AddItemToObject(d->root, "measurement", m);
-        devs = bwj = latj = m = NULL;
-    }
-    cJSON *bw_arr = cJSON_GetObjectItem(d->root, "bandwidth_GBps");
-    cJSON *lat_arr = cJSON_GetObjectItem(d->root, "latency_us");
+    cJSON *root = cJSON_CreateObject(), *devs = NULL, *bw = NULL, *lat = NULL;
+    bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-links") &&
+              cJSON_AddNumberToObject(root, "version", 1) &&
+              (devs = cJSON_AddArrayToObject(root, "devices")) &&
+              (bw = cJSON_AddArrayToObject(root, "bandwidth_GBps")) &&
+              (lat = cJSON_AddArrayToObject(root, "latency_us"));
     for (size_t i = 0; ok && i < d->n; i++) {
-        cJSON *rb = cJSON_CreateArray(), *rl = cJSON_CreateArray();
-        ok = rb && rl &&
-             cJSON_AddItemToArray(cJSON_GetObjectItem(d->root, "devices"),
-                                  cJSON_CreateString(names[i]));
-        if (ok) {
-            cJSON_AddItemToArray(bw_arr, rb);
-            cJSON_AddItemToArray(lat_arr, rl);
-        } else {
-            cJSON_Delete(rb);
-            cJSON_Delete(rl);
-        }
+        cJSON *rb = NULL, *rl = NULL;
+        ok = cJSON_AddItemToArray(devs, cJSON_CreateString(names[i])) &&
+             (rb = cJSON_CreateArray()) && cJSON_AddItemToArray(bw, rb) &&
+             (rl = cJSON_CreateArray()) && cJSON_AddItemToArray(lat, rl);
         for (size_t j = 0; ok && j < d->n; j++)
             ok = cJSON_AddItemToArray(rb, cJSON_CreateNumber(d->bw[i * d->n + j])) &&
                  cJSON_AddItemToArray(rl, cJSON_CreateNumber(d->lat[i * d->n + j]));
     }
-    cJSON_Delete(devs);
-    cJSON_Delete(bwj);
-    cJSON_Delete(latj);
-    cJSON_Delete(m);
-    sp_status st = ok ? sp_json_print(d->ctx, d->root, "measuring links", json)
+    if (ok) { /* the measurement last, behind the matrices it explains */
+        cJSON_AddItemToObject(root, "measurement", d->m);
+        d->m = NULL;
+    }
+    sp_status st = ok ? sp_json_print(d->ctx, root, "measuring links", json)
                       : sp_oom(d->ctx, "measuring links");
+    cJSON_Delete(root);
     sp_links_doc_abort(d);
     return st;
 }
@@ -162,7 +145,7 @@ sp_status sp_links_doc_finish(struct sp_links_doc *d, const char *const *names, 
 void sp_links_doc_abort(struct sp_links_doc *d) {
     if (!d)
         return;
-    cJSON_Delete(d->root);
+    cJSON_Delete(d->m);
     sp_free(d->bw);
     sp_free(d->lat);
     sp_free(d);

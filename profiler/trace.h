@@ -92,6 +92,18 @@ sp_status sp_trace_add_activity(sp_ctx *ctx, struct sp_trace *t, const struct sp
 bool sp_trace_times_usable(int64_t start_ns, int64_t end_ns, bool activity);
 /* Name device i (copied). */
 sp_status sp_trace_set_device(sp_ctx *ctx, struct sp_trace *t, uint32_t device, const char *name);
+/* Ids every process numbers on its own (correlation ids, device ordinals), made unique in a
+ * trace of several processes by putting the process in the high bits. A process is at most
+ * 24 bits (Nsight's process ids) for correlation ids; a process index at most 16 bits for
+ * devices. The importers that merge processes take at most SP_TRACE_MAX_PROCESSES files. */
+#define SP_TRACE_MAX_PROCESSES 4096
+static inline uint64_t sp_trace_process_corr(uint64_t process, uint64_t corr) {
+    return process << 40 | (corr & 0xffffffffffull);
+}
+static inline uint32_t sp_trace_process_device(uint32_t process, uint32_t ordinal) {
+    return process << 16 | (ordinal & 0xffffu);
+}
+
 /* Say which process thread tid belongs to (the process's index, from 0). */
 sp_status sp_trace_set_thread_process(sp_ctx *ctx, struct sp_trace *t, uint32_t tid,
                                       uint32_t process);

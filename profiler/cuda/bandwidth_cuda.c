@@ -244,14 +244,7 @@ static sp_status run_series(struct probe *p, struct sp_links_doc *doc, enum copy
     for (size_t k = 0; k < p->n_sizes; k++) { /* the events' medians, beside */
         double v[MAX_TRIALS];
         memcpy(v, p->ev_ms + k * p->o->trials, p->o->trials * sizeof *v);
-        for (unsigned i = 1; i < p->o->trials; i++) /* insertion sort: at most 101 */
-            for (unsigned j = i; j > 0 && v[j - 1] > v[j]; j--) {
-                double x = v[j];
-                v[j] = v[j - 1];
-                v[j - 1] = x;
-            }
-        unsigned n = p->o->trials;
-        ev_med[k] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+        ev_med[k] = sp_median(v, p->o->trials);
     }
     struct sp_link_series s = {label,      from,  to,           p->sizes,
                                p->n_sizes, p->ms, p->o->trials, "cuda_events_median_ms",
