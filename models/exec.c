@@ -64,14 +64,22 @@ void sp_layer_init_params(const struct sp_model *m, size_t i, uint64_t seed, flo
         sp_op_init_params(&L->ops[j], &rng, params + L->ops[j].param_offset);
 }
 
-void sp_layer_forward(const struct sp_model *m, size_t i, const struct sp_batch *b,
-                      const float *params, float *saved, float *y, float *work) {
+static void cpu_copy(void *device, float *dst, const float *src, size_t n) {
+    (void)device;
+    memcpy(dst, src, n * sizeof *dst);
+}
+
+const struct sp_op_runner sp_op_runner_cpu = {sp_op_forward, sp_op_backward, cpu_copy};
+
+void sp_layer_forward_on(const struct sp_op_runner *r, void *device, const struct sp_model *m,
+                         size_t i, const struct sp_batch *b, const float *params, float *saved,
+                         float *y, float *work) {
     const struct sp_model_layer *L = &m->layers[i];
-    struct sp_op_io io = {b, m->bound_batch, NULL, NULL, work, NULL};
+    struct sp_op_io io = {b, m->bound_batch, NULL, NULL, work, NULL, device};
     const float *x = saved;
     size_t off = L->in_elems;
     if (i == 0 && !m->tokens) /* the images are the first layer's input */
-        memcpy(saved, b->images, L->in_elems * sizeof *saved);
+        r->copy(device, saved, b->images, L->in_elems);
     for (size_t j = 0; j < L->n_ops; j++) {
         const struct sp_op *op = &L->ops[j];
         float *op_saved = saved + off;
@@ -82,14 +90,15 @@ void sp_layer_forward(const struct sp_model *m, size_t i, const struct sp_batch 
             off += op->out_elems;
         }
         io.params = params + op->param_offset;
-        sp_op_forward(op, &io, x, out, op_saved);
+        r->forward(op, &io, x, out, op_saved);
         x = out;
     }
 }
 
-void sp_layer_backward(const struct sp_model *m, size_t i, const struct sp_batch *b,
-                       const float *params, const float *saved, const float *dy, float *dx,
-                       float *dparams, float *work, double *wgrad_ms) {
+void sp_layer_backward_on(const struct sp_op_runner *r, void *device, const struct sp_model *m,
+                          size_t i, const struct sp_batch *b, const float *params,
+                          const float *saved, const float *dy, float *dx, float *dparams,
+                          float *work, double *wgrad_ms) {
     const struct sp_model_layer *L = &m->layers[i];
     /* where each op's input and saved part lie */
     const float *op_x[SP_MAX_OPS_PER_LAYER], *op_saved[SP_MAX_OPS_PER_LAYER];
@@ -108,16 +117,28 @@ void sp_layer_backward(const struct sp_model *m, size_t i, const struct sp_batch
         op_work = op->work_elems > op_work ? op->work_elems : op_work;
     }
     float *grad[2] = {work + op_work, work + op_work + mid_max};
-    struct sp_op_io io = {b, m->bound_batch, NULL, NULL, work, wgrad_ms};
+    struct sp_op_io io = {b, m->bound_batch, NULL, NULL, work, wgrad_ms, device};
     const float *d = dy;
     for (size_t j = L->n_ops; j-- > 0;) {
         const struct sp_op *op = &L->ops[j];
         float *dout = j == 0 ? dx : grad[j % 2];
         io.params = params + op->param_offset;
         io.dparams = dparams + op->param_offset;
-        sp_op_backward(op, &io, op_x[j], op_saved[j], d, dout);
+        r->backward(op, &io, op_x[j], op_saved[j], d, dout);
         d = dout;
     }
+}
+
+void sp_layer_forward(const struct sp_model *m, size_t i, const struct sp_batch *b,
+                      const float *params, float *saved, float *y, float *work) {
+    sp_layer_forward_on(&sp_op_runner_cpu, NULL, m, i, b, params, saved, y, work);
+}
+
+void sp_layer_backward(const struct sp_model *m, size_t i, const struct sp_batch *b,
+                       const float *params, const float *saved, const float *dy, float *dx,
+                       float *dparams, float *work, double *wgrad_ms) {
+    sp_layer_backward_on(&sp_op_runner_cpu, NULL, m, i, b, params, saved, dy, dx, dparams, work,
+                         wgrad_ms);
 }
 
 /* Token models: each sample is a walk t(s+1) = (5 t(s) + 3) mod vocab from a random start, and

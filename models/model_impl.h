@@ -136,6 +136,7 @@ struct sp_op_io {
     float *dparams;      /* their gradients (+=) */
     float *work;         /* op.work_elems */
     double *wgrad_ms;    /* time in weight-gradient products (+=), may be NULL */
+    void *device;        /* the CUDA ops' handles (models/cuda/); NULL on the CPU */
 };
 /* x[in_elems] -> y[out_elems], saved[saved_elems] */
 void sp_op_forward(const struct sp_op *op, const struct sp_op_io *io, const float *x, float *y,
@@ -143,6 +144,26 @@ void sp_op_forward(const struct sp_op *op, const struct sp_op_io *io, const floa
 /* dy[out_elems] -> dx[in_elems] (overwritten, NULL: not wanted) and dparams (+=) */
 void sp_op_backward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
                     const float *saved, const float *dy, float *dx);
+/* Who runs the ops: the CPU (sp_op_runner_cpu: sp_op_forward, sp_op_backward, memcpy) or the
+ * CUDA executor (models/cuda/). The layer code below is the same for both: where each op reads
+ * its input and keeps its saved part and output is decided once, here. For a device runner every
+ * tensor pointer, and the batch's arrays, are device memory. */
+struct sp_op_runner {
+    void (*forward)(const struct sp_op *op, const struct sp_op_io *io, const float *x, float *y,
+                    float *saved);
+    void (*backward)(const struct sp_op *op, const struct sp_op_io *io, const float *x,
+                     const float *saved, const float *dy, float *dx);
+    void (*copy)(void *device, float *dst, const float *src, size_t n); /* n floats */
+};
+extern const struct sp_op_runner sp_op_runner_cpu;
+void sp_layer_forward_on(const struct sp_op_runner *r, void *device, const struct sp_model *m,
+                         size_t i, const struct sp_batch *b, const float *params, float *saved,
+                         float *y, float *work);
+void sp_layer_backward_on(const struct sp_op_runner *r, void *device, const struct sp_model *m,
+                          size_t i, const struct sp_batch *b, const float *params,
+                          const float *saved, const float *dy, float *dx, float *dparams,
+                          float *work, double *wgrad_ms);
+
 /* sp_op_bind: the op's output shape, saved, work and parameter counts for input shape `in` and
  * micro-batch B; false with *why set when the input does not fit the op. */
 bool sp_op_bind(struct sp_op *op, struct sp_shape in, uint32_t B, const char **why);
@@ -154,7 +175,20 @@ void sp_op_init_params(const struct sp_op *op, uint64_t *rng, float *params);
 /* ---- a run of consecutive layers on one worker (models/stage_exec.c): what the profiler runs
  * (every layer, one slot) and what each pipeline stage runs (its layers, one slot per
  * micro-batch it can hold in flight) */
+/* Where a stage's tensors live and how its weights are updated: the CPU (sp_exec_backend_cpu),
+ * or a GPU (models/cuda/stage_cuda.c). Sizes are in bytes. */
+struct sp_exec_backend {
+    const struct sp_op_runner *ops;
+    void *device; /* passed to every call below and to the ops */
+    void *(*alloc_zeroed)(void *device, size_t bytes);
+    void (*release)(void *device, void *p);
+    bool (*upload)(void *device, void *dst, const void *src, size_t bytes); /* host -> stage */
+    void (*sgd)(void *device, float *params, float *dparams, size_t n, float lr);
+};
+extern const struct sp_exec_backend sp_exec_backend_cpu;
+
 struct sp_stage_exec {
+    const struct sp_exec_backend *be;
     const struct sp_model *m;
     size_t first, last; /* layers, inclusive */
     uint32_t slots;
@@ -168,6 +202,10 @@ struct sp_stage_exec {
  * names the bytes it needed. */
 sp_status sp_stage_exec_create(sp_ctx *ctx, const struct sp_model *m, size_t first, size_t last,
                                uint32_t slots, uint64_t seed, struct sp_stage_exec **out);
+/* the same on a backend (the weights are made on the host, from the same seed, and uploaded) */
+sp_status sp_stage_exec_create_on(sp_ctx *ctx, const struct sp_exec_backend *be,
+                                  const struct sp_model *m, size_t first, size_t last,
+                                  uint32_t slots, uint64_t seed, struct sp_stage_exec **out);
 void sp_stage_exec_destroy(struct sp_stage_exec *se);
 /* where the stage's input activation goes for a slot (in_elems of the first layer; NULL when
  * the first layer is the embedding, whose input is the batch's tokens) */

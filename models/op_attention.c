@@ -9,34 +9,7 @@
 
 #include "op_class.h"
 #include "op_common.h"
-
-struct attn_layout { /* offsets into params and saved */
-    size_t g, beta, wqkv, bqkv, wo, bo, n_params;
-    size_t stats, h, qkv, p, o, n_saved;
-    size_t rows, S, H, d;
-};
-
-static struct attn_layout layout(const struct sp_op *op, uint32_t B) {
-    struct attn_layout L;
-    size_t H = op->hidden, S = op->in.c, rows = (size_t)B * S;
-    L.rows = rows, L.S = S, L.H = H, L.d = H / op->heads;
-    size_t k = 0;
-    L.g = k, k += H;
-    L.beta = k, k += op->norm == SP_NORM_LAYER ? H : 0;
-    L.wqkv = k, k += 3 * H * H;
-    L.bqkv = k, k += op->bias ? 3 * H : 0;
-    L.wo = k, k += H * H;
-    L.bo = k, k += op->bias ? H : 0;
-    L.n_params = k;
-    k = 0;
-    L.stats = k, k += 2 * rows;
-    L.h = k, k += rows * H;
-    L.qkv = k, k += 3 * rows * H;
-    L.p = k, k += (size_t)B * op->heads * S * S;
-    L.o = k, k += rows * H;
-    L.n_saved = k;
-    return L;
-}
+#include "op_layout.h"
 
 static bool bind(struct sp_op *op, struct sp_shape in, uint32_t B, const char **why) {
     if (in.h != 1 || in.w != op->hidden) {
@@ -48,7 +21,7 @@ static bool bind(struct sp_op *op, struct sp_shape in, uint32_t B, const char **
         return false;
     }
     op->out = in;
-    struct attn_layout L = layout(op, B);
+    struct sp_attn_layout L = sp_attn_layout(op, B);
     op->param_elems = L.n_params;
     op->saved_elems = L.n_saved;
     op->work_elems = 5 * L.rows * L.H + L.S * L.S;
@@ -57,7 +30,7 @@ static bool bind(struct sp_op *op, struct sp_shape in, uint32_t B, const char **
 
 static void forward(const struct sp_op *op, const struct sp_op_io *io, const float *x, float *y,
                     float *saved) {
-    struct attn_layout L = layout(op, io->B);
+    struct sp_attn_layout L = sp_attn_layout(op, io->B);
     const float *P = io->params;
     size_t H = L.H, S = L.S, d = L.d, H3 = 3 * H;
     float *h = saved + L.h, *qkv = saved + L.qkv, *o = saved + L.o;
@@ -88,7 +61,7 @@ static void forward(const struct sp_op *op, const struct sp_op_io *io, const flo
 
 static void backward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
                      const float *saved, const float *dy, float *dx) {
-    struct attn_layout L = layout(op, io->B);
+    struct sp_attn_layout L = sp_attn_layout(op, io->B);
     const float *P = io->params;
     float *dP_ = io->dparams;
     size_t H = L.H, S = L.S, d = L.d, H3 = 3 * H, rows = L.rows;
@@ -139,7 +112,7 @@ static uint64_t fwd_flops(const struct sp_op *op, uint32_t B) {
 }
 
 static void init(const struct sp_op *op, uint64_t *rng, float *params) {
-    struct attn_layout L = layout(op, 1);
+    struct sp_attn_layout L = sp_attn_layout(op, 1);
     float s = 1.0f / sqrtf((float)op->hidden);
     sp_fill_const(params + L.g, op->hidden, 1.0f);
     sp_fill_const(params + L.beta, L.wqkv - L.beta, 0.0f);

@@ -7,14 +7,11 @@
 
 #include "op_class.h"
 #include "op_common.h"
+#include "op_layout.h"
 
 #define BN_EPS 1e-5f
 
 /* ---- conv2d: y_b[Cout][Ho*Wo] = W[Cout][Cin*k*k] cols_b + bias; cols is the im2col matrix */
-
-static size_t conv_k(const struct sp_op *op) {
-    return (size_t)op->in_ch * op->kernel * op->kernel;
-}
 
 static bool conv_bind(struct sp_op *op, struct sp_shape in, uint32_t B, const char **why) {
     (void)B;
@@ -29,9 +26,9 @@ static bool conv_bind(struct sp_op *op, struct sp_shape in, uint32_t B, const ch
     uint32_t ho = (in.h + 2 * op->pad - op->kernel) / op->stride + 1;
     uint32_t wo = (in.w + 2 * op->pad - op->kernel) / op->stride + 1;
     op->out = (struct sp_shape){op->out_ch, ho, wo};
-    op->param_elems = (size_t)op->out_ch * conv_k(op) + op->out_ch;
+    op->param_elems = (size_t)op->out_ch * sp_conv_k(op) + op->out_ch;
     op->saved_elems = 0;
-    op->work_elems = 2 * conv_k(op) * ho * wo;
+    op->work_elems = 2 * sp_conv_k(op) * ho * wo;
     return true;
 }
 
@@ -78,7 +75,7 @@ static void col2im(const struct sp_op *op, const float *cols, float *dx) {
 static void conv_forward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
                          float *y, float *saved) {
     (void)saved;
-    size_t K = conv_k(op), hw = (size_t)op->out.h * op->out.w,
+    size_t K = sp_conv_k(op), hw = (size_t)op->out.h * op->out.w,
            in_n = (size_t)op->in_ch * op->in.h * op->in.w;
     const float *bias = io->params + op->out_ch * K;
     for (uint32_t b = 0; b < io->B; b++) {
@@ -95,7 +92,7 @@ static void conv_forward(const struct sp_op *op, const struct sp_op_io *io, cons
 static void conv_backward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
                           const float *saved, const float *dy, float *dx) {
     (void)saved;
-    size_t K = conv_k(op), hw = (size_t)op->out.h * op->out.w,
+    size_t K = sp_conv_k(op), hw = (size_t)op->out.h * op->out.w,
            in_n = (size_t)op->in_ch * op->in.h * op->in.w;
     float *cols = io->work, *dcols = cols + K * hw, *dbias = io->dparams + op->out_ch * K;
     if (dx)
@@ -119,12 +116,12 @@ static void conv_backward(const struct sp_op *op, const struct sp_op_io *io, con
 }
 
 static uint64_t conv_flops(const struct sp_op *op, uint32_t B) {
-    return 2 * (uint64_t)B * op->out_ch * op->out.h * op->out.w * conv_k(op);
+    return 2 * (uint64_t)B * op->out_ch * op->out.h * op->out.w * sp_conv_k(op);
 }
 
 static void conv_init(const struct sp_op *op, uint64_t *rng, float *params) {
-    size_t w = op->out_ch * conv_k(op);
-    sp_fill_uniform(rng, params, w, 1.0f / sqrtf((float)conv_k(op)));
+    size_t w = op->out_ch * sp_conv_k(op);
+    sp_fill_uniform(rng, params, w, 1.0f / sqrtf((float)sp_conv_k(op)));
     sp_fill_const(params + w, op->out_ch, 0.0f);
 }
 

@@ -5,10 +5,7 @@
 
 #include "op_class.h"
 #include "op_common.h"
-
-static size_t rows_of(struct sp_shape s, uint32_t B) {
-    return (size_t)B * s.c * s.h;
-}
+#include "op_layout.h"
 
 /* ---- embedding: y[b,s] = tok[token(b,s)] + pos[s]; tables [vocab][H] then [max_seq][H] */
 
@@ -74,7 +71,7 @@ static bool norm_bind(struct sp_op *op, struct sp_shape in, uint32_t B, const ch
     }
     op->out = in;
     op->param_elems = sp_norm_params(op->norm, op->hidden);
-    op->saved_elems = 2 * rows_of(in, B);
+    op->saved_elems = 2 * sp_rows_of(in, B);
     op->work_elems = 0;
     return true;
 }
@@ -82,12 +79,12 @@ static bool norm_bind(struct sp_op *op, struct sp_shape in, uint32_t B, const ch
 static void norm_forward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
                          float *y, float *saved) {
     const float *beta = op->norm == SP_NORM_LAYER ? io->params + op->hidden : NULL;
-    sp_norm_forward(op->norm, rows_of(op->in, io->B), op->hidden, x, io->params, beta, y, saved);
+    sp_norm_forward(op->norm, sp_rows_of(op->in, io->B), op->hidden, x, io->params, beta, y, saved);
 }
 
 static void norm_backward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
                           const float *saved, const float *dy, float *dx) {
-    size_t rows = rows_of(op->in, io->B);
+    size_t rows = sp_rows_of(op->in, io->B);
     if (dx)
         memset(dx, 0, rows * op->hidden * sizeof *dx);
     float *dbeta = op->norm == SP_NORM_LAYER ? io->dparams + op->hidden : NULL;
@@ -124,13 +121,14 @@ static void linear_forward(const struct sp_op *op, const struct sp_op_io *io, co
                            float *y, float *saved) {
     (void)saved;
     const float *b = op->bias ? io->params + (size_t)op->out_features * op->in_features : NULL;
-    sp_mm_forward(rows_of(op->in, io->B), op->in_features, op->out_features, x, io->params, b, y);
+    sp_mm_forward(sp_rows_of(op->in, io->B), op->in_features, op->out_features, x, io->params, b,
+                  y);
 }
 
 static void linear_backward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
                             const float *saved, const float *dy, float *dx) {
     (void)saved;
-    size_t rows = rows_of(op->in, io->B);
+    size_t rows = sp_rows_of(op->in, io->B);
     float *db = op->bias ? io->dparams + (size_t)op->out_features * op->in_features : NULL;
     sp_mm_dw(io, rows, op->in_features, op->out_features, dy, x, io->dparams, db);
     if (dx)
@@ -138,7 +136,7 @@ static void linear_backward(const struct sp_op *op, const struct sp_op_io *io, c
 }
 
 static uint64_t linear_flops(const struct sp_op *op, uint32_t B) {
-    return 2 * (uint64_t)rows_of(op->in, B) * op->in_features * op->out_features;
+    return 2 * (uint64_t)sp_rows_of(op->in, B) * op->in_features * op->out_features;
 }
 
 static void linear_init(const struct sp_op *op, uint64_t *rng, float *params) {
@@ -161,14 +159,14 @@ static bool head_bind(struct sp_op *op, struct sp_shape in, uint32_t B, const ch
     }
     op->out = (struct sp_shape){1, 1, 1};
     op->param_elems = (size_t)op->vocab * op->hidden;
-    op->saved_elems = rows_of(in, B) * op->vocab;
-    op->work_elems = rows_of(in, B) * op->vocab;
+    op->saved_elems = sp_rows_of(in, B) * op->vocab;
+    op->work_elems = sp_rows_of(in, B) * op->vocab;
     return true;
 }
 
 static void head_forward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
                          float *y, float *saved) {
-    size_t rows = rows_of(op->in, io->B), V = op->vocab, per = rows / io->B;
+    size_t rows = sp_rows_of(op->in, io->B), V = op->vocab, per = rows / io->B;
     sp_mm_forward(rows, op->hidden, V, x, io->params, NULL, saved);
     for (uint32_t b = 0; b < io->B; b++) {
         double loss = 0.0;
@@ -185,7 +183,7 @@ static void head_forward(const struct sp_op *op, const struct sp_op_io *io, cons
 static void head_backward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
                           const float *saved, const float *dy, float *dx) {
     (void)dy;
-    size_t rows = rows_of(op->in, io->B), V = op->vocab;
+    size_t rows = sp_rows_of(op->in, io->B), V = op->vocab;
     float *dlogits = io->work, inv = 1.0f / (float)rows;
     for (size_t r = 0; r < rows; r++) {
         for (size_t k = 0; k < V; k++)
@@ -198,7 +196,7 @@ static void head_backward(const struct sp_op *op, const struct sp_op_io *io, con
 }
 
 static uint64_t head_flops(const struct sp_op *op, uint32_t B) {
-    return 2 * (uint64_t)rows_of(op->in, B) * op->hidden * op->vocab;
+    return 2 * (uint64_t)sp_rows_of(op->in, B) * op->hidden * op->vocab;
 }
 
 static void head_init(const struct sp_op *op, uint64_t *rng, float *params) {

@@ -8,36 +8,7 @@
 
 #include "op_class.h"
 #include "op_common.h"
-
-struct mlp_layout {
-    size_t g, beta, w1, b1, w3, w2, b2, n_params;
-    size_t stats, h, a, c, act, n_saved;
-    size_t rows, H, F;
-};
-
-static struct mlp_layout layout(const struct sp_op *op, uint32_t B) {
-    struct mlp_layout L;
-    size_t H = op->hidden, F = op->ffn, rows = (size_t)B * op->in.c * op->in.h;
-    bool glu = op->act == SP_ACT_SWIGLU;
-    L.rows = rows, L.H = H, L.F = F;
-    size_t k = 0;
-    L.g = k, k += H;
-    L.beta = k, k += op->norm == SP_NORM_LAYER ? H : 0;
-    L.w1 = k, k += F * H;
-    L.b1 = k, k += op->bias ? F : 0;
-    L.w3 = k, k += glu ? F * H : 0;
-    L.w2 = k, k += H * F;
-    L.b2 = k, k += op->bias ? H : 0;
-    L.n_params = k;
-    k = 0;
-    L.stats = k, k += 2 * rows;
-    L.h = k, k += rows * H;
-    L.a = k, k += rows * F;
-    L.c = k, k += glu ? rows * F : 0;
-    L.act = k, k += rows * F;
-    L.n_saved = k;
-    return L;
-}
+#include "op_layout.h"
 
 static bool bind(struct sp_op *op, struct sp_shape in, uint32_t B, const char **why) {
     if (in.w != op->hidden || op->ffn == 0) {
@@ -45,7 +16,7 @@ static bool bind(struct sp_op *op, struct sp_shape in, uint32_t B, const char **
         return false;
     }
     op->out = in;
-    struct mlp_layout L = layout(op, B);
+    struct sp_mlp_layout L = sp_mlp_layout(op, B);
     op->param_elems = L.n_params;
     op->saved_elems = L.n_saved;
     op->work_elems = 2 * L.rows * L.F + L.rows * L.H;
@@ -68,7 +39,7 @@ static float sigmoid(float a) {
 
 static void forward(const struct sp_op *op, const struct sp_op_io *io, const float *x, float *y,
                     float *saved) {
-    struct mlp_layout L = layout(op, io->B);
+    struct sp_mlp_layout L = sp_mlp_layout(op, io->B);
     const float *P = io->params;
     size_t n = L.rows * L.F;
     float *h = saved + L.h, *a = saved + L.a, *c = saved + L.c, *g = saved + L.act;
@@ -90,7 +61,7 @@ static void forward(const struct sp_op *op, const struct sp_op_io *io, const flo
 
 static void backward(const struct sp_op *op, const struct sp_op_io *io, const float *x,
                      const float *saved, const float *dy, float *dx) {
-    struct mlp_layout L = layout(op, io->B);
+    struct sp_mlp_layout L = sp_mlp_layout(op, io->B);
     const float *P = io->params;
     float *D = io->dparams;
     size_t n = L.rows * L.F;
@@ -125,7 +96,7 @@ static uint64_t fwd_flops(const struct sp_op *op, uint32_t B) {
 }
 
 static void init(const struct sp_op *op, uint64_t *rng, float *params) {
-    struct mlp_layout L = layout(op, 1);
+    struct sp_mlp_layout L = sp_mlp_layout(op, 1);
     sp_fill_const(params, L.n_params, 0.0f);
     sp_fill_const(params + L.g, L.H, 1.0f);
     sp_fill_uniform(rng, params + L.w1, L.F * L.H, 1.0f / sqrtf((float)L.H));

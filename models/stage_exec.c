@@ -7,32 +7,83 @@
 
 #include "model_impl.h"
 
+static void *cpu_alloc_zeroed(void *device, size_t bytes) {
+    (void)device;
+    return sp_calloc(1, bytes);
+}
+
+static void cpu_release(void *device, void *p) {
+    (void)device;
+    sp_free(p);
+}
+
+static bool cpu_upload(void *device, void *dst, const void *src, size_t bytes) {
+    (void)device;
+    memcpy(dst, src, bytes);
+    return true;
+}
+
+static void cpu_sgd(void *device, float *params, float *dparams, size_t n, float lr) {
+    (void)device;
+    for (size_t q = 0; q < n; q++) {
+        params[q] -= lr * dparams[q];
+        dparams[q] = 0.0f;
+    }
+}
+
+const struct sp_exec_backend sp_exec_backend_cpu = {&sp_op_runner_cpu, NULL,       cpu_alloc_zeroed,
+                                                    cpu_release,       cpu_upload, cpu_sgd};
+
 void sp_stage_exec_destroy(struct sp_stage_exec *se) {
     if (!se)
         return;
+    const struct sp_exec_backend *be = se->be;
     size_t n = se->last - se->first + 1;
     for (size_t k = 0; se->params && k < n; k++)
-        sp_free(se->params[k]);
+        be->release(be->device, se->params[k]);
     for (size_t k = 0; se->dparams && k < n; k++)
-        sp_free(se->dparams[k]);
+        be->release(be->device, se->dparams[k]);
     for (size_t k = 0; se->saved && k < n * se->slots; k++)
-        sp_free(se->saved[k]);
+        be->release(be->device, se->saved[k]);
     sp_free(se->params);
     sp_free(se->dparams);
     sp_free(se->saved);
-    sp_free(se->work);
-    sp_free(se->grad[0]);
-    sp_free(se->grad[1]);
+    be->release(be->device, se->work);
+    be->release(be->device, se->grad[0]);
+    be->release(be->device, se->grad[1]);
     sp_free(se);
 }
 
-static float *zeros(size_t n, size_t *bytes) {
+static float *zeros(const struct sp_exec_backend *be, size_t n, size_t *bytes) {
     *bytes += (n ? n : 1) * sizeof(float);
-    return sp_calloc(n ? n : 1, sizeof(float));
+    return be->alloc_zeroed(be->device, (n ? n : 1) * sizeof(float));
+}
+
+/* a layer's initial weights, made on the host and uploaded */
+static bool init_params(const struct sp_exec_backend *be, const struct sp_model *m, size_t layer,
+                        uint64_t seed, float *params) {
+    size_t n = m->layers[layer].param_elems;
+    if (be == &sp_exec_backend_cpu) {
+        sp_layer_init_params(m, layer, seed, params);
+        return true;
+    }
+    float *host = sp_mallocarray(n ? n : 1, sizeof *host);
+    if (!host)
+        return false;
+    sp_layer_init_params(m, layer, seed, host);
+    bool ok = be->upload(be->device, params, host, n * sizeof *host);
+    sp_free(host);
+    return ok;
 }
 
 sp_status sp_stage_exec_create(sp_ctx *ctx, const struct sp_model *m, size_t first, size_t last,
                                uint32_t slots, uint64_t seed, struct sp_stage_exec **out) {
+    return sp_stage_exec_create_on(ctx, &sp_exec_backend_cpu, m, first, last, slots, seed, out);
+}
+
+sp_status sp_stage_exec_create_on(sp_ctx *ctx, const struct sp_exec_backend *be,
+                                  const struct sp_model *m, size_t first, size_t last,
+                                  uint32_t slots, uint64_t seed, struct sp_stage_exec **out) {
     *out = NULL;
     if (first > last || last >= m->n_layers || slots == 0)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "layers %zu..%zu with %u slots: no stage of %s",
@@ -49,22 +100,21 @@ sp_status sp_stage_exec_create(sp_ctx *ctx, const struct sp_model *m, size_t fir
     struct sp_stage_exec *se = sp_calloc(1, sizeof *se);
     if (!se)
         return sp_oom(ctx, "a stage");
-    se->m = m, se->first = first, se->last = last, se->slots = slots;
+    se->be = be, se->m = m, se->first = first, se->last = last, se->slots = slots;
     se->params = sp_calloc(n, sizeof *se->params);
     se->dparams = sp_calloc(n, sizeof *se->dparams);
     se->saved = sp_calloc(n * slots, sizeof *se->saved);
     bool ok = se->params && se->dparams && se->saved;
     for (size_t k = 0; ok && k < n; k++) {
         const struct sp_model_layer *L = &m->layers[first + k];
-        ok = (se->params[k] = zeros(L->param_elems, &se->bytes)) &&
-             (se->dparams[k] = zeros(L->param_elems, &se->bytes));
-        if (ok)
-            sp_layer_init_params(m, first + k, seed, se->params[k]);
+        ok = (se->params[k] = zeros(be, L->param_elems, &se->bytes)) &&
+             (se->dparams[k] = zeros(be, L->param_elems, &se->bytes)) &&
+             init_params(be, m, first + k, seed, se->params[k]);
         for (uint32_t s = 0; ok && s < slots; s++)
-            ok = (se->saved[s * n + k] = zeros(L->saved_elems, &se->bytes)) != NULL;
+            ok = (se->saved[s * n + k] = zeros(be, L->saved_elems, &se->bytes)) != NULL;
     }
-    ok = ok && (se->work = zeros(work, &se->bytes)) && (se->grad[0] = zeros(act, &se->bytes)) &&
-         (se->grad[1] = zeros(act, &se->bytes));
+    ok = ok && (se->work = zeros(be, work, &se->bytes)) &&
+         (se->grad[0] = zeros(be, act, &se->bytes)) && (se->grad[1] = zeros(be, act, &se->bytes));
     if (!ok) {
         sp_stage_exec_destroy(se);
         char buf[16];
@@ -91,7 +141,8 @@ void sp_stage_exec_forward(struct sp_stage_exec *se, uint32_t slot, const struct
         /* the next layer's input slot, or the caller's buffer after the last layer */
         float *out = k + 1 < n ? saved[k + 1] : y;
         double t0 = fwd_ms ? sp_now_ms() : 0.0;
-        sp_layer_forward(se->m, se->first + k, b, se->params[k], saved[k], out, se->work);
+        sp_layer_forward_on(se->be->ops, se->be->device, se->m, se->first + k, b, se->params[k],
+                            saved[k], out, se->work);
         if (fwd_ms)
             fwd_ms[k] = sp_now_ms() - t0;
     }
@@ -105,8 +156,8 @@ void sp_stage_exec_backward(struct sp_stage_exec *se, uint32_t slot, const struc
     for (size_t k = n; k-- > 0;) {
         float *dout = k > 0 ? se->grad[k % 2] : dx;
         double t0 = bwd_ms ? sp_now_ms() : 0.0, w = 0.0;
-        sp_layer_backward(se->m, se->first + k, b, se->params[k], saved[k], d, dout, se->dparams[k],
-                          se->work, wgrad_ms ? &w : NULL);
+        sp_layer_backward_on(se->be->ops, se->be->device, se->m, se->first + k, b, se->params[k],
+                             saved[k], d, dout, se->dparams[k], se->work, wgrad_ms ? &w : NULL);
         if (bwd_ms)
             bwd_ms[k] = sp_now_ms() - t0;
         if (wgrad_ms)
@@ -118,9 +169,6 @@ void sp_stage_exec_backward(struct sp_stage_exec *se, uint32_t slot, const struc
 void sp_stage_exec_sgd(struct sp_stage_exec *se, float lr) {
     for (size_t k = 0; k <= se->last - se->first; k++) {
         size_t np = se->m->layers[se->first + k].param_elems;
-        for (size_t q = 0; q < np; q++) {
-            se->params[k][q] -= lr * se->dparams[k][q];
-            se->dparams[k][q] = 0.0f;
-        }
+        se->be->sgd(se->be->device, se->params[k], se->dparams[k], np, lr);
     }
 }
