@@ -182,7 +182,8 @@ struct sp_exec_backend {
     void *device; /* passed to every call below and to the ops */
     void *(*alloc_zeroed)(void *device, size_t bytes);
     void (*release)(void *device, void *p);
-    bool (*upload)(void *device, void *dst, const void *src, size_t bytes); /* host -> stage */
+    bool (*upload)(void *device, void *dst, const void *src, size_t bytes);   /* host -> stage */
+    bool (*download)(void *device, void *dst, const void *src, size_t bytes); /* after the work */
     void (*sgd)(void *device, float *params, float *dparams, size_t n, float lr);
 };
 extern const struct sp_exec_backend sp_exec_backend_cpu;

@@ -4,6 +4,7 @@
 #define SP_MODELS_OP_CLASS_H
 
 #include "model_impl.h"
+#include "op_layout.h"
 
 struct sp_op_class {
     const char *name;
@@ -23,9 +24,5 @@ extern const struct sp_op_class sp_op_embedding, sp_op_norm, sp_op_attention, sp
 /* helpers for init: fill n floats with uniform(-scale, scale), or with a constant */
 void sp_fill_uniform(uint64_t *rng, float *p, size_t n, float scale);
 void sp_fill_const(float *p, size_t n, float v);
-/* elements of a shape for B samples */
-static inline size_t sp_shape_elems(struct sp_shape s, uint32_t B) {
-    return (size_t)B * s.c * s.h * s.w;
-}
 
 #endif

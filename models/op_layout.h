@@ -6,6 +6,11 @@
 
 #include "model_impl.h"
 
+/* elements of a shape for B samples */
+static inline size_t sp_shape_elems(struct sp_shape s, uint32_t B) {
+    return (size_t)B * s.c * s.h * s.w;
+}
+
 /* rows of a (c, h, w) tensor for B samples: what a map over w sees */
 static inline size_t sp_rows_of(struct sp_shape s, uint32_t B) {
     return (size_t)B * s.c * s.h;

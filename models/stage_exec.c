@@ -17,7 +17,8 @@ static void cpu_release(void *device, void *p) {
     sp_free(p);
 }
 
-static bool cpu_upload(void *device, void *dst, const void *src, size_t bytes) {
+/* both directions: the stage's memory is the host's */
+static bool cpu_copy(void *device, void *dst, const void *src, size_t bytes) {
     (void)device;
     memcpy(dst, src, bytes);
     return true;
@@ -31,8 +32,14 @@ static void cpu_sgd(void *device, float *params, float *dparams, size_t n, float
     }
 }
 
-const struct sp_exec_backend sp_exec_backend_cpu = {&sp_op_runner_cpu, NULL,       cpu_alloc_zeroed,
-                                                    cpu_release,       cpu_upload, cpu_sgd};
+const struct sp_exec_backend sp_exec_backend_cpu = {
+    .ops = &sp_op_runner_cpu,
+    .alloc_zeroed = cpu_alloc_zeroed,
+    .release = cpu_release,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .sgd = cpu_sgd,
+};
 
 void sp_stage_exec_destroy(struct sp_stage_exec *se) {
     if (!se)

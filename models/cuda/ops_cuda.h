@@ -1,0 +1,40 @@
+/* models/cuda/ops_cuda.h: the built-in models' ops on one GPU: cuBLAS for every matrix product
+ * (cublasGemmStridedBatchedEx; fp32, or bf16 tensor-core math for a "bf16" model), the kernels of
+ * kernels.h for the rest. The layer code (models/exec.c) runs them through sp_op_runner_cuda with
+ * a struct sp_cuda_device as its `device`: the same offsets, saved areas and parameter layouts as
+ * on the CPU (models/op_layout.h), so the two can be compared tensor by tensor. */
+#ifndef SP_MODELS_CUDA_OPS_CUDA_H
+#define SP_MODELS_CUDA_OPS_CUDA_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdbool.h>
+
+#include "model_impl.h"
+
+struct sp_cuda_device {
+    cublasHandle_t blas;
+    cudaStream_t stream;
+    cublasComputeType_t compute; /* CUBLAS_COMPUTE_32F, or _32F_FAST_16BF for bf16 */
+    float *extra;                /* the attention backward's per-head score gradients */
+    size_t extra_elems;
+    /* the first failure (sticky): ops keep going as no-ops, the caller reads it after a layer */
+    cudaError_t cuda_error;
+    cublasStatus_t blas_error;
+    const char *failed_call;
+};
+
+extern const struct sp_op_runner sp_op_runner_cuda;
+
+/* scratch beyond op->work_elems that the op needs on the GPU (sizes sp_cuda_device.extra) */
+size_t sp_op_cuda_extra_elems(const struct sp_op *op, uint32_t B);
+
+/* sp_cuda_device_open: cuBLAS on a new stream of the current device; "bf16" selects bf16
+ * tensor-core products (storage stays fp32). false with *why set on failure. */
+bool sp_cuda_device_open(struct sp_cuda_device *dev, const char *dtype, size_t extra_elems,
+                         const char **why);
+void sp_cuda_device_close(struct sp_cuda_device *dev);
+/* the first recorded failure, or a pending launch error; false when all went well */
+bool sp_cuda_device_failed(struct sp_cuda_device *dev, char *msg, size_t cap);
+
+#endif

@@ -1,0 +1,111 @@
+/* models/cuda/stage_cuda.c: a stage's tensors on one GPU (an sp_exec_backend over cudaMalloc and
+ * the executor's stream), and a micro-batch uploaded there. */
+#include <string.h>
+
+#include "stage_cuda.h"
+
+static void *gpu_alloc_zeroed(void *device, size_t bytes) {
+    struct sp_cuda_device *d = device;
+    void *p = NULL;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+        cudaGetLastError(); /* an allocation failure is not sticky; the caller reports it */
+        return NULL;
+    }
+    if (cudaMemsetAsync(p, 0, bytes, d->stream) != cudaSuccess) {
+        cudaFree(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void gpu_release(void *device, void *p) {
+    (void)device;
+    cudaFree(p);
+}
+
+static bool gpu_upload(void *device, void *dst, const void *src, size_t bytes) {
+    struct sp_cuda_device *d = device;
+    /* synchronous: the host buffer may be freed as soon as this returns */
+    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->stream) == cudaSuccess &&
+           cudaStreamSynchronize(d->stream) == cudaSuccess;
+}
+
+/* waits for the stream: the result is what the work queued so far computed */
+static bool gpu_download(void *device, void *dst, const void *src, size_t bytes) {
+    struct sp_cuda_device *d = device;
+    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, d->stream) == cudaSuccess &&
+           cudaStreamSynchronize(d->stream) == cudaSuccess;
+}
+
+static void gpu_sgd(void *device, float *params, float *dparams, size_t n, float lr) {
+    struct sp_cuda_device *d = device;
+    float alpha = -lr;
+    if (d->cuda_error != cudaSuccess || d->blas_error != CUBLAS_STATUS_SUCCESS)
+        return;
+    cublasStatus_t st = cublasSaxpy_64(d->blas, (int64_t)n, &alpha, dparams, 1, params, 1);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        d->blas_error = st;
+        d->failed_call = "cublasSaxpy (SGD)";
+        return;
+    }
+    cudaError_t e = cudaMemsetAsync(dparams, 0, n * sizeof *dparams, d->stream);
+    if (e != cudaSuccess) {
+        d->cuda_error = e;
+        d->failed_call = "cudaMemsetAsync (SGD)";
+    }
+}
+
+void sp_cuda_backend_init(struct sp_exec_backend *be, struct sp_cuda_device *dev) {
+    be->ops = &sp_op_runner_cuda;
+    be->device = dev;
+    be->alloc_zeroed = gpu_alloc_zeroed;
+    be->release = gpu_release;
+    be->upload = gpu_upload;
+    be->download = gpu_download;
+    be->sgd = gpu_sgd;
+}
+
+size_t sp_cuda_extra_elems(const struct sp_model *m, size_t first, size_t last) {
+    size_t extra = 0;
+    for (size_t l = first; l <= last; l++)
+        for (size_t j = 0; j < m->layers[l].n_ops; j++) {
+            size_t e = sp_op_cuda_extra_elems(&m->layers[l].ops[j], m->bound_batch);
+            extra = e > extra ? e : extra;
+        }
+    return extra;
+}
+
+static bool upload_array(struct sp_cuda_device *d, void **dst, const void *src, size_t bytes) {
+    *dst = NULL;
+    if (!src)
+        return true;
+    if (cudaMalloc(dst, bytes ? bytes : 1) != cudaSuccess) {
+        cudaGetLastError();
+        *dst = NULL;
+        return false;
+    }
+    return gpu_upload(d, *dst, src, bytes);
+}
+
+bool sp_cuda_batch_upload(struct sp_cuda_device *d, const struct sp_model *m,
+                          const struct sp_batch *host, struct sp_batch *dev) {
+    memset(dev, 0, sizeof *dev);
+    const struct sp_model_layer *last = &m->layers[m->n_layers - 1];
+    const struct sp_op *head = &last->ops[last->n_ops - 1];
+    size_t B = m->bound_batch, labels = B * head->in.c * head->in.h;
+    size_t tokens = m->tokens ? B * m->bound_seq : 0;
+    size_t images = m->tokens ? 0 : B * m->input.c * m->input.h * m->input.w;
+    bool ok = upload_array(d, (void **)&dev->labels, host->labels, labels * sizeof(int32_t)) &&
+              upload_array(d, (void **)&dev->tokens, host->tokens, tokens * sizeof(int32_t)) &&
+              upload_array(d, (void **)&dev->images, host->images, images * sizeof(float));
+    if (!ok)
+        sp_cuda_batch_release(dev);
+    return ok;
+}
+
+void sp_cuda_batch_release(struct sp_batch *dev) {
+    cudaFree(dev->labels);
+    cudaFree(dev->tokens);
+    cudaFree(dev->images);
+    memset(dev, 0, sizeof *dev);
+}
