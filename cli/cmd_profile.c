@@ -1,18 +1,10 @@
 /* cli/cmd_profile.c: `stagepart profile MODEL`: a built-in model measured by stagepart itself
  * (cli/profile_model.c); `stagepart profile --attach -- CMD ARGS...`: run a CUDA program with the
- * live collector injected (CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH name
- * libstagepart-inject.so), then attribute its event logs with the same engine as `import`. */
-#define _XOPEN_SOURCE 700
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdlib.h>
+ * live collector injected, then attribute its event logs with the same engine as `import`
+ * (cli/attach.c). */
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
+#include "attach.h"
 #include "attribution.h"
 #include "profile_model.h"
 
@@ -31,8 +23,8 @@ enum {
 
 const struct sp_opt cmd_profile_opts[] = {
     {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
-     "where MODEL runs: cpu (one pinned thread, OpenBLAS; default). cuda is not built in this "
-     "version (exit 4)",
+     "where MODEL runs: cpu (one pinned thread, OpenBLAS; default), or cuda (one GPU: cuBLAS, "
+     "timed by the live collector; a stagepart built with nvcc; exit 4 without a GPU)",
      "Built-in models"},
     {OPT_SEQ_LEN, "seq-len", 0, "<S>",
      "positions per sample for token models (default: the model file's seq_len)",
@@ -64,16 +56,21 @@ const struct sp_opt cmd_profile_opts[] = {
 
 const struct sp_command_help cmd_profile_help = {
     "profile",
-    "MODEL [--micro-batch-size B] [--seq-len S] [--iters K] [-o PROFILE]\n"
+    "MODEL [--backend cpu|cuda] [--micro-batch-size B] [--seq-len S] [--iters K] [-o PROFILE]\n"
     "       stagepart profile --attach [-o PROFILE] [--steps K --warmup-steps N] [options] -- "
     "CMD ARGS...",
-    "Measure a built-in model on the CPU, or a running CUDA program's per-layer GPU time.",
+    "Measure a built-in model on the CPU or a GPU, or a running CUDA program's per-layer GPU "
+    "time.",
     "MODEL is a stagepart-model file (samples/models/, docs/models.md): stagepart runs it forward\n"
     "  and backward on one thread pinned to one core (OpenBLAS sgemm, fp32), timing every layer,\n"
     "  and writes a profile with the medians, the weight-gradient part of each backward, the\n"
     "  exact activation, saved and parameter bytes, and each layer's spread ('measured'). It\n"
     "  prints the repeatability (coefficient of variation per layer) and warns above 5%.\n"
     "  Ctrl-C stops it and writes nothing (exit 130).\n"
+    "With --backend cuda it runs MODEL on the GPU instead (stagepart-model-cuda: cuBLAS products,\n"
+    "  fp32, or bf16 tensor-core math for a bf16 model) inside NVTX ranges '<layer>/fwd' and\n"
+    "  '<layer>/bwd', under the collector of --attach: the profile holds each layer's GPU busy\n"
+    "  time (median of the --iters steps after --warmup) and the model's exact bytes.\n"
     "With --attach it runs CMD unchanged, with libstagepart-inject.so loaded by the CUDA driver\n"
     "  and by NVTX: the program names its layers with NVTX ranges '<layer>/fwd' and '<layer>/bwd' "
     "(the\n"
@@ -87,144 +84,11 @@ const struct sp_command_help cmd_profile_help = {
     "  profile is written), 4 when no GPU work was recorded. docs/profiling.md.",
     "  stagepart profile samples/models/gpt2-small.json -o gpt2.json\n"
     "  stagepart profile samples/models/resnet18.json --micro-batch-size 32 --iters 9 -o r.json\n"
+    "  stagepart profile samples/models/gpt2-small.json --backend cuda --micro-batch-size 8 "
+    "-o g.json\n"
     "  stagepart profile --attach -o profile.json --warmup-steps 2 --steps 5 -- python train.py\n"
     "  stagepart profile --attach --events-dir run/ -o profile.json -- ./my_cuda_app\n",
 };
-
-/* The collector: STAGEPART_INJECT_LIB, the build tree's, or <exe>/../lib's. */
-static bool find_inject_lib(char *out, size_t cap) {
-    const char *env = getenv("STAGEPART_INJECT_LIB");
-    if (env && *env)
-        return realpath(env, out) != NULL || (snprintf(out, cap, "%s", env), false);
-#ifdef SP_INJECT_BUILD_PATH
-    if (access(SP_INJECT_BUILD_PATH, R_OK) == 0 && realpath(SP_INJECT_BUILD_PATH, out))
-        return true;
-#endif
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            char candidate[4200];
-            snprintf(candidate, sizeof candidate, "%s/../lib/libstagepart-inject.so", exe);
-            if (access(candidate, R_OK) == 0 && realpath(candidate, out))
-                return true;
-        }
-    }
-    (void)cap;
-    return false;
-}
-
-static bool is_event_log(const char *name) {
-    size_t n = strlen(name);
-    return strncmp(name, "events-", 7) == 0 && n > 13 && strcmp(name + n - 6, ".splog") == 0;
-}
-
-static int cmp_str(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The event logs in dir, sorted; *n 0 when there are none. NULL only when out of memory. */
-static char **list_logs(const char *dir, size_t *n) {
-    *n = 0;
-    size_t cap = 8;
-    char **paths = malloc(cap * sizeof *paths);
-    DIR *d = opendir(dir);
-    if (!paths || !d) {
-        if (d)
-            closedir(d);
-        return paths;
-    }
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!is_event_log(e->d_name))
-            continue;
-        if (*n == cap) {
-            char **p = realloc(paths, 2 * cap * sizeof *p);
-            if (!p)
-                break;
-            paths = p;
-            cap *= 2;
-        }
-        size_t len = strlen(dir) + strlen(e->d_name) + 2;
-        if (!(paths[*n] = malloc(len)))
-            break;
-        snprintf(paths[*n], len, "%s/%s", dir, e->d_name);
-        (*n)++;
-    }
-    closedir(d);
-    qsort(paths, *n, sizeof *paths, cmp_str);
-    return paths;
-}
-
-static void free_logs(char **paths, size_t n, bool remove_files) {
-    for (size_t i = 0; paths && i < n; i++) {
-        if (remove_files)
-            unlink(paths[i]);
-        free(paths[i]);
-    }
-    free(paths);
-}
-
-static void set_env(const char *name, const char *value) {
-    if (value)
-        setenv(name, value, 1);
-}
-
-/* Run the program; its exit status, or -1 after reporting why it could not start. */
-static int run_program(char **cmd, const char *lib, const char *dir, const char *steps,
-                       const char *warmup, const char *step_pattern) {
-    int report[2];
-    if (pipe(report) != 0) {
-        fprintf(stderr, "stagepart: error: pipe: %s\n", strerror(errno));
-        return -1;
-    }
-    fcntl(report[1], F_SETFD, FD_CLOEXEC);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "stagepart: error: fork: %s\n", strerror(errno));
-        close(report[0]);
-        close(report[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        close(report[0]);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGQUIT, SIG_DFL);
-        setenv("CUDA_INJECTION64_PATH", lib, 1);
-        setenv("NVTX_INJECTION64_PATH", lib, 1);
-        setenv("STAGEPART_INJECT_DIR", dir, 1);
-        set_env("STAGEPART_INJECT_STEPS", steps);
-        set_env("STAGEPART_INJECT_WARMUP", warmup);
-        set_env("STAGEPART_INJECT_STEP_PATTERN", step_pattern);
-        execvp(cmd[0], cmd);
-        int e = errno;
-        ssize_t w = write(report[1], &e, sizeof e);
-        (void)w;
-        _exit(127);
-    }
-    close(report[1]);
-    /* Ctrl-C reaches the program (same process group); we wait for it and clean up */
-    void (*old_int)(int) = signal(SIGINT, SIG_IGN);
-    void (*old_quit)(int) = signal(SIGQUIT, SIG_IGN);
-    int exec_errno = 0;
-    ssize_t got;
-    while ((got = read(report[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
-        ;
-    close(report[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    signal(SIGINT, old_int);
-    signal(SIGQUIT, old_quit);
-    if (got == (ssize_t)sizeof exec_errno) {
-        fprintf(stderr, "stagepart: error: cannot run '%s': %s\n", cmd[0], strerror(exec_errno));
-        return -1;
-    }
-    return status;
-}
 
 int cmd_profile(int argc, char **argv) {
     int dashdash = argc;
@@ -236,7 +100,6 @@ int cmd_profile(int argc, char **argv) {
     sp_trace_profile_opts opts;
     sp_trace_profile_opts_init(&opts);
     const char *output = NULL, *events_dir = NULL, *steps = NULL;
-    char warmup[24] = "";
     bool attach = false;
     uint64_t v = 0;
     struct sp_profile_model_args margs;
@@ -329,86 +192,6 @@ int cmd_profile(int argc, char **argv) {
             model[len - 3] = '\0';
         opts.model = model;
     }
-    if (opts.warmup_steps)
-        snprintf(warmup, sizeof warmup, "%u", opts.warmup_steps);
-    char lib[4096];
-    if (!find_inject_lib(lib, sizeof lib)) {
-        fprintf(stderr,
-                "stagepart: error: libstagepart-inject.so %s%s: this stagepart was built without "
-                "CUDA (STAGEPART_CUDA=OFF or no toolkit); build with the CUDA toolkit, or set "
-                "STAGEPART_INJECT_LIB to the library\n",
-                getenv("STAGEPART_INJECT_LIB") ? "not readable at " : "not found",
-                getenv("STAGEPART_INJECT_LIB") ? lib : "");
-        return SP_EXIT_UNAVAILABLE;
-    }
-    char tmp[4096];
-    const char *dir = events_dir;
-    if (events_dir) {
-        if (mkdir(events_dir, 0755) != 0 && errno != EEXIST) {
-            fprintf(stderr, "stagepart: error: --events-dir %s: %s\n", events_dir, strerror(errno));
-            return SP_EXIT_USAGE;
-        }
-        size_t old = 0;
-        char **logs = list_logs(events_dir, &old);
-        free_logs(logs, old, false);
-        if (old)
-            return sp_usage_error("profile",
-                                  "--events-dir %s already holds %zu event logs (events-*.splog) "
-                                  "of an earlier run: give an empty folder",
-                                  events_dir, old);
-    } else {
-        const char *t = getenv("TMPDIR");
-        snprintf(tmp, sizeof tmp, "%s/stagepart-attach-XXXXXX", t && *t ? t : "/tmp");
-        if (!mkdtemp(tmp)) {
-            fprintf(stderr, "stagepart: error: a temporary folder in %s: %s\n",
-                    t && *t ? t : "/tmp", strerror(errno));
-            return SP_EXIT_INTERNAL;
-        }
-        dir = tmp;
-    }
-    int status = run_program(cmd, lib, dir, steps, warmup[0] ? warmup : NULL, opts.step_pattern);
-    size_t n = 0;
-    char **logs = list_logs(dir, &n);
-    int code = SP_EXIT_OK;
-    if (status < 0) {
-        code = SP_EXIT_USAGE;
-    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        if (WIFSIGNALED(status))
-            fprintf(stderr, "stagepart: error: '%s' was killed by signal %d: no profile written\n",
-                    cmd[0], WTERMSIG(status));
-        else
-            fprintf(stderr, "stagepart: error: '%s' exited with status %d: no profile written\n",
-                    cmd[0], WEXITSTATUS(status));
-        code = SP_EXIT_CHECK_FAILED;
-    } else if (!logs) {
-        fprintf(stderr, "stagepart: error: out of memory listing %s\n", dir);
-        code = SP_EXIT_INTERNAL;
-    } else if (n == 0) {
-        fprintf(stderr,
-                "stagepart: error: '%s' wrote no event log: it made no NVTX or CUDA call that "
-                "loaded the collector (is it a CUDA program, and does it keep the environment "
-                "for its children?)\n",
-                cmd[0]);
-        code = SP_EXIT_UNAVAILABLE;
-    } else {
-        sp_ctx *ctx = NULL;
-        if (sp_ctx_create(&ctx) != SP_OK) {
-            code = SP_EXIT_INTERNAL;
-        } else {
-            sp_trace *trace = NULL;
-            sp_status st = sp_trace_load_events(ctx, (const char *const *)logs, n, &trace);
-            if (st != SP_OK) {
-                code = sp_report(ctx, st, false);
-            } else {
-                sp_print_warnings(ctx);
-                code = sp_attribution_finish(ctx, trace, &opts, output, true);
-            }
-            sp_trace_destroy(trace);
-            sp_ctx_destroy(ctx);
-        }
-    }
-    free_logs(logs, n, !events_dir);
-    if (!events_dir)
-        rmdir(dir);
-    return code;
+    struct sp_attach_args at = {cmd, events_dir, steps, output, opts, 0};
+    return sp_attach_profile(&at);
 }

@@ -1,11 +1,13 @@
-/* cli/profile_model.c: `stagepart profile MODEL [--backend cpu]`: run a built-in model forward
- * and backward and write its profile; a progress bar on a terminal; Ctrl-C writes nothing. */
+/* cli/profile_model.c: `stagepart profile MODEL [--backend cpu|cuda]`: run a built-in model
+ * forward and backward and write its profile; on the CPU with a progress bar on a terminal, on a
+ * GPU through the live collector (attach.c); Ctrl-C writes nothing. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "attach.h"
 #include "profile_model.h"
 
 static void progress(void *arg, uint32_t done, uint32_t total) {
@@ -53,16 +55,58 @@ static void print_table(const char *json, const sp_model_profile_summary *s, con
     printf("profile written to %s\n", output);
 }
 
-int sp_profile_model_run(const struct sp_profile_model_args *a) {
-    if (a->backend && strcmp(a->backend, "cpu") != 0) {
-        if (strcmp(a->backend, "cuda") == 0) {
-            fprintf(stderr, "stagepart: error: --backend cuda: the built-in models run on the CPU "
-                            "only in this version (the cuBLAS executor is not built); profile "
-                            "on the CPU, or profile a CUDA program with --attach\n");
-            return SP_EXIT_UNAVAILABLE;
-        }
-        return sp_usage_error("profile", "--backend: expected cpu or cuda, got '%s'", a->backend);
+/* --backend cuda: stagepart-model-cuda runs the model on the GPU inside stagepart's NVTX ranges,
+ * under the live collector (profile --attach); the attribution gets the model itself for the
+ * layers' kinds and exact byte counts. */
+static int profile_on_gpu(const struct sp_profile_model_args *a, const sp_model *model,
+                          const sp_model_info *info) {
+    char prog[4096];
+    if (!sp_find_model_cuda(prog, sizeof prog)) {
+        if (getenv("STAGEPART_MODEL_CUDA"))
+            fprintf(stderr,
+                    "stagepart: error: --backend cuda: STAGEPART_MODEL_CUDA names no readable "
+                    "file (%s)\n",
+                    prog);
+        else
+            fprintf(stderr, "stagepart: error: --backend cuda: this stagepart was built without "
+                            "the GPU executor stagepart-model-cuda (it needs the CUDA toolkit's "
+                            "nvcc and cuBLAS); profile on the CPU, or a CUDA program with "
+                            "--attach\n");
+        return SP_EXIT_UNAVAILABLE;
     }
+    char mbs[24], seq[24], total[24], iters[24], seed[24];
+    snprintf(mbs, sizeof mbs, "%u", info->micro_batch_size);
+    snprintf(seq, sizeof seq, "%u", info->seq_len);
+    snprintf(total, sizeof total, "%u", a->opts.warmup + a->opts.iters);
+    snprintf(iters, sizeof iters, "%u", a->opts.iters);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)a->opts.seed);
+    char *cmd[] = {prog,
+                   (char *)a->model_path,
+                   "--micro-batch-size",
+                   mbs,
+                   "--steps",
+                   total,
+                   "--seed",
+                   seed,
+                   info->seq_len ? "--seq-len" : NULL,
+                   seq,
+                   NULL};
+    struct sp_attach_args at = {cmd, NULL, iters, a->output, {0}, 77};
+    sp_trace_profile_opts_init(&at.opts);
+    at.opts.warmup_steps = a->opts.warmup;
+    at.opts.model = a->name ? a->name : info->name;
+    at.opts.micro_batch_size = info->micro_batch_size;
+    at.opts.built_in = model;
+    return sp_attach_profile(&at);
+}
+
+int sp_profile_model_run(const struct sp_profile_model_args *a) {
+    bool gpu = a->backend && strcmp(a->backend, "cuda") == 0;
+    if (a->backend && !gpu && strcmp(a->backend, "cpu") != 0)
+        return sp_usage_error("profile", "--backend: expected cpu or cuda, got '%s'", a->backend);
+    if (gpu && a->opts.core >= 0)
+        return sp_usage_error("profile", "--core pins the CPU backend's thread: not with "
+                                         "--backend cuda");
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return SP_EXIT_INTERNAL;
@@ -77,6 +121,13 @@ int sp_profile_model_run(const struct sp_profile_model_args *a) {
             sp_print_warnings(ctx);
     }
     int code = SP_EXIT_OK;
+    if (st == SP_OK && gpu) {
+        sp_model_get_info(model, &info);
+        code = profile_on_gpu(a, model, &info);
+        sp_model_destroy(model);
+        sp_ctx_destroy(ctx);
+        return code;
+    }
     if (st == SP_OK) {
         sp_model_get_info(model, &info);
         sp_model_profile_opts opts = a->opts;

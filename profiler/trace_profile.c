@@ -28,6 +28,45 @@ static bool num(cJSON *o, const char *k, double v) {
     return cJSON_AddNumberToObject(o, k, v) != NULL;
 }
 
+static bool set_num(cJSON *o, const char *k, double v) {
+    cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+    return num(o, k, v);
+}
+
+/* A built-in model's kinds and exact byte counts into the layers of the same names (the trace
+ * knows only the activation bytes its ranges carried). */
+static sp_status add_model_bytes(sp_ctx *ctx, const sp_model *model, cJSON *layers,
+                                 cJSON *measurement) {
+    sp_model_info info;
+    sp_model_get_info(model, &info);
+    sp_model_layer_info L;
+    for (size_t i = 0; sp_model_layer_get(model, i, &L); i++) {
+        cJSON *o = NULL, *it;
+        cJSON_ArrayForEach(it, layers) {
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+            if (cJSON_IsString(name) && strcmp(name->valuestring, L.name) == 0) {
+                o = it;
+                break;
+            }
+        }
+        if (!o)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "the trace has no ranges of layer %zu (%s) of model %s: it ran "
+                           "another model, or recorded too few steps",
+                           i, L.name, info.name);
+        cJSON_DeleteItemFromObjectCaseSensitive(o, "kind");
+        if (!cJSON_AddStringToObject(o, "kind", L.kind) ||
+            !set_num(o, "activation_bytes", (double)L.activation_bytes) ||
+            !set_num(o, "saved_bytes", (double)L.saved_bytes) ||
+            !set_num(o, "param_bytes", (double)L.param_bytes) ||
+            !set_num(o, "memory_bytes", 2.0 * (double)L.param_bytes)) /* weights, gradients */
+            return sp_oom(ctx, "writing the profile");
+    }
+    if (!cJSON_AddStringToObject(measurement, "model_dtype", info.dtype))
+        return sp_oom(ctx, "writing the profile");
+    return SP_OK;
+}
+
 static bool add_phase(cJSON *measured, const char *key, const struct sp_phase_stats *p) {
     cJSON *o = cJSON_AddObjectToObject(measured, key);
     return o && num(o, "busy_ms", p->busy_ms) && num(o, "stddev_ms", p->stddev_ms) &&
@@ -188,8 +227,11 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
              (L->phase[SP_PHASE_RECOMPUTE].busy_ms <= 0 ||
               add_phase(meas, "recompute", &L->phase[SP_PHASE_RECOMPUTE]));
     }
-    st = ok ? sp_json_print(ctx, root, "writing the profile", json)
-            : sp_oom(ctx, "writing the profile");
+    st = ok ? SP_OK : sp_oom(ctx, "writing the profile");
+    if (st == SP_OK && opts->built_in)
+        st = add_model_bytes(ctx, opts->built_in, layers, m);
+    if (st == SP_OK)
+        st = sp_json_print(ctx, root, "writing the profile", json);
     cJSON_Delete(root);
     sp_attribution_release(&a);
     if (st != SP_OK)

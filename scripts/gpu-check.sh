@@ -13,6 +13,11 @@
 #                             driver contexts, exit(), _exit() and a signal (tests/cuda/gpu_robust):
 #                             each must end under the collector exactly as alone, within 60 s,
 #                             and its logs must import (a hard check)
+#   models.*                  the built-in models on the GPU (models/cuda/): every tensor against
+#                             the CPU executor (stagepart-model-cuda --compare-cpu, a hard check),
+#                             GPT-2 small profiled with --backend cuda (bf16) at the CPU profile's
+#                             size and at a full size, attributed share (>= 95%, hard) and the
+#                             per-layer ranking against the CPU profile's (Spearman)
 #   links.*                   stagepart bandwidth --backend cuda, 4 KiB to 1 GiB: every device
 #                             pair (peer copies, NCCL), host copies and copies within a device,
 #                             CUPTI-timed with CUDA events beside (test_bandwidth_cuda checks
@@ -151,6 +156,62 @@ for mode in threads fork contexts exit _exit signal; do
         failed=1
     fi
 done
+
+say ""
+say "## built-in models on the GPU (models/cuda/)"
+MC="$B/cli/stagepart-model-cuda"
+for m in tests/data/every-op-tokens-model.json tests/data/every-op-images-model.json \
+    samples/models/gpt2-small.json; do
+    name=$(basename "$m" .json)
+    if "$MC" "$m" --compare-cpu >"$OUT/models.$name.compare.txt" 2>&1; then
+        say "PASS $name on the GPU equals the CPU executor: $(tail -1 "$OUT/models.$name.compare.txt")"
+    else
+        say "FAIL $name against the CPU executor (models.$name.compare.txt): $(tail -1 "$OUT/models.$name.compare.txt")"
+        failed=1
+    fi
+done
+if "$MC" tests/data/tiny-gpt-model.json --steps 40 --lr 0.1 >"$OUT/models.train.txt" 2>&1; then
+    say "trains on the GPU: $(sed -n '1p;$p' "$OUT/models.train.txt" | tr '\n' ' ')"
+else
+    say "FAIL training on the GPU (models.train.txt)"
+    failed=1
+fi
+G2=samples/models/gpt2-small.json
+"$SP" profile "$G2" -o "$OUT/models.gpt2.cpu.json" >"$OUT/models.gpt2.cpu.txt" 2>&1
+for size in default full; do
+    args=()
+    [ $size = full ] && args=(--micro-batch-size 8 --seq-len 1024)
+    if "$SP" profile "$G2" --backend cuda "${args[@]}" --warmup 3 --iters 10 \
+        -o "$OUT/models.gpt2.cuda-$size.json" >"$OUT/models.gpt2.cuda-$size.txt" 2>&1; then
+        coverage "$OUT/models.gpt2.cuda-$size.json" "GPT-2 small on CUDA (bf16, $size size)" ||
+            failed=1
+    else
+        say "FAIL profile --backend cuda, $size size (models.gpt2.cuda-$size.txt)"
+        failed=1
+    fi
+done
+if [ -f "$OUT/models.gpt2.cpu.json" ] && [ -f "$OUT/models.gpt2.cuda-default.json" ]; then
+    python3 - "$OUT/models.gpt2.cpu.json" "$OUT/models.gpt2.cuda-default.json" \
+        "$OUT/models.gpt2.cuda-full.json" <<'PY' | tee -a "$S"
+import json, os, sys
+def load(p):
+    return {l["name"]: l for l in json.load(open(p))["layers"]} if os.path.exists(p) else {}
+cpu, gpu, full = (load(p) for p in sys.argv[1:4])
+names = [n for n in cpu if n in gpu]
+def ranks(d):
+    order = sorted(names, key=lambda n: d[n]["fwd_ms"] + d[n]["bwd_ms"])
+    return {n: i for i, n in enumerate(order)}
+rc, rg = ranks(cpu), ranks(gpu)
+k = len(names)
+rho = 1 - 6 * sum((rc[n] - rg[n]) ** 2 for n in names) / (k * (k * k - 1)) if k > 1 else 0
+print("\n| layer | CPU fwd+bwd ms | CUDA fwd+bwd ms (same size) | CUDA fwd+bwd ms (8 x 1024) |")
+print("|---|---|---|---|")
+for n in names:
+    t = lambda d: d[n]["fwd_ms"] + d[n]["bwd_ms"] if n in d else float("nan")
+    print(f"| {n} | {t(cpu):.3f} | {t(gpu):.4f} | {t(full):.4f} |")
+print(f"\nper-layer ranking, CPU vs CUDA at the same size: Spearman {rho:.3f} over {k} layers")
+PY
+fi
 
 say ""
 say "## links (stagepart bandwidth --backend cuda)"

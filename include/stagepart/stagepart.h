@@ -400,6 +400,12 @@ typedef struct sp_trace_profile_opts {
     uint32_t warmup_steps;    /* steps skipped at the start (default 0) */
     const char *model;        /* the profile's model name; NULL: from the file name */
     uint64_t micro_batch_size; /* samples per step the trace was recorded at (default 1) */
+    /* the built-in model the trace ran (`profile MODEL --backend cuda`), or NULL: its layers'
+     * kinds and exact activation, saved, parameter and memory bytes (weights and gradients, as
+     * the runtime's SGD keeps; at the model's current shape) go into the
+     * profile's layers of the same names, and a layer of it that the trace lacks is an error
+     * (SP_ERR_INVALID_ARG naming it). Borrowed for the call. */
+    const sp_model *built_in;
 } sp_trace_profile_opts;
 SP_API void sp_trace_profile_opts_init(sp_trace_profile_opts *opts);
 

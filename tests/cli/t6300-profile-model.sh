@@ -1,6 +1,7 @@
 #!/bin/sh
 # t6300-profile-model: `stagepart profile MODEL` runs a built-in model on the CPU and writes a
-# profile the partitioner takes; bad models and options exit 2, --backend cuda exits 4, Ctrl-C
+# profile the partitioner takes; bad models and options exit 2, --backend cuda without a GPU
+# exits 4 (a stand-in for the GPU program checks what it is given), Ctrl-C
 # writes nothing and leaves an existing profile alone.
 . "$(dirname "$0")/lib.sh"
 CHECK="python3 tests/tools/schema_check.py"
@@ -41,8 +42,25 @@ assert d["layers"][1]["activation_bytes"] == 4 * 3 * 16 * 64, d["layers"][1]
 PY
 expect_code "a sequence beyond the position table: exit 2" 2 "$STAGEPART" profile $MODEL --seq-len 65
 expect_stderr_contains "says why" "sequence length 65 exceeds the embedding's max_seq_len (64)"
-expect_code "--backend cuda: exit 4" 4 "$STAGEPART" profile $MODEL --backend cuda
-expect_stderr_contains "says why" "the cuBLAS executor is not built"
+# --backend cuda runs stagepart-model-cuda under the collector; a stand-in program here (the real
+# one on a GPU: tests/cuda, scripts/gpu-check.sh)
+expect_code "--backend cuda, no GPU executor: exit 4" 4 \
+    env STAGEPART_MODEL_CUDA="$TMP/none" "$STAGEPART" profile $MODEL --backend cuda
+expect_stderr_contains "says why" "STAGEPART_MODEL_CUDA names no readable file"
+printf '#!/bin/sh\necho "$@" >"%s/args"\nexit ${FAKE_EXIT:-77}\n' "$TMP" >"$TMP/fake-gpu"
+chmod +x "$TMP/fake-gpu"
+export STAGEPART_MODEL_CUDA="$TMP/fake-gpu" STAGEPART_INJECT_LIB=/dev/null
+expect_code "--backend cuda, no device: exit 4" 4 "$STAGEPART" profile $MODEL --backend cuda \
+    --warmup 2 --iters 4 --micro-batch-size 3 -o "$TMP/gpu.json"
+expect_stderr_contains "says why" "found no CUDA device: no profile written"
+grep -q -- "tiny-gpt-model.json --micro-batch-size 3 --steps 6 --seed 1 --seq-len 32" "$TMP/args" &&
+    pass "the program gets the model, sizes and warm-up + timed steps" || fail "$(cat "$TMP/args")"
+expect_code "--backend cuda, the program fails: exit 1" 1 env FAKE_EXIT=3 "$STAGEPART" profile \
+    $MODEL --backend cuda -o "$TMP/gpu.json"
+[ ! -e "$TMP/gpu.json" ] && pass "no profile written" || fail "a profile after a failure"
+expect_code "--backend cuda with --core: exit 2" 2 "$STAGEPART" profile $MODEL --backend cuda \
+    --core 0
+unset STAGEPART_MODEL_CUDA STAGEPART_INJECT_LIB
 expect_code "an unknown backend: exit 2" 2 "$STAGEPART" profile $MODEL --backend tpu
 printf '{"format": "stagepart-model", "version": 1, "name": "x", "preset": {"kind": "gpt", "layers": 2, "hidden": 10, "heads": 3, "vocab": 5, "max_seq_len": 4}}' >"$TMP/bad.json"
 expect_code "a bad model: exit 2" 2 "$STAGEPART" profile "$TMP/bad.json"

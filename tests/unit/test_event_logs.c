@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stagepart/stagepart.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "../test.h"
@@ -37,6 +38,56 @@ static void write_log(const char *path, uint32_t pid) {
         sp_evlog_range(log, step_id, o, o + 9 * ms, 1, step, 0, false);
     }
     SP_CHECK_EQ_INT(sp_evlog_close(log), 0);
+}
+
+/* A built-in model's kinds and exact bytes go into the layers of the same names
+ * (`profile MODEL --backend cuda`); a model layer the trace lacks is an error naming it. */
+static void check_built_in(sp_ctx *ctx, const sp_trace *t) {
+#define ONE_LAYER_MODEL                                                                            \
+    "{\"format\": \"stagepart-model\", \"version\": 1, \"name\": \"m\", "                          \
+    "\"micro_batch_size\": 2, \"input\": {\"channels\": 1, \"height\": 3, \"width\": 4}, "         \
+    "\"layers\": [%s]}"
+#define LINEAR "{\"op\": \"linear\", \"in_features\": 4, \"out_features\": 5}"
+#define HEAD   "{\"op\": \"lm_head\", \"hidden\": 5, \"vocab\": 3}"
+    char text[512];
+    snprintf(text, sizeof text, ONE_LAYER_MODEL,
+             "{\"name\": \"L0\", \"kind\": \"classifier\", \"ops\": [" LINEAR ", " HEAD "]}");
+    sp_model *m = NULL;
+    SP_CHECK_STATUS(sp_model_parse(ctx, "m.json", text, strlen(text), &m), SP_OK);
+    sp_trace_profile_opts o;
+    sp_trace_profile_opts_init(&o);
+    o.built_in = m;
+    char *json = NULL;
+    sp_trace_summary sum;
+    SP_CHECK_STATUS(sp_trace_to_profile(ctx, t, &o, &json, &sum), SP_OK);
+    sp_profile *p = NULL;
+    if (json)
+        SP_CHECK_STATUS(sp_profile_parse(ctx, "events", json, strlen(json), &p), SP_OK);
+    const sp_layer *L = p ? sp_profile_layer(p, 0) : NULL;
+    sp_model_layer_info want;
+    SP_CHECK(sp_model_layer_get(m, 0, &want));
+    if (L) {
+        SP_CHECK_EQ_INT(L->activation_bytes, want.activation_bytes);
+        SP_CHECK_EQ_INT(L->param_bytes, want.param_bytes);
+        SP_CHECK_EQ_INT(L->saved_bytes, want.saved_bytes);
+        SP_CHECK(want.saved_bytes > 0 && want.param_bytes == (5 * 4 + 5 + 3 * 5) * 4);
+        SP_CHECK(strcmp(L->kind, "classifier") == 0);
+    }
+    SP_CHECK(json && strstr(json, "\"model_dtype\":\t\"fp32\"") != NULL);
+    sp_profile_destroy(p);
+    sp_free(json);
+    sp_model_destroy(m);
+    snprintf(text, sizeof text, ONE_LAYER_MODEL,
+             "{\"name\": \"L0\", \"op\": \"linear\", \"in_features\": 4, \"out_features\": 5}, "
+             "{\"name\": \"cls\", \"op\": \"lm_head\", \"hidden\": 5, \"vocab\": 3}");
+    m = NULL;
+    SP_CHECK_STATUS(sp_model_parse(ctx, "m.json", text, strlen(text), &m), SP_OK);
+    o.built_in = m;
+    json = NULL;
+    SP_CHECK_STATUS(sp_trace_to_profile(ctx, t, &o, &json, &sum), SP_ERR_INVALID_ARG);
+    SP_CHECK(json == NULL);
+    SP_CHECK(strstr(sp_ctx_errmsg(ctx), "layer 1 (cls) of model m") != NULL);
+    sp_model_destroy(m);
 }
 
 int main(void) {
@@ -76,6 +127,7 @@ int main(void) {
     SP_CHECK_STATUS(sp_trace_to_profile(ctx, t, &o, &json, &sum), SP_OK);
     SP_CHECK_EQ_INT(sum.activities, 8);
     sp_free(json);
+    check_built_in(ctx, t);
     sp_trace_destroy(t);
     unlink(a);
     sp_ctx_destroy(ctx);
