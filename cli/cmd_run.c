@@ -32,8 +32,9 @@ const struct sp_opt cmd_run_opts[] = {
     {OPT_MODEL, "model", 0, "<file>", "the stagepart-model the plan's profile was made from",
      "Run"},
     {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
-     "cpu (default): each stage on its own pinned thread; cuda is not built in this version "
-     "(exit 4)",
+     "cpu (default): each stage on its own pinned thread; cuda: stage s on GPU s mod the GPUs "
+     "there are (cuBLAS), outputs copied peer to peer (threads transport; a build with nvcc; "
+     "exit 4 without a GPU)",
      "Run"},
     {OPT_TRANSPORT, "transport", 0, "<threads|mpi>",
      "threads (default): bounded queues in one process; mpi: rank s runs stage s (start "
@@ -97,18 +98,21 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
            S->micro_batch_size, S->steps, S->warmup_steps);
     if (S->transport == SP_TRANSPORT_MPI)
         printf("one MPI rank per stage\n\n");
+    else if (S->backend == SP_RUN_BACKEND_CUDA)
+        printf("a GPU per stage (the device column)\n\n");
     else
         printf("threads on %u cores\n\n", S->cores);
-    printf("stage  %-24s %4s %11s %11s %7s %10s %10s %9s %10s\n", "layers", "core", "busy ms",
-           "planned ms", "error", "wait prev", "wait next", "copies", "memory");
+    bool gpu = S->backend == SP_RUN_BACKEND_CUDA;
+    printf("stage  %-24s %4s %11s %11s %7s %10s %10s %9s %10s\n", "layers", gpu ? "gpu" : "core",
+           "busy ms", "planned ms", "error", "wait prev", "wait next", "copies", "memory");
     for (uint32_t s = 0; s < S->stages; s++) {
         const sp_run_stage *r = sp_run_get_stage(run, s);
         const sp_stage *p = sp_plan_stage(plan, s);
         char layers[64], mem[16];
         snprintf(layers, sizeof layers, "%s .. %s", p->first_name, p->last_name);
         printf("%5u  %-24.24s %4d %11.3f %11.3f %+6.1f%% %10.3f %10.3f %9.3f %10s\n", s, layers,
-               r->core, r->busy_ms, r->predicted_busy_ms, 100 * r->busy_error, r->wait_prev_ms,
-               r->wait_next_ms, r->transfer_ms,
+               gpu ? r->device : r->core, r->busy_ms, r->predicted_busy_ms, 100 * r->busy_error,
+               r->wait_prev_ms, r->wait_next_ms, r->transfer_ms,
                sp_format_bytes(r->peak_memory_bytes, mem, sizeof mem));
     }
     printf("\niteration   measured %.3f ms   simulated %.3f ms   error %+.1f%%\n", S->iteration_ms,
@@ -165,12 +169,9 @@ int cmd_run(int argc, char **argv) {
             model_path = p.value;
             break;
         case OPT_BACKEND:
-            if (strcmp(p.value, "cuda") == 0) {
-                fprintf(stderr, "stagepart: error: --backend cuda: the runtime runs stages on CPU "
-                                "threads only in this version (no GPU executor is built)\n");
-                return SP_EXIT_UNAVAILABLE;
-            }
-            if (strcmp(p.value, "cpu") != 0)
+            if (strcmp(p.value, "cuda") == 0)
+                opts.backend = SP_RUN_BACKEND_CUDA;
+            else if (strcmp(p.value, "cpu") != 0)
                 return sp_usage_error("run", "--backend: expected cpu or cuda, got '%s'", p.value);
             break;
         case OPT_TRANSPORT:

@@ -185,6 +185,14 @@ struct sp_exec_backend {
     bool (*upload)(void *device, void *dst, const void *src, size_t bytes);   /* host -> stage */
     bool (*download)(void *device, void *dst, const void *src, size_t bytes); /* after the work */
     void (*sgd)(void *device, float *params, float *dparams, size_t n, float lr);
+    /* the calls below return when the copy (or the work queued so far) is done; false on a
+     * device error */
+    bool (*copy)(void *device, void *dst, const void *src, size_t bytes); /* within the stage */
+    /* into the memory of another stage of the same process (dst_device: its backend's device) */
+    bool (*copy_to)(void *device, void *dst, void *dst_device, const void *src, size_t bytes);
+    bool (*synchronize)(void *device, char *why, size_t cap); /* why: the device's error */
+    /* make the device current on the calling thread (a worker calls it once, first) */
+    bool (*bind_thread)(void *device);
 };
 extern const struct sp_exec_backend sp_exec_backend_cpu;
 

@@ -32,6 +32,21 @@ static void cpu_sgd(void *device, float *params, float *dparams, size_t n, float
     }
 }
 
+static bool cpu_copy_to(void *device, void *dst, void *dst_device, const void *src, size_t bytes) {
+    (void)dst_device;
+    return cpu_copy(device, dst, src, bytes);
+}
+
+static bool cpu_nothing(void *device) {
+    (void)device;
+    return true;
+}
+
+static bool cpu_synchronize(void *device, char *why, size_t cap) {
+    (void)device, (void)why, (void)cap;
+    return true;
+}
+
 const struct sp_exec_backend sp_exec_backend_cpu = {
     .ops = &sp_op_runner_cpu,
     .alloc_zeroed = cpu_alloc_zeroed,
@@ -39,6 +54,10 @@ const struct sp_exec_backend sp_exec_backend_cpu = {
     .upload = cpu_copy,
     .download = cpu_copy,
     .sgd = cpu_sgd,
+    .copy = cpu_copy,
+    .copy_to = cpu_copy_to,
+    .synchronize = cpu_synchronize,
+    .bind_thread = cpu_nothing,
 };
 
 void sp_stage_exec_destroy(struct sp_stage_exec *se) {

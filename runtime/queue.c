@@ -4,10 +4,13 @@
 #include <time.h>
 
 #include "internal.h"
+#include "model_impl.h"
 
 #define WAIT_SLICE_MS 20.0 /* how often a waiting stage looks at the abort flag */
 
-bool sp_queue_init(struct sp_queue *q, uint32_t cap, size_t elems) {
+bool sp_queue_init(struct sp_queue *q, uint32_t cap, size_t elems,
+                   const struct sp_exec_backend *be) {
+    q->be = be;
     q->cap = cap;
     q->elems = elems;
     q->head = q->count = 0;
@@ -15,7 +18,8 @@ bool sp_queue_init(struct sp_queue *q, uint32_t cap, size_t elems) {
     q->mb = sp_calloc(cap, sizeof *q->mb);
     bool ok = q->buf && q->mb;
     for (uint32_t k = 0; ok && k < cap; k++)
-        ok = (q->buf[k] = sp_calloc(elems ? elems : 1, sizeof(float))) != NULL;
+        ok =
+            (q->buf[k] = be->alloc_zeroed(be->device, (elems ? elems : 1) * sizeof(float))) != NULL;
     pthread_mutex_init(&q->mu, NULL);
     sp_cond_init_monotonic(&q->cv);
     return ok;
@@ -23,7 +27,8 @@ bool sp_queue_init(struct sp_queue *q, uint32_t cap, size_t elems) {
 
 void sp_queue_release_all(struct sp_queue *q) {
     for (uint32_t k = 0; q->buf && k < q->cap; k++)
-        sp_free(q->buf[k]);
+        if (q->buf[k])
+            q->be->release(q->be->device, q->buf[k]);
     sp_free(q->buf);
     sp_free(q->mb);
     q->buf = NULL;

@@ -1,8 +1,9 @@
 /* runtime/queue.h: a bounded single-producer single-consumer queue of tensors between two
  * neighbouring stages (activations forward, or gradients back).
  *
- * The queue owns `cap` buffers. The producer reserves the next free one, writes its output
- * straight into it and publishes it with the micro-batch number; the consumer peeks at the
+ * The queue owns `cap` buffers, in the receiving stage's memory (host, or its GPU). The producer
+ * reserves the next free one, writes its output into it (a CPU stage computes straight into it, a
+ * GPU stage copies to it) and publishes it with the micro-batch number; the consumer peeks at the
  * oldest, copies it into its own buffers and releases it. Every wait is bounded: it returns
  * false at the deadline, or soon after *abort becomes nonzero (waits sleep in short slices and
  * look at it), so no stage can wait forever on a neighbour that died. */
@@ -15,8 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct sp_exec_backend;
+
 struct sp_queue {
     pthread_mutex_t mu;
+    const struct sp_exec_backend *be; /* where the buffers live: the receiving stage's memory */
     pthread_cond_t cv;
     uint32_t cap;
     size_t elems; /* floats per buffer */
@@ -32,8 +36,9 @@ void sp_cond_init_monotonic(pthread_cond_t *cv);
 bool sp_cond_wait_slice(pthread_cond_t *cv, pthread_mutex_t *mu, double deadline_ms,
                         const atomic_int *abort);
 
-/* false when out of memory */
-bool sp_queue_init(struct sp_queue *q, uint32_t cap, size_t elems);
+/* buffers in the receiving stage's memory (be); false when out of memory */
+bool sp_queue_init(struct sp_queue *q, uint32_t cap, size_t elems,
+                   const struct sp_exec_backend *be);
 void sp_queue_release_all(struct sp_queue *q);
 
 /* Wait until a buffer is free; NULL at the deadline (monotonic ms) or on abort. *waited_ms

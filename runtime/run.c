@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "run_devices.h"
 #include "worker.h"
 
 void sp_run_opts_init(sp_run_opts *o) {
@@ -17,6 +18,28 @@ void sp_run_opts_init(sp_run_opts *o) {
     o->seed = 1;
     o->pin = true;
     o->timeout_ms = 60000.0;
+}
+
+/* every stage's backend: the CPU's, or a GPU each (run_devices.h) */
+static sp_status open_backends(sp_ctx *ctx, const struct sp_model *m, const sp_run_opts *o,
+                               uint32_t P, struct sp_run *run, struct sp_run_devices **devices,
+                               const struct sp_exec_backend ***be) {
+    if (o->backend == SP_RUN_BACKEND_CUDA) {
+        int *device = sp_calloc(P, sizeof *device);
+        if (!device)
+            return sp_oom(ctx, "the run");
+        sp_status st = sp_run_devices_open(ctx, m, P, devices, be, device);
+        for (uint32_t s = 0; st == SP_OK && s < P; s++)
+            run->stages[s].device = device[s];
+        sp_free(device);
+        return st;
+    }
+    *be = sp_calloc(P, sizeof **be);
+    if (!*be)
+        return sp_oom(ctx, "the run");
+    for (uint32_t s = 0; s < P; s++)
+        (*be)[s] = &sp_exec_backend_cpu;
+    return SP_OK;
 }
 
 sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_run_opts *opts,
@@ -53,6 +76,8 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
         st = sp_oom(ctx, "the run");
     }
     /* the cores this process may use: stage s goes on the s-th */
+    struct sp_run_devices *devices = NULL;
+    const struct sp_exec_backend **be = NULL;
     int *cores = sp_mallocarray(CPU_SETSIZE, sizeof *cores);
     unsigned n_cores = 0;
     cpu_set_t set;
@@ -66,19 +91,29 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
         st = sp_oom(ctx, "the run");
     if (st == SP_OK) {
         run->summary.cores = n_cores;
+        run->summary.backend = opts->backend;
+        for (uint32_t s = 0; s < P; s++)
+            run->stages[s].device = -1;
         run->transport = opts->transport;
         run->summary.transport = opts->transport;
         if (opts->transport == SP_TRANSPORT_MPI) {
             st = sp_run_mpi(ctx, plan, m, opts, M, ops, offset, cores, n_cores, run);
         } else {
+            st = open_backends(ctx, m, opts, P, run, &devices, &be);
+        }
+        if (st == SP_OK && opts->transport != SP_TRANSPORT_MPI) {
             if (P > n_cores)
                 sp_warn(ctx,
                         "%u stages on %u cores: stages share cores, so their times include "
                         "waiting for the CPU (compare busy_ms with cpu_ms in the report)",
                         P, n_cores);
-            st = sp_run_threads(ctx, plan, m, opts, M, ops, offset, cores, n_cores, run);
+            st = sp_run_threads(ctx, plan, m, opts, M, ops, offset, cores, n_cores, be, run);
         }
     }
+    if (devices)
+        sp_run_devices_close(devices);
+    else
+        sp_free(be);
     if (st == SP_OK) {
         run->timeline->n_ops = offset[P];
         st = sp_run_finish(ctx, run, plan, m, opts);

@@ -58,7 +58,8 @@ sp_status sp_run_to_json(sp_ctx *ctx, const sp_run *run, char **out) {
     cJSON *root = cJSON_CreateObject(), *meas = NULL, *pred = NULL, *err = NULL, *a = NULL;
     bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-run-report") &&
               num(root, "version", 1) && cJSON_AddStringToObject(root, "model", run->model_name) &&
-              cJSON_AddStringToObject(root, "backend", "cpu") &&
+              cJSON_AddStringToObject(
+                  root, "backend", run->summary.backend == SP_RUN_BACKEND_CUDA ? "cuda" : "cpu") &&
               cJSON_AddStringToObject(root, "transport",
                                       run->transport == SP_TRANSPORT_MPI ? "mpi" : "threads") &&
               cJSON_AddStringToObject(root, "schedule", sp_schedule_name(S->schedule)) &&
@@ -85,7 +86,8 @@ sp_status sp_run_to_json(sp_ctx *ctx, const sp_run *run, char **out) {
             cpu += run->stats[(size_t)(S->warmup_steps + k) * S->stages + s].cpu_ms / S->steps;
         cJSON *o = cJSON_CreateObject(), *p = cJSON_CreateObject();
         ok = o && p && cJSON_AddItemToArray(ms, o) && cJSON_AddItemToArray(psx, p) &&
-             num(o, "stage", s) && num(o, "core", r->core) && num(o, "busy_ms", r->busy_ms) &&
+             num(o, "stage", s) && num(o, "core", r->core) && num(o, "device", r->device) &&
+             num(o, "busy_ms", r->busy_ms) &&
              num(o, "busy_per_micro_batch_ms", r->busy_ms / S->micro_batches) &&
              num(o, "fwd_ms", r->fwd_ms) && num(o, "bwd_ms", r->bwd_ms) && num(o, "cpu_ms", cpu) &&
              num(o, "wait_prev_ms", r->wait_prev_ms) && num(o, "wait_next_ms", r->wait_next_ms) &&

@@ -65,6 +65,8 @@ static bool q_gate(void *p, uint32_t s, uint32_t step, double *t0_ms) {
     return ok;
 }
 
+static void q_fail(void *p, sp_status st, const char *message);
+
 static bool q_recv(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32_t mb, float *dst,
                    size_t elems, double deadline_ms, double *waited_ms, double *copy_ms) {
     struct threads *t = p;
@@ -85,10 +87,16 @@ static bool q_recv(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32_t
         return false;
     }
     double c0 = sp_now_ms();
-    memcpy(dst, in, elems * sizeof(float));
+    bool copied = q->be->copy(q->be->device, dst, in, elems * sizeof(float));
     sp_queue_pop(q);
     *copy_ms += sp_now_ms() - c0;
-    return true;
+    if (!copied) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "stage %u: copying micro-batch %u from stage %u failed", s, mb,
+                 peer);
+        q_fail(t, SP_ERR_NO_DEVICE, msg);
+    }
+    return copied;
 }
 
 static float *q_send_buffer(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, double deadline_ms,
@@ -161,7 +169,7 @@ static void *thread_main(void *p) {
 sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                          const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
                          const size_t *offset, const int *cores, unsigned n_cores,
-                         struct sp_run *run) {
+                         const struct sp_exec_backend *const *be, struct sp_run *run) {
     uint32_t P = (uint32_t)sp_plan_stage_count(plan);
     struct threads t;
     memset(&t, 0, sizeof t);
@@ -187,6 +195,9 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
         x->core = o->pin ? cores[s % n_cores] : -1;
         x->stats = run->stats + s, x->stats_stride = P;
         x->rec = run->timeline->ops + offset[s];
+        x->be = be[s];
+        x->prev_device = s > 0 ? be[s - 1]->device : NULL;
+        x->next_device = s + 1 < P ? be[s + 1]->device : NULL;
         /* a queue holds as many tensors as its receiver may fall behind: at most M */
         size_t out_elems = m->layers[sp_plan_stage(plan, s)->last_layer].out_elems;
         uint64_t sends =
@@ -194,8 +205,8 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
             (s > 0 ? (uint64_t)M * m->layers[sp_plan_stage(plan, s)->first_layer].in_elems : 0);
         st = sp_stage_worker_setup(ctx, x, plan, sends * sizeof(float));
         if (st == SP_OK && s + 1 < P) {
-            bool a = sp_queue_init(&t.q[SP_DIR_ACT][s], M, out_elems);
-            bool g = sp_queue_init(&t.q[SP_DIR_GRAD][s], M, out_elems);
+            bool a = sp_queue_init(&t.q[SP_DIR_ACT][s], M, out_elems, be[s + 1]);
+            bool g = sp_queue_init(&t.q[SP_DIR_GRAD][s], M, out_elems, be[s]);
             queued = s + 1;
             if (!a || !g)
                 st = sp_fail(ctx, SP_ERR_INFEASIBLE,

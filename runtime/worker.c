@@ -76,6 +76,54 @@ static bool injected_fault(struct sp_stage_worker *w, uint32_t step, uint32_t mb
     return false;
 }
 
+static bool on_device(const struct sp_stage_worker *w) {
+    return w->be != &sp_exec_backend_cpu;
+}
+
+/* wait for the stage's queued work; a device error stops the run naming the stage */
+static bool finished(struct sp_stage_worker *w, uint32_t step, uint32_t mb, const char *what) {
+    char why[256] = "";
+    if (w->be->synchronize(w->be->device, why, sizeof why))
+        return true;
+    failf(w, SP_ERR_NO_DEVICE, "stage %u failed at step %u, micro-batch %u (%s): %s", w->s, step,
+          mb, what, why);
+    return false;
+}
+
+/* a GPU stage's output into the neighbour's buffer (dst, in its memory) */
+static bool deliver(struct sp_stage_worker *w, float *dst, void *dst_device, size_t elems,
+                    uint32_t step, uint32_t mb, struct sp_step_stats *st) {
+    double c0 = sp_now_ms();
+    bool ok = w->be->copy_to(w->be->device, dst, dst_device, w->staging, elems * sizeof(float));
+    st->transfer_ms += sp_now_ms() - c0;
+    if (!ok)
+        failf(w, SP_ERR_NO_DEVICE,
+              "stage %u: copying micro-batch %u (step %u) to its neighbour "
+              "failed",
+              w->s, mb, step);
+    return ok;
+}
+
+/* the micro-batch's data where the stage computes: uploaded to a GPU */
+static const struct sp_batch *stage_batch(struct sp_stage_worker *w, uint32_t slot) {
+    if (!on_device(w))
+        return &w->batch[slot];
+    const struct sp_batch *h = &w->batch[slot];
+    struct sp_batch *d = &w->dev_batch[slot];
+    const struct sp_model *m = w->m;
+    const struct sp_model_layer *last = &m->layers[m->n_layers - 1];
+    const struct sp_op *head = &last->ops[last->n_ops - 1];
+    size_t B = m->bound_batch, labels = B * head->in.c * head->in.h;
+    bool ok = w->be->upload(w->be->device, d->labels, h->labels, labels * sizeof *h->labels);
+    if (ok && h->tokens)
+        ok = w->be->upload(w->be->device, d->tokens, h->tokens,
+                           B * m->bound_seq * sizeof *h->tokens);
+    if (ok && h->images)
+        ok = w->be->upload(w->be->device, d->images, h->images,
+                           B * (size_t)m->input.c * m->input.h * m->input.w * sizeof *h->images);
+    return ok ? d : NULL;
+}
+
 static bool forward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, double t0,
                     struct sp_step_stats *st, sp_sim_op *rec) {
     uint32_t s = w->s;
@@ -111,6 +159,12 @@ static bool forward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doubl
         }
         st->transfer_bytes += n * sizeof(float);
     }
+    const struct sp_batch *b = stage_batch(w, slot);
+    if (!b) {
+        failf(w, SP_ERR_NO_DEVICE,
+              "stage %u: copying micro-batch %u (step %u) to the device failed", s, mb, step);
+        return false;
+    }
     float *out = w->loss;
     if (s + 1 < w->P) {
         double waited = 0.0;
@@ -126,14 +180,25 @@ static bool forward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doubl
         }
     }
     double c0 = sp_now_ms(), cpu0 = thread_cpu_ms();
-    sp_stage_exec_forward(w->se, slot, &w->batch[slot], out, NULL);
+    sp_stage_exec_forward(w->se, slot, b, on_device(w) ? w->staging : out, NULL);
+    if (!finished(w, step, mb, "forward"))
+        return false;
     double c1 = sp_now_ms();
     st->cpu_ms += thread_cpu_ms() - cpu0;
     st->fwd_ms += c1 - c0;
     *rec = (sp_sim_op){s, s, mb, 'F', c0 - t0, c1 - t0};
     if (s + 1 < w->P) {
+        size_t n = w->m->layers[w->se->last].out_elems;
+        if (on_device(w) && !deliver(w, out, w->next_device, n, step, mb, st))
+            return false;
         w->ops->send(w->t, s, s + 1, SP_DIR_ACT, mb);
     } else {
+        if (on_device(w) && !w->be->download(w->be->device, w->loss, w->staging,
+                                             w->m->bound_batch * sizeof *w->loss)) {
+            failf(w, SP_ERR_NO_DEVICE, "stage %u: reading the loss of micro-batch %u failed", s,
+                  mb);
+            return false;
+        }
         double l = 0.0;
         for (uint32_t k = 0; k < w->m->bound_batch; k++)
             l += (double)w->loss[k];
@@ -178,13 +243,20 @@ static bool backward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doub
         }
     }
     double c0 = sp_now_ms(), cpu0 = thread_cpu_ms();
-    sp_stage_exec_backward(w->se, slot, &w->batch[slot], dy, dx, NULL, NULL);
+    const struct sp_batch *b = on_device(w) ? &w->dev_batch[slot] : &w->batch[slot];
+    sp_stage_exec_backward(w->se, slot, b, dy, dx && on_device(w) ? w->staging : dx, NULL, NULL);
+    if (!finished(w, step, mb, "backward"))
+        return false;
     double c1 = sp_now_ms();
     st->cpu_ms += thread_cpu_ms() - cpu0;
     st->bwd_ms += c1 - c0;
     *rec = (sp_sim_op){s, s, mb, 'B', c0 - t0, c1 - t0};
-    if (s > 0)
+    if (s > 0) {
+        size_t n = w->m->layers[w->se->first].in_elems;
+        if (on_device(w) && !deliver(w, dx, w->prev_device, n, step, mb, st))
+            return false;
         w->ops->send(w->t, s, s - 1, SP_DIR_GRAD, mb);
+    }
     sp_batch_release(&w->batch[slot]);
     return true;
 }
@@ -215,11 +287,15 @@ void sp_stage_worker_run(struct sp_stage_worker *w) {
         st->end_ms = sp_now_ms() - t0;
         double o0 = sp_now_ms();
         sp_stage_exec_sgd(w->se, w->o->learning_rate / (float)w->M);
+        if (!finished(w, step, w->M - 1, "optimizer"))
+            return;
         st->optimizer_ms = sp_now_ms() - o0;
     }
 }
 
 void sp_stage_worker_pin(struct sp_stage_worker *w) {
+    if (!w->be->bind_thread(w->be->device))
+        failf(w, SP_ERR_NO_DEVICE, "stage %u: cannot make its GPU current on its thread", w->s);
     if (w->core < 0)
         return;
     cpu_set_t set;
@@ -245,8 +321,10 @@ sp_status sp_stage_worker_setup(sp_ctx *ctx, struct sp_stage_worker *w, const sp
     const sp_stage *stage = sp_plan_stage(plan, w->s);
     const struct sp_model *m = w->m;
     w->slots = peak_inflight(w->list, w->n_ops);
-    sp_status st = sp_stage_exec_create(ctx, m, stage->first_layer, stage->last_layer, w->slots,
-                                        w->o->seed, &w->se);
+    if (!w->be)
+        w->be = &sp_exec_backend_cpu;
+    sp_status st = sp_stage_exec_create_on(ctx, w->be, m, stage->first_layer, stage->last_layer,
+                                           w->slots, w->o->seed, &w->se);
     if (st != SP_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", sp_ctx_errmsg(ctx));
@@ -254,12 +332,36 @@ sp_status sp_stage_worker_setup(sp_ctx *ctx, struct sp_stage_worker *w, const sp
                        m->layers[stage->first_layer].name, m->layers[stage->last_layer].name, why);
     }
     size_t out_elems = m->layers[stage->last_layer].out_elems;
+    size_t in_elems = m->layers[stage->first_layer].in_elems;
     w->batch = sp_calloc(w->slots, sizeof *w->batch);
     w->slot_of = sp_calloc(w->M, sizeof *w->slot_of);
-    w->dy = sp_calloc(out_elems ? out_elems : 1, sizeof(float));
+    w->dy = w->be->alloc_zeroed(w->be->device, (out_elems ? out_elems : 1) * sizeof(float));
     w->loss = sp_calloc(m->bound_batch, sizeof(float));
     w->extra_bytes = (uint64_t)(out_elems + m->bound_batch) * sizeof(float) + send_buffers_bytes;
-    if (!w->batch || !w->slot_of || !w->dy || !w->loss || sp_ctx_create(&w->ctx) != SP_OK)
+    bool ok = w->batch && w->slot_of && w->dy && w->loss;
+    if (ok && on_device(w)) { /* the staging buffer and each slot's data on the device */
+        size_t staging = out_elems > in_elems ? out_elems : in_elems;
+        staging = staging > m->bound_batch ? staging : m->bound_batch;
+        const struct sp_op *head =
+            &m->layers[m->n_layers - 1].ops[m->layers[m->n_layers - 1].n_ops - 1];
+        size_t B = m->bound_batch, labels = B * head->in.c * head->in.h;
+        size_t tokens = m->tokens ? B * m->bound_seq : 0;
+        size_t images = m->tokens ? 0 : B * (size_t)m->input.c * m->input.h * m->input.w;
+        w->staging = w->be->alloc_zeroed(w->be->device, staging * sizeof(float));
+        w->dev_batch = sp_calloc(w->slots, sizeof *w->dev_batch);
+        ok = w->staging && w->dev_batch;
+        for (uint32_t k = 0; ok && k < w->slots; k++) {
+            struct sp_batch *d = &w->dev_batch[k];
+            ok = (d->labels = w->be->alloc_zeroed(w->be->device, labels * sizeof(int32_t))) &&
+                 (!tokens ||
+                  (d->tokens = w->be->alloc_zeroed(w->be->device, tokens * sizeof(int32_t)))) &&
+                 (!images ||
+                  (d->images = w->be->alloc_zeroed(w->be->device, images * sizeof(float))));
+        }
+        w->extra_bytes +=
+            staging * sizeof(float) + w->slots * (labels * 4 + tokens * 4 + images * sizeof(float));
+    }
+    if (!ok || sp_ctx_create(&w->ctx) != SP_OK)
         return sp_fail(ctx, SP_ERR_INFEASIBLE,
                        "stage %u: out of memory for its buffers (%llu "
                        "bytes)",
@@ -267,16 +369,29 @@ sp_status sp_stage_worker_setup(sp_ctx *ctx, struct sp_stage_worker *w, const sp
     return SP_OK;
 }
 
+static void release_stage_memory(struct sp_stage_worker *w, void *p) {
+    if (p)
+        w->be->release(w->be->device, p);
+}
+
 void sp_stage_worker_release(struct sp_stage_worker *w) {
     sp_stage_exec_destroy(w->se);
     for (uint32_t k = 0; w->batch && k < w->slots; k++)
         sp_batch_release(&w->batch[k]);
+    for (uint32_t k = 0; w->dev_batch && k < w->slots; k++) {
+        release_stage_memory(w, w->dev_batch[k].labels);
+        release_stage_memory(w, w->dev_batch[k].tokens);
+        release_stage_memory(w, w->dev_batch[k].images);
+    }
+    sp_free(w->dev_batch);
+    release_stage_memory(w, w->staging);
     sp_free(w->batch);
     sp_free(w->slot_of);
-    sp_free(w->dy);
+    release_stage_memory(w, w->dy);
     sp_free(w->loss);
     sp_ctx_destroy(w->ctx);
     w->se = NULL, w->batch = NULL, w->slot_of = NULL, w->dy = NULL, w->loss = NULL, w->ctx = NULL;
+    w->dev_batch = NULL, w->staging = NULL;
 }
 
 sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
@@ -287,6 +402,12 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
                        "the plan has %u chunks per device (interleaved): this runtime runs one "
                        "stage per worker with gpipe or 1f1b",
                        ps->chunks);
+    if (o->backend == SP_RUN_BACKEND_CUDA &&
+        (o->transport != SP_TRANSPORT_THREADS || o->keep_state))
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "--backend cuda runs with the threads transport (one process, a GPU per "
+                       "stage)%s; GPU stages as MPI ranks are not built",
+                       o->keep_state ? " and keeps no weights after the run" : "");
     if (o->schedule != SP_SCHEDULE_GPIPE && o->schedule != SP_SCHEDULE_1F1B)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "the runtime runs gpipe or 1f1b, not %s",
                        sp_schedule_name(o->schedule));

@@ -3,7 +3,9 @@
  * A worker runs its stage's op list (from the simulator's schedule code) for every step: a
  * forward receives the previous stage's activation into the micro-batch's slot of saved
  * tensors and computes into a buffer the transport sends on; a backward does the same with the
- * next stage's gradient; each step ends with SGD. What moves the tensors and how the stages stop
+ * next stage's gradient; each step ends with SGD. A GPU stage computes on its device and copies
+ * each output into the receiving stage's memory (a peer copy). What moves the tensors and how the
+ * stages stop
  * together is the transport's (threads: bounded queues in one process, transport_threads.c;
  * MPI ranks: mpi/transport_mpi.c), behind the table below. */
 #ifndef SP_RUNTIME_WORKER_H
@@ -47,10 +49,16 @@ struct sp_stage_worker {
     const struct sp_sched_op *list; /* this stage's ops, in order */
     size_t n_ops;
     int core; /* -1: not pinned */
+    /* where the stage computes: the CPU (NULL means it too) or a GPU; prev_device, next_device:
+     * the neighbours' backend devices, which the stage copies its outputs to */
+    const struct sp_exec_backend *be;
+    void *prev_device, *next_device;
     struct sp_stage_exec *se;
     uint32_t slots;
-    struct sp_batch *batch; /* [slots] */
-    uint32_t *slot_of;      /* [M] */
+    struct sp_batch *batch;     /* [slots], on the host: a slot is taken while its labels are */
+    struct sp_batch *dev_batch; /* [slots], on a GPU: the same data, uploaded */
+    float *staging;             /* on a GPU: the output (or input gradient) before it is sent */
+    uint32_t *slot_of;          /* [M] */
     float *dy, *loss;
     sp_ctx *ctx;                 /* the worker's own (contexts are single-threaded) */
     uint64_t extra_bytes;        /* dy, loss and the send buffers */
@@ -75,12 +83,13 @@ void sp_stage_worker_pin(struct sp_stage_worker *w);
 void sp_stage_worker_run(struct sp_stage_worker *w);
 
 /* The transports (run.c calls one): every stage of the run, its op lists ops[offset[s] ..
- * offset[s + 1]) from sp_schedule_build, the cores this process may use; each fills run->stats
+ * offset[s + 1]) from sp_schedule_build, the cores this process may use (threads: and each
+ * stage's backend, be[P]); each fills run->stats
  * (step-major, P per step), run->timeline->ops and run->stages' core, slots and memory. */
 sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                          const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
                          const size_t *offset, const int *cores, unsigned n_cores,
-                         struct sp_run *run);
+                         const struct sp_exec_backend *const *be, struct sp_run *run);
 /* runtime/mpi/transport_mpi.c, or runtime/mpi_stub.c without Open MPI */
 sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                      const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,

@@ -18,6 +18,8 @@
 #                             GPT-2 small profiled with --backend cuda (bf16) at the CPU profile's
 #                             size and at a full size, attributed share (>= 95%, hard) and the
 #                             per-layer ranking against the CPU profile's (Spearman)
+#   run.*                     GPT-2 small's CUDA profile partitioned into 2 stages and run with
+#                             stagepart run --backend cuda: measured against predicted balance
 #   links.*                   stagepart bandwidth --backend cuda, 4 KiB to 1 GiB: every device
 #                             pair (peer copies, NCCL), host copies and copies within a device,
 #                             CUPTI-timed with CUDA events beside (test_bandwidth_cuda checks
@@ -211,6 +213,21 @@ for n in names:
     print(f"| {n} | {t(cpu):.3f} | {t(gpu):.4f} | {t(full):.4f} |")
 print(f"\nper-layer ranking, CPU vs CUDA at the same size: Spearman {rho:.3f} over {k} layers")
 PY
+fi
+
+say ""
+say "## a plan run on the GPU (stagepart run --backend cuda, 2 stages)"
+if [ -f "$OUT/models.gpt2.cuda-full.json" ] &&
+    "$SP" partition "$OUT/models.gpt2.cuda-full.json" --stages 2 -m 8 \
+        -o "$OUT/run.plan.json" >"$OUT/run.txt" 2>&1 &&
+    "$SP" run "$OUT/run.plan.json" --model "$G2" --backend cuda --micro-batch-size 8 \
+        --seq-len 1024 --steps 5 -o "$OUT/run.report.json" --svg "$OUT/run.svg" \
+        >>"$OUT/run.txt" 2>&1; then
+    say "PASS run --backend cuda (stages share the GPU when there is one: two streams, no green contexts)"
+    sed 's/^/    /' "$OUT/run.txt" | tail -14 >>"$S"
+else
+    say "FAIL run --backend cuda (run.txt)"
+    failed=1
 fi
 
 say ""

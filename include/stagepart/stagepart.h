@@ -832,6 +832,14 @@ typedef enum sp_transport {
                                * `mpirun -np P`; builds with Open MPI only (SP_ERR_UNSUPPORTED) */
 } sp_transport;
 
+/* Where the stages compute. */
+typedef enum sp_run_backend {
+    SP_RUN_BACKEND_CPU = 0, /* a thread per stage pinned to a core, OpenBLAS */
+    SP_RUN_BACKEND_CUDA = 1 /* stage s on GPU s mod the GPUs there are (cuBLAS), its outputs
+                             * copied peer to peer; threads transport only; builds with the GPU
+                             * executor only (SP_ERR_NO_DEVICE otherwise, or without a GPU) */
+} sp_run_backend;
+
 typedef struct sp_run_opts {
     sp_schedule schedule;   /* SP_SCHEDULE_GPIPE or SP_SCHEDULE_1F1B (default 1F1B) */
     sp_transport transport; /* default SP_TRANSPORT_THREADS */
@@ -845,8 +853,9 @@ typedef struct sp_run_opts {
     const volatile int *cancel; /* nonzero: every stage stops, SP_ERR_INTERRUPTED (may be NULL) */
     sp_run_fault fault;         /* testing (default SP_RUN_FAULT_NONE) */
     uint32_t fault_stage, fault_step, fault_micro_batch; /* where (step counts warm-up steps) */
-    bool keep_state; /* keep every stage's weights after the run (sp_run_stage_params; tests;
-                      * threads only) */
+    bool keep_state;        /* keep every stage's weights after the run (sp_run_stage_params; tests;
+                             * threads and CPU only) */
+    sp_run_backend backend; /* default SP_RUN_BACKEND_CPU */
 } sp_run_opts;
 SP_API void sp_run_opts_init(sp_run_opts *opts);
 
@@ -880,6 +889,7 @@ SP_API void sp_run_destroy(sp_run *run);
 typedef struct sp_run_stage {
     uint32_t stage;
     int core;                   /* -1: not pinned */
+    int device;                 /* the stage's GPU (SP_RUN_BACKEND_CUDA); -1 on the CPU */
     double busy_ms;             /* forward + backward compute in one step */
     double fwd_ms, bwd_ms;      /* the two parts of busy_ms */
     double wait_prev_ms;        /* blocked on the previous stage's activations */
@@ -905,6 +915,7 @@ typedef struct sp_run_summary {
     double first_loss, last_loss; /* mean loss of the first and last step */
     unsigned cores;               /* cores this process may use */
     sp_transport transport;
+    sp_run_backend backend;
 } sp_run_summary;
 SP_API const sp_run_summary *sp_run_get_summary(const sp_run *run);
 SP_API const sp_run_stage *sp_run_get_stage(const sp_run *run, size_t i);

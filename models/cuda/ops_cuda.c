@@ -455,9 +455,14 @@ const struct sp_op_runner sp_op_runner_cuda = {run_forward, run_backward, run_co
 
 /* ---- the device */
 
-bool sp_cuda_device_open(struct sp_cuda_device *dev, const char *dtype, size_t extra_elems,
-                         const char **why) {
+bool sp_cuda_device_open(struct sp_cuda_device *dev, int ordinal, const char *dtype,
+                         size_t extra_elems, const char **why) {
     memset(dev, 0, sizeof *dev);
+    dev->ordinal = ordinal;
+    if (cudaSetDevice(ordinal) != cudaSuccess) {
+        *why = "cudaSetDevice failed";
+        return false;
+    }
     dev->compute =
         dtype && strcmp(dtype, "bf16") == 0 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
     if (cudaStreamCreateWithFlags(&dev->stream, cudaStreamNonBlocking) != cudaSuccess) {

@@ -1,5 +1,6 @@
 /* models/cuda/stage_cuda.c: a stage's tensors on one GPU (an sp_exec_backend over cudaMalloc and
  * the executor's stream), and a micro-batch uploaded there. */
+#include <stdio.h>
 #include <string.h>
 
 #include "stage_cuda.h"
@@ -55,6 +56,38 @@ static void gpu_sgd(void *device, float *params, float *dparams, size_t n, float
     }
 }
 
+static bool gpu_copy(void *device, void *dst, const void *src, size_t bytes) {
+    struct sp_cuda_device *d = device;
+    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, d->stream) == cudaSuccess &&
+           cudaStreamSynchronize(d->stream) == cudaSuccess;
+}
+
+/* a peer copy (a copy within the device when both are one): over NVLink or PCIe, staged through
+ * the host by the driver when the two cannot reach each other */
+static bool gpu_copy_to(void *device, void *dst, void *dst_device, const void *src, size_t bytes) {
+    struct sp_cuda_device *d = device, *to = dst_device;
+    return cudaMemcpyPeerAsync(dst, to->ordinal, src, d->ordinal, bytes, d->stream) ==
+               cudaSuccess &&
+           cudaStreamSynchronize(d->stream) == cudaSuccess;
+}
+
+static bool gpu_synchronize(void *device, char *why, size_t cap) {
+    struct sp_cuda_device *d = device;
+    cudaError_t e = cudaStreamSynchronize(d->stream);
+    if (sp_cuda_device_failed(d, why, cap))
+        return false;
+    if (e != cudaSuccess) {
+        snprintf(why, cap, "cudaStreamSynchronize: %s", cudaGetErrorString(e));
+        return false;
+    }
+    return true;
+}
+
+static bool gpu_bind_thread(void *device) {
+    struct sp_cuda_device *d = device;
+    return cudaSetDevice(d->ordinal) == cudaSuccess;
+}
+
 void sp_cuda_backend_init(struct sp_exec_backend *be, struct sp_cuda_device *dev) {
     be->ops = &sp_op_runner_cuda;
     be->device = dev;
@@ -62,6 +95,10 @@ void sp_cuda_backend_init(struct sp_exec_backend *be, struct sp_cuda_device *dev
     be->release = gpu_release;
     be->upload = gpu_upload;
     be->download = gpu_download;
+    be->copy = gpu_copy;
+    be->copy_to = gpu_copy_to;
+    be->synchronize = gpu_synchronize;
+    be->bind_thread = gpu_bind_thread;
     be->sgd = gpu_sgd;
 }
 

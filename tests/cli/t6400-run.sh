@@ -69,7 +69,23 @@ expect_code "a plan of another model: exit 2" 2 "$STAGEPART" run "$TMP/plan.json
 expect_stderr_contains "says why" "the plan covers 7 layers and the model other has 5"
 expect_code "no model: exit 2" 2 "$STAGEPART" run "$TMP/plan.json"
 expect_code "zb-h1: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --schedule zb-h1
-expect_code "--backend cuda: exit 4" 4 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --backend cuda
+# --backend cuda: exit 4 saying why without a GPU (or the GPU executor); on a GPU, a report of
+# GPU stages (tests/cuda/test_run_cuda_fake.c checks the path on stand-in GPUs)
+code=0
+"$STAGEPART" run "$TMP/plan.json" --model $MODEL --backend cuda --steps 1 -o "$TMP/gpu.json" \
+    >"$TMP/stdout" 2>"$TMP/stderr" || code=$?
+if [ "$code" = 4 ] && grep -Eq "no CUDA device|built without the GPU executor" "$TMP/stderr"; then
+    pass "--backend cuda without a GPU: exit 4, says why"
+elif [ "$code" = 0 ] && python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["backend"] == "cuda" and all(s["device"] >= 0 for s in d["measured"]["stages"])' \
+    "$TMP/gpu.json"; then
+    pass "--backend cuda on a GPU: a report of GPU stages"
+else
+    fail "--backend cuda" "exit $code: $(cat "$TMP/stderr")"
+fi
+expect_code "--backend cuda with --transport mpi: exit 4" 4 "$STAGEPART" run "$TMP/plan.json" \
+    --model $MODEL --backend cuda --transport mpi
 expect_code "the plan as output: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" --model $MODEL -o "$TMP/plan.json"
 "$STAGEPART" partition "$TMP/profile.json" -s 2 --chunks 2 --solver uniform -m 4 -o "$TMP/chunks.json" >/dev/null
 expect_code "an interleaved plan: exit 4" 4 "$STAGEPART" run "$TMP/chunks.json" --model $MODEL

@@ -21,16 +21,36 @@
 
 /* ---- the runtime */
 
+/* FAKE_CUDA_DEVICES devices (default 1); FAKE_CUDA_MEMORY: the bytes they may allocate together
+ * (default: as much as the host gives), to test running out of device memory */
 cudaError_t cudaGetDeviceCount(int *count) {
-    *count = 1;
+    const char *e = getenv("FAKE_CUDA_DEVICES");
+    *count = e ? atoi(e) : 1;
+    return *count > 0 ? cudaSuccess : cudaErrorNoDevice;
+}
+static _Atomic size_t g_allocated;
+#define HEADER 64 /* each block's size, kept in front of it (64: any alignment) */
+cudaError_t cudaMalloc(void **p, size_t size) {
+    const char *limit = getenv("FAKE_CUDA_MEMORY");
+    *p = NULL;
+    if (limit && g_allocated + size > (size_t)strtoull(limit, NULL, 10))
+        return cudaErrorMemoryAllocation;
+    char *block = calloc(1, HEADER + size);
+    if (!block)
+        return cudaErrorMemoryAllocation;
+    memcpy(block, &size, sizeof size);
+    g_allocated += size;
+    *p = block + HEADER;
     return cudaSuccess;
 }
-cudaError_t cudaMalloc(void **p, size_t size) {
-    *p = calloc(1, size ? size : 1);
-    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
-}
 cudaError_t cudaFree(void *p) {
-    free(p);
+    if (p) {
+        char *block = (char *)p - HEADER;
+        size_t size;
+        memcpy(&size, block, sizeof size);
+        g_allocated -= size;
+        free(block);
+    }
     return cudaSuccess;
 }
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
@@ -42,6 +62,25 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcp
                             cudaStream_t s) {
     (void)s;
     return cudaMemcpy(dst, src, n, kind);
+}
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src, int src_device,
+                                size_t n, cudaStream_t s) {
+    (void)dst_device, (void)src_device, (void)s;
+    memmove(dst, src, n);
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int device) {
+    int n = 0;
+    cudaGetDeviceCount(&n);
+    return device >= 0 && device < n ? cudaSuccess : cudaErrorInvalidDevice;
+}
+cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer) {
+    *can = device != peer;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+    (void)peer, (void)flags;
+    return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void *p, int value, size_t n, cudaStream_t s) {
     (void)s;

@@ -10,34 +10,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "../run_fixture.h"
 #include "../test.h"
 #include "model_impl.h"
-
-static const char *tiny =
-    "{\"format\": \"stagepart-model\", \"version\": 1, \"name\": \"tiny\", \"seq_len\": 6,"
-    " \"micro_batch_size\": 2, \"preset\": {\"kind\": \"gpt\", \"layers\": 4, \"hidden\": 16,"
-    " \"heads\": 2, \"vocab\": 13, \"max_seq_len\": 8}}";
-
-static sp_plan *make_plan(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_t P, uint32_t M) {
-    sp_model_profile_opts po;
-    sp_model_profile_opts_init(&po);
-    po.iters = 1;
-    po.warmup = 0;
-    char *json = NULL;
-    sp_profile *profile = NULL;
-    sp_plan *plan = NULL;
-    SP_CHECK_STATUS(sp_model_profile_cpu(ctx, m, &po, &json, NULL), SP_OK);
-    SP_CHECK_STATUS(sp_profile_parse(ctx, "tiny", json, strlen(json), &profile), SP_OK);
-    sp_partition_opts o;
-    sp_partition_opts_init(&o);
-    o.stages = P;
-    o.micro_batches = M;
-    sp_status st = sp_plan_from_split(ctx, profile, &o, first, P, &plan);
-    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
-    sp_free(json);
-    sp_profile_destroy(profile);
-    return plan;
-}
 
 /* one step of M micro-batches on one worker: the weights after SGD, and the mean loss */
 static struct sp_stage_exec *single_worker(sp_ctx *ctx, struct sp_model *m, uint32_t M, float lr,

@@ -1,0 +1,18 @@
+/* runtime/run_devices.h: the stages' backends for a run on GPUs (runtime/cuda/run_devices.c; a
+ * stub without the GPU executor, runtime/run_devices_stub.c). */
+#ifndef SP_RUNTIME_RUN_DEVICES_H
+#define SP_RUNTIME_RUN_DEVICES_H
+
+#include "model_impl.h"
+
+struct sp_run_devices;
+
+/* P stages on the GPUs there are, stage s on GPU s mod their number, each with its own stream
+ * and cuBLAS handle; (*be)[s] is stage s's backend, device[s] its GPU. SP_ERR_NO_DEVICE naming
+ * what is missing (the GPU executor in this build, a GPU) or what failed. */
+sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P,
+                              struct sp_run_devices **out, const struct sp_exec_backend ***be,
+                              int *device);
+void sp_run_devices_close(struct sp_run_devices *d);
+
+#endif

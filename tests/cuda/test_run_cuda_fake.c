@@ -1,0 +1,118 @@
+/* tests/cuda/test_run_cuda_fake.c: `run --backend cuda` without a GPU: the runtime with every
+ * stage on a stand-in GPU (tests/cuda/fake_cuda.c: host memory, a reference GEMM, the kernels
+ * as loops; FAKE_CUDA_DEVICES of them), so the GPU path of the runtime (device buffers, uploads
+ * of each micro-batch, peer copies between stages, the loss read back, device errors) is
+ * checked in CI.
+ *
+ * 1. 2 and 3 stages on 2 devices, GPipe and 1F1B: every step's loss equals the CPU run's (the
+ *    same math; only the GEMM's summation order differs), stage s is on device s mod 2, and the
+ *    same bytes move.
+ * 2. A stage whose device runs out of memory is named (SP_ERR_INFEASIBLE); an injected failure
+ *    stops every stage naming it; MPI ranks and keep_state are refused for GPU stages. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../run_fixture.h"
+#include "../test.h"
+
+static sp_run *run_on(sp_ctx *ctx, const sp_plan *plan, sp_model *m, sp_run_backend backend,
+                      sp_schedule schedule) {
+    sp_run_opts o;
+    sp_run_opts_init(&o);
+    o.steps = 3;
+    o.warmup_steps = 0;
+    o.learning_rate = 0.5f;
+    o.schedule = schedule;
+    o.backend = backend;
+    sp_run *run = NULL;
+    sp_status st = sp_run_plan(ctx, plan, m, &o, &run);
+    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+    return run;
+}
+
+static void same_as_cpu(sp_ctx *ctx, sp_model *m) {
+    static const size_t split2[] = {0, 3}, split3[] = {0, 2, 5};
+    const size_t *splits[] = {split2, split3};
+    for (int k = 0; k < 2; k++)
+        for (int sched = 0; sched < 2; sched++) {
+            uint32_t P = (uint32_t)k + 2;
+            sp_schedule schedule = sched ? SP_SCHEDULE_1F1B : SP_SCHEDULE_GPIPE;
+            sp_plan *plan = make_plan(ctx, m, splits[k], P, 4);
+            sp_run *cpu = run_on(ctx, plan, m, SP_RUN_BACKEND_CPU, schedule);
+            sp_run *gpu = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, schedule);
+            if (cpu && gpu) {
+                for (size_t i = 0; i < 3; i++) {
+                    double a = sp_run_step_loss(cpu, i), b = sp_run_step_loss(gpu, i);
+                    SP_CHECK_MSG(fabs(a - b) <= 1e-4 * fabs(a),
+                                 "P %u %s step %zu: loss %.7f on "
+                                 "CPU, %.7f on GPUs",
+                                 P, sp_schedule_name(schedule), i, a, b);
+                }
+                SP_CHECK(sp_run_get_summary(gpu)->backend == SP_RUN_BACKEND_CUDA);
+                for (uint32_t s = 0; s < P; s++) {
+                    const sp_run_stage *g = sp_run_get_stage(gpu, s), *c = sp_run_get_stage(cpu, s);
+                    SP_CHECK_EQ_INT(g->device, (int)(s % 2));
+                    SP_CHECK_EQ_INT(c->device, -1);
+                    SP_CHECK_EQ_INT(g->transfer_bytes, c->transfer_bytes);
+                    SP_CHECK(g->busy_ms > 0);
+                }
+                char *json = NULL;
+                SP_CHECK_STATUS(sp_run_to_json(ctx, gpu, &json), SP_OK);
+                SP_CHECK_CONTAINS(json, "\"backend\":\t\"cuda\"");
+                SP_CHECK(json && strstr(strstr(json, "\"backend\"") + 1, "\"backend\"") == NULL);
+                SP_CHECK_CONTAINS(json, "\"device\":\t1");
+                sp_free(json);
+            }
+            sp_run_destroy(cpu);
+            sp_run_destroy(gpu);
+            sp_plan_destroy(plan);
+        }
+}
+
+static void failures(sp_ctx *ctx, sp_model *m) {
+    static const size_t split[] = {0, 2, 4};
+    sp_plan *plan = make_plan(ctx, m, split, 3, 6);
+    sp_run_opts o;
+    sp_run_opts_init(&o);
+    o.steps = 2;
+    o.warmup_steps = 0;
+    o.backend = SP_RUN_BACKEND_CUDA;
+    o.fault = SP_RUN_FAULT_FAIL;
+    o.fault_stage = 1, o.fault_step = 1, o.fault_micro_batch = 3;
+    sp_run *run = NULL;
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
+    SP_CHECK(run == NULL);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "stage 1 failed at step 1, micro-batch 3 (forward)");
+    o.fault = SP_RUN_FAULT_NONE;
+    setenv("FAKE_CUDA_MEMORY", "20000", 1); /* the devices fill up while the stages are made */
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_INFEASIBLE);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "stage 0 (layers embedding..layers.0): out of memory");
+    unsetenv("FAKE_CUDA_MEMORY");
+    o.transport = SP_TRANSPORT_MPI;
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_UNSUPPORTED);
+    o.transport = SP_TRANSPORT_THREADS;
+    o.keep_state = true;
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_UNSUPPORTED);
+    setenv("FAKE_CUDA_DEVICES", "0", 1);
+    o.keep_state = false;
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "no CUDA device");
+    setenv("FAKE_CUDA_DEVICES", "2", 1);
+    sp_plan_destroy(plan);
+}
+
+int main(void) {
+    setenv("FAKE_CUDA_DEVICES", "2", 1);
+    sp_ctx *ctx = NULL;
+    sp_ctx_create(&ctx);
+    sp_model *m = NULL;
+    SP_CHECK_STATUS(sp_model_parse(ctx, "tiny", tiny, strlen(tiny), &m), SP_OK);
+    if (m) {
+        same_as_cpu(ctx, m);
+        failures(ctx, m);
+    }
+    sp_model_destroy(m);
+    sp_ctx_destroy(ctx);
+    return sp_test_finish("test_run_cuda_fake");
+}

@@ -1,0 +1,38 @@
+/* tests/run_fixture.h: a tiny GPT and plans of it, for the runtime's tests (unit/test_runtime.c
+ * on CPU threads, cuda/test_run_cuda_fake.c on stand-in GPUs); every function is static. */
+#ifndef SP_TESTS_RUN_FIXTURE_H
+#define SP_TESTS_RUN_FIXTURE_H
+
+#include <string.h>
+
+#include "stagepart/stagepart.h"
+#include "test.h"
+
+static const char *tiny =
+    "{\"format\": \"stagepart-model\", \"version\": 1, \"name\": \"tiny\", \"seq_len\": 6,"
+    " \"micro_batch_size\": 2, \"preset\": {\"kind\": \"gpt\", \"layers\": 4, \"hidden\": 16,"
+    " \"heads\": 2, \"vocab\": 13, \"max_seq_len\": 8}}";
+
+/* a plan of the CPU profile of m, split at first[P] (each stage's first layer), M micro-batches */
+static sp_plan *make_plan(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_t P, uint32_t M) {
+    sp_model_profile_opts po;
+    sp_model_profile_opts_init(&po);
+    po.iters = 1;
+    po.warmup = 0;
+    char *json = NULL;
+    sp_profile *profile = NULL;
+    sp_plan *plan = NULL;
+    SP_CHECK_STATUS(sp_model_profile_cpu(ctx, m, &po, &json, NULL), SP_OK);
+    SP_CHECK_STATUS(sp_profile_parse(ctx, "tiny", json, strlen(json), &profile), SP_OK);
+    sp_partition_opts o;
+    sp_partition_opts_init(&o);
+    o.stages = P;
+    o.micro_batches = M;
+    sp_status st = sp_plan_from_split(ctx, profile, &o, first, P, &plan);
+    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+    sp_free(json);
+    sp_profile_destroy(profile);
+    return plan;
+}
+
+#endif
