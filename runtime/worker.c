@@ -294,7 +294,7 @@ void sp_stage_worker_run(struct sp_stage_worker *w) {
 }
 
 void sp_stage_worker_pin(struct sp_stage_worker *w) {
-    if (!w->be->bind_thread(w->be->device))
+    if (w->be && !w->be->bind_thread(w->be->device))
         failf(w, SP_ERR_NO_DEVICE, "stage %u: cannot make its GPU current on its thread", w->s);
     if (w->core < 0)
         return;

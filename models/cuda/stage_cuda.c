@@ -5,14 +5,18 @@
 
 #include "stage_cuda.h"
 
+/* On the stage's device whatever the calling thread's current one (the run makes every
+ * stage's buffers from one thread), and zeroed before it returns: another stage may write into
+ * it from its own stream (a queue buffer). */
 static void *gpu_alloc_zeroed(void *device, size_t bytes) {
     struct sp_cuda_device *d = device;
     void *p = NULL;
-    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+    if (cudaSetDevice(d->ordinal) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
         cudaGetLastError(); /* an allocation failure is not sticky; the caller reports it */
         return NULL;
     }
-    if (cudaMemsetAsync(p, 0, bytes, d->stream) != cudaSuccess) {
+    if (cudaMemsetAsync(p, 0, bytes, d->stream) != cudaSuccess ||
+        cudaStreamSynchronize(d->stream) != cudaSuccess) {
         cudaFree(p);
         return NULL;
     }
