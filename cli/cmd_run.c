@@ -19,6 +19,7 @@ enum {
     OPT_SEED,
     OPT_TIMEOUT,
     OPT_NO_PIN,
+    OPT_GPU_SPLIT,
     OPT_OUTPUT,
     OPT_JSON,
     OPT_TRACE,
@@ -58,6 +59,10 @@ const struct sp_opt cmd_run_opts[] = {
     {OPT_TIMEOUT, "timeout", 0, "<s>",
      "the longest a stage waits for a neighbour before the run stops (default: 60)", "Run"},
     {OPT_NO_PIN, "no-pin", 0, NULL, "do not pin stage threads to cores", "Run"},
+    {OPT_GPU_SPLIT, "gpu-split", 0, NULL,
+     "with --backend cuda: stages that share a GPU each get an equal SM partition of it (green "
+     "contexts; memory bandwidth and L2 stay shared) instead of competing as streams",
+     "Run"},
     {OPT_FAULT, "inject-fault", 0, "<s:step:mb:fail|hang>",
      "testing: stage s fails, or stops answering, at that micro-batch's forward", "Testing"},
     {OPT_OUTPUT, "output", 'o', "<file>", "write the run report (stagepart-run-report) atomically",
@@ -114,6 +119,12 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
                gpu ? r->device : r->core, r->busy_ms, r->predicted_busy_ms, 100 * r->busy_error,
                r->wait_prev_ms, r->wait_next_ms, r->transfer_ms,
                sp_format_bytes(r->peak_memory_bytes, mem, sizeof mem));
+    }
+    if (gpu && sp_run_get_stage(run, 0)->sms) {
+        printf("SM partitions (--gpu-split):");
+        for (uint32_t s = 0; s < S->stages; s++)
+            printf("%s stage %u %u SMs", s ? "," : "", s, sp_run_get_stage(run, s)->sms);
+        printf("\n");
     }
     printf("\niteration   measured %.3f ms   simulated %.3f ms   error %+.1f%%\n", S->iteration_ms,
            S->predicted_iteration_ms, 100 * S->iteration_error);
@@ -229,6 +240,9 @@ int cmd_run(int argc, char **argv) {
                 opts.learning_rate = (float)x;
             else
                 opts.timeout_ms = 1000.0 * x;
+            break;
+        case OPT_GPU_SPLIT:
+            opts.gpu_split = true;
             break;
         case OPT_NO_PIN:
             opts.pin = false;

@@ -26,12 +26,16 @@ static sp_status open_backends(sp_ctx *ctx, const struct sp_model *m, const sp_r
                                const struct sp_exec_backend ***be) {
     if (o->backend == SP_RUN_BACKEND_CUDA) {
         int *device = sp_calloc(P, sizeof *device);
-        if (!device)
-            return sp_oom(ctx, "the run");
-        sp_status st = sp_run_devices_open(ctx, m, P, devices, be, device);
-        for (uint32_t s = 0; st == SP_OK && s < P; s++)
+        unsigned *sms = sp_calloc(P, sizeof *sms);
+        sp_status st = device && sms
+                           ? sp_run_devices_open(ctx, m, P, o->gpu_split, devices, be, device, sms)
+                           : sp_oom(ctx, "the run");
+        for (uint32_t s = 0; st == SP_OK && s < P; s++) {
             run->stages[s].device = device[s];
+            run->stages[s].sms = sms[s];
+        }
         sp_free(device);
+        sp_free(sms);
         return st;
     }
     *be = sp_calloc(P, sizeof **be);

@@ -2,10 +2,10 @@
  * cuBLAS): `run --backend cuda` says so (exit 4). */
 #include "run_devices.h"
 
-sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P,
+sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P, bool gpu_split,
                               struct sp_run_devices **out, const struct sp_exec_backend ***be,
-                              int *device) {
-    (void)m, (void)P, (void)device;
+                              int *device, unsigned *sms) {
+    (void)m, (void)P, (void)gpu_split, (void)device, (void)sms;
     *out = NULL;
     *be = NULL;
     return sp_fail(ctx, SP_ERR_NO_DEVICE,

@@ -408,6 +408,8 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
                        "--backend cuda runs with the threads transport (one process, a GPU per "
                        "stage)%s; GPU stages as MPI ranks are not built",
                        o->keep_state ? " and keeps no weights after the run" : "");
+    if (o->gpu_split && o->backend != SP_RUN_BACKEND_CUDA)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "--gpu-split splits GPUs: give --backend cuda");
     if (o->schedule != SP_SCHEDULE_GPIPE && o->schedule != SP_SCHEDULE_1F1B)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "the runtime runs gpipe or 1f1b, not %s",
                        sp_schedule_name(o->schedule));

@@ -18,8 +18,9 @@
 #                             GPT-2 small profiled with --backend cuda (bf16) at the CPU profile's
 #                             size and at a full size, attributed share (>= 95%, hard) and the
 #                             per-layer ranking against the CPU profile's (Spearman)
-#   run.*                     GPT-2 small's CUDA profile partitioned into 2 stages and run with
-#                             stagepart run --backend cuda: measured against predicted balance
+#   run.*, run-split.*        GPT-2 small's CUDA profile partitioned into 2 stages and run with
+#                             stagepart run --backend cuda, as two streams and with --gpu-split
+#                             (green contexts): measured against predicted balance
 #   links.*                   stagepart bandwidth --backend cuda, 4 KiB to 1 GiB: every device
 #                             pair (peer copies, NCCL), host copies and copies within a device,
 #                             CUPTI-timed with CUDA events beside (test_bandwidth_cuda checks
@@ -223,10 +224,20 @@ if [ -f "$OUT/models.gpt2.cuda-full.json" ] &&
     "$SP" run "$OUT/run.plan.json" --model "$G2" --backend cuda --micro-batch-size 8 \
         --seq-len 1024 --steps 5 -o "$OUT/run.report.json" --svg "$OUT/run.svg" \
         >>"$OUT/run.txt" 2>&1; then
-    say "PASS run --backend cuda (stages share the GPU when there is one: two streams, no green contexts)"
+    say "PASS run --backend cuda (stages share the GPU when there is one: two streams)"
     sed 's/^/    /' "$OUT/run.txt" | tail -14 >>"$S"
 else
     say "FAIL run --backend cuda (run.txt)"
+    failed=1
+fi
+if [ -f "$OUT/run.plan.json" ] &&
+    "$SP" run "$OUT/run.plan.json" --model "$G2" --backend cuda --gpu-split --micro-batch-size 8 \
+        --seq-len 1024 --steps 5 -o "$OUT/run-split.report.json" --svg "$OUT/run-split.svg" \
+        >"$OUT/run-split.txt" 2>&1; then
+    say "PASS run --backend cuda --gpu-split (each stage on an SM partition, green contexts)"
+    sed 's/^/    /' "$OUT/run-split.txt" | tail -16 >>"$S"
+else
+    say "FAIL run --backend cuda --gpu-split (run-split.txt)"
     failed=1
 fi
 

@@ -856,6 +856,8 @@ typedef struct sp_run_opts {
     bool keep_state;        /* keep every stage's weights after the run (sp_run_stage_params; tests;
                              * threads and CPU only) */
     sp_run_backend backend; /* default SP_RUN_BACKEND_CPU */
+    bool gpu_split; /* CUDA: stages that share a GPU get disjoint, equal SM partitions (green
+                     * contexts) instead of sharing it as streams (default false) */
 } sp_run_opts;
 SP_API void sp_run_opts_init(sp_run_opts *opts);
 
@@ -890,6 +892,7 @@ typedef struct sp_run_stage {
     uint32_t stage;
     int core;                   /* -1: not pinned */
     int device;                 /* the stage's GPU (SP_RUN_BACKEND_CUDA); -1 on the CPU */
+    unsigned sms;               /* gpu_split: the SMs of the stage's partition; 0: the whole GPU */
     double busy_ms;             /* forward + backward compute in one step */
     double fwd_ms, bwd_ms;      /* the two parts of busy_ms */
     double wait_prev_ms;        /* blocked on the previous stage's activations */

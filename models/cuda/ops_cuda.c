@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "driver.h"
 #include "kernels.h"
 #include "op_layout.h"
 #include "ops_cuda.h"
@@ -455,8 +456,14 @@ const struct sp_op_runner sp_op_runner_cuda = {run_forward, run_backward, run_co
 
 /* ---- the device */
 
-bool sp_cuda_device_open(struct sp_cuda_device *dev, int ordinal, const char *dtype,
-                         size_t extra_elems, const char **why) {
+bool sp_cuda_device_bind(const struct sp_cuda_device *dev) {
+    if (dev->green) /* opening it found the driver */
+        return sp_cu_driver()->CtxSetCurrent(dev->green) == CUDA_SUCCESS;
+    return cudaSetDevice(dev->ordinal) == cudaSuccess;
+}
+
+bool sp_cuda_device_open(struct sp_cuda_device *dev, int ordinal, CUgreenCtx green,
+                         const char *dtype, size_t extra_elems, const char **why) {
     memset(dev, 0, sizeof *dev);
     dev->ordinal = ordinal;
     if (cudaSetDevice(ordinal) != cudaSuccess) {
@@ -465,7 +472,17 @@ bool sp_cuda_device_open(struct sp_cuda_device *dev, int ordinal, const char *dt
     }
     dev->compute =
         dtype && strcmp(dtype, "bf16") == 0 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F;
-    if (cudaStreamCreateWithFlags(&dev->stream, cudaStreamNonBlocking) != cudaSuccess) {
+    if (green) { /* current while cuBLAS is made, so the handle belongs to it */
+        const struct sp_cu_driver *cu = sp_cu_driver();
+        CUstream stream = NULL;
+        if (!cu || cu->CtxFromGreenCtx(&dev->green, green) != CUDA_SUCCESS ||
+            cu->CtxSetCurrent(dev->green) != CUDA_SUCCESS ||
+            cu->GreenCtxStreamCreate(&stream, green, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS) {
+            *why = "a stream in the stage's green context could not be made";
+            return false;
+        }
+        dev->stream = (cudaStream_t)stream;
+    } else if (cudaStreamCreateWithFlags(&dev->stream, cudaStreamNonBlocking) != cudaSuccess) {
         *why = "cudaStreamCreate failed";
         return false;
     }

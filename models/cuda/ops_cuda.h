@@ -7,13 +7,16 @@
 #define SP_MODELS_CUDA_OPS_CUDA_H
 
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdbool.h>
 
 #include "model_impl.h"
 
 struct sp_cuda_device {
-    int ordinal; /* the CUDA device */
+    int ordinal;     /* the CUDA device */
+    CUcontext green; /* the stage's SM partition (a green context's CUcontext), or NULL: the
+                      * whole GPU through its primary context */
     cublasHandle_t blas;
     cudaStream_t stream;
     cublasComputeType_t compute; /* CUBLAS_COMPUTE_32F, or _32F_FAST_16BF for bf16 */
@@ -30,10 +33,15 @@ extern const struct sp_op_runner sp_op_runner_cuda;
 /* scratch beyond op->work_elems that the op needs on the GPU (sizes sp_cuda_device.extra) */
 size_t sp_op_cuda_extra_elems(const struct sp_op *op, uint32_t B);
 
-/* sp_cuda_device_open: device `ordinal` made current, cuBLAS on a new stream of it; "bf16"
- * selects bf16 tensor-core products (storage stays fp32). false with *why set on failure. */
-bool sp_cuda_device_open(struct sp_cuda_device *dev, int ordinal, const char *dtype,
-                         size_t extra_elems, const char **why);
+/* sp_cuda_device_open: device `ordinal` made current, cuBLAS on a new stream of it; with
+ * `green` (NULL: none) the stream is the green context's, so the stage's kernels run on its SM
+ * partition only (memory is the device's, shared). "bf16" selects bf16 tensor-core products
+ * (storage stays fp32). false with *why set on failure. */
+bool sp_cuda_device_open(struct sp_cuda_device *dev, int ordinal, CUgreenCtx green,
+                         const char *dtype, size_t extra_elems, const char **why);
+/* make the stage's context current on the calling thread (its green context, or the device's
+ * primary one) */
+bool sp_cuda_device_bind(const struct sp_cuda_device *dev);
 void sp_cuda_device_close(struct sp_cuda_device *dev);
 /* the first recorded failure, or a pending launch error; false when all went well */
 bool sp_cuda_device_failed(struct sp_cuda_device *dev, char *msg, size_t cap);

@@ -11,7 +11,7 @@
 static void *gpu_alloc_zeroed(void *device, size_t bytes) {
     struct sp_cuda_device *d = device;
     void *p = NULL;
-    if (cudaSetDevice(d->ordinal) != cudaSuccess || cudaMalloc(&p, bytes) != cudaSuccess) {
+    if (!sp_cuda_device_bind(d) || cudaMalloc(&p, bytes) != cudaSuccess) {
         cudaGetLastError(); /* an allocation failure is not sticky; the caller reports it */
         return NULL;
     }
@@ -88,8 +88,7 @@ static bool gpu_synchronize(void *device, char *why, size_t cap) {
 }
 
 static bool gpu_bind_thread(void *device) {
-    struct sp_cuda_device *d = device;
-    return cudaSetDevice(d->ordinal) == cudaSuccess;
+    return sp_cuda_device_bind(device);
 }
 
 void sp_cuda_backend_init(struct sp_exec_backend *be, struct sp_cuda_device *dev) {

@@ -1,11 +1,17 @@
 /* runtime/cuda/run_devices.c: one GPU per stage for `run --backend cuda`: stage s on device
- * s mod the devices there are, each stage with its own stream and cuBLAS handle (so stages that
- * share a GPU overlap as two streams do), and peer access between neighbouring stages' GPUs where
- * the hardware has it (cudaMemcpyPeerAsync works either way: without it the driver stages the
- * copy through the host). */
+ * s mod the devices there are, each stage with its own stream and cuBLAS handle, and peer access
+ * between neighbouring stages' GPUs where the hardware has it (cudaMemcpyPeerAsync works either
+ * way: without it the driver stages the copy through the host).
+ *
+ * Stages that share a GPU run as two streams of it, competing for every SM; with gpu_split each
+ * gets an equal SM partition instead, a green context (../shared/design/profiler.md, section 10):
+ * the GPU's SMs split once into as many groups as it has stages, each group a multiple of the
+ * co-scheduling alignment and at least the minimum partition. Memory bandwidth and L2 stay
+ * shared, so memory-bound layers run slower than on a GPU of their own: the run says so. */
 #include <stdio.h>
 #include <string.h>
 
+#include "driver.h"
 #include "run_devices.h"
 #include "stage_cuda.h"
 
@@ -14,6 +20,7 @@ struct sp_run_devices {
     struct sp_cuda_device *dev;      /* [P] */
     struct sp_exec_backend *backend; /* [P] */
     const struct sp_exec_backend **be;
+    CUgreenCtx *green; /* [P]: the stage's partition, or NULL */
 };
 
 void sp_run_devices_close(struct sp_run_devices *d) {
@@ -22,15 +29,100 @@ void sp_run_devices_close(struct sp_run_devices *d) {
     for (uint32_t s = 0; d->dev && s < d->P; s++)
         if (d->dev[s].stream)
             sp_cuda_device_close(&d->dev[s]);
+    for (uint32_t s = 0; d->green && s < d->P; s++)
+        if (d->green[s])
+            sp_cu_driver()->GreenCtxDestroy(d->green[s]);
     sp_free(d->dev);
     sp_free(d->backend);
     sp_free(d->be);
+    sp_free(d->green);
     sp_free(d);
 }
 
-sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P,
+/* GPU `ordinal`'s SMs in k equal partitions, as green contexts out[0..k); *sms gets each one's
+ * SM count */
+static sp_status split_gpu(sp_ctx *ctx, int ordinal, unsigned k, CUgreenCtx *out, unsigned *sms) {
+    const struct sp_cu_driver *cu = sp_cu_driver();
+    if (!cu)
+        return sp_fail(ctx, SP_ERR_NO_DEVICE,
+                       "--gpu-split: the CUDA driver has no green contexts (it needs CUDA 12.5 "
+                       "or newer)");
+    CUdevice dev;
+    CUdevResource all, rest;
+    memset(&all, 0, sizeof all);
+    /* the primary context first: green contexts retain it (cuGreenCtxCreate's note) */
+    if (cudaSetDevice(ordinal) != cudaSuccess || cudaFree(NULL) != cudaSuccess ||
+        cu->DeviceGet(&dev, ordinal) != CUDA_SUCCESS ||
+        cu->DeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS)
+        return sp_fail(ctx, SP_ERR_NO_DEVICE, "--gpu-split: cannot read GPU %d's SMs", ordinal);
+    unsigned total = all.sm.smCount;
+    unsigned align = all.sm.smCoscheduledAlignment ? all.sm.smCoscheduledAlignment : 1;
+    unsigned least = all.sm.minSmPartitionSize ? all.sm.minSmPartitionSize : 1;
+    unsigned each = total / k / align * align;
+    if (each < least)
+        return sp_fail(ctx, SP_ERR_NO_DEVICE,
+                       "--gpu-split: GPU %d has %u SMs: %u stages would get %u each, under its "
+                       "smallest partition of %u (in multiples of %u)",
+                       ordinal, total, k, each, least, align);
+    CUdevResource *groups = sp_calloc(k, sizeof *groups);
+    if (!groups)
+        return sp_oom(ctx, "the SM partitions");
+    unsigned got = k;
+    sp_status st = SP_OK;
+    if (cu->DevSmResourceSplitByCount(groups, &got, &all, &rest, 0, each) != CUDA_SUCCESS ||
+        got < k)
+        st = sp_fail(ctx, SP_ERR_NO_DEVICE,
+                     "--gpu-split: GPU %d's %u SMs do not split into %u partitions of %u", ordinal,
+                     total, k, each);
+    for (unsigned i = 0; st == SP_OK && i < k; i++) {
+        CUdevResourceDesc desc;
+        if (cu->DevResourceGenerateDesc(&desc, &groups[i], 1) != CUDA_SUCCESS ||
+            cu->GreenCtxCreate(&out[i], desc, dev, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS) {
+            out[i] = NULL;
+            st = sp_fail(ctx, SP_ERR_NO_DEVICE,
+                         "--gpu-split: the green context of partition %u of GPU %d failed", i,
+                         ordinal);
+        }
+    }
+    *sms = st == SP_OK ? groups[0].sm.smCount : 0;
+    sp_free(groups);
+    return st;
+}
+
+/* Every stage's green context: the stages of each GPU that hosts several, split */
+static sp_status make_partitions(sp_ctx *ctx, struct sp_run_devices *d, int n, unsigned *sms) {
+    CUgreenCtx *parts = sp_calloc(d->P, sizeof *parts);
+    if (!parts)
+        return sp_oom(ctx, "the SM partitions");
+    sp_status st = SP_OK;
+    for (int g = 0; st == SP_OK && g < n; g++) {
+        unsigned k = 0; /* stages g, g + n, g + 2n, ... */
+        for (uint32_t s = (uint32_t)g; s < d->P; s += (uint32_t)n)
+            k++;
+        if (k < 2)
+            continue;
+        unsigned each = 0;
+        st = split_gpu(ctx, g, k, parts, &each);
+        unsigned i = 0;
+        for (uint32_t s = (uint32_t)g; s < d->P; s += (uint32_t)n, i++) {
+            d->green[s] = parts[i]; /* closed with the devices, even after a failure */
+            sms[s] = each;
+        }
+        memset(parts, 0, d->P * sizeof *parts);
+        if (st == SP_OK)
+            sp_warn(ctx,
+                    "GPU %d runs %u stages on SM partitions of %u SMs each (green contexts): "
+                    "their memory bandwidth and L2 cache are shared, so memory-bound layers run "
+                    "slower than on a GPU of their own",
+                    g, k, each);
+    }
+    sp_free(parts);
+    return st;
+}
+
+sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P, bool gpu_split,
                               struct sp_run_devices **out, const struct sp_exec_backend ***be,
-                              int *device) {
+                              int *device, unsigned *sms) {
     *out = NULL;
     *be = NULL;
     int n = 0;
@@ -41,20 +133,26 @@ sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P,
     struct sp_run_devices *d = sp_calloc(1, sizeof *d);
     if (!d || !(d->dev = sp_calloc(P, sizeof *d->dev)) ||
         !(d->backend = sp_calloc(P, sizeof *d->backend)) ||
-        !(d->be = sp_calloc(P, sizeof *d->be))) {
+        !(d->be = sp_calloc(P, sizeof *d->be)) || !(d->green = sp_calloc(P, sizeof *d->green))) {
         sp_run_devices_close(d);
         return sp_oom(ctx, "the run's devices");
     }
     d->P = P;
+    sp_status st = gpu_split ? make_partitions(ctx, d, n, sms) : SP_OK;
+    if (st == SP_OK && !gpu_split && P > (uint32_t)n)
+        sp_warn(ctx,
+                "%u stages on %d GPU%s: stages that share a GPU run as streams competing for all "
+                "its SMs (--gpu-split gives each an SM partition)",
+                P, n, n == 1 ? "" : "s");
     bool bf16 = strcmp(m->dtype, "bf16") == 0;
-    for (uint32_t s = 0; s < P; s++) {
+    for (uint32_t s = 0; st == SP_OK && s < P; s++) {
         int ordinal = (int)(s % (uint32_t)n);
         const char *why = "";
         /* the stage's layers are not known here: room for the largest attention of the model */
-        if (!sp_cuda_device_open(&d->dev[s], ordinal, bf16 ? "bf16" : "fp32",
+        if (!sp_cuda_device_open(&d->dev[s], ordinal, d->green[s], bf16 ? "bf16" : "fp32",
                                  sp_cuda_extra_elems(m, 0, m->n_layers - 1), &why)) {
-            sp_run_devices_close(d);
-            return sp_fail(ctx, SP_ERR_NO_DEVICE, "stage %u on GPU %d: %s", s, ordinal, why);
+            st = sp_fail(ctx, SP_ERR_NO_DEVICE, "stage %u on GPU %d: %s", s, ordinal, why);
+            break;
         }
         sp_cuda_backend_init(&d->backend[s], &d->dev[s]);
         d->be[s] = &d->backend[s];
@@ -63,13 +161,17 @@ sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P,
             int can = 0;
             if (cudaDeviceCanAccessPeer(&can, ordinal, d->dev[s - 1].ordinal) == cudaSuccess &&
                 can) {
+                cudaSetDevice(ordinal);
                 cudaDeviceEnablePeerAccess(d->dev[s - 1].ordinal, 0);
                 cudaSetDevice(d->dev[s - 1].ordinal);
                 cudaDeviceEnablePeerAccess(ordinal, 0);
-                cudaSetDevice(ordinal);
             }
             cudaGetLastError(); /* "already enabled" is no failure */
         }
+    }
+    if (st != SP_OK) {
+        sp_run_devices_close(d);
+        return st;
     }
     *out = d;
     *be = d->be;

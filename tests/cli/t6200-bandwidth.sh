@@ -21,7 +21,7 @@ for p in pairs:
 PY
 expect_code "partition takes it" 0 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 2 \
     --links "$TMP/links.json"
-expect_code "stdout without -o" 0 "$STAGEPART" bandwidth --sizes 4KiB,16MiB --trials 3
+expect_code "stdout without -o" 0 "$STAGEPART" bandwidth --sizes 4KiB,1MiB,16MiB --trials 5
 python3 -c 'import json, sys; json.load(sys.stdin)' <"$TMP/stdout" && pass "stdout is the file" ||
     fail "stdout is the file"
 expect_code "one worker: exit 2" 2 "$STAGEPART" bandwidth --workers 1

@@ -11,6 +11,7 @@
  * cuBLAS's reference semantics: column-major, C(m x n) = alpha op(A) op(B) + beta C, element (i, j)
  * of a matrix with leading dimension ld at [i + j ld]. */
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdbool.h>
@@ -106,6 +107,104 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
     (void)s;
+    return cudaSuccess;
+}
+
+/* ---- the driver's green contexts, which the executor looks up through
+ * cudaGetDriverEntryPointByVersion: FAKE_CUDA_SMS SMs per device (default 132), partitions in
+ * multiples of 8 of at least 8 (a Hopper's rule); FAKE_CUDA_NO_GREEN: a driver without them */
+
+static unsigned fake_sms(void) {
+    const char *e = getenv("FAKE_CUDA_SMS");
+    return e ? (unsigned)atoi(e) : 132u;
+}
+static CUresult f_device_get(CUdevice *d, int ordinal) {
+    *d = ordinal;
+    return CUDA_SUCCESS;
+}
+static CUresult f_ctx_set_current(CUcontext c) {
+    return c ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+static CUresult f_get_dev_resource(CUdevice dev, CUdevResource *r, CUdevResourceType type) {
+    (void)dev;
+    memset(r, 0, sizeof *r);
+    r->type = type;
+    r->sm.smCount = fake_sms();
+    r->sm.minSmPartitionSize = 8;
+    r->sm.smCoscheduledAlignment = 8;
+    return CUDA_SUCCESS;
+}
+static CUresult f_split_by_count(CUdevResource *result, unsigned *nb, const CUdevResource *in,
+                                 CUdevResource *rest, unsigned flags, unsigned min_count) {
+    (void)flags;
+    unsigned each = (min_count < 8 ? 8 : min_count + 7) / 8 * 8, can = in->sm.smCount / each;
+    unsigned n = !result || *nb > can ? can : *nb;
+    for (unsigned i = 0; result && i < n; i++) {
+        result[i] = *in;
+        result[i].sm.smCount = each;
+    }
+    if (rest) {
+        *rest = *in;
+        rest->sm.smCount = in->sm.smCount - n * each;
+    }
+    *nb = n;
+    return CUDA_SUCCESS;
+}
+static CUresult f_generate_desc(CUdevResourceDesc *desc, CUdevResource *r, unsigned n) {
+    *desc = n == 1 ? (CUdevResourceDesc)r : NULL;
+    return n == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult f_green_create(CUgreenCtx *g, CUdevResourceDesc desc, CUdevice dev,
+                               unsigned flags) {
+    (void)dev;
+    if (!desc || flags != CU_GREEN_CTX_DEFAULT_STREAM) /* the flag is required */
+        return CUDA_ERROR_INVALID_VALUE;
+    *g = (CUgreenCtx)malloc(1);
+    return *g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult f_green_destroy(CUgreenCtx g) {
+    free(g);
+    return CUDA_SUCCESS;
+}
+static CUresult f_ctx_from_green(CUcontext *c, CUgreenCtx g) {
+    *c = (CUcontext)g;
+    return CUDA_SUCCESS;
+}
+static CUresult f_green_stream(CUstream *st, CUgreenCtx g, unsigned flags, int priority) {
+    (void)g, (void)priority;
+    if (flags != CU_STREAM_NON_BLOCKING) /* required */
+        return CUDA_ERROR_INVALID_VALUE;
+    *st = (CUstream)&g_stream;
+    return CUDA_SUCCESS;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned version,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *q) {
+    (void)version, (void)flags;
+    static const struct {
+        const char *name;
+        void *fn;
+        bool green;
+    } table[] = {
+        {"cuDeviceGet", (void *)f_device_get, false},
+        {"cuCtxSetCurrent", (void *)f_ctx_set_current, false},
+        {"cuDeviceGetDevResource", (void *)f_get_dev_resource, true},
+        {"cuDevSmResourceSplitByCount", (void *)f_split_by_count, true},
+        {"cuDevResourceGenerateDesc", (void *)f_generate_desc, true},
+        {"cuGreenCtxCreate", (void *)f_green_create, true},
+        {"cuGreenCtxDestroy", (void *)f_green_destroy, true},
+        {"cuCtxFromGreenCtx", (void *)f_ctx_from_green, true},
+        {"cuGreenCtxStreamCreate", (void *)f_green_stream, true},
+    };
+    *fn = NULL;
+    *q = cudaDriverEntryPointSymbolNotFound;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(symbol, table[i].name) == 0 &&
+            !(table[i].green && getenv("FAKE_CUDA_NO_GREEN"))) {
+            *fn = table[i].fn;
+            *q = cudaDriverEntryPointSuccess;
+        }
     return cudaSuccess;
 }
 

@@ -7,7 +7,11 @@
  * 1. 2 and 3 stages on 2 devices, GPipe and 1F1B: every step's loss equals the CPU run's (the
  *    same math; only the GEMM's summation order differs), stage s is on device s mod 2, and the
  *    same bytes move.
- * 2. A stage whose device runs out of memory is named (SP_ERR_INFEASIBLE); an injected failure
+ * 2. Two stages on one GPU: as two streams (warned), or each on an SM partition of 64 of its 132
+ *    SMs (--gpu-split, green contexts through the driver's entry points); too few SMs, and (run
+ *    with FAKE_CUDA_NO_GREEN and the argument no-green) a driver without green contexts, are
+ *    refused saying so.
+ * 3. A stage whose device runs out of memory is named (SP_ERR_INFEASIBLE); an injected failure
  *    stops every stage naming it; MPI ranks and keep_state are refused for GPU stages. */
 #include <math.h>
 #include <stdlib.h>
@@ -17,7 +21,7 @@
 #include "../test.h"
 
 static sp_run *run_on(sp_ctx *ctx, const sp_plan *plan, sp_model *m, sp_run_backend backend,
-                      sp_schedule schedule) {
+                      sp_schedule schedule, bool gpu_split) {
     sp_run_opts o;
     sp_run_opts_init(&o);
     o.steps = 3;
@@ -25,6 +29,7 @@ static sp_run *run_on(sp_ctx *ctx, const sp_plan *plan, sp_model *m, sp_run_back
     o.learning_rate = 0.5f;
     o.schedule = schedule;
     o.backend = backend;
+    o.gpu_split = gpu_split;
     sp_run *run = NULL;
     sp_status st = sp_run_plan(ctx, plan, m, &o, &run);
     SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
@@ -39,8 +44,8 @@ static void same_as_cpu(sp_ctx *ctx, sp_model *m) {
             uint32_t P = (uint32_t)k + 2;
             sp_schedule schedule = sched ? SP_SCHEDULE_1F1B : SP_SCHEDULE_GPIPE;
             sp_plan *plan = make_plan(ctx, m, splits[k], P, 4);
-            sp_run *cpu = run_on(ctx, plan, m, SP_RUN_BACKEND_CPU, schedule);
-            sp_run *gpu = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, schedule);
+            sp_run *cpu = run_on(ctx, plan, m, SP_RUN_BACKEND_CPU, schedule, false);
+            sp_run *gpu = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, schedule, false);
             if (cpu && gpu) {
                 for (size_t i = 0; i < 3; i++) {
                     double a = sp_run_step_loss(cpu, i), b = sp_run_step_loss(gpu, i);
@@ -102,14 +107,80 @@ static void failures(sp_ctx *ctx, sp_model *m) {
     sp_plan_destroy(plan);
 }
 
-int main(void) {
+/* stages sharing one GPU: as streams (warned), or on SM partitions (green contexts) */
+static void one_gpu(sp_ctx *ctx, sp_model *m) {
+    static const size_t split[] = {0, 3};
+    sp_plan *plan = make_plan(ctx, m, split, 2, 4);
+    setenv("FAKE_CUDA_DEVICES", "1", 1);
+    sp_run *cpu = run_on(ctx, plan, m, SP_RUN_BACKEND_CPU, SP_SCHEDULE_1F1B, false);
+    sp_run *shared = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, SP_SCHEDULE_1F1B, false);
+    SP_CHECK_CONTAINS(sp_ctx_warnings(ctx), "2 stages on 1 GPU: stages that share a GPU run as "
+                                            "streams");
+    sp_run *split_run = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, SP_SCHEDULE_1F1B, true);
+    SP_CHECK_CONTAINS(sp_ctx_warnings(ctx), "GPU 0 runs 2 stages on SM partitions of 64 SMs each");
+    if (cpu && shared && split_run) {
+        for (size_t i = 0; i < 3; i++)
+            SP_CHECK(fabs(sp_run_step_loss(split_run, i) - sp_run_step_loss(cpu, i)) <=
+                     1e-4 * fabs(sp_run_step_loss(cpu, i)));
+        for (uint32_t s = 0; s < 2; s++) {
+            SP_CHECK_EQ_INT(sp_run_get_stage(split_run, s)->device, 0);
+            SP_CHECK_EQ_INT(sp_run_get_stage(split_run, s)->sms, 64); /* 132 / 2, in 8s */
+            SP_CHECK_EQ_INT(sp_run_get_stage(shared, s)->sms, 0);
+        }
+        char *json = NULL;
+        SP_CHECK_STATUS(sp_run_to_json(ctx, split_run, &json), SP_OK);
+        SP_CHECK_CONTAINS(json, "\"sms\":\t64");
+        sp_free(json);
+    }
+    sp_run_destroy(cpu);
+    sp_run_destroy(shared);
+    sp_run_destroy(split_run);
+    /* too few SMs for the partitions, a driver without green contexts, a CPU run */
+    sp_run_opts o;
+    sp_run_opts_init(&o);
+    o.backend = SP_RUN_BACKEND_CUDA;
+    o.gpu_split = true;
+    sp_run *run = NULL;
+    setenv("FAKE_CUDA_SMS", "12", 1);
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "GPU 0 has 12 SMs: 2 stages would get 0 each, under its "
+                                          "smallest partition of 8");
+    unsetenv("FAKE_CUDA_SMS");
+    o.backend = SP_RUN_BACKEND_CPU;
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_INVALID_ARG);
+    setenv("FAKE_CUDA_DEVICES", "2", 1);
+    sp_plan_destroy(plan);
+}
+
+/* run with FAKE_CUDA_NO_GREEN set (the driver's entry points are looked up once a process) */
+static void no_green_contexts(sp_ctx *ctx, sp_model *m) {
+    static const size_t split[] = {0, 3};
+    sp_plan *plan = make_plan(ctx, m, split, 2, 4);
+    setenv("FAKE_CUDA_DEVICES", "1", 1);
+    sp_run_opts o;
+    sp_run_opts_init(&o);
+    o.backend = SP_RUN_BACKEND_CUDA;
+    o.gpu_split = true;
+    sp_run *run = NULL;
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "the CUDA driver has no green contexts");
+    o.gpu_split = false; /* without the split, green contexts are not needed */
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_OK);
+    sp_run_destroy(run);
+    sp_plan_destroy(plan);
+}
+
+int main(int argc, char **argv) {
     setenv("FAKE_CUDA_DEVICES", "2", 1);
     sp_ctx *ctx = NULL;
     sp_ctx_create(&ctx);
     sp_model *m = NULL;
     SP_CHECK_STATUS(sp_model_parse(ctx, "tiny", tiny, strlen(tiny), &m), SP_OK);
-    if (m) {
+    if (m && argc > 1 && strcmp(argv[1], "no-green") == 0) {
+        no_green_contexts(ctx, m);
+    } else if (m) {
         same_as_cpu(ctx, m);
+        one_gpu(ctx, m);
         failures(ctx, m);
     }
     sp_model_destroy(m);

@@ -311,7 +311,7 @@ int main(int argc, char **argv) {
     memset(&dev_batch, 0, sizeof dev_batch);
     const char *why = "";
     if (!a.cpu) {
-        if (!sp_cuda_device_open(&dev, 0, bf16 ? "bf16" : "fp32",
+        if (!sp_cuda_device_open(&dev, 0, NULL, bf16 ? "bf16" : "fp32",
                                  sp_cuda_extra_elems(m, 0, m->n_layers - 1), &why)) {
             fprintf(stderr, "stagepart-model-cuda: %s\n", why);
             sp_model_destroy(model);
