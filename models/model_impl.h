@@ -193,6 +193,11 @@ struct sp_exec_backend {
     bool (*synchronize)(void *device, char *why, size_t cap); /* why: the device's error */
     /* make the device current on the calling thread (a worker calls it once, first) */
     bool (*bind_thread)(void *device);
+    /* the device's own clock: marked_ms() is the time on the device from mark() to the end of
+     * the work the next synchronize() waited for (CUDA events); -1 where there is no such clock
+     * (the CPU: the host clock is the measure) */
+    void (*mark)(void *device);
+    double (*marked_ms)(void *device);
 };
 extern const struct sp_exec_backend sp_exec_backend_cpu;
 

@@ -47,6 +47,15 @@ static bool cpu_synchronize(void *device, char *why, size_t cap) {
     return true;
 }
 
+static void cpu_mark(void *device) {
+    (void)device;
+}
+
+static double cpu_marked_ms(void *device) {
+    (void)device;
+    return -1.0;
+}
+
 const struct sp_exec_backend sp_exec_backend_cpu = {
     .ops = &sp_op_runner_cpu,
     .alloc_zeroed = cpu_alloc_zeroed,
@@ -58,6 +67,8 @@ const struct sp_exec_backend sp_exec_backend_cpu = {
     .copy_to = cpu_copy_to,
     .synchronize = cpu_synchronize,
     .bind_thread = cpu_nothing,
+    .mark = cpu_mark,
+    .marked_ms = cpu_marked_ms,
 };
 
 void sp_stage_exec_destroy(struct sp_stage_exec *se) {

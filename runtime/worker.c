@@ -90,6 +90,13 @@ static bool finished(struct sp_stage_worker *w, uint32_t step, uint32_t mb, cons
     return false;
 }
 
+/* a forward's or backward's compute time: the device's clock where it has one (a GPU's events
+ * around the op's work), else the host's */
+static double compute_ms(struct sp_stage_worker *w, double host_ms) {
+    double device_ms = w->be->marked_ms(w->be->device);
+    return device_ms >= 0.0 ? device_ms : host_ms;
+}
+
 /* a GPU stage's output into the neighbour's buffer (dst, in its memory) */
 static bool deliver(struct sp_stage_worker *w, float *dst, void *dst_device, size_t elems,
                     uint32_t step, uint32_t mb, struct sp_step_stats *st) {
@@ -180,12 +187,13 @@ static bool forward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doubl
         }
     }
     double c0 = sp_now_ms(), cpu0 = thread_cpu_ms();
+    w->be->mark(w->be->device);
     sp_stage_exec_forward(w->se, slot, b, on_device(w) ? w->staging : out, NULL);
     if (!finished(w, step, mb, "forward"))
         return false;
     double c1 = sp_now_ms();
     st->cpu_ms += thread_cpu_ms() - cpu0;
-    st->fwd_ms += c1 - c0;
+    st->fwd_ms += compute_ms(w, c1 - c0);
     *rec = (sp_sim_op){s, s, mb, 'F', c0 - t0, c1 - t0};
     if (s + 1 < w->P) {
         size_t n = w->m->layers[w->se->last].out_elems;
@@ -244,12 +252,13 @@ static bool backward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doub
     }
     double c0 = sp_now_ms(), cpu0 = thread_cpu_ms();
     const struct sp_batch *b = on_device(w) ? &w->dev_batch[slot] : &w->batch[slot];
+    w->be->mark(w->be->device);
     sp_stage_exec_backward(w->se, slot, b, dy, dx && on_device(w) ? w->staging : dx, NULL, NULL);
     if (!finished(w, step, mb, "backward"))
         return false;
     double c1 = sp_now_ms();
     st->cpu_ms += thread_cpu_ms() - cpu0;
-    st->bwd_ms += c1 - c0;
+    st->bwd_ms += compute_ms(w, c1 - c0);
     *rec = (sp_sim_op){s, s, mb, 'B', c0 - t0, c1 - t0};
     if (s > 0) {
         size_t n = w->m->layers[w->se->first].in_elems;

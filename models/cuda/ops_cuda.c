@@ -492,6 +492,12 @@ bool sp_cuda_device_open(struct sp_cuda_device *dev, int ordinal, CUgreenCtx gre
         sp_cuda_device_close(dev);
         return false;
     }
+    if (cudaEventCreate(&dev->mark[0]) != cudaSuccess ||
+        cudaEventCreate(&dev->mark[1]) != cudaSuccess) {
+        *why = "cudaEventCreate failed";
+        sp_cuda_device_close(dev);
+        return false;
+    }
     dev->extra_elems = extra_elems;
     if (extra_elems &&
         cudaMalloc((void **)&dev->extra, extra_elems * sizeof *dev->extra) != cudaSuccess) {
@@ -503,6 +509,9 @@ bool sp_cuda_device_open(struct sp_cuda_device *dev, int ordinal, CUgreenCtx gre
 }
 
 void sp_cuda_device_close(struct sp_cuda_device *dev) {
+    for (int k = 0; k < 2; k++)
+        if (dev->mark[k])
+            cudaEventDestroy(dev->mark[k]);
     if (dev->blas)
         cublasDestroy(dev->blas);
     if (dev->stream)

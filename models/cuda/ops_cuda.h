@@ -21,6 +21,8 @@ struct sp_cuda_device {
     cudaStream_t stream;
     cublasComputeType_t compute; /* CUBLAS_COMPUTE_32F, or _32F_FAST_16BF for bf16 */
     float *extra;                /* the attention backward's per-head score gradients */
+    cudaEvent_t mark[2];         /* the backend's mark() and the next synchronize() */
+    bool marked;
     size_t extra_elems;
     /* the first failure (sticky): ops keep going as no-ops, the caller reads it after a layer */
     cudaError_t cuda_error;

@@ -77,6 +77,8 @@ static bool gpu_copy_to(void *device, void *dst, void *dst_device, const void *s
 
 static bool gpu_synchronize(void *device, char *why, size_t cap) {
     struct sp_cuda_device *d = device;
+    if (d->marked && cudaEventRecord(d->mark[1], d->stream) != cudaSuccess)
+        d->marked = false;
     cudaError_t e = cudaStreamSynchronize(d->stream);
     if (sp_cuda_device_failed(d, why, cap))
         return false;
@@ -85,6 +87,19 @@ static bool gpu_synchronize(void *device, char *why, size_t cap) {
         return false;
     }
     return true;
+}
+
+static void gpu_mark(void *device) {
+    struct sp_cuda_device *d = device;
+    d->marked = cudaEventRecord(d->mark[0], d->stream) == cudaSuccess;
+}
+
+static double gpu_marked_ms(void *device) {
+    struct sp_cuda_device *d = device;
+    float ms = 0.0f;
+    bool ok = d->marked && cudaEventElapsedTime(&ms, d->mark[0], d->mark[1]) == cudaSuccess;
+    d->marked = false;
+    return ok ? (double)ms : -1.0;
 }
 
 static bool gpu_bind_thread(void *device) {
@@ -102,6 +117,8 @@ void sp_cuda_backend_init(struct sp_exec_backend *be, struct sp_cuda_device *dev
     be->copy_to = gpu_copy_to;
     be->synchronize = gpu_synchronize;
     be->bind_thread = gpu_bind_thread;
+    be->mark = gpu_mark;
+    be->marked_ms = gpu_marked_ms;
     be->sgd = gpu_sgd;
 }
 

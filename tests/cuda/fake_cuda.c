@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kernels.h"
 
@@ -98,6 +99,26 @@ cudaError_t cudaGetLastError(void) {
 const char *cudaGetErrorString(cudaError_t e) {
     (void)e;
     return "fake CUDA error";
+}
+/* events: the host's monotonic clock when recorded */
+cudaError_t cudaEventCreate(cudaEvent_t *e) {
+    *e = (cudaEvent_t)calloc(1, sizeof(double));
+    return *e ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+    free(e);
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+    (void)s;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    *(double *)(void *)e = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+    return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
+    *ms = (float)(*(double *)(void *)b - *(double *)(void *)a);
+    return cudaSuccess;
 }
 static int g_stream;
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
