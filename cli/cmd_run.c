@@ -284,6 +284,14 @@ int cmd_run(int argc, char **argv) {
             if (rc)
                 return rc;
         }
+    if (opts.gpu_split && opts.backend != SP_RUN_BACKEND_CUDA)
+        return sp_usage_error("run", "--gpu-split splits GPUs: give --backend cuda");
+    if (opts.backend == SP_RUN_BACKEND_CUDA && opts.transport == SP_TRANSPORT_MPI) {
+        /* said before MPI starts: a job of GPU ranks would start only to stop */
+        fprintf(stderr, "stagepart: error: --backend cuda runs with the threads transport (one "
+                        "process, a GPU per stage); GPU stages as MPI ranks are not built\n");
+        return SP_EXIT_UNAVAILABLE;
+    }
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return SP_EXIT_INTERNAL;
