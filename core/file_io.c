@@ -33,10 +33,12 @@ sp_status sp_read_file(sp_ctx *ctx, const char *path, size_t max_bytes, char **o
         return sp_fail(ctx, SP_ERR_LIMIT, "%s: file is %lld bytes, more than the limit of %zu",
                        path, (long long)st.st_size, max_bytes);
     }
+    char what[4200]; /* an allocation that fails names the file */
+    snprintf(what, sizeof what, "reading %s", path);
     char *buf = sp_malloc(cap);
     if (!buf) {
         close(fd);
-        return sp_oom(ctx, "reading a file");
+        return sp_oom(ctx, what);
     }
     size_t len = 0;
     for (;;) {
@@ -51,7 +53,7 @@ sp_status sp_read_file(sp_ctx *ctx, const char *path, size_t max_bytes, char **o
             if (!nb) {
                 sp_free(buf);
                 close(fd);
-                return sp_oom(ctx, "reading a file");
+                return sp_oom(ctx, what);
             }
             buf = nb;
             cap *= 2;

@@ -40,7 +40,7 @@ static void gemm(struct sp_cuda_device *d, bool ta, bool tb, size_t M, size_t N,
     if (!ok(d))
         return;
     blas_check(d,
-               cublasGemmStridedBatchedEx(
+               d->cb->GemmStridedBatchedEx(
                    d->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
                    (int)M, (int)K, &alpha, B, CUDA_R_32F, (int)ldb, sB, A, CUDA_R_32F, (int)lda, sA,
                    &beta, C, CUDA_R_32F, (int)ldc, sC, batch, d->compute, CUBLAS_GEMM_DEFAULT),
@@ -70,7 +70,7 @@ static void mm_dw(struct sp_cuda_device *d, size_t rows, size_t in, size_t out, 
 
 static void axpy(struct sp_cuda_device *d, size_t n, float alpha, const float *x, float *y) {
     if (ok(d))
-        blas_check(d, cublasSaxpy_64(d->blas, (int64_t)n, &alpha, x, 1, y, 1), "cublasSaxpy");
+        blas_check(d, d->cb->Saxpy64(d->blas, (int64_t)n, &alpha, x, 1, y, 1), "cublasSaxpy");
 }
 
 static void copy(struct sp_cuda_device *d, float *dst, const float *src, size_t n) {
@@ -466,6 +466,8 @@ bool sp_cuda_device_open(struct sp_cuda_device *dev, int ordinal, CUgreenCtx gre
                          const char *dtype, size_t extra_elems, const char **why) {
     memset(dev, 0, sizeof *dev);
     dev->ordinal = ordinal;
+    if (!(dev->cb = sp_cublas(why)))
+        return false;
     if (cudaSetDevice(ordinal) != cudaSuccess) {
         *why = "cudaSetDevice failed";
         return false;
@@ -486,8 +488,8 @@ bool sp_cuda_device_open(struct sp_cuda_device *dev, int ordinal, CUgreenCtx gre
         *why = "cudaStreamCreate failed";
         return false;
     }
-    if (cublasCreate(&dev->blas) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetStream(dev->blas, dev->stream) != CUBLAS_STATUS_SUCCESS) {
+    if (dev->cb->Create(&dev->blas) != CUBLAS_STATUS_SUCCESS ||
+        dev->cb->SetStream(dev->blas, dev->stream) != CUBLAS_STATUS_SUCCESS) {
         *why = "cublasCreate failed";
         sp_cuda_device_close(dev);
         return false;
@@ -513,7 +515,7 @@ void sp_cuda_device_close(struct sp_cuda_device *dev) {
         if (dev->mark[k])
             cudaEventDestroy(dev->mark[k]);
     if (dev->blas)
-        cublasDestroy(dev->blas);
+        dev->cb->Destroy(dev->blas);
     if (dev->stream)
         cudaStreamDestroy(dev->stream);
     cudaFree(dev->extra);
@@ -527,6 +529,6 @@ bool sp_cuda_device_failed(struct sp_cuda_device *dev, char *msg, size_t cap) {
     if (dev->cuda_error != cudaSuccess)
         snprintf(msg, cap, "%s: %s", dev->failed_call, cudaGetErrorString(dev->cuda_error));
     else
-        snprintf(msg, cap, "%s: %s", dev->failed_call, cublasGetStatusString(dev->blas_error));
+        snprintf(msg, cap, "%s: %s", dev->failed_call, dev->cb->GetStatusString(dev->blas_error));
     return true;
 }

@@ -11,10 +11,12 @@
 #include <cuda_runtime.h>
 #include <stdbool.h>
 
+#include "cublas_lib.h"
 #include "model_impl.h"
 
 struct sp_cuda_device {
-    int ordinal;     /* the CUDA device */
+    int ordinal;                /* the CUDA device */
+    const struct sp_cublas *cb; /* cuBLAS's calls (cublas_lib.h) */
     CUcontext green; /* the stage's SM partition (a green context's CUcontext), or NULL: the
                       * whole GPU through its primary context */
     cublasHandle_t blas;

@@ -47,7 +47,7 @@ static void gpu_sgd(void *device, float *params, float *dparams, size_t n, float
     float alpha = -lr;
     if (d->cuda_error != cudaSuccess || d->blas_error != CUBLAS_STATUS_SUCCESS)
         return;
-    cublasStatus_t st = cublasSaxpy_64(d->blas, (int64_t)n, &alpha, dparams, 1, params, 1);
+    cublasStatus_t st = d->cb->Saxpy64(d->blas, (int64_t)n, &alpha, dparams, 1, params, 1);
     if (st != CUBLAS_STATUS_SUCCESS) {
         d->blas_error = st;
         d->failed_call = "cublasSaxpy (SGD)";
