@@ -151,12 +151,12 @@ sp_status sp_batch_make(sp_ctx *ctx, const struct sp_model *m, uint64_t seed, st
     memset(b, 0, sizeof *b);
     uint32_t B = m->bound_batch;
     uint64_t rng = seed * 0x9e3779b97f4a7c15ull + 1;
-    const struct sp_model_layer *last = &m->layers[m->n_layers - 1];
-    const struct sp_op *head = &last->ops[last->n_ops - 1];
-    size_t per_row = (size_t)head->in.c * head->in.h; /* the head's rows per sample */
-    b->labels = sp_mallocarray((size_t)B * per_row, sizeof *b->labels);
+    size_t n_labels, n_tokens, n_images;
+    sp_batch_counts(m, &n_labels, &n_tokens, &n_images);
+    size_t per_row = n_labels / B; /* the head's rows per sample */
+    b->labels = sp_mallocarray(n_labels, sizeof *b->labels);
     if (m->tokens) {
-        size_t S = m->bound_seq, n = (size_t)B * S;
+        size_t S = m->bound_seq, n = n_tokens;
         b->tokens = sp_mallocarray(n, sizeof *b->tokens);
         int32_t *next = sp_mallocarray(n, sizeof *next);
         if (!b->tokens || !b->labels || !next) {
@@ -180,7 +180,7 @@ sp_status sp_batch_make(sp_ctx *ctx, const struct sp_model *m, uint64_t seed, st
         return SP_OK;
     }
     size_t per = (size_t)m->input.c * m->input.h * m->input.w;
-    b->images = sp_mallocarray((size_t)B * per, sizeof *b->images);
+    b->images = sp_mallocarray(n_images, sizeof *b->images);
     if (!b->images || !b->labels) {
         sp_batch_release(b);
         return sp_oom(ctx, "a micro-batch of images");
@@ -200,6 +200,49 @@ sp_status sp_batch_make(sp_ctx *ctx, const struct sp_model *m, uint64_t seed, st
             b->labels[s * per_row + q] = (int32_t)(label % m->classes);
     }
     return SP_OK;
+}
+
+void sp_batch_counts(const struct sp_model *m, size_t *labels, size_t *tokens, size_t *images) {
+    const struct sp_model_layer *last = &m->layers[m->n_layers - 1];
+    const struct sp_op *head = &last->ops[last->n_ops - 1];
+    size_t B = m->bound_batch;
+    *labels = B * head->in.c * head->in.h;
+    *tokens = m->tokens ? B * m->bound_seq : 0;
+    *images = m->tokens ? 0 : B * (size_t)m->input.c * m->input.h * m->input.w;
+}
+
+bool sp_batch_alloc_on(const struct sp_exec_backend *be, const struct sp_model *m,
+                       struct sp_batch *b) {
+    size_t labels, tokens, images;
+    sp_batch_counts(m, &labels, &tokens, &images);
+    memset(b, 0, sizeof *b);
+    bool ok = (b->labels = be->alloc_zeroed(be->device, labels * sizeof *b->labels)) &&
+              (!tokens || (b->tokens = be->alloc_zeroed(be->device, tokens * sizeof *b->tokens))) &&
+              (!images || (b->images = be->alloc_zeroed(be->device, images * sizeof *b->images)));
+    if (!ok)
+        sp_batch_release_on(be, b);
+    return ok;
+}
+
+bool sp_batch_upload(const struct sp_exec_backend *be, const struct sp_model *m,
+                     const struct sp_batch *host, struct sp_batch *dst) {
+    size_t labels, tokens, images;
+    sp_batch_counts(m, &labels, &tokens, &images);
+    return be->upload(be->device, dst->labels, host->labels, labels * sizeof *host->labels) &&
+           (!tokens ||
+            be->upload(be->device, dst->tokens, host->tokens, tokens * sizeof *host->tokens)) &&
+           (!images ||
+            be->upload(be->device, dst->images, host->images, images * sizeof *host->images));
+}
+
+void sp_batch_release_on(const struct sp_exec_backend *be, struct sp_batch *b) {
+    if (b->labels)
+        be->release(be->device, b->labels);
+    if (b->tokens)
+        be->release(be->device, b->tokens);
+    if (b->images)
+        be->release(be->device, b->images);
+    memset(b, 0, sizeof *b);
 }
 
 void sp_batch_release(struct sp_batch *b) {

@@ -104,6 +104,9 @@ struct sp_batch {
 };
 sp_status sp_batch_make(sp_ctx *ctx, const struct sp_model *m, uint64_t seed, struct sp_batch *b);
 void sp_batch_release(struct sp_batch *b);
+/* the lengths of a micro-batch's arrays: labels (one per row of the LM head's input), tokens
+ * (token models, else 0), images (floats; image models, else 0) */
+void sp_batch_counts(const struct sp_model *m, size_t *labels, size_t *tokens, size_t *images);
 
 /* sp_layer_init_params: deterministic initial weights of layer i (from seed and i, so that any
  * stage can make its own layers' weights). params[param_elems]. */
@@ -235,6 +238,15 @@ void sp_stage_exec_backward(struct sp_stage_exec *se, uint32_t slot, const struc
                             const float *dy, float *dx, double *bwd_ms, double *wgrad_ms);
 /* plain SGD: params -= lr * dparams, then the gradients are zeroed */
 void sp_stage_exec_sgd(struct sp_stage_exec *se, float lr);
+
+/* A micro-batch's arrays in a stage's memory (a GPU's, for the executor there): made zeroed
+ * (false when out of memory, nothing left allocated), filled from a host batch (false on a
+ * device error), released. */
+bool sp_batch_alloc_on(const struct sp_exec_backend *be, const struct sp_model *m,
+                       struct sp_batch *b);
+bool sp_batch_upload(const struct sp_exec_backend *be, const struct sp_model *m,
+                     const struct sp_batch *host, struct sp_batch *dst);
+void sp_batch_release_on(const struct sp_exec_backend *be, struct sp_batch *b);
 
 /* Deterministic pseudo-random numbers (splitmix64) for weights and data. */
 uint64_t sp_rand_next(uint64_t *state);

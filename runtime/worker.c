@@ -115,19 +115,8 @@ static bool deliver(struct sp_stage_worker *w, float *dst, void *dst_device, siz
 static const struct sp_batch *stage_batch(struct sp_stage_worker *w, uint32_t slot) {
     if (!on_device(w))
         return &w->batch[slot];
-    const struct sp_batch *h = &w->batch[slot];
     struct sp_batch *d = &w->dev_batch[slot];
-    const struct sp_model *m = w->m;
-    const struct sp_model_layer *last = &m->layers[m->n_layers - 1];
-    const struct sp_op *head = &last->ops[last->n_ops - 1];
-    size_t B = m->bound_batch, labels = B * head->in.c * head->in.h;
-    bool ok = w->be->upload(w->be->device, d->labels, h->labels, labels * sizeof *h->labels);
-    if (ok && h->tokens)
-        ok = w->be->upload(w->be->device, d->tokens, h->tokens,
-                           B * m->bound_seq * sizeof *h->tokens);
-    if (ok && h->images)
-        ok = w->be->upload(w->be->device, d->images, h->images,
-                           B * (size_t)m->input.c * m->input.h * m->input.w * sizeof *h->images);
+    bool ok = sp_batch_upload(w->be, w->m, &w->batch[slot], d);
     return ok ? d : NULL;
 }
 
@@ -351,22 +340,13 @@ sp_status sp_stage_worker_setup(sp_ctx *ctx, struct sp_stage_worker *w, const sp
     if (ok && on_device(w)) { /* the staging buffer and each slot's data on the device */
         size_t staging = out_elems > in_elems ? out_elems : in_elems;
         staging = staging > m->bound_batch ? staging : m->bound_batch;
-        const struct sp_op *head =
-            &m->layers[m->n_layers - 1].ops[m->layers[m->n_layers - 1].n_ops - 1];
-        size_t B = m->bound_batch, labels = B * head->in.c * head->in.h;
-        size_t tokens = m->tokens ? B * m->bound_seq : 0;
-        size_t images = m->tokens ? 0 : B * (size_t)m->input.c * m->input.h * m->input.w;
+        size_t labels, tokens, images;
+        sp_batch_counts(m, &labels, &tokens, &images);
         w->staging = w->be->alloc_zeroed(w->be->device, staging * sizeof(float));
         w->dev_batch = sp_calloc(w->slots, sizeof *w->dev_batch);
         ok = w->staging && w->dev_batch;
-        for (uint32_t k = 0; ok && k < w->slots; k++) {
-            struct sp_batch *d = &w->dev_batch[k];
-            ok = (d->labels = w->be->alloc_zeroed(w->be->device, labels * sizeof(int32_t))) &&
-                 (!tokens ||
-                  (d->tokens = w->be->alloc_zeroed(w->be->device, tokens * sizeof(int32_t)))) &&
-                 (!images ||
-                  (d->images = w->be->alloc_zeroed(w->be->device, images * sizeof(float))));
-        }
+        for (uint32_t k = 0; ok && k < w->slots; k++)
+            ok = sp_batch_alloc_on(w->be, m, &w->dev_batch[k]);
         w->extra_bytes +=
             staging * sizeof(float) + w->slots * (labels * 4 + tokens * 4 + images * sizeof(float));
     }
@@ -387,11 +367,8 @@ void sp_stage_worker_release(struct sp_stage_worker *w) {
     sp_stage_exec_destroy(w->se);
     for (uint32_t k = 0; w->batch && k < w->slots; k++)
         sp_batch_release(&w->batch[k]);
-    for (uint32_t k = 0; w->dev_batch && k < w->slots; k++) {
-        release_stage_memory(w, w->dev_batch[k].labels);
-        release_stage_memory(w, w->dev_batch[k].tokens);
-        release_stage_memory(w, w->dev_batch[k].images);
-    }
+    for (uint32_t k = 0; w->dev_batch && k < w->slots; k++)
+        sp_batch_release_on(w->be, &w->dev_batch[k]);
     sp_free(w->dev_batch);
     release_stage_memory(w, w->staging);
     sp_free(w->batch);

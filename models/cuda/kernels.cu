@@ -175,10 +175,8 @@ extern "C" void spk_norm_backward_params(cudaStream_t s, size_t rows, size_t n, 
 
 // ---- softmax over rows of S (attention); one block per row
 
-__global__ static void k_softmax_rows(size_t S, int causal, float *p) {
-    __shared__ float sh[THREADS];
-    size_t r = blockIdx.x, i = r % S, n = causal ? i + 1 : S;
-    float *row = p + r * S;
+// row[0..n) becomes its softmax (the maximum subtracted first), row[n..len) zero; the whole block
+__device__ static void block_softmax(float *row, size_t n, size_t len, float *sh) {
     float mx = -INFINITY;
     for (size_t j = threadIdx.x; j < n; j += blockDim.x)
         mx = fmaxf(mx, row[j]);
@@ -187,8 +185,14 @@ __global__ static void k_softmax_rows(size_t S, int causal, float *p) {
     for (size_t j = threadIdx.x; j < n; j += blockDim.x)
         acc += (row[j] = expf(row[j] - mx));
     float inv = 1.0f / block_sum(acc, sh);
-    for (size_t j = threadIdx.x; j < S; j += blockDim.x)
+    for (size_t j = threadIdx.x; j < len; j += blockDim.x)
         row[j] = j < n ? row[j] * inv : 0.0f;
+}
+
+__global__ static void k_softmax_rows(size_t S, int causal, float *p) {
+    __shared__ float sh[THREADS];
+    size_t r = blockIdx.x, i = r % S;
+    block_softmax(p + r * S, causal ? i + 1 : S, S, sh);
 }
 extern "C" void spk_softmax_rows(cudaStream_t s, size_t rows, size_t S, int causal, float *p) {
     k_softmax_rows<<<(unsigned)rows, THREADS, 0, s>>>(S, causal, p);
@@ -293,16 +297,7 @@ __global__ static void k_softmax_xent_forward(size_t V, const int32_t *labels, f
     __shared__ float sh[THREADS];
     size_t r = blockIdx.x;
     float *row = p + r * V;
-    float mx = -INFINITY;
-    for (size_t j = threadIdx.x; j < V; j += blockDim.x)
-        mx = fmaxf(mx, row[j]);
-    mx = block_max(mx, sh);
-    float acc = 0.0f;
-    for (size_t j = threadIdx.x; j < V; j += blockDim.x)
-        acc += (row[j] = expf(row[j] - mx));
-    float inv = 1.0f / block_sum(acc, sh);
-    for (size_t j = threadIdx.x; j < V; j += blockDim.x)
-        row[j] *= inv;
+    block_softmax(row, V, V, sh);
     __syncthreads();
     if (threadIdx.x == 0) {
         float pl = row[labels[r]];

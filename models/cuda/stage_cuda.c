@@ -28,18 +28,20 @@ static void gpu_release(void *device, void *p) {
     cudaFree(p);
 }
 
-static bool gpu_upload(void *device, void *dst, const void *src, size_t bytes) {
-    struct sp_cuda_device *d = device;
-    /* synchronous: the host buffer may be freed as soon as this returns */
-    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->stream) == cudaSuccess &&
+/* a copy on the stage's stream, waited for: an upload's host buffer may be freed as soon as it
+ * returns, and a download holds what the work queued before it computed */
+static bool copy_waited(struct sp_cuda_device *d, void *dst, const void *src, size_t bytes,
+                        enum cudaMemcpyKind kind) {
+    return cudaMemcpyAsync(dst, src, bytes, kind, d->stream) == cudaSuccess &&
            cudaStreamSynchronize(d->stream) == cudaSuccess;
 }
 
-/* waits for the stream: the result is what the work queued so far computed */
+static bool gpu_upload(void *device, void *dst, const void *src, size_t bytes) {
+    return copy_waited(device, dst, src, bytes, cudaMemcpyHostToDevice);
+}
+
 static bool gpu_download(void *device, void *dst, const void *src, size_t bytes) {
-    struct sp_cuda_device *d = device;
-    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, d->stream) == cudaSuccess &&
-           cudaStreamSynchronize(d->stream) == cudaSuccess;
+    return copy_waited(device, dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 
 static void gpu_sgd(void *device, float *params, float *dparams, size_t n, float lr) {
@@ -61,9 +63,7 @@ static void gpu_sgd(void *device, float *params, float *dparams, size_t n, float
 }
 
 static bool gpu_copy(void *device, void *dst, const void *src, size_t bytes) {
-    struct sp_cuda_device *d = device;
-    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, d->stream) == cudaSuccess &&
-           cudaStreamSynchronize(d->stream) == cudaSuccess;
+    return copy_waited(device, dst, src, bytes, cudaMemcpyDeviceToDevice);
 }
 
 /* a peer copy (a copy within the device when both are one): over NVLink or PCIe, staged through
@@ -130,39 +130,4 @@ size_t sp_cuda_extra_elems(const struct sp_model *m, size_t first, size_t last) 
             extra = e > extra ? e : extra;
         }
     return extra;
-}
-
-static bool upload_array(struct sp_cuda_device *d, void **dst, const void *src, size_t bytes) {
-    *dst = NULL;
-    if (!src)
-        return true;
-    if (cudaMalloc(dst, bytes ? bytes : 1) != cudaSuccess) {
-        cudaGetLastError();
-        *dst = NULL;
-        return false;
-    }
-    return gpu_upload(d, *dst, src, bytes);
-}
-
-bool sp_cuda_batch_upload(struct sp_cuda_device *d, const struct sp_model *m,
-                          const struct sp_batch *host, struct sp_batch *dev) {
-    memset(dev, 0, sizeof *dev);
-    const struct sp_model_layer *last = &m->layers[m->n_layers - 1];
-    const struct sp_op *head = &last->ops[last->n_ops - 1];
-    size_t B = m->bound_batch, labels = B * head->in.c * head->in.h;
-    size_t tokens = m->tokens ? B * m->bound_seq : 0;
-    size_t images = m->tokens ? 0 : B * m->input.c * m->input.h * m->input.w;
-    bool ok = upload_array(d, (void **)&dev->labels, host->labels, labels * sizeof(int32_t)) &&
-              upload_array(d, (void **)&dev->tokens, host->tokens, tokens * sizeof(int32_t)) &&
-              upload_array(d, (void **)&dev->images, host->images, images * sizeof(float));
-    if (!ok)
-        sp_cuda_batch_release(dev);
-    return ok;
-}
-
-void sp_cuda_batch_release(struct sp_batch *dev) {
-    cudaFree(dev->labels);
-    cudaFree(dev->tokens);
-    cudaFree(dev->images);
-    memset(dev, 0, sizeof *dev);
 }

@@ -6,7 +6,8 @@
  * column-major mapping of every cuBLAS call (transposes, leading dimensions, batch strides over
  * attention heads), where each op reads and writes, the scratch sizes, the stage backend and the
  * step loop. The kernels themselves (models/cuda/kernels.cu) run only on a GPU: the fakes below
- * restate what kernels.h says each does, in the plainest loops.
+ * restate what kernels.h says each does, in the plainest loops (the row softmax is the CPU
+ * ops' own, sp_softmax_row).
  *
  * cuBLAS's reference semantics: column-major, C(m x n) = alpha op(A) op(B) + beta C, element (i, j)
  * of a matrix with leading dimension ld at [i + j ld]. */
@@ -20,6 +21,7 @@
 #include <time.h>
 
 #include "kernels.h"
+#include "op_common.h"
 
 /* ---- the runtime */
 
@@ -359,21 +361,11 @@ void spk_norm_backward_params(cudaStream_t s, size_t rows, size_t n, const float
         }
 }
 
-static void softmax(float *row, size_t n) {
-    float mx = row[0];
-    for (size_t j = 1; j < n; j++)
-        mx = row[j] > mx ? row[j] : mx;
-    double sum = 0.0;
-    for (size_t j = 0; j < n; j++)
-        sum += (double)(row[j] = expf(row[j] - mx));
-    for (size_t j = 0; j < n; j++)
-        row[j] = (float)((double)row[j] / sum);
-}
 void spk_softmax_rows(cudaStream_t s, size_t rows, size_t S, int causal, float *p) {
     (void)s;
     for (size_t r = 0; r < rows; r++) {
         size_t n = causal ? r % S + 1 : S;
-        softmax(p + r * S, n);
+        sp_softmax_row(p + r * S, n);
         for (size_t j = n; j < S; j++)
             p[r * S + j] = 0.0f;
     }
@@ -441,7 +433,7 @@ void spk_softmax_xent_forward(cudaStream_t s, size_t rows, size_t V, const int32
                               float *p, float *row_loss) {
     (void)s;
     for (size_t r = 0; r < rows; r++) {
-        softmax(p + r * V, V);
+        sp_softmax_row(p + r * V, V);
         float pl = p[r * V + (size_t)labels[r]];
         row_loss[r] = -logf(pl > 1e-30f ? pl : 1e-30f);
     }

@@ -168,10 +168,6 @@ static double rel_error(const float *a, const float *b, size_t n) {
     return diff / scale;
 }
 
-static bool download(const float *dev, float *host, size_t n) {
-    return cudaMemcpy(host, dev, n * sizeof *host, cudaMemcpyDeviceToHost) == cudaSuccess;
-}
-
 /* One forward and backward on both; each layer's output and gradients compared. */
 static int compare_cpu(sp_ctx *ctx, const struct sp_model *m, struct sp_stage_exec *gpu,
                        struct sp_cuda_device *dev, const struct sp_batch *host_batch,
@@ -196,14 +192,14 @@ static int compare_cpu(sp_ctx *ctx, const struct sp_model *m, struct sp_stage_ex
         fprintf(stderr, "stagepart-model-cuda: out of memory for the comparison\n");
         code = 2;
     }
-    char why[256];
+    char why[256] = "copying the loss back";
     if (code == 0) {
         sp_stage_exec_forward(cpu, 0, host_batch, loss_cpu, NULL);
         sp_stage_exec_backward(cpu, 0, host_batch, NULL, NULL, NULL, NULL);
         sp_stage_exec_forward(gpu, 0, dev_batch, loss_dev, NULL);
         sp_stage_exec_backward(gpu, 0, dev_batch, NULL, NULL, NULL, NULL);
-        if (sp_cuda_device_failed(dev, why, sizeof why) ||
-            cudaStreamSynchronize(dev->stream) != cudaSuccess || !download(loss_dev, loss_gpu, B)) {
+        if (!gpu->be->synchronize(dev, why, sizeof why) ||
+            !gpu->be->download(dev, loss_gpu, loss_dev, B * sizeof *loss_gpu)) {
             fprintf(stderr, "stagepart-model-cuda: the GPU step failed: %s\n", why);
             code = 1;
         }
@@ -219,12 +215,12 @@ static int compare_cpu(sp_ctx *ctx, const struct sp_model *m, struct sp_stage_ex
     for (size_t k = 0; code == 0 && k < n; k++) {
         const struct sp_model_layer *L = &m->layers[k];
         /* the saved area: the layer's input and every inner tensor of the forward */
-        if (!download(gpu->saved[k], host, L->saved_elems)) {
+        if (!gpu->be->download(dev, host, gpu->saved[k], L->saved_elems * sizeof *host)) {
             code = 1;
             break;
         }
         double es = rel_error(host, cpu->saved[k], L->saved_elems);
-        if (!download(gpu->dparams[k], host, L->param_elems)) {
+        if (!gpu->be->download(dev, host, gpu->dparams[k], L->param_elems * sizeof *host)) {
             code = 1;
             break;
         }
@@ -324,7 +320,8 @@ int main(int argc, char **argv) {
     if (sp_batch_make(ctx, m, a.seed, &host_batch) != SP_OK) {
         fprintf(stderr, "stagepart-model-cuda: %s\n", sp_ctx_errmsg(ctx));
         code = 2;
-    } else if (!a.cpu && !sp_cuda_batch_upload(&dev, m, &host_batch, &dev_batch)) {
+    } else if (!a.cpu && (!sp_batch_alloc_on(&be, m, &dev_batch) ||
+                          !sp_batch_upload(&be, m, &host_batch, &dev_batch))) {
         fprintf(stderr, "stagepart-model-cuda: out of device memory for a micro-batch\n");
         code = 4;
     } else if (sp_stage_exec_create_on(ctx, &be, m, 0, m->n_layers - 1, 1, a.seed, &se) != SP_OK) {
@@ -337,7 +334,7 @@ int main(int argc, char **argv) {
     }
     sp_stage_exec_destroy(se);
     if (!a.cpu) {
-        sp_cuda_batch_release(&dev_batch);
+        sp_batch_release_on(&be, &dev_batch);
         sp_cuda_device_close(&dev);
     }
     sp_batch_release(&host_batch);
