@@ -203,8 +203,10 @@ double sp_links_transfer_ms(const sp_links *l, size_t from, size_t to, uint64_t 
     return l->latency_us[k] / 1e3 + (double)bytes / (l->bw_GBps[k] * 1e6);
 }
 
+/* An N x N matrix of numbers: the diagonal (a device to itself, ignored) finite and >= 0, the
+ * others in [off_min, off_max]. */
 static void read_matrix(struct sp_json_reader *r, const cJSON *root, const char *key, size_t n,
-                        bool positive, double *out) {
+                        double off_min, double off_max, double *out) {
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, key);
     char got[64];
     if (!cJSON_IsArray(m) || (size_t)cJSON_GetArraySize(m) != n) {
@@ -224,14 +226,13 @@ static void read_matrix(struct sp_json_reader *r, const cJSON *root, const char 
         for (const cJSON *v = row->child; v; v = v->next, j++) {
             char at[80];
             snprintf(at, sizeof at, "%s[%zu][%zu]", key, i, j);
-            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
-                (positive && i != j && v->valuedouble <= 0)) {
-                sp_json_problem(r, at, "", "expected a finite number %s, got %s",
-                                positive && i != j ? "> 0" : ">= 0",
+            if (!cJSON_IsNumber(v)) {
+                sp_json_problem(r, at, "", "expected a number, got %s",
                                 sp_json_describe(v, got, sizeof got));
                 continue;
             }
-            out[i * n + j] = v->valuedouble;
+            sp_json_number(r, v, at, "", true, i == j ? 0 : off_min,
+                           i == j ? (double)INFINITY : off_max, &out[i * n + j]);
         }
     }
 }
@@ -298,8 +299,9 @@ static sp_status links_from_doc(sp_ctx *ctx, const char *path, cJSON *root, sp_l
             return sp_oom(ctx, "reading links");
         }
     }
-    read_matrix(&r, root, "bandwidth_GBps", n, true, l->bw_GBps);
-    read_matrix(&r, root, "latency_us", n, false, l->latency_us);
+    read_matrix(&r, root, "bandwidth_GBps", n, SP_LINKS_MIN_BANDWIDTH_GBPS, (double)INFINITY,
+                l->bw_GBps);
+    read_matrix(&r, root, "latency_us", n, 0, SP_LINKS_MAX_LATENCY_US, l->latency_us);
     cJSON_Delete(root);
     if (ctx->problems) {
         sp_problems_finish(ctx);

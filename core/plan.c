@@ -369,7 +369,16 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
     for (uint32_t k = 0; k < K; k++) {
         sp_stage *st = &plan->stages[k];
         sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes;
-        st->memory_bytes = mem > UINT64_MAX ? UINT64_MAX : (uint64_t)mem;
+        if (mem > (sp_u128)SP_MAX_EXACT_INTEGER) { /* a plan could not record it exactly */
+            sp_free(device_ticks);
+            sp_plan_destroy(plan);
+            return sp_fail(ctx, SP_ERR_LIMIT,
+                           "stage %u's memory (%.4g bytes resident + %u micro-batches in flight "
+                           "x %.4g bytes saved) is beyond 2^53 bytes, where a plan's byte counts "
+                           "stop being exact",
+                           k, (double)st->resident_bytes, st->inflight, (double)st->saved_bytes);
+        }
+        st->memory_bytes = (uint64_t)mem;
     }
     /* the bottleneck is a device's load: the sum of its chunks (one stage when V = 1) */
     int64_t max_ticks = 0;

@@ -12,6 +12,11 @@
 #include "plan_impl.h"
 
 #define SP_PLAN_MAX_FILE_BYTES ((size_t)1 << 30)
+/* The most a plan the library writes can hold, with room for rounding to a nanosecond: a
+ * stage's time, work and blocking transfers, stays below 2^62 ns (sp_partition refuses inputs
+ * that could pass it); one transfer to the next stage (send_ms) is bounded by the links file. */
+#define SP_PLAN_MAX_STAGE_MS (SP_PROFILE_MAX_TOTAL_MS * 1.001)
+#define SP_PLAN_MAX_SEND_MS  (SP_MAX_TRANSFER_MS * 1.001)
 
 static bool read_enum(struct sp_json_reader *r, const cJSON *root, const char *key,
                       sp_status (*from_name)(const char *, int *), int *out) {
@@ -75,20 +80,17 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
     sp_json_get_string(r, obj, where, "first_name", false, SP_NAME_MAX_BYTES, first);
     sp_json_get_string(r, obj, where, "last_name", false, SP_NAME_MAX_BYTES, last);
     sp_json_get_string(r, obj, where, "device_name", false, SP_NAME_MAX_BYTES, device_name);
-    sp_json_get_number(r, obj, where, "fwd_ms", true, 0, SP_PROFILE_MAX_LAYER_MS * 1e3,
-                       &st->fwd_ms);
-    sp_json_get_number(r, obj, where, "bwd_ms", true, 0, SP_PROFILE_MAX_LAYER_MS * 1e3,
-                       &st->bwd_ms);
+    sp_json_get_number(r, obj, where, "fwd_ms", true, 0, SP_PLAN_MAX_STAGE_MS, &st->fwd_ms);
+    sp_json_get_number(r, obj, where, "bwd_ms", true, 0, SP_PLAN_MAX_STAGE_MS, &st->bwd_ms);
     st->time_ms = st->fwd_ms + st->bwd_ms;
-    sp_json_get_number(r, obj, where, "time_ms", false, 0, SP_PROFILE_MAX_LAYER_MS * 1e4,
-                       &st->time_ms);
-    if (sp_json_get_number(r, obj, where, "wgrad_ms", false, 0, SP_PROFILE_MAX_LAYER_MS * 1e3,
+    sp_json_get_number(r, obj, where, "time_ms", false, 0, SP_PLAN_MAX_STAGE_MS, &st->time_ms);
+    if (sp_json_get_number(r, obj, where, "wgrad_ms", false, 0, SP_PLAN_MAX_STAGE_MS,
                            &st->wgrad_ms) &&
         st->wgrad_ms > st->bwd_ms)
         sp_json_problem(r, where, "wgrad_ms", "expected at most bwd_ms (%g), got %g", st->bwd_ms,
                         st->wgrad_ms);
-    sp_json_get_number(r, obj, where, "send_ms", false, 0, SP_PROFILE_MAX_LAYER_MS, &st->send_ms);
-    sp_json_get_number(r, obj, where, "comm_ms", false, 0, SP_PROFILE_MAX_LAYER_MS, &st->comm_ms);
+    sp_json_get_number(r, obj, where, "send_ms", false, 0, SP_PLAN_MAX_SEND_MS, &st->send_ms);
+    sp_json_get_number(r, obj, where, "comm_ms", false, 0, SP_PLAN_MAX_STAGE_MS, &st->comm_ms);
     sp_json_get_uint(r, obj, where, "param_bytes", false, 0, &st->param_bytes);
     sp_json_get_uint(r, obj, where, "resident_bytes", false, 0, &st->resident_bytes);
     sp_json_get_uint(r, obj, where, "saved_bytes", false, 0, &st->saved_bytes);

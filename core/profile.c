@@ -12,8 +12,7 @@
 #include "devices_impl.h"
 #include "json_util.h"
 
-#define SP_PROFILE_MAX_FILE_BYTES ((size_t)4 << 30)     /* 4 GiB: larger files are refused */
-#define SP_TOTAL_LIMIT            4611686018427387904.0 /* 2^62 */
+#define SP_PROFILE_MAX_FILE_BYTES ((size_t)4 << 30) /* 4 GiB: larger files are refused */
 
 struct sp_profile {
     char *model, *source, *device;
@@ -157,28 +156,34 @@ static sp_status intern_strings(sp_ctx *ctx, sp_profile *p) {
     return SP_OK;
 }
 
+/* The sums the partitioner forms must stay exact (see SP_PROFILE_MAX_TOTAL_BYTES/_MS). */
 static void check_totals(struct sp_json_reader *r, const sp_profile *p) {
-    double time_ns = 0, mem = 0, saved = 0, param = 0, act = 0;
+    double time_ms = 0, mem = 0, saved = 0, param = 0, act = 0;
     for (size_t i = 0; i < p->n_layers; i++) {
         const sp_layer *L = &p->layers[i];
-        time_ns += (L->fwd_ms + L->bwd_ms) * SP_TICKS_PER_MS;
+        time_ms += L->fwd_ms + L->bwd_ms + (L->recompute_ms > 0 ? L->recompute_ms : 0);
         mem += (double)L->memory_bytes;
         saved += (double)L->saved_bytes;
         param += (double)L->param_bytes;
         act += (double)L->activation_bytes;
     }
+    if (time_ms > SP_PROFILE_MAX_TOTAL_MS)
+        sp_json_problem(r, "layers", "",
+                        "the sum of fwd_ms + bwd_ms + recompute_ms over all layers (%.4g ms) is "
+                        "above the limit of %.4g ms (2^62 ns)",
+                        time_ms, SP_PROFILE_MAX_TOTAL_MS);
     const struct {
         const char *what;
         double value;
-    } totals[] = {{"fwd_ms + bwd_ms in nanoseconds", time_ns},
-                  {"memory_bytes", mem},
+    } totals[] = {{"memory_bytes", mem},
                   {"saved_bytes", saved},
                   {"param_bytes", param},
                   {"activation_bytes", act}};
     for (size_t k = 0; k < sizeof totals / sizeof totals[0]; k++)
-        if (totals[k].value >= SP_TOTAL_LIMIT)
+        if (totals[k].value > SP_PROFILE_MAX_TOTAL_BYTES)
             sp_json_problem(r, "layers", "",
-                            "the sum of %s over all layers (%.4g) exceeds the limit of 2^62",
+                            "the sum of %s over all layers (%.4g) is beyond 2^53, where a "
+                            "stage's bytes stop being exact JSON integers",
                             totals[k].what, totals[k].value);
 }
 

@@ -1,5 +1,6 @@
 /* partitioner/partition.c: sp_partition, the entry point: validates options, runs the chosen
  * solver, explains infeasibility, and builds the plan with its figures. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -90,12 +91,56 @@ static void stage_devices_release(struct stage_devices *d) {
     sp_free(d->memory);
 }
 
+/* The partitioner counts a stage's time in integer nanoseconds (64 bits). Refuse inputs whose
+ * largest possible total could pass 2^62 ns: every layer's work on the slowest device, and with
+ * blocking transfers four transfers (in and out, forward and backward) of every layer's output
+ * over the slowest link. The profile reader bounds the work alone; speeds and links scale it. */
+static sp_status check_tick_range(sp_ctx *ctx, const sp_profile *profile,
+                                  const sp_partition_opts *o, const sp_devices *list) {
+    double slowest = 1;
+    for (size_t i = 0; list && i < sp_devices_count(list); i++)
+        slowest = fmin(slowest, sp_devices_get(list, i)->speed);
+    double latency_ms = 0, ms_per_GB = 0; /* the slowest link's (an upper bound) */
+    bool blocking = o->links && o->comm == SP_COMM_BLOCKING;
+    size_t n_links = blocking ? sp_links_count(o->links) : 0;
+    for (size_t i = 0; i < n_links; i++)
+        for (size_t j = 0; j < n_links; j++) {
+            double alpha = sp_links_transfer_ms(o->links, i, j, 0);
+            latency_ms = fmax(latency_ms, alpha);
+            ms_per_GB = fmax(ms_per_GB, sp_links_transfer_ms(o->links, i, j, 1000000000) - alpha);
+        }
+    size_t n = sp_profile_layer_count(profile);
+    double work_ms = 0, activation_bytes = 0;
+    for (size_t l = 0; l < n; l++) {
+        const sp_layer *L = sp_profile_layer(profile, l);
+        work_ms += L->fwd_ms + L->bwd_ms + (L->recompute_ms > 0 ? L->recompute_ms : 0);
+        activation_bytes += (double)L->activation_bytes;
+    }
+    double boundaries = fmin((double)n, (double)o->stages * (o->chunks ? o->chunks : 1));
+    double transfer_ms =
+        blocking ? 4 * (boundaries * latency_ms + activation_bytes / 1e9 * ms_per_GB) : 0;
+    if (work_ms / slowest + transfer_ms <= SP_PROFILE_MAX_TOTAL_MS)
+        return SP_OK;
+    if (!blocking)
+        return sp_fail(ctx, SP_ERR_LIMIT,
+                       "the profile's %.4g ms of work would take %.4g ms on the slowest device "
+                       "(speed %g), above the limit of %.4g ms (2^62 ns) the partitioner counts "
+                       "exactly",
+                       work_ms, work_ms / slowest, slowest, SP_PROFILE_MAX_TOTAL_MS);
+    return sp_fail(ctx, SP_ERR_LIMIT,
+                   "the profile's %.4g ms of work would take %.4g ms on the slowest device "
+                   "(speed %g), plus up to %.4g ms of blocking transfers over the slowest link: "
+                   "above the limit of %.4g ms (2^62 ns) the partitioner counts exactly",
+                   work_ms, work_ms / slowest, slowest, transfer_ms, SP_PROFILE_MAX_TOTAL_MS);
+}
+
 static sp_status stage_devices_init(sp_ctx *ctx, const sp_profile *profile,
                                     const sp_partition_opts *o, struct stage_devices *d) {
     memset(d, 0, sizeof *d);
     d->list = o->devices ? o->devices : sp_profile_devices(profile);
-    if (!d->list)
-        return SP_OK;
+    sp_status st = check_tick_range(ctx, profile, o, d->list);
+    if (st != SP_OK || !d->list)
+        return st;
     size_t n = sp_devices_count(d->list);
     if (n < o->stages)
         return sp_fail(ctx, SP_ERR_INFEASIBLE,

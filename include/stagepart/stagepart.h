@@ -161,6 +161,12 @@ typedef struct sp_layer {
 #define SP_PROFILE_MAX_LAYER_MS 1.0e9              /* one layer's fwd or bwd: about 11.6 days */
 #define SP_NAME_MAX_BYTES       4096u              /* a layer name or kind */
 #define SP_MAX_EXACT_INTEGER    9007199254740992.0 /* 2^53: byte counts are exact below it */
+/* Sums over a profile's layers must stay below these, so that whatever the partitioner adds up
+ * or scales stays exact and what a plan records reads back: each byte field's sum at most 2^53
+ * (a stage's bytes are exact JSON integers), fwd_ms + bwd_ms + recompute_ms at most 2^62 ns
+ * (about 53 days' work; the partitioner counts integer nanoseconds in 64 bits). */
+#define SP_PROFILE_MAX_TOTAL_BYTES SP_MAX_EXACT_INTEGER
+#define SP_PROFILE_MAX_TOTAL_MS    4611686018427.387904 /* 2^62 ns */
 
 /* sp_profile_load: read and validate a profile file. sp_profile_parse: the same from a buffer;
  * `name` is used in messages in place of the file name. Every problem found is reported (up
@@ -198,6 +204,14 @@ typedef struct sp_device_info {
 #define SP_MAX_DEVICES 65536u
 #define SP_MIN_SPEED   0.001
 #define SP_MAX_SPEED   1000.0
+/* A link's bandwidth is at least 1 MB/s and its latency at most 10 s, so one transfer of any
+ * activation a profile can hold (2^53 bytes) takes at most SP_MAX_TRANSFER_MS (about 285
+ * years: finite, and what a plan's send_ms may hold). Blocking transfers add to stage times,
+ * which sp_partition keeps below 2^62 ns (SP_ERR_LIMIT otherwise). */
+#define SP_LINKS_MIN_BANDWIDTH_GBPS 1e-3
+#define SP_LINKS_MAX_LATENCY_US     1e7
+#define SP_MAX_TRANSFER_MS                                                                         \
+    (SP_LINKS_MAX_LATENCY_US / 1e3 + SP_MAX_EXACT_INTEGER / (SP_LINKS_MIN_BANDWIDTH_GBPS * 1e6))
 
 /* sp_devices_load: a "stagepart-devices" file ({"format", "version": 1, "devices": [...]}).
  * Each device: "name" (string, unique), optional "speed" (default 1) and "memory_bytes".
@@ -212,7 +226,8 @@ SP_API const sp_devices *sp_profile_devices(const sp_profile *profile);
 
 /* sp_links_load: a "stagepart-links" file: "devices" (N names), "bandwidth_GBps" and
  * "latency_us" (N x N; row = sender, column = receiver; the diagonal is ignored, off-diagonal
- * bandwidths must be > 0). Returns the same codes as sp_devices_load. */
+ * bandwidths at least SP_LINKS_MIN_BANDWIDTH_GBPS, latencies at most SP_LINKS_MAX_LATENCY_US).
+ * Returns the same codes as sp_devices_load. */
 SP_API sp_status sp_links_load(sp_ctx *ctx, const char *path, sp_links **out);
 /* sp_links_parse: the same from a buffer (data[len] must be '\0'); `name` is used in messages. */
 SP_API sp_status sp_links_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,

@@ -44,7 +44,7 @@ expect_code "negative speed" 2 "$STAGEPART" partition $P/llama3-8b.json -s 8 --d
 expect_stderr_contains "speed path named" "devices[4].speed: expected a finite number >= 0.001, got -1"
 python3 -c 'import json,sys; l=json.load(open(sys.argv[1])); l["bandwidth_GBps"][0][1]=0; l["latency_us"].pop(); json.dump(l,open(sys.argv[2],"w"))' $L "$TMP/bad-links.json"
 expect_code "bad links" 2 "$STAGEPART" partition $P/llama3-8b.json -s 8 --links "$TMP/bad-links.json"
-expect_stderr_contains "zero bandwidth named" "bandwidth_GBps[0][1]: expected a finite number > 0, got 0"
+expect_stderr_contains "zero bandwidth named" "bandwidth_GBps[0][1]: expected a finite number >= 0.001, got 0"
 expect_stderr_contains "short matrix named" "latency_us: expected an array of 8 rows"
 expect_code "variance needs equal speeds" 2 "$STAGEPART" partition $P/llama3-8b.json -s 8 --devices $D --objective variance
 expect_stderr_contains "variance refusal explained" "--objective variance needs devices of equal speed"

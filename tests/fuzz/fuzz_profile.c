@@ -2,6 +2,7 @@
  * plan the library writes must read back (what one stage writes, the next must accept). */
 #include "fuzz_util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +28,11 @@ static void partition_and_reread(sp_ctx *ctx, const sp_profile *profile) {
     if (st == SP_OK) {
         sp_plan *again = NULL;
         sp_status reread = sp_plan_parse(ctx, "plan", json, strlen(json), &again);
-        if (reread != SP_OK && reread != SP_ERR_NOMEM)
-            __builtin_trap(); /* the writer produced a plan its own reader rejects */
+        if (reread != SP_OK && reread != SP_ERR_NOMEM) {
+            /* the writer produced a plan its own reader rejects: say why, then trap */
+            fprintf(stderr, "plan does not read back: %s\n%s\n", sp_ctx_errmsg(ctx), json);
+            __builtin_trap();
+        }
         sp_plan_destroy(again);
         sp_free(json);
     }
