@@ -17,12 +17,21 @@ enum {
     OPT_MAX_ERROR,
     OPT_JUNIT,
     OPT_JSON,
+    OPT_DEVICES,
+    OPT_LINKS,
 };
 
 const struct sp_opt cmd_check_opts[] = {
     {OPT_PLAN, "plan", 0, "<file>", "the committed plan", "Inputs"},
     {OPT_PROFILE, "profile", 0, "<file>", "a freshly measured profile of the same model", "Inputs"},
     {OPT_REPORT, "report", 0, "<file>", "a run report (stagepart run) to gate as well", "Inputs"},
+    {OPT_DEVICES, "devices", 0, "<file>",
+     "the stagepart-devices file the plan was made with, listed in stage order (needed when the "
+     "plan names devices and the profile has none)",
+     "Inputs"},
+    {OPT_LINKS, "links", 0, "<file>",
+     "the stagepart-links file the plan was made with (needed when the plan has transfers)",
+     "Inputs"},
     {OPT_MAX_IMBALANCE, "max-imbalance", 0, "<x>",
      "fail when bottleneck / mean stage time exceeds x (default: 1.10)", "Limits"},
     {OPT_MAX_REGRESSION, "max-regression", 0, "<r>",
@@ -47,11 +56,15 @@ const struct sp_command_help cmd_check_help = {
     "Matches the plan's layers to the profile by name (a layer added, removed or renamed fails\n"
     "the check and is named), recomputes the stage times, imbalance and the simulated iteration\n"
     "time under the plan's schedule, compares them with the plan's recorded prediction, and\n"
-    "partitions the new profile again to see what a new plan would gain. Prints one line per\n"
-    "criterion; exit 1 when any fails. With GITHUB_ACTIONS=true failures are also printed as\n"
-    "::error annotations. docs/ci.md has complete GitHub Actions and GitLab CI jobs.",
+    "partitions the new profile again to see what a new plan would gain. A plan made for\n"
+    "devices or links is re-evaluated on the same ones (--devices, --links; stage s on\n"
+    "device s). Prints one line per criterion; exit 1 when any fails. With\n"
+    "GITHUB_ACTIONS=true failures are also printed as ::error annotations. docs/ci.md has\n"
+    "complete GitHub Actions and GitLab CI jobs.",
     "  stagepart check --plan plan.json --profile new-profile.json\n"
-    "  stagepart check --plan plan.json --profile p.json --max-imbalance 1.05 --junit check.xml\n",
+    "  stagepart check --plan plan.json --profile p.json --max-imbalance 1.05 --junit check.xml\n"
+    "  stagepart check --plan plan.json --profile p.json --devices devices.json --links "
+    "links.json\n",
 };
 
 struct criterion {
@@ -220,8 +233,47 @@ static void evaluate(struct results *r, const sp_plan *committed, const sp_plan 
     }
 }
 
+/* A plan made for devices or links is only comparable on the same ones: refuse (exit 2) when
+ * they are missing or name other devices than the plan's, stage s on device s. */
+static int same_devices_and_links(const sp_plan *plan, const char *plan_path,
+                                  const sp_devices *list, const sp_links *links) {
+    size_t n = sp_plan_stage_count(plan);
+    const sp_plan_summary *m = sp_plan_get_summary(plan);
+    const sp_stage *named = NULL;
+    bool transfers = m->transfer_ms > 0;
+    for (size_t k = 0; k < n; k++) {
+        const sp_stage *s = sp_plan_stage(plan, k);
+        if (!named && s->device_name && *s->device_name)
+            named = s;
+        transfers |= s->comm_ms > 0;
+    }
+    if (named && !list)
+        return sp_usage_error("check",
+                              "%s was made for named devices (stage %u on '%s'); give check the "
+                              "same --devices file, in stage order, so its stage times compare",
+                              plan_path, named->index, named->device_name);
+    for (uint32_t k = 0; named && k < m->stages; k++) {
+        const sp_stage *s = sp_plan_stage(plan, k);
+        const sp_device_info *d = sp_devices_get(list, k);
+        if (!d || strcmp(d->name, s->device_name) != 0)
+            return sp_usage_error("check",
+                                  "%s has stage %u on '%s', the devices given have %s%s%s at "
+                                  "index %u: check runs stage s on device s, so list the plan's "
+                                  "devices in stage order",
+                                  plan_path, k, s->device_name, d ? "'" : "",
+                                  d ? d->name : "no device", d ? "'" : "", k);
+    }
+    if (transfers && !links)
+        return sp_usage_error("check",
+                              "%s was made with links (%.3f ms of transfers); give check the "
+                              "same --links file so its stage times compare",
+                              plan_path, m->transfer_ms);
+    return SP_EXIT_OK;
+}
+
 int cmd_check(int argc, char **argv) {
     const char *plan_path = NULL, *profile_path = NULL, *report_path = NULL, *junit = NULL;
+    const char *devices_path = NULL, *links_path = NULL;
     double max_imb = 1.10, max_reg = 0.05, max_stale = 0.05, max_err = 0.15;
     bool json = false;
     struct sp_opt_parser p;
@@ -244,6 +296,12 @@ int cmd_check(int argc, char **argv) {
             break;
         case OPT_JUNIT:
             junit = p.value;
+            break;
+        case OPT_DEVICES:
+            devices_path = p.value;
+            break;
+        case OPT_LINKS:
+            links_path = p.value;
             break;
         case OPT_JSON:
             json = true;
@@ -270,8 +328,8 @@ int cmd_check(int argc, char **argv) {
         return sp_usage_error("check", "unexpected argument '%s'", p.positional[0]);
     if (!plan_path || !profile_path)
         return sp_usage_error("check", "missing %s", plan_path ? "--profile" : "--plan");
-    const char *inputs[] = {plan_path, profile_path, report_path};
-    int clash = sp_check_output_not_input("check", "--junit", junit, inputs, 3);
+    const char *inputs[] = {plan_path, profile_path, report_path, devices_path, links_path};
+    int clash = sp_check_output_not_input("check", "--junit", junit, inputs, 5);
     if (clash)
         return clash;
     sp_ctx *ctx = NULL;
@@ -279,6 +337,8 @@ int cmd_check(int argc, char **argv) {
         return SP_EXIT_INTERNAL;
     sp_plan *committed = NULL, *now = NULL, *fresh = NULL;
     sp_profile *profile = NULL;
+    sp_devices *devices = NULL;
+    sp_links *links = NULL;
     size_t *first = NULL;
     struct results r = {.n = 0};
     sp_run_report_summary report;
@@ -286,10 +346,16 @@ int cmd_check(int argc, char **argv) {
     sp_status st;
     if ((st = sp_plan_load(ctx, plan_path, &committed)) != SP_OK ||
         (st = sp_profile_load(ctx, profile_path, &profile)) != SP_OK ||
-        (report_path && (st = sp_run_report_load(ctx, report_path, &report)) != SP_OK)) {
+        (report_path && (st = sp_run_report_load(ctx, report_path, &report)) != SP_OK) ||
+        (devices_path && (st = sp_devices_load(ctx, devices_path, &devices)) != SP_OK) ||
+        (links_path && (st = sp_links_load(ctx, links_path, &links)) != SP_OK)) {
         code = sp_report(ctx, st, json);
         goto out;
     }
+    code = same_devices_and_links(committed, plan_path,
+                                  devices ? devices : sp_profile_devices(profile), links);
+    if (code != SP_EXIT_OK)
+        goto out;
     first = calloc(sp_plan_stage_count(committed), sizeof *first);
     if (!first) {
         code = SP_EXIT_INTERNAL;
@@ -309,6 +375,8 @@ int cmd_check(int argc, char **argv) {
             sp_profile_layer_count(profile));
         sp_partition_opts opts;
         sp_plan_options(committed, &opts);
+        opts.devices = devices;
+        opts.links = links;
         if ((st = sp_plan_from_split(ctx, profile, &opts, first, sp_plan_stage_count(committed),
                                      &now)) != SP_OK ||
             (st = sp_partition(ctx, profile, &opts, &fresh)) != SP_OK) {
@@ -366,6 +434,8 @@ out:
     sp_plan_destroy(now);
     sp_plan_destroy(fresh);
     sp_profile_destroy(profile);
+    sp_devices_destroy(devices);
+    sp_links_destroy(links);
     sp_ctx_destroy(ctx);
     return code;
 }

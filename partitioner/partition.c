@@ -929,6 +929,7 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
         opts->solver = SP_SOLVER_UNIFORM;
     opts->schedule = m->schedule.present ? m->schedule.schedule : SP_SCHEDULE_1F1B;
     opts->memory_limit_bytes = m->memory_limit_bytes;
+    opts->comm = m->comm;
 }
 
 sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,

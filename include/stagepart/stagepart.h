@@ -705,7 +705,8 @@ typedef struct sp_run_report_summary {
 SP_API sp_status sp_run_report_load(sp_ctx *ctx, const char *path, sp_run_report_summary *out);
 
 /* sp_plan_options: the options a plan was made with (stages, chunks, micro-batches, objective,
- * solver, schedule, memory limit; no devices or links), for re-partitioning a new profile. */
+ * solver, schedule, memory limit, how transfers are charged; not the devices or links, which
+ * the plan names but does not hold), for re-partitioning a new profile. */
 SP_API void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts);
 
 /* With SP_MICRO_BATCHES_AUTO: every micro-batch count tried and its simulated efficiency, in

@@ -41,6 +41,18 @@ expect_stdout_contains "prediction error shown" "PASS  prediction error   measur
 expect_code "prediction error limit" 1 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --report tests/data/run-report.json --max-prediction-error 0.02
 expect_code "bad report" 2 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --report "$TMP/plan.json"
 expect_stderr_contains "bad report named" 'format: expected "stagepart-run-report"'
+# a plan made for devices and links is re-evaluated on the same ones, else refused
+D=samples/devices/two-speeds-8.json L=samples/links/two-nodes-8.json
+"$STAGEPART" partition $P/llama3-8b.json -s 8 --devices $D --links $L --comm blocking -o "$TMP/hetero.json" >/dev/null
+expect_code "devices and links given" 1 "$STAGEPART" check --plan "$TMP/hetero.json" --profile $P/llama3-8b.json --devices $D --links $L
+expect_stdout_contains "same prediction on the same devices" "PASS  regression         predicted iteration 6975.896 ms, recorded 6975.896 ms: +0.0%"
+expect_code "devices missing" 2 "$STAGEPART" check --plan "$TMP/hetero.json" --profile $P/llama3-8b.json --links $L
+expect_stderr_contains "devices asked for" "hetero.json was made for named devices (stage 0 on 'node0.gpu0'); give check the same --devices file, in stage order"
+expect_code "links missing" 2 "$STAGEPART" check --plan "$TMP/hetero.json" --profile $P/llama3-8b.json --devices $D
+expect_stderr_contains "links asked for" "hetero.json was made with links ("
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["devices"].reverse(); json.dump(d,open(sys.argv[2],"w"))' $D "$TMP/reversed.json"
+expect_code "other devices" 2 "$STAGEPART" check --plan "$TMP/hetero.json" --profile $P/llama3-8b.json --devices "$TMP/reversed.json" --links $L
+expect_stderr_contains "the mismatch is named" "hetero.json has stage 0 on 'node0.gpu0', the devices given have 'node1.gpu3' at index 0"
 expect_code "missing --plan" 2 "$STAGEPART" check --profile $P/llama3-8b.json
 expect_code "bad limit" 2 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --max-imbalance 0.5
 test_done
