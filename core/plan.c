@@ -370,13 +370,14 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         sp_stage *st = &plan->stages[k];
         sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes;
         if (mem > (sp_u128)SP_MAX_EXACT_INTEGER) { /* a plan could not record it exactly */
+            sp_fail(ctx, SP_ERR_LIMIT,
+                    "stage %u's memory (%.4g bytes resident + %u micro-batches in flight x %.4g "
+                    "bytes saved) is beyond 2^53 bytes, where a plan's byte counts stop being "
+                    "exact",
+                    k, (double)st->resident_bytes, st->inflight, (double)st->saved_bytes);
             sp_free(device_ticks);
             sp_plan_destroy(plan);
-            return sp_fail(ctx, SP_ERR_LIMIT,
-                           "stage %u's memory (%.4g bytes resident + %u micro-batches in flight "
-                           "x %.4g bytes saved) is beyond 2^53 bytes, where a plan's byte counts "
-                           "stop being exact",
-                           k, (double)st->resident_bytes, st->inflight, (double)st->saved_bytes);
+            return SP_ERR_LIMIT;
         }
         st->memory_bytes = (uint64_t)mem;
     }
