@@ -120,6 +120,20 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
         return sp_fail(ctx, SP_ERR_LIMIT, "%s: more than %u layers", trace->file,
                        SP_PROFILE_MAX_LAYERS);
     }
+    double total_ms = 0, total_bytes = 0;     /* the sums a profile can hold (docs/formats.md) */
+    for (size_t i = 0; i < a.n_layers; i++) { /* summed as the profile reader sums them */
+        const struct sp_phase_stats *ph = a.layers[i].phase;
+        double rc = ph[SP_PHASE_RECOMPUTE].busy_ms;
+        total_ms += ph[SP_PHASE_FWD].busy_ms + ph[SP_PHASE_BWD].busy_ms + (rc > 0 ? rc : 0);
+        total_bytes += a.layers[i].has_bytes ? (double)a.layers[i].activation_bytes : 0;
+    }
+    if (total_ms > SP_PROFILE_MAX_TOTAL_MS || total_bytes > SP_PROFILE_MAX_TOTAL_BYTES) {
+        sp_attribution_release(&a);
+        return sp_fail(ctx, SP_ERR_LIMIT, "%s: the layers' %s sum to %.4g, beyond a profile's %s",
+                       trace->file, total_ms > SP_PROFILE_MAX_TOTAL_MS ? "times" : "output bytes",
+                       total_ms > SP_PROFILE_MAX_TOTAL_MS ? total_ms : total_bytes,
+                       total_ms > SP_PROFILE_MAX_TOTAL_MS ? "2^62 ns" : "2^53 bytes");
+    }
     sp_trace_summary sum = {0};
     sum.layers = a.n_layers;
     sum.steps_total = a.steps_total;

@@ -40,6 +40,66 @@ static void write_log(const char *path, uint32_t pid) {
     SP_CHECK_EQ_INT(sp_evlog_close(log), 0);
 }
 
+/* two layers, L0 and L1, whose forward ranges each carry `payload` output bytes */
+static void write_two_layers(const char *path, uint64_t payload) {
+    struct sp_evlog *log = sp_evlog_open(path, 1);
+    SP_CHECK(log != NULL);
+    if (!log)
+        return;
+    uint32_t step = 0, names[2] = {0, 0}, k = 0;
+    sp_evlog_string(log, "stagepart/step", 14, &step);
+    sp_evlog_string(log, "L0/fwd", 6, &names[0]);
+    sp_evlog_string(log, "L1/fwd", 6, &names[1]);
+    sp_evlog_string(log, "gemm", 4, &k);
+    sp_evlog_thread(log, 1, 100, 200);
+    const int64_t ms = 1000000, o = 1000 * ms;
+    uint64_t range = 1;
+    for (uint64_t l = 0; l < 2; l++) {
+        uint64_t id = range++;
+        sp_evlog_api(log, o + (int64_t)(1 + 3 * l) * ms, l + 1, 100, id);
+        sp_evlog_activity(log, SP_ACTIVITY_KERNEL, o + (int64_t)(2 + 3 * l) * ms,
+                          o + (int64_t)(3 + 3 * l) * ms, l + 1, 0, 0, 7, k);
+        sp_evlog_range(log, id, o + (int64_t)(1 + 3 * l) * ms, o + (int64_t)(4 + 3 * l) * ms, 1,
+                       names[l], payload, true);
+    }
+    sp_evlog_range(log, range, o, o + 9 * ms, 1, step, 0, false);
+    SP_CHECK_EQ_INT(sp_evlog_close(log), 0);
+}
+
+/* Each payload may reach 2^53 bytes, but a profile's layers together may not (a stage's sum
+ * must be an exact JSON integer): a trace past that is refused, not written as a profile the
+ * profile reader would refuse. */
+static void check_byte_sums(sp_ctx *ctx, const char *path) {
+    const uint64_t half = (uint64_t)1 << 52;
+    for (int past = 0; past < 2; past++) {
+        unlink(path);
+        write_two_layers(path, half + (uint64_t)past);
+        sp_trace *t = NULL;
+        SP_CHECK_STATUS(sp_trace_load_events(ctx, &path, 1, &t), SP_OK);
+        sp_trace_profile_opts o;
+        sp_trace_profile_opts_init(&o);
+        char *json = NULL;
+        sp_status st = t ? sp_trace_to_profile(ctx, t, &o, &json, NULL) : SP_ERR_INTERNAL;
+        if (past) {
+            SP_CHECK_STATUS(st, SP_ERR_LIMIT);
+            SP_CHECK(json == NULL);
+            SP_CHECK_MSG(strstr(sp_ctx_errmsg(ctx), "the layers' output bytes sum to 9.007e+15, "
+                                                    "beyond a profile's 2^53 bytes") != NULL,
+                         "%s", sp_ctx_errmsg(ctx));
+        } else {
+            SP_CHECK_STATUS(st, SP_OK);
+            sp_profile *p = NULL;
+            if (json)
+                SP_CHECK_STATUS(sp_profile_parse(ctx, "events", json, strlen(json), &p), SP_OK);
+            SP_CHECK(p && sp_profile_layer(p, 1)->activation_bytes == half);
+            sp_profile_destroy(p);
+        }
+        sp_free(json);
+        sp_trace_destroy(t);
+    }
+    unlink(path);
+}
+
 /* A built-in model's kinds and exact bytes go into the layers of the same names
  * (`profile MODEL --backend cuda`); a model layer the trace lacks is an error naming it. */
 static void check_built_in(sp_ctx *ctx, const sp_trace *t) {
@@ -130,6 +190,7 @@ int main(void) {
     check_built_in(ctx, t);
     sp_trace_destroy(t);
     unlink(a);
+    check_byte_sums(ctx, a);
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_event_logs");
 }
