@@ -79,6 +79,13 @@ sp_status sp_links_doc_add(struct sp_links_doc *d, const struct sp_link_series *
     sp_status st = sp_fit_alpha_beta(d->ctx, s->sizes, med, s->n_sizes, &fit);
     if (st != SP_OK)
         return st;
+    if (fit.bandwidth_GBps < SP_LINKS_MIN_BANDWIDTH_GBPS ||
+        fit.latency_us > SP_LINKS_MAX_LATENCY_US)
+        return sp_fail(d->ctx, SP_ERR_LIMIT,
+                       "%s: the fitted link (%.4g GB/s, %.4g us) is outside what a links file "
+                       "holds (at least %g GB/s, at most %g us): the timings are unusable",
+                       s->label, fit.bandwidth_GBps, fit.latency_us, SP_LINKS_MIN_BANDWIDTH_GBPS,
+                       SP_LINKS_MAX_LATENCY_US);
     if (s->from >= 0 && (size_t)s->from < d->n && s->to >= 0 && (size_t)s->to < d->n) {
         d->bw[(size_t)s->from * d->n + (size_t)s->to] = fit.bandwidth_GBps;
         d->lat[(size_t)s->from * d->n + (size_t)s->to] = fit.latency_us;

@@ -106,6 +106,15 @@ static void test_links_doc(void) {
     double host_ms[] = {0.005, 0.005, 0.005, 0.055, 0.055, 0.055};
     struct sp_link_series host = {"host->gpu0", -1, -1, sizes, 2, host_ms, 3, NULL, NULL};
     SP_CHECK_STATUS(sp_links_doc_add(d, &host, NULL), SP_OK);
+    /* a fit a links file cannot hold (1 MB in 2 s: 0.5 MB/s) is refused, not written */
+    struct sp_links_doc *d2 = NULL;
+    SP_CHECK_STATUS(sp_links_doc_begin(c, 2, &d2), SP_OK);
+    double slow_ms[] = {2.0, 2.0, 2.0, 2000.0, 2000.0, 2000.0};
+    struct sp_link_series slow = {"cpu0->cpu1", 0, 1, sizes, 2, slow_ms, 3, NULL, NULL};
+    SP_CHECK_STATUS(sp_links_doc_add(d2, &slow, NULL), SP_ERR_LIMIT);
+    SP_CHECK_MSG(strstr(sp_ctx_errmsg(c), "cpu0->cpu1: the fitted link (0.0005 GB/s") != NULL, "%s",
+                 sp_ctx_errmsg(c));
+    sp_links_doc_abort(d2);
     cJSON_AddStringToObject(sp_links_doc_measurement(d), "collector", "unit");
     const char *names[] = {"gpu0", "gpu1"};
     char *json = NULL;
