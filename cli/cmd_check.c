@@ -26,8 +26,8 @@ const struct sp_opt cmd_check_opts[] = {
     {OPT_PROFILE, "profile", 0, "<file>", "a freshly measured profile of the same model", "Inputs"},
     {OPT_REPORT, "report", 0, "<file>", "a run report (stagepart run) to gate as well", "Inputs"},
     {OPT_DEVICES, "devices", 0, "<file>",
-     "the stagepart-devices file the plan was made with, listed in stage order (needed when the "
-     "plan names devices and the profile has none)",
+     "the stagepart-devices file the plan was made with (needed when the plan names devices and "
+     "the profile has none)",
      "Inputs"},
     {OPT_LINKS, "links", 0, "<file>",
      "the stagepart-links file the plan was made with (needed when the plan has transfers)",
@@ -57,8 +57,8 @@ const struct sp_command_help cmd_check_help = {
     "the check and is named), recomputes the stage times, imbalance and the simulated iteration\n"
     "time under the plan's schedule, compares them with the plan's recorded prediction, and\n"
     "partitions the new profile again to see what a new plan would gain. A plan made for\n"
-    "devices or links is re-evaluated on the same ones (--devices, --links; stage s on\n"
-    "device s). Prints one line per criterion; exit 1 when any fails. With\n"
+    "devices or links is re-evaluated on the same ones (--devices, --links), each stage on\n"
+    "the device the plan gave it. Prints one line per criterion; exit 1 when any fails. With\n"
     "GITHUB_ACTIONS=true failures are also printed as ::error annotations. docs/ci.md has\n"
     "complete GitHub Actions and GitLab CI jobs.",
     "  stagepart check --plan plan.json --profile new-profile.json\n"
@@ -234,7 +234,7 @@ static void evaluate(struct results *r, const sp_plan *committed, const sp_plan 
 }
 
 /* A plan made for devices or links is only comparable on the same ones: refuse (exit 2) when
- * they are missing or name other devices than the plan's, stage s on device s. */
+ * they are missing or name other devices than the plan's at the plan's device indices. */
 static int same_devices_and_links(const sp_plan *plan, const char *plan_path,
                                   const sp_devices *list, const sp_links *links) {
     size_t n = sp_plan_stage_count(plan);
@@ -250,18 +250,18 @@ static int same_devices_and_links(const sp_plan *plan, const char *plan_path,
     if (named && !list)
         return sp_usage_error("check",
                               "%s was made for named devices (stage %u on '%s'); give check the "
-                              "same --devices file, in stage order, so its stage times compare",
+                              "same --devices file so its stage times compare",
                               plan_path, named->index, named->device_name);
     for (uint32_t k = 0; named && k < m->stages; k++) {
         const sp_stage *s = sp_plan_stage(plan, k);
-        const sp_device_info *d = sp_devices_get(list, k);
+        const sp_device_info *d = sp_devices_get(list, s->device);
         if (!d || strcmp(d->name, s->device_name) != 0)
             return sp_usage_error("check",
-                                  "%s has stage %u on '%s', the devices given have %s%s%s at "
-                                  "index %u: check runs stage s on device s, so list the plan's "
-                                  "devices in stage order",
-                                  plan_path, k, s->device_name, d ? "'" : "",
-                                  d ? d->name : "no device", d ? "'" : "", k);
+                                  "%s has stage %u on device %u, '%s'; the devices given have "
+                                  "%s%s%s there: give check the devices file the plan was made "
+                                  "with",
+                                  plan_path, k, s->device, s->device_name, d ? "'" : "",
+                                  d ? d->name : "no such device", d ? "'" : "");
     }
     if (transfers && !links)
         return sp_usage_error("check",

@@ -7,6 +7,7 @@
 #include "baselines.h"
 #include "chain.h"
 #include "chunk_memory.h"
+#include "devices_impl.h"
 #include "ilp.h"
 #include "placement.h"
 #include "plan_impl.h"
@@ -930,6 +931,80 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
     opts->schedule = m->schedule.present ? m->schedule.schedule : SP_SCHEDULE_1F1B;
     opts->memory_limit_bytes = m->memory_limit_bytes;
     opts->comm = m->comm;
+    opts->placement = m->placement;
+    opts->placed_as = m->placement == SP_PLACEMENT_SEARCH ? plan : NULL;
+}
+
+/* The devices (and links, matched by name) a plan placed its pipeline stages on, in stage order:
+ * what sp_plan_from_split runs stage s on when opts->placed_as is set. *device_out gets each
+ * stage's index in `list` (freed by the caller). */
+static sp_status devices_placed_as(sp_ctx *ctx, const sp_plan *placed, const sp_devices *list,
+                                   const sp_links *links, uint32_t stages, sp_devices **devices_out,
+                                   sp_links **links_out, size_t **device_out) {
+    *devices_out = NULL;
+    *links_out = NULL;
+    size_t *device = sp_mallocarray(stages, sizeof *device), *link = NULL;
+    if (!device)
+        return sp_oom(ctx, "placing stages");
+    sp_status st = SP_OK;
+    if (!list || sp_plan_stage_count(placed) < stages)
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                     "placing stages as a plan did needs its devices and its %u stages", stages);
+    for (uint32_t s = 0; st == SP_OK && s < stages; s++) {
+        device[s] = sp_plan_stage(placed, s)->device;
+        if (device[s] >= sp_devices_count(list))
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "the plan places stage %u on device %zu; the device list has %zu", s,
+                         device[s], sp_devices_count(list));
+    }
+    if (st == SP_OK && links && !(link = sp_mallocarray(stages, sizeof *link)))
+        st = sp_oom(ctx, "placing stages");
+    for (uint32_t s = 0; st == SP_OK && link && s < stages; s++) {
+        const char *name = sp_devices_get(list, device[s])->name;
+        for (link[s] = 0; link[s] < sp_links_count(links); link[s]++)
+            if (strcmp(sp_links_name(links, link[s]), name) == 0)
+                break;
+        if (link[s] == sp_links_count(links))
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "device '%s' (stage %u) has no entry in the links file (its \"devices\" "
+                         "must name every device the plan uses)",
+                         name, s);
+    }
+    if (st == SP_OK)
+        st = sp_devices_select(ctx, list, device, stages, devices_out);
+    if (st == SP_OK && link)
+        st = sp_links_select(ctx, links, link, stages, links_out);
+    sp_free(link);
+    if (st != SP_OK) {
+        sp_devices_destroy(*devices_out);
+        *devices_out = NULL;
+        sp_free(device);
+        return st;
+    }
+    *device_out = device;
+    return SP_OK;
+}
+
+/* A plan built on the devices placed_as chose records their indices and names in the full
+ * list, as the placed plan did (chunk k on stage k mod P's device). */
+static sp_status record_placement(sp_ctx *ctx, sp_plan *plan, const sp_devices *list,
+                                  const size_t *device) {
+    size_t K = sp_plan_stage_count(plan);
+    uint32_t P = plan->summary.stages;
+    uint32_t *index = sp_mallocarray(K, sizeof *index);
+    const char **names = sp_mallocarray(K, sizeof *names);
+    sp_status st = index && names ? SP_OK : sp_oom(ctx, "placing stages");
+    for (size_t k = 0; st == SP_OK && k < K; k++) {
+        index[k] = (uint32_t)device[k % P];
+        names[k] = sp_devices_get(list, device[k % P])->name;
+    }
+    if (st == SP_OK)
+        st = sp_plan_set_devices(ctx, plan, index, names);
+    if (st == SP_OK)
+        plan->summary.placement = SP_PLACEMENT_SEARCH;
+    sp_free(index);
+    sp_free(names);
+    return st;
 }
 
 sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
@@ -978,12 +1053,26 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
         if (!sp_profile_layer(profile, bounds[s] - 1)->cut_after)
             sp_warn(ctx, "stage %zu starts after layer '%s', which has cut_after: false", s,
                     sp_profile_layer(profile, bounds[s] - 1)->name);
+    sp_devices *placed_devices = NULL; /* with opts->placed_as: stage s's device at s */
+    sp_links *placed_links = NULL;
+    size_t *placed_index = NULL;
+    if (st == SP_OK && o.placed_as) {
+        st =
+            devices_placed_as(ctx, o.placed_as, o.devices ? o.devices : sp_profile_devices(profile),
+                              o.links, o.stages, &placed_devices, &placed_links, &placed_index);
+        o.devices = placed_devices;
+        o.links = placed_links;
+    }
     struct stage_devices d;
     if (st == SP_OK)
         st = stage_devices_init(ctx, profile, &o, &d);
     sp_plan *plan = NULL;
     if (st == SP_OK) {
         st = sp_plan_build(ctx, profile, &o, d.speed, bounds, &plan);
+        if (st == SP_OK && placed_index)
+            st = record_placement(ctx, plan,
+                                  opts->devices ? opts->devices : sp_profile_devices(profile),
+                                  placed_index);
         if (st == SP_OK) {
             plan->summary.even_split_bottleneck_ms = plan->summary.bottleneck_ms;
             size_t *even = sp_mallocarray(count + 1, sizeof *even);
@@ -1006,6 +1095,9 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
         stage_devices_release(&d);
     }
     sp_free(bounds);
+    sp_devices_destroy(placed_devices);
+    sp_links_destroy(placed_links);
+    sp_free(placed_index);
     if (st != SP_OK) {
         sp_plan_destroy(plan);
         return st;

@@ -515,6 +515,8 @@ typedef enum sp_placement {
 SP_API const char *sp_placement_name(sp_placement placement);
 SP_API sp_status sp_placement_from_name(const char *name, sp_placement *out);
 
+typedef struct sp_plan sp_plan; /* a partition of a profile into stages (below) */
+
 typedef struct sp_partition_opts {
     uint32_t stages;             /* P, number of pipeline stages, >= 1 (default 4) */
     uint32_t micro_batches;      /* M per iteration; 0 means 4 * stages (the default);
@@ -555,12 +557,15 @@ typedef struct sp_partition_opts {
     bool ilp_cold;               /* ilp solver: no incumbent and no bound from the DP, the program
                                   * alone (for testing and measuring the formulation; slower;
                                   * default false) */
+    const sp_plan *placed_as;    /* sp_plan_from_split only: each pipeline stage runs on the
+                                  * device this plan gave it (its index in `devices`, links matched
+                                  * by name), as sp_plan_options sets for a plan whose placement
+                                  * was searched; sp_partition ignores it (borrowed; default NULL:
+                                  * stage s on device s) */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */
 SP_API void sp_partition_opts_init(sp_partition_opts *opts);
-
-typedef struct sp_plan sp_plan;
 
 /* sp_partition: cut the profile's layers into opts->stages contiguous non-empty stages.
  * Stage time = sum of fwd_ms + bwd_ms of its layers. Memory of stage s (0-based) of P under
@@ -705,8 +710,9 @@ typedef struct sp_run_report_summary {
 SP_API sp_status sp_run_report_load(sp_ctx *ctx, const char *path, sp_run_report_summary *out);
 
 /* sp_plan_options: the options a plan was made with (stages, chunks, micro-batches, objective,
- * solver, schedule, memory limit, how transfers are charged; not the devices or links, which
- * the plan names but does not hold), for re-partitioning a new profile. */
+ * solver, schedule, memory limit, how transfers are charged, placement, and for a searched
+ * placement `placed_as` = plan; not the devices or links, which the plan names but does not
+ * hold), for re-evaluating the plan on a new profile and re-partitioning it. */
 SP_API void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts);
 
 /* With SP_MICRO_BATCHES_AUTO: every micro-batch count tried and its simulated efficiency, in

@@ -47,12 +47,18 @@ D=samples/devices/two-speeds-8.json L=samples/links/two-nodes-8.json
 expect_code "devices and links given" 1 "$STAGEPART" check --plan "$TMP/hetero.json" --profile $P/llama3-8b.json --devices $D --links $L
 expect_stdout_contains "same prediction on the same devices" "PASS  regression         predicted iteration 6975.896 ms, recorded 6975.896 ms: +0.0%"
 expect_code "devices missing" 2 "$STAGEPART" check --plan "$TMP/hetero.json" --profile $P/llama3-8b.json --links $L
-expect_stderr_contains "devices asked for" "hetero.json was made for named devices (stage 0 on 'node0.gpu0'); give check the same --devices file, in stage order"
+expect_stderr_contains "devices asked for" "hetero.json was made for named devices (stage 0 on 'node0.gpu0'); give check the same --devices file so its stage times compare"
 expect_code "links missing" 2 "$STAGEPART" check --plan "$TMP/hetero.json" --profile $P/llama3-8b.json --devices $D
 expect_stderr_contains "links asked for" "hetero.json was made with links ("
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["devices"].reverse(); json.dump(d,open(sys.argv[2],"w"))' $D "$TMP/reversed.json"
 expect_code "other devices" 2 "$STAGEPART" check --plan "$TMP/hetero.json" --profile $P/llama3-8b.json --devices "$TMP/reversed.json" --links $L
-expect_stderr_contains "the mismatch is named" "hetero.json has stage 0 on 'node0.gpu0', the devices given have 'node1.gpu3' at index 0"
+expect_stderr_contains "the mismatch is named" "hetero.json has stage 0 on device 0, 'node0.gpu0'; the devices given have 'node1.gpu3' there"
+# a searched placement: each stage re-evaluated on the device the plan chose, the fresh plan
+# searches again
+"$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --solver ilp --devices $D --links $L --placement search --memory-limit 12GB -o "$TMP/placed.json" >/dev/null
+expect_code "a placed plan checked" 1 "$STAGEPART" check --plan "$TMP/placed.json" --profile $P/gpt3-2.7b.json --devices $D --links $L
+expect_stdout_contains "placed: same prediction" "PASS  regression         predicted iteration 585.743 ms, recorded 585.743 ms: +0.0%"
+expect_stdout_contains "placed: the fresh plan searches too" "PASS  staleness          a new plan would be 0.0% faster"
 expect_code "missing --plan" 2 "$STAGEPART" check --profile $P/llama3-8b.json
 expect_code "bad limit" 2 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --max-imbalance 0.5
 test_done
