@@ -168,6 +168,12 @@ size_t sp_links_count(const sp_links *l) {
 const char *sp_links_name(const sp_links *l, size_t i) {
     return l && i < l->n ? l->names[i] : NULL;
 }
+size_t sp_links_find(const sp_links *l, const char *name) {
+    size_t k = 0;
+    while (k < sp_links_count(l) && strcmp(l->names[k], name) != 0)
+        k++;
+    return k;
+}
 
 sp_status sp_links_select(sp_ctx *ctx, const sp_links *src, const size_t *idx, size_t n,
                           sp_links **out) {

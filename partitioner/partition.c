@@ -678,6 +678,29 @@ static sp_status plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     return SP_OK;
 }
 
+/* A plan built on devices chosen from `list` (device[s]: pipeline stage s's index there) records
+ * their indices and names in the full list, chunk k on stage k mod P's device: the placement
+ * search's plans, and a placed plan re-evaluated (sp_plan_from_split with placed_as). */
+static sp_status record_placement(sp_ctx *ctx, sp_plan *plan, const sp_devices *list,
+                                  const size_t *device) {
+    size_t K = sp_plan_stage_count(plan);
+    uint32_t P = plan->summary.stages;
+    uint32_t *index = sp_mallocarray(K, sizeof *index);
+    const char **names = sp_mallocarray(K, sizeof *names);
+    sp_status st = index && names ? SP_OK : sp_oom(ctx, "placing stages");
+    for (size_t k = 0; st == SP_OK && k < K; k++) {
+        index[k] = (uint32_t)device[k % P];
+        names[k] = sp_devices_get(list, device[k % P])->name;
+    }
+    if (st == SP_OK)
+        st = sp_plan_set_devices(ctx, plan, index, names);
+    if (st == SP_OK)
+        plan->summary.placement = SP_PLACEMENT_SEARCH;
+    sp_free(index);
+    sp_free(names);
+    return st;
+}
+
 /* --placement search: the program picks a class of interchangeable devices for each stage; the
  * stages then take the lowest-numbered free device of their class, and the plan is figured on
  * those devices (and the links between them) in stage order. */
@@ -732,20 +755,8 @@ static sp_status plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     sp_plan *plan = NULL;
     if (st == SP_OK)
         st = plan_finish(ctx, profile, &o2, &d2, bounds, recompute, &ilp, solve_ms, &plan);
-    const char **names = st == SP_OK ? sp_mallocarray(K, sizeof *names) : NULL;
-    uint32_t *index = st == SP_OK ? sp_mallocarray(K, sizeof *index) : NULL;
-    if (st == SP_OK && (!names || !index))
-        st = sp_oom(ctx, "placing stages");
-    for (uint32_t k = 0; st == SP_OK && k < K; k++) { /* chunk k runs on device k mod P */
-        index[k] = (uint32_t)device[k % o->stages];
-        names[k] = sp_devices_get(d->list, index[k])->name;
-    }
     if (st == SP_OK)
-        st = sp_plan_set_devices(ctx, plan, index, names);
-    if (st == SP_OK)
-        plan->summary.placement = SP_PLACEMENT_SEARCH;
-    sp_free(names);
-    sp_free(index);
+        st = record_placement(ctx, plan, d->list, device);
     stage_devices_release(&d2);
     sp_devices_destroy(chosen);
     sp_links_destroy(chosen_links);
@@ -961,9 +972,7 @@ static sp_status devices_placed_as(sp_ctx *ctx, const sp_plan *placed, const sp_
         st = sp_oom(ctx, "placing stages");
     for (uint32_t s = 0; st == SP_OK && link && s < stages; s++) {
         const char *name = sp_devices_get(list, device[s])->name;
-        for (link[s] = 0; link[s] < sp_links_count(links); link[s]++)
-            if (strcmp(sp_links_name(links, link[s]), name) == 0)
-                break;
+        link[s] = sp_links_find(links, name);
         if (link[s] == sp_links_count(links))
             st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                          "device '%s' (stage %u) has no entry in the links file (its \"devices\" "
@@ -983,28 +992,6 @@ static sp_status devices_placed_as(sp_ctx *ctx, const sp_plan *placed, const sp_
     }
     *device_out = device;
     return SP_OK;
-}
-
-/* A plan built on the devices placed_as chose records their indices and names in the full
- * list, as the placed plan did (chunk k on stage k mod P's device). */
-static sp_status record_placement(sp_ctx *ctx, sp_plan *plan, const sp_devices *list,
-                                  const size_t *device) {
-    size_t K = sp_plan_stage_count(plan);
-    uint32_t P = plan->summary.stages;
-    uint32_t *index = sp_mallocarray(K, sizeof *index);
-    const char **names = sp_mallocarray(K, sizeof *names);
-    sp_status st = index && names ? SP_OK : sp_oom(ctx, "placing stages");
-    for (size_t k = 0; st == SP_OK && k < K; k++) {
-        index[k] = (uint32_t)device[k % P];
-        names[k] = sp_devices_get(list, device[k % P])->name;
-    }
-    if (st == SP_OK)
-        st = sp_plan_set_devices(ctx, plan, index, names);
-    if (st == SP_OK)
-        plan->summary.placement = SP_PLACEMENT_SEARCH;
-    sp_free(index);
-    sp_free(names);
-    return st;
 }
 
 sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,

@@ -72,9 +72,7 @@ sp_status sp_placement_classes_init(sp_ctx *ctx, const sp_profile *profile, cons
     }
     for (size_t i = 0; links && i < n; i++) {
         const char *name = sp_devices_get(list, i)->name;
-        size_t k = 0;
-        while (k < sp_links_count(links) && strcmp(sp_links_name(links, k), name) != 0)
-            k++;
+        size_t k = sp_links_find(links, name);
         if (k == sp_links_count(links)) {
             sp_free(rep);
             sp_placement_classes_release(out);
