@@ -19,27 +19,42 @@ static int sp_test_checks;
         }                                                                                          \
     } while (0)
 
-#define SP_CHECK_MSG(cond, ...)                                                                    \
+#define SP_CHECK_MSG(cond, ...) SP_CHECK_AT((cond), #cond, __VA_ARGS__)
+
+/* SP_CHECK_AT: a check whose condition was evaluated already (text: how it reads in the test) */
+#define SP_CHECK_AT(ok, text, ...)                                                                 \
     do {                                                                                           \
         sp_test_checks++;                                                                          \
-        if (!(cond)) {                                                                             \
+        if (!(ok)) {                                                                               \
             sp_test_failures++;                                                                    \
-            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);               \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, text);                \
             fprintf(stderr, __VA_ARGS__);                                                          \
             fputc('\n', stderr);                                                                   \
         }                                                                                          \
     } while (0)
 
+/* The comparisons evaluate each argument once: a call in them (a measurement, a close) must
+ * not run again to print the message. */
 #define SP_CHECK_EQ_INT(a, b)                                                                      \
-    SP_CHECK_MSG((long long)(a) == (long long)(b), "%lld != %lld", (long long)(a), (long long)(b))
+    do {                                                                                           \
+        long long sp_a_ = (long long)(a), sp_b_ = (long long)(b);                                  \
+        SP_CHECK_AT(sp_a_ == sp_b_, "(long long)(" #a ") == (long long)(" #b ")", "%lld != %lld",  \
+                    sp_a_, sp_b_);                                                                 \
+    } while (0)
 
 #define SP_CHECK_STATUS(st, expected)                                                              \
-    SP_CHECK_MSG((st) == (expected), "got %s, expected %s", sp_status_name(st),                    \
-                 sp_status_name(expected))
+    do {                                                                                           \
+        sp_status sp_got_ = (st), sp_want_ = (expected);                                           \
+        SP_CHECK_AT(sp_got_ == sp_want_, "(" #st ") == (" #expected ")", "got %s, expected %s",    \
+                    sp_status_name(sp_got_), sp_status_name(sp_want_));                            \
+    } while (0)
 
 #define SP_CHECK_CONTAINS(haystack, needle)                                                        \
-    SP_CHECK_MSG(strstr((haystack), (needle)) != NULL, "'%s' does not contain '%s'", (haystack),   \
-                 (needle))
+    do {                                                                                           \
+        const char *sp_hay_ = (haystack), *sp_needle_ = (needle);                                  \
+        SP_CHECK_AT(strstr(sp_hay_, sp_needle_) != NULL, "strstr(" #haystack ", " #needle ")",     \
+                    "'%s' does not contain '%s'", sp_hay_, sp_needle_);                            \
+    } while (0)
 
 static inline int sp_test_finish(const char *name) {
     printf("%s: %d checks, %d failed\n", name, sp_test_checks, sp_test_failures);
