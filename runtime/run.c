@@ -1,5 +1,5 @@
 /* runtime/run.c: sp_run_plan: check the plan against the model, build the schedule's op lists
- * (core/schedule.c, the simulator's), hand them to the transport, then set what was measured
+ * (simulate/schedule.c, the simulator's), hand them to the transport, then set what was measured
  * against the prediction (run_report.c). */
 #define _GNU_SOURCE
 #include <sched.h>

@@ -833,7 +833,7 @@ SP_API sp_status sp_sim_write_svg(sp_ctx *ctx, const sp_sim *sim, const char *ti
  *
  * Each stage of the plan runs its layers of a built-in model on its own worker (a thread pinned
  * to its own core); activations go forward and gradients back through bounded queues, in the
- * op order of the simulator's schedule (core/schedule.c); every step ends with an SGD update.
+ * op order of the simulator's schedule (simulate/schedule.c); every step ends with an SGD update.
  * What each stage did is measured with the monotonic clock and compared with the plan's
  * prediction.
  * ------------------------------------------------------------------------------------------- */

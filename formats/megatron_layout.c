@@ -1,4 +1,4 @@
-/* core/megatron_layout.c: Megatron-LM's --pipeline-model-parallel-layout strings
+/* formats/megatron_layout.c: Megatron-LM's --pipeline-model-parallel-layout strings
  * (megatron/core/transformer/pipeline_parallel_layer_layout.py; docs/export.md).
  *
  * Grammar, as Megatron parses it: commas are cosmetic; "(...)*N" repeats its text N times (no

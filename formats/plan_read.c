@@ -1,4 +1,4 @@
-/* core/plan_load.c: reading "stagepart-plan" documents back (for simulate, check, export).
+/* formats/plan_read.c: reading "stagepart-plan" documents back (for simulate, check, export).
  *
  * Validates what later steps rely on: the stage list covers the layers contiguously and in
  * order, every time is a finite number >= 0, chunk counts fit. The summary figures that follow

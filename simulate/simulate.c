@@ -1,4 +1,4 @@
-/* core/simulate.c: the event-exact pipeline simulator (docs/schedules.md §7).
+/* simulate/simulate.c: the event-exact pipeline simulator (docs/schedules.md §7).
  *
  * Each device runs its op list strictly in order. An op starts at the later of its device
  * becoming free and each predecessor's end, plus the boundary's send delay when the

@@ -1,4 +1,4 @@
-/* core/plan.c: building a plan from stage boundaries and computing its figures.
+/* partitioner/cost.c: building a plan from stage boundaries and computing its figures.
  *
  * Every figure is computed here, from the profile and the boundaries alone, so all solvers
  * (exact or baseline) report numbers the same way. Stage time is exact integer nanoseconds

@@ -1,7 +1,7 @@
-/* core/sim_impl.h: the schedule simulator's internals, shared by the simulate command's writers
+/* simulate/sim_impl.h: the schedule simulator's internals, shared by the simulate command's writers
  * and by the partitioner (which simulates candidate plans). */
-#ifndef SP_CORE_SIM_IMPL_H
-#define SP_CORE_SIM_IMPL_H
+#ifndef SP_SIMULATE_SIM_IMPL_H
+#define SP_SIMULATE_SIM_IMPL_H
 
 #include "internal.h"
 

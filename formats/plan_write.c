@@ -1,4 +1,4 @@
-/* core/plan_json.c: writing plans as "stagepart-plan" version 1 documents (docs/formats.md).
+/* formats/plan_write.c: writing plans as "stagepart-plan" version 1 documents (docs/formats.md).
  *
  * Key order is fixed and arrays are in stage order, so plans diff cleanly. Provenance
  * (generator) records the tool version, features, command line and creation time. */

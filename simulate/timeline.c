@@ -1,4 +1,4 @@
-/* core/sim_output.c: what a simulation writes: the "stagepart-simulation" JSON document, the
+/* simulate/timeline.c: what a simulation writes: the "stagepart-simulation" JSON document, the
  * Chrome trace (Perfetto, chrome://tracing) and the SVG timeline.
  *
  * The trace and the SVG are generated as text directly (a million ops would be a million cJSON

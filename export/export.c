@@ -1,4 +1,4 @@
-/* core/export.c: plans in each framework's own form (docs/export.md; the formats are described
+/* export/export.c: plans in each framework's own form (docs/export.md; the formats are described
  * in the design notes' ecosystem.md). Every output is derived from the plan's stage boundaries
  * and recorded layer names and kinds; a plan a format cannot express is refused, naming the
  * stage, rather than silently approximated. */

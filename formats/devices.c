@@ -1,4 +1,4 @@
-/* core/devices.c: device lists ("stagepart-devices" files and a profile's "devices" array) and
+/* formats/devices.c: device lists ("stagepart-devices" files and a profile's "devices" array) and
  * link matrices ("stagepart-links" files). Both are small; both are validated fully with the
  * file name and JSON path in every message. */
 #include <math.h>

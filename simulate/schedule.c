@@ -1,4 +1,4 @@
-/* core/schedule.c: the order in which each device runs its ops, per schedule
+/* simulate/schedule.c: the order in which each device runs its ops, per schedule
  * (docs/schedules.md §2; the same code drives the simulator and, later, the runtime).
  *
  *   gpipe        F0 .. F(M-1), then B0 .. B(M-1)

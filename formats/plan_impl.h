@@ -1,6 +1,6 @@
-/* core/plan_impl.h: the plan object, built by the partitioner from stage boundaries. */
-#ifndef SP_CORE_PLAN_IMPL_H
-#define SP_CORE_PLAN_IMPL_H
+/* formats/plan_impl.h: the plan object, built by the partitioner from stage boundaries. */
+#ifndef SP_FORMATS_PLAN_IMPL_H
+#define SP_FORMATS_PLAN_IMPL_H
 
 #include "internal.h"
 

@@ -1,6 +1,6 @@
-/* core/layout_impl.h: parsed Megatron layouts (core/megatron_layout.c), shared with export. */
-#ifndef SP_CORE_LAYOUT_IMPL_H
-#define SP_CORE_LAYOUT_IMPL_H
+/* formats/layout_impl.h: parsed Megatron layouts (formats/megatron_layout.c), used by export. */
+#ifndef SP_FORMATS_LAYOUT_IMPL_H
+#define SP_FORMATS_LAYOUT_IMPL_H
 
 #include "internal.h"
 

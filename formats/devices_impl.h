@@ -1,6 +1,6 @@
-/* core/devices_impl.h: device lists and link matrices (core/devices.c). */
-#ifndef SP_CORE_DEVICES_IMPL_H
-#define SP_CORE_DEVICES_IMPL_H
+/* formats/devices_impl.h: device lists and link matrices (formats/devices.c). */
+#ifndef SP_FORMATS_DEVICES_IMPL_H
+#define SP_FORMATS_DEVICES_IMPL_H
 
 #include "json_util.h"
 

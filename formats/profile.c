@@ -1,4 +1,4 @@
-/* core/profile.c: reading and validating "stagepart-profile" documents (docs/formats.md).
+/* formats/profile.c: reading and validating "stagepart-profile" documents (docs/formats.md).
  *
  * Validation reports every problem with the file name and JSON path; unknown fields are
  * ignored so newer writers stay readable. Besides the per-field rules, totals are bounded so

@@ -1,5 +1,6 @@
-/* core/run_report.c: reading the figures `check --report` gates from a "stagepart-run-report"
- * (written by `stagepart run`): the measured and predicted iteration time and imbalance. */
+/* formats/run_report_read.c: reading the figures `check --report` gates from a
+ * "stagepart-run-report" (written by `stagepart run`): the measured and predicted iteration time
+ * and imbalance. */
 #include <math.h>
 
 #include "json_util.h"
