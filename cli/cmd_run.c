@@ -149,13 +149,7 @@ static bool parse_fault(const char *text, sp_run_opts *o) {
     if (sscanf(text, "%u:%u:%u:%7s", &s, &step, &mb, kind) != 4)
         return false;
     o->fault_stage = s, o->fault_step = step, o->fault_micro_batch = mb;
-    if (strcmp(kind, "fail") == 0)
-        o->fault = SP_RUN_FAULT_FAIL;
-    else if (strcmp(kind, "hang") == 0)
-        o->fault = SP_RUN_FAULT_HANG;
-    else
-        return false;
-    return true;
+    return sp_run_fault_from_name(kind, &o->fault) == SP_OK && o->fault != SP_RUN_FAULT_NONE;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -180,15 +174,11 @@ int cmd_run(int argc, char **argv) {
             model_path = p.value;
             break;
         case OPT_BACKEND:
-            if (strcmp(p.value, "cuda") == 0)
-                opts.backend = SP_RUN_BACKEND_CUDA;
-            else if (strcmp(p.value, "cpu") != 0)
+            if (sp_run_backend_from_name(p.value, &opts.backend) != SP_OK)
                 return sp_usage_error("run", "--backend: expected cpu or cuda, got '%s'", p.value);
             break;
         case OPT_TRANSPORT:
-            if (strcmp(p.value, "mpi") == 0)
-                opts.transport = SP_TRANSPORT_MPI;
-            else if (strcmp(p.value, "threads") != 0)
+            if (sp_transport_from_name(p.value, &opts.transport) != SP_OK)
                 return sp_usage_error("run", "--transport: expected threads or mpi, got '%s'",
                                       p.value);
             break;

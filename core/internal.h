@@ -88,10 +88,24 @@ sp_status sp_read_file(sp_ctx *ctx, const char *path, size_t max_bytes, char **o
 /* ---- hashing (core/sha256.c): out_hex gets 64 lowercase hex digits and a NUL. */
 sp_status sp_sha256_hex(sp_ctx *ctx, const void *data, size_t len, char out_hex[65]);
 
-/* ---- name tables of enums: the name of value v, or NULL; the value of a name, or -1 */
 #define SP_COUNT_OF(a) (sizeof(a) / sizeof *(a))
-const char *sp_name_of(const char *const *names, size_t count, int value);
-int sp_value_of(const char *const *names, size_t count, const char *name);
+
+/* ---- the names of every public enum (core/names.c, the one table; the public sp_<enum>_name and
+ * sp_<enum>_from_name are made from it): by table, the value of a name or -1, the name of a
+ * value or NULL */
+typedef enum sp_names {
+    SP_NAMES_SCHEDULE,
+    SP_NAMES_SOLVER,
+    SP_NAMES_OBJECTIVE,
+    SP_NAMES_COMM,
+    SP_NAMES_PLACEMENT,
+    SP_NAMES_EXPORT_FORMAT,
+    SP_NAMES_TRANSPORT,
+    SP_NAMES_RUN_BACKEND,
+    SP_NAMES_RUN_FAULT
+} sp_names;
+int sp_names_value(sp_names table, const char *name);
+const char *sp_names_name(sp_names table, int value);
 
 /* ---- statistics (core/median.c): the median of v[n], sorting v in place; 0 when n is 0 */
 double sp_median(double *v, size_t n);

@@ -76,14 +76,3 @@ void sp_strbuf_printf(struct sp_strbuf *sb, const char *fmt, ...) {
 const char *sp_strbuf_str(const struct sp_strbuf *sb) {
     return sb->buf ? sb->buf : "";
 }
-
-const char *sp_name_of(const char *const *names, size_t count, int value) {
-    return value >= 0 && (size_t)value < count ? names[value] : NULL;
-}
-
-int sp_value_of(const char *const *names, size_t count, const char *name) {
-    for (size_t i = 0; name && i < count; i++)
-        if (strcmp(name, names[i]) == 0)
-            return (int)i;
-    return -1;
-}

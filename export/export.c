@@ -8,20 +8,6 @@
 #include "layout_impl.h"
 #include "plan_impl.h"
 
-static const char *const export_names[] = {"megatron", "deepspeed", "torchgpipe", "pippy",
-                                           "torchtitan"};
-
-const char *sp_export_format_name(sp_export_format v) {
-    return sp_name_of(export_names, SP_COUNT_OF(export_names), (int)v);
-}
-sp_status sp_export_format_from_name(const char *name, sp_export_format *out) {
-    int v = sp_value_of(export_names, SP_COUNT_OF(export_names), name);
-    if (v < 0)
-        return SP_ERR_INVALID_ARG;
-    *out = (sp_export_format)v;
-    return SP_OK;
-}
-
 /* segment text: "E", "t" or "t*N", "L" */
 static void segment_text(struct sp_strbuf *sb, bool e, size_t t, bool l) {
     if (e)

@@ -18,42 +18,18 @@
 #define SP_PLAN_MAX_STAGE_MS (SP_PROFILE_MAX_TOTAL_MS * 1.001)
 #define SP_PLAN_MAX_SEND_MS  (SP_MAX_TRANSFER_MS * 1.001)
 
-static bool read_enum(struct sp_json_reader *r, const cJSON *root, const char *key,
-                      sp_status (*from_name)(const char *, int *), int *out) {
+static bool read_enum(struct sp_json_reader *r, const cJSON *root, const char *key, sp_names table,
+                      int *out) {
     const char *name = NULL;
     if (!sp_json_get_string(r, root, "", key, false, 64, &name) || !name)
         return true;
-    if (from_name(name, out) != SP_OK) {
+    int v = sp_names_value(table, name);
+    if (v < 0) {
         sp_json_problem(r, "", key, "unknown value \"%s\"", name);
         return false;
     }
+    *out = v;
     return true;
-}
-
-static sp_status solver_from(const char *n, int *o) {
-    sp_solver s;
-    sp_status st = sp_solver_from_name(n, &s);
-    *o = (int)s;
-    return st;
-}
-static sp_status comm_from(const char *n, int *o) {
-    sp_comm s;
-    sp_status st = sp_comm_from_name(n, &s);
-    *o = (int)s;
-    return st;
-}
-static sp_status objective_from(const char *n, int *o) {
-    sp_objective s;
-    sp_status st = sp_objective_from_name(n, &s);
-    *o = (int)s;
-    return st;
-}
-
-static sp_status placement_from(const char *n, int *o) {
-    sp_placement s;
-    sp_status st = sp_placement_from_name(n, &s);
-    *o = (int)s;
-    return st;
 }
 
 static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_stage *st,
@@ -175,10 +151,10 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_json_get_string(&r, root, "", "model", true, SP_NAME_MAX_BYTES, &model);
     sp_json_get_string(&r, root, "", "profile_sha256", false, 64, &sha);
     sp_json_get_uint(&r, root, "", "profile_layers", false, 1, &layers);
-    read_enum(&r, root, "solver", solver_from, &solver);
-    read_enum(&r, root, "objective", objective_from, &objective);
-    read_enum(&r, root, "comm", comm_from, &comm);
-    read_enum(&r, root, "placement", placement_from, &placement);
+    read_enum(&r, root, "solver", SP_NAMES_SOLVER, &solver);
+    read_enum(&r, root, "objective", SP_NAMES_OBJECTIVE, &objective);
+    read_enum(&r, root, "comm", SP_NAMES_COMM, &comm);
+    read_enum(&r, root, "placement", SP_NAMES_PLACEMENT, &placement);
     sp_json_get_bool(&r, root, "", "optimal", false, &m->optimal);
     sp_json_get_uint(&r, root, "", "stage_count", true, 1, &stages);
     sp_json_get_uint(&r, root, "", "chunks", false, 1, &chunks);

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "plan_impl.h"
+#include "sim_impl.h"
 
 void sp_chain_release(struct sp_chain *c) {
     sp_free(c->pos);

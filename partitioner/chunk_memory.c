@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "chunk_memory.h"
-#include "plan_impl.h"
+#include "sim_impl.h"
 
 void sp_chunk_memory_release(struct sp_chunk_memory *cm) {
     sp_free(cm->held);

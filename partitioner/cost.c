@@ -6,118 +6,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "cost.h"
 #include "plan_impl.h"
 #include "sim_impl.h"
-
-uint32_t sp_stage_inflight(uint32_t s, uint32_t p, uint32_t m) {
-    uint32_t k = p - s;
-    return k < m ? k : m;
-}
-
-void sp_plan_destroy(sp_plan *plan) {
-    if (!plan)
-        return;
-    sp_free(plan->model);
-    sp_free(plan->command);
-    sp_free(plan->stages);
-    sp_free(plan->names);
-    sp_free(plan->search);
-    sp_free(plan->recomputed);
-    sp_free(plan->layer_names);
-    sp_free(plan->layer_kinds);
-    sp_free(plan->layer_pool);
-    sp_free(plan->device_pool);
-    sp_free(plan);
-}
-
-sp_status sp_plan_set_devices(sp_ctx *ctx, sp_plan *plan, const uint32_t *device,
-                              const char *const *names) {
-    size_t bytes = 1;
-    for (size_t k = 0; names && k < plan->n_stages; k++)
-        bytes += strlen(names[k]) + 1;
-    char *pool = sp_malloc(bytes);
-    if (!pool)
-        return sp_oom(ctx, "recording the stages' devices");
-    sp_free(plan->device_pool);
-    plan->device_pool = pool;
-    *pool++ = '\0'; /* the "" of stages without a name */
-    for (size_t k = 0; k < plan->n_stages; k++) {
-        sp_stage *st = &plan->stages[k];
-        st->device = device ? device[k] : st->device;
-        st->device_name = plan->device_pool;
-        if (names) {
-            size_t len = strlen(names[k]);
-            memcpy(pool, names[k], len + 1);
-            st->device_name = pool;
-            pool += len + 1;
-        }
-    }
-    return SP_OK;
-}
-
-const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan) {
-    return plan ? &plan->summary : NULL;
-}
-size_t sp_plan_stage_count(const sp_plan *plan) {
-    return plan ? plan->n_stages : 0;
-}
-const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i) {
-    return (plan && i < plan->n_stages) ? &plan->stages[i] : NULL;
-}
-const char *sp_plan_model(const sp_plan *plan) {
-    return plan ? plan->model : "";
-}
-size_t sp_plan_layer_count(const sp_plan *plan) {
-    return plan ? plan->n_layers : 0;
-}
-const char *sp_plan_layer_name(const sp_plan *plan, size_t i) {
-    return plan && plan->layer_names && i < plan->n_layers ? plan->layer_names[i] : NULL;
-}
-const char *sp_plan_layer_kind(const sp_plan *plan, size_t i) {
-    return plan && plan->layer_kinds && i < plan->n_layers ? plan->layer_kinds[i] : NULL;
-}
-
-sp_status sp_plan_set_layers(sp_ctx *ctx, sp_plan *plan, size_t n, const char *const *names,
-                             const char *const *kinds) {
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += strlen(names[i]) + strlen(kinds[i]) + 2;
-    plan->layer_names = sp_mallocarray(n, sizeof *plan->layer_names);
-    plan->layer_kinds = sp_mallocarray(n, sizeof *plan->layer_kinds);
-    plan->layer_pool = sp_malloc(total);
-    if (!plan->layer_names || !plan->layer_kinds || !plan->layer_pool)
-        return sp_oom(ctx, "recording layer names");
-    char *w = plan->layer_pool;
-    for (size_t i = 0; i < n; i++) {
-        size_t a = strlen(names[i]) + 1, b = strlen(kinds[i]) + 1;
-        memcpy(w, names[i], a);
-        plan->layer_names[i] = w;
-        w += a;
-        memcpy(w, kinds[i], b);
-        plan->layer_kinds[i] = w;
-        w += b;
-    }
-    return SP_OK;
-}
-
-const sp_mb_point *sp_plan_micro_batch_search(const sp_plan *plan, size_t *count) {
-    *count = plan ? plan->n_search : 0;
-    return plan ? plan->search : NULL;
-}
-
-sp_status sp_plan_set_command(sp_ctx *ctx, sp_plan *plan, const char *command) {
-    if (!ctx)
-        return SP_ERR_INVALID_ARG;
-    sp_ctx_begin(ctx);
-    if (!plan || !command)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_set_command: NULL argument");
-    char *c = sp_strdup(command);
-    if (!c)
-        return sp_oom(ctx, "recording the command");
-    sp_free(plan->command);
-    plan->command = c;
-    return SP_OK;
-}
 
 static sp_status copy_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *profile) {
     size_t total = 0;
@@ -142,101 +33,6 @@ static sp_status copy_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *profil
     return SP_OK;
 }
 
-/* Interleaved plans: how many micro-batches of each chunk device d holds at its memory peak,
- * from Megatron's op order (the same order the simulator runs). counts[V] out. */
-static sp_status interleaved_inflight(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M, uint32_t d,
-                                      const uint64_t *saved, uint32_t *counts) {
-    struct sp_pipeline pl = {P, V, M, SP_SCHEDULE_INTERLEAVED, NULL, NULL, NULL, NULL, NULL, NULL};
-    struct sp_sched_op *ops = NULL;
-    size_t *offset = NULL;
-    sp_status st = sp_schedule_build(ctx, &pl, &ops, &offset);
-    if (st != SP_OK)
-        return st;
-    uint32_t *held = sp_calloc(V, sizeof *held);
-    if (!held) {
-        sp_free(ops);
-        sp_free(offset);
-        return sp_oom(ctx, "building a plan");
-    }
-    uint64_t bytes = 0, peak = 0;
-    memset(counts, 0, V * sizeof *counts);
-    for (size_t i = offset[d]; i < offset[d + 1]; i++) {
-        uint32_t c = ops[i].stage / P;
-        if (ops[i].kind == 'F') {
-            held[c]++;
-            bytes += saved[c];
-            if (bytes > peak || (bytes == peak && peak == 0)) {
-                peak = bytes;
-                memcpy(counts, held, V * sizeof *counts);
-            }
-        } else {
-            held[c]--;
-            bytes -= saved[c];
-        }
-    }
-    sp_free(held);
-    sp_free(ops);
-    sp_free(offset);
-    return SP_OK;
-}
-
-sp_status sp_interleaved_states(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M, uint32_t d,
-                                uint32_t **states, size_t *n_states) {
-    *states = NULL;
-    *n_states = 0;
-    struct sp_pipeline pl = {P, V, M, SP_SCHEDULE_INTERLEAVED, NULL, NULL, NULL, NULL, NULL, NULL};
-    struct sp_sched_op *ops = NULL;
-    size_t *offset = NULL;
-    sp_status st = sp_schedule_build(ctx, &pl, &ops, &offset);
-    if (st != SP_OK)
-        return st;
-    size_t forwards = 0;
-    for (size_t i = offset[d]; i < offset[d + 1]; i++)
-        forwards += ops[i].kind == 'F';
-    uint32_t *held = sp_calloc(V, sizeof *held);
-    uint32_t *out = sp_mallocarray(forwards ? forwards : 1, V * sizeof *out);
-    if (!held || !out) {
-        sp_free(held);
-        sp_free(out);
-        sp_free(ops);
-        sp_free(offset);
-        return sp_oom(ctx, "counting in-flight micro-batches");
-    }
-    size_t n = 0;
-    for (size_t i = offset[d]; i < offset[d + 1]; i++) {
-        uint32_t c = ops[i].stage / P;
-        if (ops[i].kind != 'F') {
-            held[c]--;
-            continue;
-        }
-        held[c]++;
-        /* keep the state unless a kept one holds at least as much of every chunk; drop the kept
-         * ones it holds at least as much as */
-        bool dominated = false;
-        size_t w = 0;
-        for (size_t k = 0; k < n; k++) {
-            const uint32_t *o = &out[k * V];
-            bool o_ge = true, h_ge = true;
-            for (uint32_t j = 0; j < V; j++) {
-                o_ge &= o[j] >= held[j];
-                h_ge &= held[j] >= o[j];
-            }
-            dominated |= o_ge;
-            if (!h_ge || o_ge) /* keep o, unless the new state dominates it strictly */
-                memmove(&out[w++ * V], o, V * sizeof *out);
-        }
-        n = w;
-        if (!dominated)
-            memcpy(&out[n++ * V], held, V * sizeof *out);
-    }
-    sp_free(held);
-    sp_free(ops);
-    sp_free(offset);
-    *states = out;
-    *n_states = n;
-    return SP_OK;
-}
-
 /* Stage k's device is k mod P of the list (or unnamed without one). */
 static sp_status name_devices(sp_ctx *ctx, sp_plan *plan, const sp_devices *list) {
     if (list && sp_devices_count(list) < plan->summary.stages)
@@ -254,10 +50,6 @@ static sp_status name_devices(sp_ctx *ctx, sp_plan *plan, const sp_devices *list
 sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                         const double *speed, const size_t *bounds, sp_plan **out) {
     return sp_plan_build_recompute(ctx, profile, opts, speed, bounds, NULL, out);
-}
-
-bool sp_plan_layer_recomputed(const sp_plan *plan, size_t i) {
-    return plan && plan->recomputed && i < plan->n_layers && plan->recomputed[i];
 }
 
 sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
@@ -354,7 +146,7 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         for (uint32_t d = 0; st == SP_OK && d < p; d++) {
             for (uint32_t c = 0; c < V; c++)
                 saved[c] = plan->stages[c * p + d].saved_bytes;
-            st = interleaved_inflight(ctx, p, V, opts->micro_batches, d, saved, counts);
+            st = sp_interleaved_peak_counts(ctx, p, V, opts->micro_batches, d, saved, counts);
             for (uint32_t c = 0; st == SP_OK && c < V; c++)
                 plan->stages[c * p + d].inflight = counts[c];
         }

@@ -7,58 +7,12 @@
 #include "baselines.h"
 #include "chain.h"
 #include "chunk_memory.h"
+#include "cost.h"
 #include "devices_impl.h"
 #include "ilp.h"
 #include "placement.h"
 #include "plan_impl.h"
 #include "sim_impl.h"
-
-static const char *const objective_names[] = {"bottleneck", "variance", "iteration", "range",
-                                              "deviation"};
-static const char *const comm_names[] = {"overlap", "blocking"};
-
-const char *sp_comm_name(sp_comm v) {
-    return sp_name_of(comm_names, SP_COUNT_OF(comm_names), (int)v);
-}
-sp_status sp_comm_from_name(const char *name, sp_comm *out) {
-    int v = sp_value_of(comm_names, SP_COUNT_OF(comm_names), name);
-    if (v < 0)
-        return SP_ERR_INVALID_ARG;
-    *out = (sp_comm)v;
-    return SP_OK;
-}
-static const char *const placement_names[] = {"order", "search"};
-const char *sp_placement_name(sp_placement v) {
-    return sp_name_of(placement_names, SP_COUNT_OF(placement_names), (int)v);
-}
-sp_status sp_placement_from_name(const char *name, sp_placement *out) {
-    int v = sp_value_of(placement_names, SP_COUNT_OF(placement_names), name);
-    if (v < 0)
-        return SP_ERR_INVALID_ARG;
-    *out = (sp_placement)v;
-    return SP_OK;
-}
-static const char *const solver_names[] = {"dp", "uniform", "parameters", "given", "ilp"};
-const char *sp_objective_name(sp_objective v) {
-    return sp_name_of(objective_names, SP_COUNT_OF(objective_names), (int)v);
-}
-sp_status sp_objective_from_name(const char *name, sp_objective *out) {
-    int v = sp_value_of(objective_names, SP_COUNT_OF(objective_names), name);
-    if (v < 0)
-        return SP_ERR_INVALID_ARG;
-    *out = (sp_objective)v;
-    return SP_OK;
-}
-const char *sp_solver_name(sp_solver v) {
-    return sp_name_of(solver_names, SP_COUNT_OF(solver_names), (int)v);
-}
-sp_status sp_solver_from_name(const char *name, sp_solver *out) {
-    int v = sp_value_of(solver_names, SP_COUNT_OF(solver_names), name);
-    if (v < 0)
-        return SP_ERR_INVALID_ARG;
-    *out = (sp_solver)v;
-    return SP_OK;
-}
 
 void sp_partition_opts_init(sp_partition_opts *opts) {
     memset(opts, 0, sizeof *opts);

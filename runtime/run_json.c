@@ -58,10 +58,8 @@ sp_status sp_run_to_json(sp_ctx *ctx, const sp_run *run, char **out) {
     cJSON *root = cJSON_CreateObject(), *meas = NULL, *pred = NULL, *err = NULL, *a = NULL;
     bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-run-report") &&
               num(root, "version", 1) && cJSON_AddStringToObject(root, "model", run->model_name) &&
-              cJSON_AddStringToObject(
-                  root, "backend", run->summary.backend == SP_RUN_BACKEND_CUDA ? "cuda" : "cpu") &&
-              cJSON_AddStringToObject(root, "transport",
-                                      run->transport == SP_TRANSPORT_MPI ? "mpi" : "threads") &&
+              cJSON_AddStringToObject(root, "backend", sp_run_backend_name(S->backend)) &&
+              cJSON_AddStringToObject(root, "transport", sp_transport_name(run->transport)) &&
               cJSON_AddStringToObject(root, "schedule", sp_schedule_name(S->schedule)) &&
               num(root, "stages", S->stages) && num(root, "micro_batches", S->micro_batches) &&
               num(root, "micro_batch_size", S->micro_batch_size) && num(root, "steps", S->steps) &&

@@ -14,19 +14,6 @@
 
 #include "sim_impl.h"
 
-static const char *const schedule_names[] = {"gpipe", "1f1b", "interleaved", "zb-h1"};
-
-const char *sp_schedule_name(sp_schedule v) {
-    return sp_name_of(schedule_names, SP_COUNT_OF(schedule_names), (int)v);
-}
-sp_status sp_schedule_from_name(const char *name, sp_schedule *out) {
-    int v = sp_value_of(schedule_names, SP_COUNT_OF(schedule_names), name);
-    if (v < 0)
-        return SP_ERR_INVALID_ARG;
-    *out = (sp_schedule)v;
-    return SP_OK;
-}
-
 static void push(struct sp_sched_op *ops, size_t *n, char kind, uint32_t mb, uint32_t stage) {
     ops[*n] = (struct sp_sched_op){stage, mb, kind};
     (*n)++;

@@ -45,4 +45,23 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
  * the partitioner. */
 sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts, sp_sim **out);
 
+/* ---- in-flight micro-batches (simulate/inflight.c) */
+
+/* sp_interleaved_states: device d of an interleaved pipeline (P devices, V chunks, M
+ * micro-batches, Megatron's op order as the simulator runs it): the in-flight micro-batches of
+ * each chunk right after each forward, keeping only states no other state holds at least as much
+ * of in every chunk (a memory peak, for any non-negative bytes per chunk, is one of them).
+ * *states gets n x V counts (chunk c of state i at [i * V + c]), freed with sp_free. */
+sp_status sp_interleaved_states(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M, uint32_t d,
+                                uint32_t **states, size_t *n_states);
+
+/* sp_stage_inflight: micro-batches whose activations stage s of p holds under 1F1B with m
+ * micro-batches: min(p - s, m). */
+uint32_t sp_stage_inflight(uint32_t s, uint32_t p, uint32_t m);
+
+/* sp_interleaved_peak_counts: device d of an interleaved pipeline: how many micro-batches of each
+ * chunk it holds at its memory peak for saved[V] bytes per chunk, counts[V] out. */
+sp_status sp_interleaved_peak_counts(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M, uint32_t d,
+                                     const uint64_t *saved, uint32_t *counts);
+
 #endif

@@ -846,6 +846,8 @@ typedef enum sp_run_fault {
     SP_RUN_FAULT_HANG = 2  /* the stage stops there and never sends again (its neighbours must
                             * give up after timeout_ms) */
 } sp_run_fault;
+SP_API const char *sp_run_fault_name(sp_run_fault fault); /* "none", "fail", "hang" */
+SP_API sp_status sp_run_fault_from_name(const char *name, sp_run_fault *out);
 
 /* What carries activations and gradients between stages. */
 typedef enum sp_transport {
@@ -853,6 +855,8 @@ typedef enum sp_transport {
     SP_TRANSPORT_MPI = 1      /* every stage an MPI rank (rank s runs stage s), started with
                                * `mpirun -np P`; builds with Open MPI only (SP_ERR_UNSUPPORTED) */
 } sp_transport;
+SP_API const char *sp_transport_name(sp_transport transport); /* "threads", "mpi" */
+SP_API sp_status sp_transport_from_name(const char *name, sp_transport *out);
 
 /* Where the stages compute. */
 typedef enum sp_run_backend {
@@ -861,6 +865,8 @@ typedef enum sp_run_backend {
                              * copied peer to peer; threads transport only; builds with the GPU
                              * executor only (SP_ERR_NO_DEVICE otherwise, or without a GPU) */
 } sp_run_backend;
+SP_API const char *sp_run_backend_name(sp_run_backend backend); /* "cpu", "cuda" */
+SP_API sp_status sp_run_backend_from_name(const char *name, sp_run_backend *out);
 
 typedef struct sp_run_opts {
     sp_schedule schedule;   /* SP_SCHEDULE_GPIPE or SP_SCHEDULE_1F1B (default 1F1B) */

@@ -1,0 +1,115 @@
+/* formats/plan.c: the plan object (formats/plan_impl.h): its getters, what readers and the
+ * partitioner record in it, and its release. Built from boundaries in partitioner/cost.c, read
+ * in formats/plan_read.c, written in formats/plan_write.c. */
+#include <string.h>
+
+#include "plan_impl.h"
+
+void sp_plan_destroy(sp_plan *plan) {
+    if (!plan)
+        return;
+    sp_free(plan->model);
+    sp_free(plan->command);
+    sp_free(plan->stages);
+    sp_free(plan->names);
+    sp_free(plan->search);
+    sp_free(plan->recomputed);
+    sp_free(plan->layer_names);
+    sp_free(plan->layer_kinds);
+    sp_free(plan->layer_pool);
+    sp_free(plan->device_pool);
+    sp_free(plan);
+}
+
+sp_status sp_plan_set_devices(sp_ctx *ctx, sp_plan *plan, const uint32_t *device,
+                              const char *const *names) {
+    size_t bytes = 1;
+    for (size_t k = 0; names && k < plan->n_stages; k++)
+        bytes += strlen(names[k]) + 1;
+    char *pool = sp_malloc(bytes);
+    if (!pool)
+        return sp_oom(ctx, "recording the stages' devices");
+    sp_free(plan->device_pool);
+    plan->device_pool = pool;
+    *pool++ = '\0'; /* the "" of stages without a name */
+    for (size_t k = 0; k < plan->n_stages; k++) {
+        sp_stage *st = &plan->stages[k];
+        st->device = device ? device[k] : st->device;
+        st->device_name = plan->device_pool;
+        if (names) {
+            size_t len = strlen(names[k]);
+            memcpy(pool, names[k], len + 1);
+            st->device_name = pool;
+            pool += len + 1;
+        }
+    }
+    return SP_OK;
+}
+
+const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan) {
+    return plan ? &plan->summary : NULL;
+}
+size_t sp_plan_stage_count(const sp_plan *plan) {
+    return plan ? plan->n_stages : 0;
+}
+const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i) {
+    return (plan && i < plan->n_stages) ? &plan->stages[i] : NULL;
+}
+const char *sp_plan_model(const sp_plan *plan) {
+    return plan ? plan->model : "";
+}
+size_t sp_plan_layer_count(const sp_plan *plan) {
+    return plan ? plan->n_layers : 0;
+}
+const char *sp_plan_layer_name(const sp_plan *plan, size_t i) {
+    return plan && plan->layer_names && i < plan->n_layers ? plan->layer_names[i] : NULL;
+}
+const char *sp_plan_layer_kind(const sp_plan *plan, size_t i) {
+    return plan && plan->layer_kinds && i < plan->n_layers ? plan->layer_kinds[i] : NULL;
+}
+
+sp_status sp_plan_set_layers(sp_ctx *ctx, sp_plan *plan, size_t n, const char *const *names,
+                             const char *const *kinds) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += strlen(names[i]) + strlen(kinds[i]) + 2;
+    plan->layer_names = sp_mallocarray(n, sizeof *plan->layer_names);
+    plan->layer_kinds = sp_mallocarray(n, sizeof *plan->layer_kinds);
+    plan->layer_pool = sp_malloc(total);
+    if (!plan->layer_names || !plan->layer_kinds || !plan->layer_pool)
+        return sp_oom(ctx, "recording layer names");
+    char *w = plan->layer_pool;
+    for (size_t i = 0; i < n; i++) {
+        size_t a = strlen(names[i]) + 1, b = strlen(kinds[i]) + 1;
+        memcpy(w, names[i], a);
+        plan->layer_names[i] = w;
+        w += a;
+        memcpy(w, kinds[i], b);
+        plan->layer_kinds[i] = w;
+        w += b;
+    }
+    return SP_OK;
+}
+
+const sp_mb_point *sp_plan_micro_batch_search(const sp_plan *plan, size_t *count) {
+    *count = plan ? plan->n_search : 0;
+    return plan ? plan->search : NULL;
+}
+
+sp_status sp_plan_set_command(sp_ctx *ctx, sp_plan *plan, const char *command) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!plan || !command)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_set_command: NULL argument");
+    char *c = sp_strdup(command);
+    if (!c)
+        return sp_oom(ctx, "recording the command");
+    sp_free(plan->command);
+    plan->command = c;
+    return SP_OK;
+}
+
+bool sp_plan_layer_recomputed(const sp_plan *plan, size_t i) {
+    return plan && plan->recomputed && i < plan->n_layers && plan->recomputed[i];
+}

@@ -1,0 +1,20 @@
+/* partitioner/cost.h: a plan from stage boundaries, with every figure (partitioner/cost.c). */
+#ifndef SP_PARTITIONER_COST_H
+#define SP_PARTITIONER_COST_H
+
+#include "plan_impl.h"
+
+/* sp_plan_build: a plan with the given stage boundaries: stage s holds layers
+ * [bounds[s], bounds[s+1]) with bounds[0] = 0 < ... < bounds[P] = n. Computes every stage figure
+ * and the summary except solver, objective, optimal, even_split_bottleneck_ms, solve_ms and the
+ * schedule, which the caller sets. `opts` must be resolved (micro_batches > 0). speed[P] (or
+ * NULL) divides stage s's times; opts->links gives each boundary's send_ms. */
+sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                        const double *speed, const size_t *bounds, sp_plan **out);
+/* the same, with recompute[n] (or NULL): the layers whose forward the backward recomputes
+ * (their recompute_ms joins bwd_ms, their saved_bytes are not kept) */
+sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
+                                  const sp_partition_opts *opts, const double *speed,
+                                  const size_t *bounds, const bool *recompute, sp_plan **out);
+
+#endif
