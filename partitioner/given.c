@@ -1,0 +1,158 @@
+/* partitioner/given.c: sp_plan_from_split, a split the user gives (evaluate, import-plan, check)
+ * as a plan with the same figures a solver's plan has. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "baselines.h"
+#include "cost.h"
+#include "devices_impl.h"
+#include "partition_impl.h"
+#include "sim_impl.h"
+
+/* The devices (and links, matched by name) a plan placed its pipeline stages on, in stage order:
+ * what sp_plan_from_split runs stage s on when opts->placed_as is set. *device_out gets each
+ * stage's index in `list` (freed by the caller). */
+static sp_status devices_placed_as(sp_ctx *ctx, const sp_plan *placed, const sp_devices *list,
+                                   const sp_links *links, uint32_t stages, sp_devices **devices_out,
+                                   sp_links **links_out, size_t **device_out) {
+    *devices_out = NULL;
+    *links_out = NULL;
+    size_t *device = sp_mallocarray(stages, sizeof *device), *link = NULL;
+    if (!device)
+        return sp_oom(ctx, "placing stages");
+    sp_status st = SP_OK;
+    if (!list || sp_plan_stage_count(placed) < stages)
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                     "placing stages as a plan did needs its devices and its %u stages", stages);
+    for (uint32_t s = 0; st == SP_OK && s < stages; s++) {
+        device[s] = sp_plan_stage(placed, s)->device;
+        if (device[s] >= sp_devices_count(list))
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "the plan places stage %u on device %zu; the device list has %zu", s,
+                         device[s], sp_devices_count(list));
+    }
+    if (st == SP_OK && links && !(link = sp_mallocarray(stages, sizeof *link)))
+        st = sp_oom(ctx, "placing stages");
+    for (uint32_t s = 0; st == SP_OK && link && s < stages; s++) {
+        const char *name = sp_devices_get(list, device[s])->name;
+        link[s] = sp_links_find(links, name);
+        if (link[s] == sp_links_count(links))
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "device '%s' (stage %u) has no entry in the links file (its \"devices\" "
+                         "must name every device the plan uses)",
+                         name, s);
+    }
+    if (st == SP_OK)
+        st = sp_devices_select(ctx, list, device, stages, devices_out);
+    if (st == SP_OK && link)
+        st = sp_links_select(ctx, links, link, stages, links_out);
+    sp_free(link);
+    if (st != SP_OK) {
+        sp_devices_destroy(*devices_out);
+        *devices_out = NULL;
+        sp_free(device);
+        return st;
+    }
+    *device_out = device;
+    return SP_OK;
+}
+
+sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                             const size_t *first_layers, size_t count, sp_plan **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!profile || !opts || !first_layers || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_from_split: NULL argument");
+    *out = NULL;
+    sp_partition_opts o = *opts;
+    o.solver = SP_SOLVER_GIVEN;
+    if (o.chunks == 0)
+        o.chunks = 1;
+    o.placement = SP_PLACEMENT_ORDER; /* a given split keeps stage s on device s */
+    if (o.micro_batches == 0 || o.micro_batches == SP_MICRO_BATCHES_AUTO)
+        o.micro_batches = 4 * o.stages;
+    if (o.chunks > 1)
+        o.schedule = SP_SCHEDULE_INTERLEAVED;
+    size_t n = sp_profile_layer_count(profile);
+    if (o.stages < 1 || (uint64_t)o.stages * o.chunks != count || count > SP_MAX_STAGES)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the split has %zu stages; expected stages x chunks = %u x %u", count,
+                       o.stages, o.chunks);
+    if (o.chunks > 1 && o.micro_batches % o.stages)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the interleaved schedule needs the micro-batch count to be a multiple of "
+                       "the pipeline stages: M = %u, P = %u",
+                       o.micro_batches, o.stages);
+    size_t *bounds = sp_mallocarray(count + 1, sizeof *bounds);
+    if (!bounds)
+        return sp_oom(ctx, "evaluating a split");
+    for (size_t s = 0; s < count; s++)
+        bounds[s] = first_layers[s];
+    bounds[count] = n;
+    sp_status st = SP_OK;
+    if (bounds[0] != 0)
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG, "stage 0 must start at layer 0, not %zu", bounds[0]);
+    for (size_t s = 0; st == SP_OK && s < count; s++)
+        if (bounds[s + 1] <= bounds[s])
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "stage %zu is empty or out of order (starts at layer %zu, the next at "
+                         "%zu; the profile has %zu layers): every stage needs at least one layer",
+                         s, bounds[s], bounds[s + 1], n);
+    for (size_t s = 1; st == SP_OK && s < count; s++)
+        if (!sp_profile_layer(profile, bounds[s] - 1)->cut_after)
+            sp_warn(ctx, "stage %zu starts after layer '%s', which has cut_after: false", s,
+                    sp_profile_layer(profile, bounds[s] - 1)->name);
+    sp_devices *placed_devices = NULL; /* with opts->placed_as: stage s's device at s */
+    sp_links *placed_links = NULL;
+    size_t *placed_index = NULL;
+    if (st == SP_OK && o.placed_as) {
+        st =
+            devices_placed_as(ctx, o.placed_as, o.devices ? o.devices : sp_profile_devices(profile),
+                              o.links, o.stages, &placed_devices, &placed_links, &placed_index);
+        o.devices = placed_devices;
+        o.links = placed_links;
+    }
+    struct sp_stage_devices d;
+    if (st == SP_OK)
+        st = sp_stage_devices_init(ctx, profile, &o, &d);
+    sp_plan *plan = NULL;
+    if (st == SP_OK) {
+        st = sp_plan_build(ctx, profile, &o, d.speed, bounds, &plan);
+        if (st == SP_OK && placed_index)
+            st = sp_record_placement(ctx, plan,
+                                     opts->devices ? opts->devices : sp_profile_devices(profile),
+                                     placed_index);
+        if (st == SP_OK) {
+            plan->summary.even_split_bottleneck_ms = plan->summary.bottleneck_ms;
+            size_t *even = sp_mallocarray(count + 1, sizeof *even);
+            sp_plan *even_plan = NULL;
+            if (even && sp_uniform_bounds(ctx, profile, (uint32_t)count, even) == SP_OK &&
+                sp_plan_build(ctx, profile, &o, d.speed, even, &even_plan) == SP_OK)
+                plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
+            sp_plan_destroy(even_plan);
+            sp_free(even);
+            sp_sim_opts so;
+            sp_sim_opts_init(&so);
+            so.schedule = o.schedule;
+            so.keep_ops = false;
+            sp_sim *sim = NULL;
+            st = sp_simulate_plan(ctx, plan, &so, &sim);
+            if (st == SP_OK)
+                sp_plan_attach_schedule(plan, sim);
+            sp_sim_destroy(sim);
+        }
+        sp_stage_devices_release(&d);
+    }
+    sp_free(bounds);
+    sp_devices_destroy(placed_devices);
+    sp_links_destroy(placed_links);
+    sp_free(placed_index);
+    if (st != SP_OK) {
+        sp_plan_destroy(plan);
+        return st;
+    }
+    *out = plan;
+    return SP_OK;
+}

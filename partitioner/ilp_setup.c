@@ -1,0 +1,299 @@
+/* partitioner/ilp_setup.c: setting up the GLPK program for sp_partition (solved in ilp_glpk.c):
+ * its chain, recomputation choices and placement classes, and checking the plan it returns
+ * against the memory limits. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "baselines.h"
+#include "chunk_memory.h"
+#include "partition_impl.h"
+#include "placement.h"
+
+/* A baseline's plan must still satisfy the memory limits to be usable (per device: the sum of
+ * its chunks when interleaved). */
+sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
+                               const struct sp_stage_devices *d) {
+    for (uint32_t dev = 0; dev < o->stages; dev++) {
+        uint64_t cap = o->memory_limit_bytes, dm = d->memory ? d->memory[dev] : 0;
+        if (dm && (!cap || dm < cap))
+            cap = dm;
+        uint64_t need = 0, resident = 0, saved_held = 0;
+        for (size_t k = dev; k < plan->n_stages; k += o->stages) {
+            const sp_stage *st = &plan->stages[k];
+            need += st->memory_bytes;
+            resident += st->resident_bytes;
+            saved_held += st->memory_bytes - st->resident_bytes;
+        }
+        if (cap && need > cap) {
+            char nb[16], lim[16];
+            return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                           "the %s split does not fit the memory limit: %s %u needs %s "
+                           "(resident %llu + saved activations %llu bytes), the limit is %s%s",
+                           sp_solver_name(o->solver), o->chunks > 1 ? "device" : "stage", dev,
+                           sp_format_bytes(need, nb, sizeof nb), (unsigned long long)resident,
+                           (unsigned long long)saved_held, sp_format_bytes(cap, lim, sizeof lim),
+                           o->chunks > 1 ? ""
+                                         : "; --solver dp finds a plan within the limit when one "
+                                           "exists");
+        }
+    }
+    return SP_OK;
+}
+
+static size_t position_of(const struct sp_chain *c, size_t layer) {
+    size_t lo = 0, hi = c->n_pos - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->pos[mid] >= layer)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Keep recomputation only where memory needs it: the program may recompute a layer it need not
+ * (at equal bottleneck); undoing that only shortens its stage. Layers with the longest
+ * recomputation are undone first. c gives each stage's memory cap and in-flight count. */
+void sp_trim_recompute(const sp_profile *profile, const struct sp_chain *c, const size_t *bounds,
+                       bool *recompute) {
+    for (uint32_t k = 0; recompute && k < c->p; k++) {
+        size_t a = bounds[k], e = bounds[k + 1];
+        uint64_t cap = c->cap[k];
+        uint64_t mem = 0, saved = 0;
+        for (size_t l = a; l < e; l++) {
+            mem += sp_profile_layer(profile, l)->memory_bytes;
+            saved += recompute[l] ? 0 : sp_profile_layer(profile, l)->saved_bytes;
+        }
+        for (;;) {
+            size_t best = SIZE_MAX;
+            for (size_t l = a; l < e; l++) {
+                const sp_layer *L = sp_profile_layer(profile, l);
+                sp_u128 need = (sp_u128)mem + (sp_u128)c->inflight[k] * (saved + L->saved_bytes);
+                if (recompute[l] && (!cap || need <= cap) &&
+                    (best == SIZE_MAX ||
+                     L->recompute_ms > sp_profile_layer(profile, best)->recompute_ms))
+                    best = l;
+            }
+            if (best == SIZE_MAX)
+                break;
+            recompute[best] = false;
+            saved += sp_profile_layer(profile, best)->saved_bytes;
+        }
+    }
+}
+
+/* --solver ilp: the chain over the K = P x V virtual stages (each with its device's speed), an
+ * incumbent from the exact DP (V = 1) or the uniform chunk split, then the program. */
+/* The ilp's incumbent when no plan fits without recomputation: the exact DP (stage s on
+ * device s) with every block that can recompute recomputing, so nothing of it is saved. */
+static sp_status recompute_all_bounds(sp_ctx *ctx, const sp_profile *profile,
+                                      const sp_partition_opts *o, const struct sp_stage_devices *d,
+                                      size_t *bounds) {
+    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
+                                   .stages = o->stages,
+                                   .micro_batches = o->micro_batches,
+                                   .mem_cap = o->memory_limit_bytes,
+                                   .speed = d->speed,
+                                   .device_mem = d->memory,
+                                   .recompute_all = true};
+    struct sp_chain c;
+    sp_status st = sp_chain_init(ctx, &c, profile, &model);
+    if (st != SP_OK)
+        return st;
+    st = sp_chain_best_bounds(ctx, &c, bounds, NULL);
+    sp_chain_release(&c);
+    return st;
+}
+
+sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                       const struct sp_stage_devices *d, size_t *bounds, bool *recompute,
+                       const struct sp_placement_classes *pc, bool inject,
+                       struct sp_ilp_result *res) {
+    uint32_t K = o->stages * o->chunks;
+    /* With placement search the chain has no speeds or device memory (the program chooses
+     * them); its free chain, which bounds T from below, runs every stage at the fastest speed */
+    double fastest = pc ? sp_placement_fastest(pc) : 1.0;
+    double *speed = NULL, *free_speed = NULL;
+    if (d->speed || fastest != 1.0) {
+        speed = sp_mallocarray(K, sizeof *speed);
+        free_speed = sp_mallocarray(K, sizeof *free_speed);
+        if (!speed || !free_speed) {
+            sp_free(speed);
+            sp_free(free_speed);
+            return sp_oom(ctx, "building the integer program");
+        }
+        for (uint32_t k = 0; k < K; k++)
+            free_speed[k] = speed[k] = pc ? fastest : d->speed[k % o->stages];
+    }
+    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
+                                   .stages = K,
+                                   .micro_batches = o->micro_batches,
+                                   .mem_cap = o->chunks > 1 ? 0 : o->memory_limit_bytes,
+                                   .speed = pc ? NULL : speed,
+                                   .device_mem = o->chunks > 1 || pc ? NULL : d->memory};
+    struct sp_chain c, free_chain; /* free_chain: the same without memory caps */
+    sp_status st = sp_chain_init(ctx, &c, profile, &model);
+    struct sp_chain_model free_model = model;
+    free_model.mem_cap = 0;
+    free_model.device_mem = NULL;
+    free_model.speed = free_speed;
+    if (st == SP_OK && (st = sp_chain_init(ctx, &free_chain, profile, &free_model)) != SP_OK)
+        sp_chain_release(&c);
+    sp_free(speed);
+    sp_free(free_speed);
+    if (st != SP_OK)
+        return st;
+    size_t B = c.n_pos - 1;
+    size_t *inc = sp_mallocarray((size_t)K + 1, sizeof *inc);
+    int64_t *rc = o->recompute ? sp_mallocarray(B, sizeof *rc) : NULL;
+    if (!inc || (o->recompute && !rc)) {
+        st = sp_oom(ctx, "building the integer program");
+        goto out;
+    }
+    for (size_t b = 0; rc && b < B; b++) { /* a block recomputes when all its layers can */
+        rc[b] = 0;
+        for (size_t l = c.pos[b]; l < c.pos[b + 1] && rc[b] >= 0; l++) {
+            double ms = sp_profile_layer(profile, l)->recompute_ms;
+            rc[b] = ms < 0 ? -1 : rc[b] + sp_ms_to_ticks(ms);
+        }
+    }
+    /* chunks: cm has the in-flight states of stage s's devices (s), for the incumbent and, without
+     * placement, the program's memory rows; with placement the rows take the limit alone (the
+     * program adds each class's memory) */
+    struct sp_chunk_memory cm = {0}, cm_rows = {0};
+    bool class_memory = false;
+    for (uint32_t cls = 0; pc && cls < pc->ilp.classes; cls++)
+        class_memory |= pc->memory[cls] != 0;
+    if (o->chunks > 1 && (o->memory_limit_bytes || d->memory))
+        st = sp_chunk_memory_init(ctx, o->stages, o->chunks, o->micro_batches,
+                                  o->memory_limit_bytes, d->memory, &cm);
+    bool chunk_rows = o->chunks > 1 && (pc ? o->memory_limit_bytes || class_memory : cm.any_cap);
+    if (st == SP_OK && pc && chunk_rows)
+        st = sp_chunk_memory_init(ctx, o->stages, o->chunks, o->micro_batches,
+                                  o->memory_limit_bytes, NULL, &cm_rows);
+    bool have_incumbent = true, inc_recomputes = false;
+    double t_lower = 0;
+    if (st != SP_OK)
+        goto out;
+    if (c.n_pos - 1 < K) {
+        st = SP_ERR_INFEASIBLE;
+    } else if (pc && o->chunks == 1) {
+        /* the incumbent: the exact DP with stage s on device s; the bound: the DP with every
+         * stage on the fastest device and no memory limit */
+        st = sp_solve_dp(ctx, profile, o, d, inc);
+        for (uint32_t k = 0; st == SP_OK && k <= K; k++)
+            inc[k] = position_of(&c, inc[k]);
+        if (st == SP_ERR_INFEASIBLE && o->recompute) {
+            sp_ctx_begin(ctx);
+            st = recompute_all_bounds(ctx, profile, o, d, inc);
+            inc_recomputes = st == SP_OK;
+        }
+        if (st == SP_ERR_INFEASIBLE) { /* another placement may fit where this one does not */
+            have_incumbent = false;
+            st = SP_OK;
+            sp_ctx_begin(ctx);
+        }
+        int64_t free_cap = 0;
+        if (st == SP_OK && sp_chain_min_bottleneck(ctx, &free_chain, &free_cap) == SP_OK)
+            t_lower = (double)free_cap / SP_TICKS_PER_MS;
+    } else if (o->chunks == 1) {
+        st = sp_chain_best_bounds(ctx, &c, inc, NULL);
+        if (st == SP_OK && !o->recompute) /* the DP's bottleneck is exact: it bounds T */
+            t_lower = (double)sp_max_stage_time(&c, inc) / SP_TICKS_PER_MS;
+        if (o->recompute) {
+            /* without recomputation the memory limit may leave no plan: then the program starts
+             * without an incumbent. Its bottleneck is at least the DP's without memory caps
+             * (recomputation only adds time) */
+            if (st == SP_ERR_INFEASIBLE) {
+                sp_ctx_begin(ctx);
+                st = recompute_all_bounds(ctx, profile, o, d, inc);
+                inc_recomputes = st == SP_OK;
+            }
+            if (st == SP_ERR_INFEASIBLE) {
+                have_incumbent = false;
+                st = SP_OK;
+                sp_ctx_begin(ctx);
+            }
+            int64_t free_cap = 0;
+            if (st == SP_OK && sp_chain_min_bottleneck(ctx, &free_chain, &free_cap) == SP_OK)
+                t_lower = (double)free_cap / SP_TICKS_PER_MS;
+        }
+    } else {
+        st = sp_uniform_bounds(ctx, profile, K, inc);
+        if (st == SP_OK && cm.any_cap) { /* the uniform chunk split, if it fits (GLPK does not
+                                          * check an injected plan) */
+            bool fits = true, fits_recomputed = rc != NULL;
+            bool *all = rc ? sp_calloc(sp_profile_layer_count(profile), sizeof *all) : NULL;
+            for (size_t b = 0; all && b < B; b++)
+                for (size_t l = c.pos[b]; l < c.pos[b + 1]; l++)
+                    all[l] = rc[b] >= 0;
+            for (uint32_t dev = 0; dev < o->stages; dev++) {
+                fits &= sp_chunk_memory_fits(&cm, profile, inc, NULL, dev);
+                fits_recomputed &= all && sp_chunk_memory_fits(&cm, profile, inc, all, dev);
+            }
+            sp_free(all);
+            have_incumbent = fits || fits_recomputed;
+            inc_recomputes = !fits && fits_recomputed;
+        }
+        for (uint32_t k = 0; st == SP_OK && k <= K; k++)
+            inc[k] = position_of(&c, inc[k]);
+    }
+    if (!inject) { /* the program alone (the oracle tests check it against enumeration) */
+        have_incumbent = false;
+        t_lower = 0;
+    }
+    if (st == SP_OK) {
+        struct sp_ilp_input in = {.c = &c,
+                                  .devices = o->stages,
+                                  .micro_batches = o->micro_batches,
+                                  .objective = o->objective,
+                                  .time_limit_s = o->time_limit_s,
+                                  .incumbent = have_incumbent ? inc : NULL,
+                                  .recompute = rc,
+                                  .t_lower_ms = t_lower,
+                                  .incumbent_recomputes = inc_recomputes,
+                                  .place = pc ? &pc->ilp : NULL,
+                                  .chunk_memory = !chunk_rows ? NULL
+                                                  : pc        ? &cm_rows.ilp
+                                                              : &cm.ilp};
+        st = sp_ilp_solve(ctx, &in, res);
+    }
+    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && pc)
+        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                     "no placement of %u stages on the %zu devices fits: every choice of devices "
+                     "leaves a stage over its device's memory%s",
+                     o->stages, sp_devices_count(d->list),
+                     o->memory_limit_bytes ? " or the memory limit" : "");
+    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && chunk_rows)
+        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                     "no split into %u x %u interleaved chunks fits %s: each device holds its "
+                     "chunks' memory_bytes and, at every point of the interleaved order, the "
+                     "saved_bytes of the micro-batches in flight. Raise the limit, use more "
+                     "stages, fewer micro-batches%s",
+                     o->stages, o->chunks,
+                     o->memory_limit_bytes ? "the memory limit" : "the devices' memory",
+                     o->recompute ? "" : " or --recompute auto");
+    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && o->chunks == 1)
+        st = sp_explain_infeasible(ctx, profile, &c, o);
+    if (st == SP_OK) {
+        for (uint32_t k = 0; k <= K; k++)
+            bounds[k] = c.pos[res->bounds[k]];
+        for (size_t b = 0; recompute && res->recompute && b < B; b++)
+            for (size_t l = c.pos[b]; l < c.pos[b + 1]; l++)
+                recompute[l] = res->recompute[b];
+        if (!pc && cm.any_cap) /* per device, over its chunks */
+            sp_chunk_memory_trim(&cm, profile, bounds, recompute);
+        else if (!pc && o->chunks == 1) /* placement trims against the chosen devices */
+            sp_trim_recompute(profile, &c, bounds, recompute);
+    }
+out:
+    sp_chunk_memory_release(&cm);
+    sp_chunk_memory_release(&cm_rows);
+    sp_free(inc);
+    sp_free(rc);
+    sp_chain_release(&c);
+    sp_chain_release(&free_chain);
+    return st;
+}

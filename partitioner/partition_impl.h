@@ -1,0 +1,71 @@
+/* partitioner/partition_impl.h: what the partitioner's files share: the devices the stages run
+ * on, and the steps of sp_partition (partition.c) that live in their own files: the DP
+ * (solve_dp.c), the GLPK program's set-up (ilp_setup.c), a solved plan's completion
+ * (plan_finish.c) and a given split (given.c). */
+#ifndef SP_PARTITIONER_PARTITION_IMPL_H
+#define SP_PARTITIONER_PARTITION_IMPL_H
+
+#include "chain.h"
+#include "ilp.h"
+#include "placement.h"
+#include "plan_impl.h"
+
+/* The devices the stages run on (opts, else the profile's), as per-stage speeds and memory. */
+struct sp_stage_devices {
+    double *speed;    /* [P] or NULL when every speed is 1 */
+    uint64_t *memory; /* [P] or NULL */
+    const sp_devices *list;
+};
+
+/* the stages' devices (sp_stage_devices_init) and their release */
+void sp_stage_devices_release(struct sp_stage_devices *d);
+sp_status sp_stage_devices_init(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                                struct sp_stage_devices *d);
+
+/* the chain the DP solves for these options and devices (partitioner/chain.h) */
+sp_status sp_chain_for_opts(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
+                            const sp_partition_opts *o, const struct sp_stage_devices *d);
+
+/* why no plan exists: too few allowed cuts, a block that fits nowhere, or how far the best
+ * placement gets (SP_ERR_INFEASIBLE with the reason) */
+sp_status sp_explain_infeasible(sp_ctx *ctx, const sp_profile *profile, const struct sp_chain *c,
+                                const sp_partition_opts *o);
+
+/* the largest stage time of these boundaries, in ticks */
+int64_t sp_max_stage_time(const struct sp_chain *c, const size_t *bounds);
+
+/* the exact DP's boundaries for o->objective (solve_dp.c) */
+sp_status sp_solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                      const struct sp_stage_devices *d, size_t *bounds);
+
+/* SP_ERR_INFEASIBLE naming the stage when a built plan passes a memory limit */
+sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
+                               const struct sp_stage_devices *d);
+
+/* drop recomputation where the stage fits without it (the ILP may choose more than needed) */
+void sp_trim_recompute(const sp_profile *profile, const struct sp_chain *c, const size_t *bounds,
+                       bool *recompute);
+
+/* the GLPK program's boundaries, recomputed layers and placement (ilp_setup.c) */
+sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                       const struct sp_stage_devices *d, size_t *bounds, bool *recompute,
+                       const struct sp_placement_classes *pc, bool inject,
+                       struct sp_ilp_result *res);
+
+/* the plan for solved boundaries (and recomputed layers, or NULL): build, check memory,
+ * compare with the even split on the same devices, record the ilp's figures (or NULL),
+ * simulate (plan_finish.c) */
+sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                         const struct sp_stage_devices *d, const size_t *bounds,
+                         const bool *recompute, const struct sp_ilp_result *ilp, double solve_ms,
+                         sp_plan **out);
+
+/* stage k runs on device[k] of list: record it in the plan */
+sp_status sp_record_placement(sp_ctx *ctx, sp_plan *plan, const sp_devices *list,
+                              const size_t *device);
+
+/* --placement search: the GLPK program chooses every stage's device */
+sp_status sp_plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                         const struct sp_stage_devices *d, sp_plan **out);
+
+#endif

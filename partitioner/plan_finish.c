@@ -1,0 +1,174 @@
+/* partitioner/plan_finish.c: a solved plan made complete: built with its figures, checked against
+ * memory, compared with the even split on the same devices, simulated under its schedule; and a
+ * plan whose stages the GLPK program placed on devices of its choosing. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "baselines.h"
+#include "chunk_memory.h"
+#include "cost.h"
+#include "partition_impl.h"
+#include "placement.h"
+#include "sim_impl.h"
+
+/* The plan for solved boundaries (and recomputed layers, or NULL): build, check, compare with
+ * the even split on the same devices, record the ilp's figures (or NULL), simulate. */
+sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                         const struct sp_stage_devices *d, const size_t *bounds,
+                         const bool *recompute, const struct sp_ilp_result *ilp, double solve_ms,
+                         sp_plan **out) {
+    *out = NULL;
+    uint32_t K = o->stages * o->chunks; /* virtual stages */
+    size_t *even = sp_mallocarray((size_t)K + 1, sizeof *even);
+    if (!even)
+        return sp_oom(ctx, "partitioning");
+    sp_plan *plan = NULL;
+    sp_status st = sp_plan_build_recompute(ctx, profile, o, d->speed, bounds, recompute, &plan);
+    if (st == SP_OK && o->solver != SP_SOLVER_DP && o->solver != SP_SOLVER_ILP)
+        st = sp_check_plan_memory(ctx, plan, o, d);
+    if (st == SP_OK)
+        st = sp_uniform_bounds(ctx, profile, K, even);
+    sp_sim *sim = NULL;
+    if (st == SP_OK) {
+        plan->summary.optimal = o->solver == SP_SOLVER_DP || (ilp && ilp->optimal);
+        if (ilp) {
+            sp_plan_summary *m = &plan->summary;
+            m->mip_gap = ilp->mip_gap;
+            m->best_bound_ms = ilp->best_bound;
+            m->objective_ms = ilp->objective_ms;
+            m->solver_status = ilp->status;
+            m->nodes = ilp->nodes;
+            m->free_binaries = ilp->free_binaries;
+            if (!ilp->optimal)
+                sp_warn(ctx,
+                        "the ilp solver stopped at the time limit (%g s): the plan is the best "
+                        "found, %.2f%% above the proven bound; raise --time-limit to prove it",
+                        o->time_limit_s, 100 * ilp->mip_gap);
+        }
+        plan->summary.solve_ms = solve_ms;
+        /* the even split on the same devices and links, figured the same way */
+        sp_plan *even_plan = NULL;
+        st = sp_plan_build(ctx, profile, o, d->speed, even, &even_plan);
+        if (st == SP_OK)
+            plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
+        sp_plan_destroy(even_plan);
+    }
+    if (st == SP_OK) {
+        /* every plan carries what its schedule is predicted to achieve */
+        sp_sim_opts so;
+        sp_sim_opts_init(&so);
+        so.schedule = o->schedule;
+        so.keep_ops = false;
+        st = sp_simulate_plan(ctx, plan, &so, &sim);
+        if (st == SP_OK)
+            sp_plan_attach_schedule(plan, sim);
+    }
+    sp_sim_destroy(sim);
+    sp_free(even);
+    if (st != SP_OK) {
+        sp_plan_destroy(plan);
+        return st;
+    }
+    *out = plan;
+    return SP_OK;
+}
+
+/* A plan built on devices chosen from `list` (device[s]: pipeline stage s's index there) records
+ * their indices and names in the full list, chunk k on stage k mod P's device: the placement
+ * search's plans, and a placed plan re-evaluated (sp_plan_from_split with placed_as). */
+sp_status sp_record_placement(sp_ctx *ctx, sp_plan *plan, const sp_devices *list,
+                              const size_t *device) {
+    size_t K = sp_plan_stage_count(plan);
+    uint32_t P = plan->summary.stages;
+    uint32_t *index = sp_mallocarray(K, sizeof *index);
+    const char **names = sp_mallocarray(K, sizeof *names);
+    sp_status st = index && names ? SP_OK : sp_oom(ctx, "placing stages");
+    for (size_t k = 0; st == SP_OK && k < K; k++) {
+        index[k] = (uint32_t)device[k % P];
+        names[k] = sp_devices_get(list, device[k % P])->name;
+    }
+    if (st == SP_OK)
+        st = sp_plan_set_devices(ctx, plan, index, names);
+    if (st == SP_OK)
+        plan->summary.placement = SP_PLACEMENT_SEARCH;
+    sp_free(index);
+    sp_free(names);
+    return st;
+}
+
+/* --placement search: the program picks a class of interchangeable devices for each stage; the
+ * stages then take the lowest-numbered free device of their class, and the plan is figured on
+ * those devices (and the links between them) in stage order. */
+sp_status sp_plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                         const struct sp_stage_devices *d, sp_plan **out) {
+    *out = NULL;
+    size_t n_layers = sp_profile_layer_count(profile);
+    struct sp_placement_classes pc;
+    sp_status st = sp_placement_classes_init(ctx, profile, d->list, o->links, o->stages, &pc);
+    if (st != SP_OK)
+        return st;
+    uint32_t K = o->stages * o->chunks;
+    size_t *bounds = sp_mallocarray((size_t)K + 1, sizeof *bounds);
+    size_t *device = sp_mallocarray(o->stages, sizeof *device);
+    bool *recompute = o->recompute ? sp_calloc(n_layers, sizeof *recompute) : NULL;
+    struct sp_ilp_result ilp = {0};
+    sp_devices *chosen = NULL;
+    sp_links *chosen_links = NULL;
+    struct sp_stage_devices d2 = {0};
+    if (!bounds || !device || (o->recompute && !recompute))
+        st = sp_oom(ctx, "placing stages");
+    double t0 = sp_now_ms();
+    if (st == SP_OK)
+        st = sp_solve_ilp(ctx, profile, o, d, bounds, recompute, &pc, !o->ilp_cold, &ilp);
+    double solve_ms = sp_now_ms() - t0;
+    if (st == SP_OK)
+        sp_placement_devices(&pc, ilp.stage_class, o->stages, device);
+    if (st == SP_OK)
+        st = sp_placement_select(ctx, &pc, d->list, o->links, device, o->stages, &chosen,
+                                 &chosen_links);
+    sp_partition_opts o2 = *o;
+    o2.devices = chosen;
+    o2.links = chosen_links;
+    o2.placement = SP_PLACEMENT_ORDER;
+    if (st == SP_OK)
+        st = sp_stage_devices_init(ctx, profile, &o2, &d2);
+    if (st == SP_OK && recompute && o->chunks > 1) { /* trimmed against the chosen devices */
+        struct sp_chunk_memory cm;
+        st = sp_chunk_memory_init(ctx, o->stages, o->chunks, o->micro_batches,
+                                  o->memory_limit_bytes, d2.memory, &cm);
+        if (st == SP_OK)
+            sp_chunk_memory_trim(&cm, profile, bounds, recompute);
+        sp_chunk_memory_release(&cm);
+    } else if (st == SP_OK && recompute) {
+        struct sp_chain c;
+        st = sp_chain_for_opts(ctx, &c, profile, &o2, &d2);
+        if (st == SP_OK) {
+            sp_trim_recompute(profile, &c, bounds, recompute);
+            sp_chain_release(&c);
+        }
+    }
+    sp_plan *plan = NULL;
+    if (st == SP_OK)
+        st = sp_plan_finish(ctx, profile, &o2, &d2, bounds, recompute, &ilp, solve_ms, &plan);
+    if (st == SP_OK)
+        st = sp_record_placement(ctx, plan, d->list, device);
+    sp_stage_devices_release(&d2);
+    sp_devices_destroy(chosen);
+    sp_links_destroy(chosen_links);
+    sp_free(ilp.bounds);
+    sp_free(ilp.recompute);
+    sp_free(ilp.stage_class);
+    sp_free(bounds);
+    sp_free(device);
+    sp_free(recompute);
+    sp_placement_classes_release(&pc);
+    if (st != SP_OK) {
+        sp_plan_destroy(plan);
+        if (!*sp_ctx_errmsg(ctx))
+            sp_fail(ctx, st, "%s", sp_strerror(st));
+        return st;
+    }
+    *out = plan;
+    return SP_OK;
+}
