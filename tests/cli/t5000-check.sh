@@ -35,6 +35,12 @@ expect_stdout_contains "github annotation" "::error title=stagepart check: imbal
 expect_code "json" 1 "$STAGEPART" check --plan "$TMP/even.json" --profile $P/llama3-8b.json --json
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["format"]=="stagepart-check" and d["passed"] is False and [c["name"] for c in d["criteria"] if not c["passed"]]==["imbalance","staleness"]' "$TMP/stdout"; then pass "json result"; else fail "json result"; fi
 
+# a layer name with a tab, a quote, a newline and markup: the JSON and the JUnit XML stay valid
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["layers"][5]["name"]="layers.4\t\"x\"\n<&>"; json.dump(p,open(sys.argv[2],"w"))' $P/llama3-8b.json "$TMP/odd.json"
+expect_code "odd name: json" 1 "$STAGEPART" check --plan "$TMP/plan.json" --profile "$TMP/odd.json" --json --junit "$TMP/odd.xml"
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); m=[c for c in d["criteria"] if c["name"]=="layers match"][0]["message"]; assert "layers.4\t\"x\"\n<&>" in m, m' "$TMP/stdout"; then pass "odd name: valid JSON, name intact"; else fail "odd name: json" "$(head -c 600 "$TMP/stdout")"; fi
+if python3 -c 'import sys,xml.dom.minidom; d=xml.dom.minidom.parse(sys.argv[1]); f=d.getElementsByTagName("failure")[0].getAttribute("message"); assert "layers.4\t\"x\"\n<&>" in f, f' "$TMP/odd.xml"; then pass "odd name: valid JUnit, name intact"; else fail "odd name: junit" "$(head -c 600 "$TMP/odd.xml")"; fi
+
 # run report
 expect_code "run report gated" 0 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --report tests/data/run-report.json
 expect_stdout_contains "prediction error shown" "PASS  prediction error   measured iteration 5400.000 ms, predicted 5210.761 ms: +3.6%"
