@@ -1,0 +1,35 @@
+/* stagepart/export.h: a plan in the form each framework takes (export/). */
+#ifndef STAGEPART_EXPORT_H
+#define STAGEPART_EXPORT_H
+
+#include "stagepart/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Frameworks a plan can be exported to (docs/export.md). */
+typedef enum sp_export_format {
+    SP_EXPORT_MEGATRON = 0,   /* --pipeline-model-parallel-layout (and first/last counts) */
+    SP_EXPORT_DEEPSPEED = 1,  /* PipelineModule parts and a subclass applying them */
+    SP_EXPORT_TORCHGPIPE = 2, /* balance list (torchgpipe, fairscale) */
+    SP_EXPORT_PIPPY = 3,      /* torch.distributed.pipelining split_spec */
+    SP_EXPORT_TORCHTITAN = 4  /* module_fqns_per_model_part */
+} sp_export_format;
+SP_API const char *sp_export_format_name(sp_export_format format);
+SP_API sp_status sp_export_format_from_name(const char *name, sp_export_format *out);
+
+/* sp_plan_export: the plan in a framework's own form. *text gets what to paste (flags or a
+ * Python snippet, ending in a newline), *value the bare value as JSON (a string, list or
+ * object); both freed with sp_free(), either may be NULL. Module names are the profile's layer
+ * names with module_prefix (may be NULL) in front; layers of kind "loss" are no modules and are
+ * left out of module lists. SP_ERR_INVALID_ARG when the format cannot express the plan (the
+ * message names the stage), e.g. a boundary inside Megatron's E or L group, chunks for DeepSpeed.
+ */
+SP_API sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
+                                const char *module_prefix, char **text, char **value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,167 @@
+/* stagepart/partition.h: partitioning a profile into pipeline stages: the options, the solvers,
+ * and the splits a user gives (partitioner/). */
+#ifndef STAGEPART_PARTITION_H
+#define STAGEPART_PARTITION_H
+
+#include "stagepart/devices.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Partitioning
+ * ------------------------------------------------------------------------------------------- */
+/* Pipeline schedules the simulator knows (docs/schedules.md). */
+typedef enum sp_schedule {
+    SP_SCHEDULE_GPIPE = 0,       /* all forwards, then all backwards */
+    SP_SCHEDULE_1F1B = 1,        /* PipeDream-Flush / Megatron 1F1B */
+    SP_SCHEDULE_INTERLEAVED = 2, /* Megatron's interleaved 1F1B, V chunks per device */
+    SP_SCHEDULE_ZB_H1 = 3        /* zero bubble H1: backward split into B and W */
+} sp_schedule;
+
+typedef enum sp_objective {
+    /* minimum possible largest stage time; among the partitions reaching it, the one with the
+     * smallest stage-time variance, then the lexicographically smallest boundaries */
+    SP_OBJECTIVE_BOTTLENECK = 0,
+    /* minimum stage-time variance over all partitions (can lose throughput: docs/) */
+    SP_OBJECTIVE_VARIANCE = 1,
+    /* minimum (M-1) x bottleneck + sum of stage times (the iteration latency Alpa minimizes);
+     * the same as bottleneck unless speeds or blocking transfers make the sum vary */
+    SP_OBJECTIVE_ITERATION = 2,
+    /* ilp solver only: minimum (largest - smallest) device load */
+    SP_OBJECTIVE_RANGE = 3,
+    /* ilp solver only: minimum sum of |device load - mean| */
+    SP_OBJECTIVE_DEVIATION = 4
+} sp_objective;
+
+typedef enum sp_solver {
+    SP_SOLVER_DP = 0,         /* exact (bisection + dynamic programming) */
+    SP_SOLVER_UNIFORM = 1,    /* equal layer counts, Megatron-LM's default */
+    SP_SOLVER_PARAMETERS = 2, /* balance param_bytes, DeepSpeed's partition_method="parameters" */
+    SP_SOLVER_GIVEN = 3,      /* a split given by the user (sp_plan_from_split, evaluate) */
+    SP_SOLVER_ILP = 4         /* the mixed-integer program on GLPK: proven optimal, or the best
+                               * found with its gap when the time limit ends it */
+} sp_solver;
+
+/* sp_objective_name / sp_solver_name: "bottleneck", "dp", ... Static strings, NULL when out of
+ * range. sp_objective_from_name / sp_solver_from_name: the reverse; SP_ERR_INVALID_ARG when
+ * the name is unknown. */
+SP_API const char *sp_objective_name(sp_objective objective);
+SP_API const char *sp_solver_name(sp_solver solver);
+SP_API sp_status sp_objective_from_name(const char *name, sp_objective *out);
+SP_API sp_status sp_solver_from_name(const char *name, sp_solver *out);
+
+#define SP_MAX_STAGES        65536u
+#define SP_MAX_MICRO_BATCHES 1000000000u
+
+/* How boundary transfers (with links) are charged. */
+typedef enum sp_comm {
+    SP_COMM_OVERLAP = 0, /* a delay on the dependency edge in the schedule, not stage time */
+    SP_COMM_BLOCKING = 1 /* occupies both neighbours: each stage's time gains 2 x (in + out),
+                          * the activation forward and the gradient back over each of its cuts */
+} sp_comm;
+SP_API const char *sp_comm_name(sp_comm comm);
+SP_API sp_status sp_comm_from_name(const char *name, sp_comm *out);
+
+#define SP_MICRO_BATCHES_AUTO UINT32_MAX
+
+/* Which device runs each stage. */
+typedef enum sp_placement {
+    SP_PLACEMENT_ORDER = 0, /* stage s on device s of the list (the default) */
+    SP_PLACEMENT_SEARCH = 1 /* ilp solver: choose a distinct device for every stage from the list
+                             * (speeds, memory, and the links between consecutive stages) */
+} sp_placement;
+SP_API const char *sp_placement_name(sp_placement placement);
+SP_API sp_status sp_placement_from_name(const char *name, sp_placement *out);
+
+typedef struct sp_plan sp_plan; /* a partition of a profile into stages (below) */
+
+typedef struct sp_partition_opts {
+    uint32_t stages;             /* P, number of pipeline stages, >= 1 (default 4) */
+    uint32_t micro_batches;      /* M per iteration; 0 means 4 * stages (the default);
+                                  * SP_MICRO_BATCHES_AUTO: the smallest M whose simulated
+                                  * efficiency reaches target_efficiency (within the limits) */
+    double target_efficiency;    /* for SP_MICRO_BATCHES_AUTO, in (0, 1) (default 0.9) */
+    sp_objective objective;      /* default SP_OBJECTIVE_BOTTLENECK */
+    sp_solver solver;            /* default SP_SOLVER_DP */
+    sp_schedule schedule;        /* schedule the plan is simulated with (default 1F1B) */
+    uint64_t memory_limit_bytes; /* per-stage memory cap; 0 means none (default) */
+    const sp_devices *devices;   /* stage s runs on device s: its speed scales the stage's time,
+                                  * its memory caps the stage; NULL: the profile's devices, if any,
+                                  * else identical devices (borrowed; default NULL) */
+    const sp_links *links;       /* boundary s -> s+1 costs latency + activation_bytes of the
+                                  * stage's last layer / bandwidth between devices s and s+1,
+                                  * recorded as send_ms; overlapped with compute (an edge delay in
+                                  * the schedule), not added to stage time (borrowed; NULL: none) */
+    sp_comm comm;                /* how links are charged (default SP_COMM_OVERLAP) */
+    uint32_t chunks;             /* V model chunks per device for the interleaved schedule: P x V
+                                  * chunks in chain order, chunk k on device k mod P (default 1).
+                                  * The ilp solver balances them exactly (the largest device load,
+                                  * the sum of its chunks); uniform makes the equal split; dp
+                                  * cannot (non-contiguous sums are no chain problem) */
+    double time_limit_s;         /* ilp solver: stop after this long with the best plan found
+                                  * (default 30) */
+    bool recompute;              /* ilp solver ("--recompute auto"): choose which layers with
+                                  * recompute_ms recompute their forward in the backward instead
+                                  * of keeping their saved_bytes (default false) */
+    sp_placement placement;      /* SP_PLACEMENT_SEARCH: the ilp solver also chooses each stage's
+                                  * device among `devices` (or the profile's), minimizing the
+                                  * objective, then the latency of one micro-batch (sum of stage
+                                  * times + twice the transfers over the links between the chosen
+                                  * devices), then the spread. Devices that
+                                  * are interchangeable (same speed and memory, same links) are
+                                  * merged first. Links, when given, are matched to the devices by
+                                  * name. With chunks, chunk k runs on stage k mod P's device.
+                                  * Needs overlapped transfers (default ORDER) */
+    bool ilp_cold;               /* ilp solver: no incumbent and no bound from the DP, the program
+                                  * alone (for testing and measuring the formulation; slower;
+                                  * default false) */
+    const sp_plan *placed_as;    /* sp_plan_from_split only: each pipeline stage runs on the
+                                  * device this plan gave it (its index in `devices`, links matched
+                                  * by name), as sp_plan_options sets for a plan whose placement
+                                  * was searched; sp_partition ignores it (borrowed; default NULL:
+                                  * stage s on device s) */
+} sp_partition_opts;
+
+/* sp_partition_opts_init: fill *opts with the defaults above. */
+SP_API void sp_partition_opts_init(sp_partition_opts *opts);
+
+/* sp_partition: cut the profile's layers into opts->stages contiguous non-empty stages.
+ * Stage time = sum of fwd_ms + bwd_ms of its layers. Memory of stage s (0-based) of P under
+ * 1F1B with M micro-batches = sum(memory_bytes) + min(P - s, M) * sum(saved_bytes); it must not
+ * exceed memory_limit_bytes when one is set. Layers with cut_after == false are never followed
+ * by a boundary. Returns SP_ERR_INVALID_ARG (bad options: message says which),
+ * SP_ERR_INFEASIBLE (no plan satisfies the constraints: the message says which layer or stage
+ * cannot fit, or that P exceeds the allowed cuts), SP_ERR_NOMEM. */
+SP_API sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                              sp_plan **out);
+
+/* sp_plan_from_split: a plan for a split given by the caller, e.g. the one a user runs today.
+ * first_layers[K] are the first layer of each of the K = opts->stages x opts->chunks stages,
+ * increasing from 0 (each stage ends where the next begins, the last at the last layer). The plan
+ * gets every figure and the simulated schedule, solver "given". Returns SP_ERR_INVALID_ARG when
+ * the split is not one (the message names the stage), SP_ERR_NOMEM. */
+SP_API sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile,
+                                    const sp_partition_opts *opts, const size_t *first_layers,
+                                    size_t count, sp_plan **out);
+
+/* sp_megatron_layout_split: the split a Megatron-LM --pipeline-model-parallel-layout string
+ * describes, on this profile: layers before the first "transformer" are the E group, layers
+ * after the last are the L group (head, loss), `t` are the transformer layers. *first_layers
+ * (freed with sp_free) gets the first layer of each segment, *count the number of segments
+ * (stages x virtual stages). SP_ERR_INVALID_ARG with the reason when the string or its match with
+ * the profile is wrong; SP_ERR_UNSUPPORTED for multi-token prediction (m). */
+SP_API sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile,
+                                          const char *layout, size_t **first_layers, size_t *count);
+
+/* sp_plan_options: the options a plan was made with (stages, chunks, micro-batches, objective,
+ * solver, schedule, memory limit, how transfers are charged, placement, and for a searched
+ * placement `placed_as` = plan; not the devices or links, which the plan names but does not
+ * hold), for re-evaluating the plan on a new profile and re-partitioning it. */
+SP_API void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
