@@ -1,5 +1,5 @@
 /* cli/cmd_evaluate.c: `stagepart evaluate` and `stagepart import-plan`: the split a user runs
- * today, as a plan: what it costs, and what the optimal plan gains over it. */
+ * today read from the command line, evaluated by sp_evaluate (check/evaluate.c) and printed. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,10 +75,8 @@ static bool parse_list(const char *opt, const char *text, size_t **out, size_t *
     return true;
 }
 
-static void print_comparison(const sp_plan *yours, const sp_plan *best) {
+static void print_comparison(const sp_plan *yours, const sp_plan *best, double gain) {
     const sp_plan_summary *a = sp_plan_get_summary(yours), *b = sp_plan_get_summary(best);
-    double gain =
-        b->schedule.iteration_ms > 0 ? a->schedule.iteration_ms / b->schedule.iteration_ms - 1 : 0;
     printf("%s: %u stages%s, %s, %u micro-batches\n\n", sp_plan_model(yours), a->stages,
            a->chunks > 1 ? " (interleaved)" : "", sp_schedule_name(a->schedule.schedule),
            a->micro_batches);
@@ -158,88 +156,44 @@ static int run(int argc, char **argv, const char *command) {
     if (sp_ctx_create(&ctx) != SP_OK)
         return SP_EXIT_INTERNAL;
     sp_profile *profile = NULL;
-    sp_plan *yours = NULL, *best = NULL;
+    sp_evaluation *e = NULL;
     size_t *first = NULL, count = 0, *list = NULL, n_list = 0;
+    char *text = NULL;
     int code = SP_EXIT_OK;
     sp_status st = sp_profile_load(ctx, p.positional[0], &profile);
     if (st != SP_OK)
         goto report;
-    size_t n = sp_profile_layer_count(profile);
-    if (layout) {
-        if ((st = sp_megatron_layout_split(ctx, profile, layout, &first, &count)) != SP_OK)
-            goto report;
-    } else {
-        if (!parse_list(balance ? "balance" : "parts", balance ? balance : parts, &list, &n_list)) {
-            code = SP_EXIT_USAGE;
-            goto out;
-        }
-        count = balance ? n_list : n_list - 1;
-        first = calloc(count ? count : 1, sizeof *first);
-        if (!first) {
-            code = SP_EXIT_INTERNAL;
-            goto out;
-        }
-        if (balance) {
-            size_t at = 0;
-            for (size_t s = 0; s < count; s++) {
-                first[s] = at;
-                at += list[s];
-            }
-            if (at != n) {
-                code = sp_usage_error(
-                    command, "--balance adds up to %zu layers; the profile has %zu", at, n);
-                goto out;
-            }
-        } else {
-            if (n_list < 2 || list[0] != 0 || list[n_list - 1] != n) {
-                code = sp_usage_error(command,
-                                      "--parts must run from 0 to the layer count (%zu), got '%s'",
-                                      n, parts);
-                goto out;
-            }
-            for (size_t s = 0; s < count; s++)
-                first[s] = list[s];
-        }
-    }
-    if (stages && count % stages) {
-        code = sp_usage_error(command, "%zu segments cannot be %llu stages of equal chunk count",
-                              count, (unsigned long long)stages);
+    if (!layout &&
+        !parse_list(balance ? "balance" : "parts", balance ? balance : parts, &list, &n_list)) {
+        code = SP_EXIT_USAGE;
         goto out;
     }
-    opts.stages = (uint32_t)(stages ? stages : count);
-    opts.chunks = (uint32_t)(count / opts.stages);
-    if ((st = sp_plan_from_split(ctx, profile, &opts, first, count, &yours)) != SP_OK)
+    if (layout)
+        st = sp_megatron_layout_split(ctx, profile, layout, &first, &count);
+    else if (balance)
+        st = sp_split_from_counts(ctx, profile, list, count = n_list, &first);
+    else
+        st = sp_split_from_parts(ctx, profile, list, n_list, &first, &count);
+    if (st != SP_OK)
+        goto report;
+    opts.stages = (uint32_t)stages;
+    if ((st = sp_evaluate(ctx, profile, &opts, first, count, &e)) != SP_OK)
         goto report;
     sp_print_warnings(ctx);
-    sp_partition_opts best_opts = opts;
-    best_opts.micro_batches = sp_plan_get_summary(yours)->micro_batches;
-    best_opts.solver = opts.chunks > 1 ? SP_SOLVER_UNIFORM : SP_SOLVER_DP;
-    if ((st = sp_partition(ctx, profile, &best_opts, &best)) != SP_OK)
-        goto report;
     if (output) {
         char *cmdline = sp_command_line(argc, argv);
         if (cmdline)
-            sp_plan_set_command(ctx, yours, cmdline);
+            sp_plan_set_command(ctx, sp_evaluation_yours(e), cmdline);
         free(cmdline);
-        if ((st = sp_plan_write(ctx, yours, output)) != SP_OK)
+        if ((st = sp_plan_write(ctx, sp_evaluation_yours(e), output)) != SP_OK)
             goto report;
     }
     if (json) {
-        const sp_plan_summary *a = sp_plan_get_summary(yours), *b = sp_plan_get_summary(best);
-        printf(
-            "{\n\t\"format\":\t\"stagepart-evaluation\",\n\t\"version\":\t1,\n"
-            "\t\"yours\":\t{\"bottleneck_ms\": %.17g, \"bottleneck_stage\": %u, \"imbalance\": "
-            "%.17g, \"iteration_ms\": %.17g, \"efficiency\": %.17g},\n"
-            "\t\"optimal\":\t{\"bottleneck_ms\": %.17g, \"bottleneck_stage\": %u, \"imbalance\": "
-            "%.17g, \"iteration_ms\": %.17g, \"efficiency\": %.17g},\n"
-            "\t\"throughput_gain\":\t%.17g\n}\n",
-            a->bottleneck_ms, a->bottleneck_stage, a->imbalance, a->schedule.iteration_ms,
-            a->schedule.efficiency, b->bottleneck_ms, b->bottleneck_stage, b->imbalance,
-            b->schedule.iteration_ms, b->schedule.efficiency,
-            b->schedule.iteration_ms > 0 ? a->schedule.iteration_ms / b->schedule.iteration_ms - 1
-                                         : 0);
+        if ((st = sp_evaluation_to_json(ctx, e, &text)) != SP_OK)
+            goto report;
+        fputs(text, stdout);
     } else {
-        print_comparison(yours, best);
+        print_comparison(sp_evaluation_yours(e), sp_evaluation_optimal(e), sp_evaluation_gain(e));
         if (output)
             printf("wrote %s\n", output);
     }
@@ -247,13 +201,10 @@ static int run(int argc, char **argv, const char *command) {
 report:
     code = sp_report(ctx, st, json);
 out:
-    if (layout)
-        sp_free(first);
-    else
-        free(first);
+    sp_free(first);
+    sp_free(text);
     free(list);
-    sp_plan_destroy(yours);
-    sp_plan_destroy(best);
+    sp_evaluation_destroy(e);
     sp_profile_destroy(profile);
     sp_ctx_destroy(ctx);
     return code;

@@ -156,3 +156,64 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     *out = plan;
     return SP_OK;
 }
+
+sp_status sp_split_from_counts(sp_ctx *ctx, const sp_profile *profile, const size_t *counts,
+                               size_t n, size_t **first_layers) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!profile || !first_layers || (n && !counts))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_split_from_counts: NULL argument");
+    *first_layers = NULL;
+    size_t layers = sp_profile_layer_count(profile), at = 0;
+    if (!n)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "the balance names no stage");
+    bool more = false; /* the sum passes the layer count (counted no further: no overflow) */
+    for (size_t s = 0; s < n && !more; s++) {
+        if (counts[s] == 0)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG, "the balance gives stage %zu no layer", s);
+        more = counts[s] > layers - at;
+        at += more ? 0 : counts[s];
+    }
+    if (more || at != layers)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the balance adds up to %s%zu layers; the profile has %zu",
+                       more ? "more than " : "", more ? layers : at, layers);
+    size_t *first = sp_mallocarray(n, sizeof *first);
+    if (!first)
+        return sp_oom(ctx, "the split");
+    at = 0;
+    for (size_t s = 0; s < n; s++) {
+        first[s] = at;
+        at += counts[s];
+    }
+    *first_layers = first;
+    return SP_OK;
+}
+
+sp_status sp_split_from_parts(sp_ctx *ctx, const sp_profile *profile, const size_t *parts, size_t n,
+                              size_t **first_layers, size_t *count) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!profile || !first_layers || !count || (n && !parts))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_split_from_parts: NULL argument");
+    *first_layers = NULL;
+    *count = 0;
+    size_t layers = sp_profile_layer_count(profile);
+    if (n < 2 || parts[0] != 0 || parts[n - 1] != layers)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the parts must run from 0 to the layer count (%zu)", layers);
+    for (size_t s = 0; s + 1 < n; s++)
+        if (parts[s + 1] <= parts[s])
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "the parts must increase: stage %zu runs from %zu to %zu", s, parts[s],
+                           parts[s + 1]);
+    size_t *first = sp_mallocarray(n - 1, sizeof *first);
+    if (!first)
+        return sp_oom(ctx, "the split");
+    memcpy(first, parts, (n - 1) * sizeof *first);
+    *first_layers = first;
+    *count = n - 1;
+    return SP_OK;
+}

@@ -62,6 +62,27 @@ SP_API sp_status sp_check_to_json(sp_ctx *ctx, const sp_check_result *result, ch
 /* sp_check_write_junit: JUnit XML, one test case per criterion, written atomically to path. */
 SP_API sp_status sp_check_write_junit(sp_ctx *ctx, const sp_check_result *result, const char *path);
 
+/* ---- evaluate: the split a user runs today against the optimal plan (check/) */
+
+typedef struct sp_evaluation sp_evaluation;
+
+/* sp_evaluate: the split given by first_layers[count] (sp_plan_from_split: count segments, as
+ * opts->stages stages of count / opts->stages chunks; opts->stages 0: one stage per segment)
+ * as a plan, and the optimal plan of the same stages, micro-batches and schedule (the exact DP;
+ * the uniform split of chunks when the split interleaves). SP_ERR_INVALID_ARG when count is not
+ * a multiple of the stages, or the split is not one. *out is freed with sp_evaluation_destroy. */
+SP_API sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                             const size_t *first_layers, size_t count, sp_evaluation **out);
+SP_API void sp_evaluation_destroy(sp_evaluation *evaluation);
+/* the given split as a plan (solver "given"), and the optimal plan. Borrowed. */
+SP_API sp_plan *sp_evaluation_yours(const sp_evaluation *evaluation);
+SP_API const sp_plan *sp_evaluation_optimal(const sp_evaluation *evaluation);
+/* the throughput the optimal plan gains: your iteration time / the optimal one - 1 */
+SP_API double sp_evaluation_gain(const sp_evaluation *evaluation);
+/* sp_evaluation_to_json: the "stagepart-evaluation" document (docs/export.md) into *json
+ * (sp_free it). */
+SP_API sp_status sp_evaluation_to_json(sp_ctx *ctx, const sp_evaluation *evaluation, char **json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,9 @@
  * match" by name; a plan for named devices is refused without them; the JSON document and the
  * JUnit file read back. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stagepart/stagepart.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,9 +114,53 @@ static void test_pass_and_regression(void) {
     sp_profile_destroy(renamed);
 }
 
+/* a balance, parts and the optimal plan beside them */
+static void test_evaluate(void) {
+    sp_profile *p = profile_of(12, 0, 4, NULL); /* layer 0: 12 ms, the others 3 ms */
+    size_t counts[] = {3, 3, 3, 3}, parts[] = {0, 3, 6, 9, 12}, *first = NULL, *first2 = NULL, n;
+    SP_CHECK_STATUS(sp_split_from_counts(ctx, p, counts, 4, &first), SP_OK);
+    SP_CHECK_STATUS(sp_split_from_parts(ctx, p, parts, 5, &first2, &n), SP_OK);
+    SP_CHECK(first && first2 && n == 4);
+    for (size_t s = 0; first && first2 && s < 4; s++)
+        SP_CHECK(first[s] == 3 * s && first2[s] == first[s]);
+    size_t bad[] = {3, 3, 3}, huge[] = {3, SIZE_MAX, 3}, *none = NULL;
+    SP_CHECK_STATUS(sp_split_from_counts(ctx, p, bad, 3, &none), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "adds up to 9 layers; the profile has 12");
+    SP_CHECK_STATUS(sp_split_from_counts(ctx, p, huge, 3, &none), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "more than 12 layers");
+    size_t flat[] = {0, 3, 3, 12};
+    SP_CHECK_STATUS(sp_split_from_parts(ctx, p, flat, 4, &none, &n), SP_ERR_INVALID_ARG);
+    SP_CHECK(none == NULL);
+
+    sp_partition_opts o;
+    sp_partition_opts_init(&o);
+    sp_evaluation *e = NULL;
+    SP_CHECK_STATUS(sp_evaluate(ctx, p, &o, first, 4, &e), SP_OK);
+    /* yours: stage 0 = 12 + 2 x 3 = 18 ms; the optimal: layer 0 alone, 12 ms */
+    SP_CHECK(e && fabs(sp_plan_get_summary(sp_evaluation_yours(e))->bottleneck_ms - 18) < 1e-9);
+    SP_CHECK(e && fabs(sp_plan_get_summary(sp_evaluation_optimal(e))->bottleneck_ms - 12) < 1e-9);
+    SP_CHECK(e && sp_evaluation_gain(e) > 0.2);
+    char *json = NULL;
+    SP_CHECK_STATUS(sp_evaluation_to_json(ctx, e, &json), SP_OK);
+    cJSON *doc = json ? cJSON_Parse(json) : NULL;
+    SP_CHECK(
+        doc && cJSON_GetObjectItem(doc, "throughput_gain") &&
+        cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "optimal"), "bottleneck_ms")->valuedouble ==
+            12);
+    cJSON_Delete(doc);
+    sp_free(json);
+    sp_evaluation_destroy(e);
+    o.stages = 3; /* four segments are not three stages */
+    SP_CHECK_STATUS(sp_evaluate(ctx, p, &o, first, 4, &e), SP_ERR_INVALID_ARG);
+    sp_free(first);
+    sp_free(first2);
+    sp_profile_destroy(p);
+}
+
 int main(void) {
     SP_CHECK(sp_ctx_create(&ctx) == SP_OK);
     test_pass_and_regression();
+    test_evaluate();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_check");
 }

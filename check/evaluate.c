@@ -1,0 +1,111 @@
+/* check/evaluate.c: sp_evaluate, the split a user runs today (a Megatron layout, a balance, parts)
+ * as a plan beside the optimal plan of the same options, and what the optimal one gains. What
+ * `stagepart evaluate` and `import-plan` print and write. */
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "json_util.h"
+
+struct sp_evaluation {
+    sp_plan *yours, *optimal;
+};
+
+void sp_evaluation_destroy(sp_evaluation *e) {
+    if (!e)
+        return;
+    sp_plan_destroy(e->yours);
+    sp_plan_destroy(e->optimal);
+    sp_free(e);
+}
+
+sp_plan *sp_evaluation_yours(const sp_evaluation *e) {
+    return e ? e->yours : NULL;
+}
+
+const sp_plan *sp_evaluation_optimal(const sp_evaluation *e) {
+    return e ? e->optimal : NULL;
+}
+
+double sp_evaluation_gain(const sp_evaluation *e) {
+    if (!e)
+        return 0;
+    double a = sp_plan_get_summary(e->yours)->schedule.iteration_ms;
+    double b = sp_plan_get_summary(e->optimal)->schedule.iteration_ms;
+    return b > 0 ? a / b - 1 : 0;
+}
+
+sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                      const size_t *first_layers, size_t count, sp_evaluation **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!profile || !opts || !first_layers || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_evaluate: NULL argument");
+    *out = NULL;
+    if (count == 0 || (opts->stages && count % opts->stages))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "%zu segments cannot be %u stages of equal chunk count", count,
+                       opts->stages);
+    sp_partition_opts o = *opts;
+    o.stages = (uint32_t)(opts->stages ? opts->stages : count);
+    o.chunks = (uint32_t)(count / o.stages);
+    sp_evaluation *e = sp_calloc(1, sizeof *e);
+    if (!e)
+        return sp_oom(ctx, "the evaluation");
+    sp_status st = sp_plan_from_split(ctx, profile, &o, first_layers, count, &e->yours);
+    if (st == SP_OK) {
+        /* the warnings of the given split (an ignored option) are the caller's to see */
+        const char *w = sp_ctx_warnings(ctx);
+        char *kept = w && *w ? sp_strdup(w) : NULL;
+        sp_partition_opts best = o;
+        best.micro_batches = sp_plan_get_summary(e->yours)->micro_batches;
+        best.solver = o.chunks > 1 ? SP_SOLVER_UNIFORM : SP_SOLVER_DP;
+        st = sp_partition(ctx, profile, &best, &e->optimal);
+        sp_strbuf_reset(&ctx->warn); /* the optimal plan's own are not the user's concern */
+        if (st == SP_OK && kept) {
+            for (char *line = kept, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl)
+                    *nl = '\0';
+                sp_warn(ctx, "%s", line);
+            }
+        }
+        sp_free(kept);
+    }
+    if (st != SP_OK) {
+        sp_evaluation_destroy(e);
+        return st;
+    }
+    *out = e;
+    return SP_OK;
+}
+
+static cJSON *side(cJSON *root, const char *key, const sp_plan *plan) {
+    const sp_plan_summary *s = sp_plan_get_summary(plan);
+    cJSON *o = cJSON_AddObjectToObject(root, key);
+    return o && cJSON_AddNumberToObject(o, "bottleneck_ms", s->bottleneck_ms) &&
+                   cJSON_AddNumberToObject(o, "bottleneck_stage", s->bottleneck_stage) &&
+                   cJSON_AddNumberToObject(o, "imbalance", s->imbalance) &&
+                   cJSON_AddNumberToObject(o, "iteration_ms", s->schedule.iteration_ms) &&
+                   cJSON_AddNumberToObject(o, "efficiency", s->schedule.efficiency)
+               ? o
+               : NULL;
+}
+
+sp_status sp_evaluation_to_json(sp_ctx *ctx, const sp_evaluation *e, char **json) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!e || !json)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_evaluation_to_json: NULL argument");
+    *json = NULL;
+    cJSON *root = cJSON_CreateObject();
+    bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-evaluation") &&
+              cJSON_AddNumberToObject(root, "version", 1) && side(root, "yours", e->yours) &&
+              side(root, "optimal", e->optimal) &&
+              cJSON_AddNumberToObject(root, "throughput_gain", sp_evaluation_gain(e));
+    sp_status st =
+        ok ? sp_json_print(ctx, root, "the evaluation", json) : sp_oom(ctx, "the evaluation");
+    cJSON_Delete(root);
+    return st;
+}
