@@ -53,7 +53,7 @@ static bool find_inject_lib(char *out, size_t cap) {
                        "../lib/libstagepart-inject.so", out, cap);
 }
 
-bool sp_find_model_cuda(char *out, size_t cap) {
+bool cli_find_model_cuda(char *out, size_t cap) {
     return find_helper("STAGEPART_MODEL_CUDA", SP_MODEL_CUDA_BUILD_PATH, "stagepart-model-cuda",
                        out, cap);
 }
@@ -167,7 +167,7 @@ static int run_program(char **cmd, const char *lib, const char *dir, const char 
     return status;
 }
 
-int sp_attach_profile(const struct sp_attach_args *a) {
+int cli_attach_profile(const struct cli_attach_args *a) {
     const sp_trace_profile_opts *o = &a->opts;
     char **cmd = a->cmd;
     const char *events_dir = a->events_dir;
@@ -182,44 +182,44 @@ int sp_attach_profile(const struct sp_attach_args *a) {
                 "STAGEPART_INJECT_LIB to the library\n",
                 getenv("STAGEPART_INJECT_LIB") ? "not readable at " : "not found",
                 getenv("STAGEPART_INJECT_LIB") ? lib : "");
-        return SP_EXIT_UNAVAILABLE;
+        return CLI_EXIT_UNAVAILABLE;
     }
     char tmp[4096];
     const char *dir = events_dir;
     if (events_dir) {
         if (mkdir(events_dir, 0755) != 0 && errno != EEXIST) {
             fprintf(stderr, "stagepart: error: --events-dir %s: %s\n", events_dir, strerror(errno));
-            return SP_EXIT_USAGE;
+            return CLI_EXIT_USAGE;
         }
         size_t old = 0;
         char **logs = list_logs(events_dir, &old);
         free_logs(logs, old, false);
         if (old)
-            return sp_usage_error("profile",
-                                  "--events-dir %s already holds %zu event logs (events-*.splog) "
-                                  "of an earlier run: give an empty folder",
-                                  events_dir, old);
+            return cli_usage_error("profile",
+                                   "--events-dir %s already holds %zu event logs (events-*.splog) "
+                                   "of an earlier run: give an empty folder",
+                                   events_dir, old);
     } else {
         const char *t = getenv("TMPDIR");
         snprintf(tmp, sizeof tmp, "%s/stagepart-attach-XXXXXX", t && *t ? t : "/tmp");
         if (!mkdtemp(tmp)) {
             fprintf(stderr, "stagepart: error: a temporary folder in %s: %s\n",
                     t && *t ? t : "/tmp", strerror(errno));
-            return SP_EXIT_INTERNAL;
+            return CLI_EXIT_INTERNAL;
         }
         dir = tmp;
     }
     int status = run_program(cmd, lib, dir, a->steps, warmup[0] ? warmup : NULL, o->step_pattern);
     size_t n = 0;
     char **logs = list_logs(dir, &n);
-    int code = SP_EXIT_OK;
+    int code = CLI_EXIT_OK;
     if (status < 0) {
-        code = SP_EXIT_USAGE;
+        code = CLI_EXIT_USAGE;
     } else if (a->no_device_status && WIFEXITED(status) &&
                WEXITSTATUS(status) == a->no_device_status) {
         fprintf(stderr, "stagepart: error: '%s' found no CUDA device: no profile written\n",
                 cmd[0]);
-        code = SP_EXIT_UNAVAILABLE;
+        code = CLI_EXIT_UNAVAILABLE;
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         if (WIFSIGNALED(status))
             fprintf(stderr, "stagepart: error: '%s' was killed by signal %d: no profile written\n",
@@ -227,29 +227,29 @@ int sp_attach_profile(const struct sp_attach_args *a) {
         else
             fprintf(stderr, "stagepart: error: '%s' exited with status %d: no profile written\n",
                     cmd[0], WEXITSTATUS(status));
-        code = SP_EXIT_CHECK_FAILED;
+        code = CLI_EXIT_CHECK_FAILED;
     } else if (!logs) {
         fprintf(stderr, "stagepart: error: out of memory listing %s\n", dir);
-        code = SP_EXIT_INTERNAL;
+        code = CLI_EXIT_INTERNAL;
     } else if (n == 0) {
         fprintf(stderr,
                 "stagepart: error: '%s' wrote no event log: it made no NVTX or CUDA call that "
                 "loaded the collector (is it a CUDA program, and does it keep the environment "
                 "for its children?)\n",
                 cmd[0]);
-        code = SP_EXIT_UNAVAILABLE;
+        code = CLI_EXIT_UNAVAILABLE;
     } else {
         sp_ctx *ctx = NULL;
         if (sp_ctx_create(&ctx) != SP_OK) {
-            code = SP_EXIT_INTERNAL;
+            code = CLI_EXIT_INTERNAL;
         } else {
             sp_trace *trace = NULL;
             sp_status st = sp_trace_load_events(ctx, (const char *const *)logs, n, &trace);
             if (st != SP_OK) {
-                code = sp_report(ctx, st, false);
+                code = cli_report(ctx, st, false);
             } else {
-                sp_print_warnings(ctx);
-                code = sp_attribution_finish(ctx, trace, o, a->output, true);
+                cli_print_warnings(ctx);
+                code = cli_attribution_finish(ctx, trace, o, a->output, true);
             }
             sp_trace_destroy(trace);
             sp_ctx_destroy(ctx);

@@ -4,7 +4,7 @@
 
 #include "cli.h"
 
-struct sp_attach_args {
+struct cli_attach_args {
     char **cmd;             /* the program and its arguments, NULL-terminated */
     const char *events_dir; /* keep the event logs there; NULL: a temporary folder, removed */
     const char *steps;      /* stop recording after this many steps past the warm-up, or NULL */
@@ -15,10 +15,10 @@ struct sp_attach_args {
 
 /* The exit code of the command: 0, or after a message on stderr 1 (the program failed), 2, 4
  * (no collector, no GPU work), 5. */
-int sp_attach_profile(const struct sp_attach_args *a);
+int cli_attach_profile(const struct cli_attach_args *a);
 
 /* stagepart-model-cuda (models/cuda/program/): $STAGEPART_MODEL_CUDA, the build tree's, or the
  * one beside this executable. false when this stagepart was built without it. */
-bool sp_find_model_cuda(char *out, size_t cap);
+bool cli_find_model_cuda(char *out, size_t cap);
 
 #endif

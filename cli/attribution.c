@@ -4,8 +4,8 @@
 
 #include "attribution.h"
 
-bool sp_attribution_opt(const struct sp_opt_parser *p, int id, sp_trace_profile_opts *opts,
-                        bool *taken) {
+bool cli_attribution_opt(const struct cli_opt_parser *p, int id, sp_trace_profile_opts *opts,
+                         bool *taken) {
     uint64_t v = 0;
     *taken = true;
     switch (id) {
@@ -19,7 +19,7 @@ bool sp_attribution_opt(const struct sp_opt_parser *p, int id, sp_trace_profile_
         opts->step_pattern = p->value;
         return true;
     case SP_ATTR_OPT_WARMUP:
-        if (!sp_opt_uint(p, 0, 1000000, &v))
+        if (!cli_opt_uint(p, 0, 1000000, &v))
             return false;
         opts->warmup_steps = (uint32_t)v;
         return true;
@@ -27,7 +27,7 @@ bool sp_attribution_opt(const struct sp_opt_parser *p, int id, sp_trace_profile_
         opts->model = p->value;
         return true;
     case SP_ATTR_OPT_MBS:
-        if (!sp_opt_uint(p, 1, 1u << 30, &v))
+        if (!cli_opt_uint(p, 1, 1u << 30, &v))
             return false;
         opts->micro_batch_size = v;
         return true;
@@ -62,28 +62,28 @@ static void print_summary(const sp_trace_summary *s, const char *written) {
         printf("wrote        %s\n", written);
 }
 
-int sp_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_profile_opts *opts,
-                          const char *output, bool no_gpu_work_is_error) {
+int cli_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_profile_opts *opts,
+                           const char *output, bool no_gpu_work_is_error) {
     char *json = NULL;
     sp_trace_summary sum;
     sp_status st = sp_trace_to_profile(ctx, trace, opts, &json, &sum);
     if (st == SP_OK && no_gpu_work_is_error && sum.activities == 0) {
         sp_free(json);
-        sp_print_warnings(ctx);
+        cli_print_warnings(ctx);
         fprintf(stderr,
                 "stagepart: error: the program ran no GPU work the collector saw (%zu layers "
                 "found in its ranges): no CUDA device here, or CUDA never initialized; no "
                 "profile written\n",
                 sum.layers);
-        return SP_EXIT_UNAVAILABLE;
+        return CLI_EXIT_UNAVAILABLE;
     }
     if (st == SP_OK && output)
         st = sp_write_file_atomic(ctx, output, json, strlen(json));
     if (st != SP_OK) {
         sp_free(json);
-        return sp_report(ctx, st, false);
+        return cli_report(ctx, st, false);
     }
-    sp_print_warnings(ctx);
+    cli_print_warnings(ctx);
     if (output)
         print_summary(&sum, output);
     else
@@ -94,5 +94,5 @@ int sp_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_pro
                 "outside the layer ranges (or a trace without launch records)\n",
                 100 * sum.unattributed_share);
     sp_free(json);
-    return SP_EXIT_OK;
+    return CLI_EXIT_OK;
 }

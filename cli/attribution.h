@@ -54,14 +54,14 @@ enum {
 
 /* Take an attribution option the parser returned; false (after a usage error) on a bad value.
  * Ids that are not attribution options are left alone and return true with *taken false. */
-bool sp_attribution_opt(const struct sp_opt_parser *p, int id, sp_trace_profile_opts *opts,
-                        bool *taken);
+bool cli_attribution_opt(const struct cli_opt_parser *p, int id, sp_trace_profile_opts *opts,
+                         bool *taken);
 
 /* Make the profile from the trace and write it to output (atomically) or stdout, print the
  * summary and warnings; returns the exit code. no_gpu_work_is_error: a trace with no GPU
  * activity at all exits 4 (a live run on a machine without a GPU) instead of writing a profile
  * of zeros. */
-int sp_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_profile_opts *opts,
-                          const char *output, bool no_gpu_work_is_error);
+int cli_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_profile_opts *opts,
+                           const char *output, bool no_gpu_work_is_error);
 
 #endif

@@ -12,47 +12,47 @@
 
 /* Exit codes (README, --help and docs/ list the same). */
 enum {
-    SP_EXIT_OK = 0,
-    SP_EXIT_CHECK_FAILED = 1,
-    SP_EXIT_USAGE = 2,
-    SP_EXIT_INFEASIBLE = 3,
-    SP_EXIT_UNAVAILABLE = 4,
-    SP_EXIT_INTERNAL = 5,
-    SP_EXIT_INTERRUPTED = 130 /* Ctrl-C or SIGTERM during profile MODEL or run */
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_CHECK_FAILED = 1,
+    CLI_EXIT_USAGE = 2,
+    CLI_EXIT_INFEASIBLE = 3,
+    CLI_EXIT_UNAVAILABLE = 4,
+    CLI_EXIT_INTERNAL = 5,
+    CLI_EXIT_INTERRUPTED = 130 /* Ctrl-C or SIGTERM during profile MODEL or run */
 };
 
-struct sp_command {
+struct cli_command {
     const char *name;
     int (*run)(int argc, char **argv);
-    const struct sp_command_help *help;
-    const struct sp_opt *opts;
+    const struct cli_command_help *help;
+    const struct cli_opt *opts;
 };
 
-extern const struct sp_command sp_commands[];
+extern const struct cli_command cli_commands[];
 
-int sp_exit_code(sp_status status);
+int cli_exit_code(sp_status status);
 /* Report a failed library call: "stagepart: error: <detail>" on stderr (one line per problem),
  * or, with json, an {"error": {...}} document on stdout as well. Returns the exit code. */
-int sp_report(sp_ctx *ctx, sp_status status, bool json);
-void sp_print_warnings(const sp_ctx *ctx);
+int cli_report(sp_ctx *ctx, sp_status status, bool json);
+void cli_print_warnings(const sp_ctx *ctx);
 /* "stagepart " + the command's argv (argv[0] is the command name) as one shell-quoted string,
  * for provenance; the caller frees it with free(). */
-char *sp_command_line(int argc, char **argv);
+char *cli_command_line(int argc, char **argv);
 
 /* Refuse an output that is one of the command's inputs (the same file by device and inode, so
  * "./x.json" for "x.json", or an output file that an input symlink points to): the atomic write
  * would replace the input the user meant to keep. An output that is itself a symlink is replaced
  * as a link and never counts. inputs may hold NULLs (options not given). Returns 0, or the usage
  * error's exit code. */
-int sp_check_output_not_input(const char *command, const char *option, const char *output,
-                              const char *const *inputs, size_t input_count);
+int cli_check_output_not_input(const char *command, const char *option, const char *output,
+                               const char *const *inputs, size_t input_count);
 
-/* Ctrl-C and SIGTERM during a long library call: the handlers set sp_cli_interrupted, which
+/* Ctrl-C and SIGTERM during a long library call: the handlers set cli_interrupted, which
  * the call watches (its `cancel` option) and answers with SP_ERR_INTERRUPTED. */
-extern volatile int sp_cli_interrupted;
-struct sp_cli_signals;
-struct sp_cli_signals *sp_cli_catch_interrupts(void); /* NULL when out of memory: not caught */
-void sp_cli_restore_signals(struct sp_cli_signals *saved);
+extern volatile int cli_interrupted;
+struct cli_signals;
+struct cli_signals *cli_catch_interrupts(void); /* NULL when out of memory: not caught */
+void cli_restore_signals(struct cli_signals *saved);
 
 int cmd_partition(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
@@ -64,19 +64,19 @@ int cmd_import(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_bandwidth(int argc, char **argv);
 int cmd_run(int argc, char **argv);
-extern const struct sp_command_help cmd_run_help;
-extern const struct sp_opt cmd_run_opts[];
-extern const struct sp_command_help cmd_bandwidth_help;
-extern const struct sp_opt cmd_bandwidth_opts[];
-extern const struct sp_command_help cmd_profile_help;
-extern const struct sp_opt cmd_profile_opts[];
-extern const struct sp_command_help cmd_import_help;
-extern const struct sp_opt cmd_import_opts[];
-extern const struct sp_command_help cmd_check_help, cmd_export_help, cmd_evaluate_help;
-extern const struct sp_opt cmd_check_opts[], cmd_export_opts[], cmd_evaluate_opts[];
-extern const struct sp_command_help cmd_simulate_help;
-extern const struct sp_opt cmd_simulate_opts[];
-extern const struct sp_command_help cmd_partition_help;
-extern const struct sp_opt cmd_partition_opts[];
+extern const struct cli_command_help cmd_run_help;
+extern const struct cli_opt cmd_run_opts[];
+extern const struct cli_command_help cmd_bandwidth_help;
+extern const struct cli_opt cmd_bandwidth_opts[];
+extern const struct cli_command_help cmd_profile_help;
+extern const struct cli_opt cmd_profile_opts[];
+extern const struct cli_command_help cmd_import_help;
+extern const struct cli_opt cmd_import_opts[];
+extern const struct cli_command_help cmd_check_help, cmd_export_help, cmd_evaluate_help;
+extern const struct cli_opt cmd_check_opts[], cmd_export_opts[], cmd_evaluate_opts[];
+extern const struct cli_command_help cmd_simulate_help;
+extern const struct cli_opt cmd_simulate_opts[];
+extern const struct cli_command_help cmd_partition_help;
+extern const struct cli_opt cmd_partition_opts[];
 
 #endif

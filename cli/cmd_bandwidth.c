@@ -8,7 +8,7 @@
 
 enum { OPT_OUTPUT = 1, OPT_BACKEND, OPT_WORKERS, OPT_SIZES, OPT_TRIALS, OPT_WARMUP };
 
-const struct sp_opt cmd_bandwidth_opts[] = {
+const struct cli_opt cmd_bandwidth_opts[] = {
     {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
      "what to measure: cpu, copies between worker threads pinned to cores; cuda, copies between "
      "every pair of CUDA devices (and host, within each device, NCCL) (default: cpu)",
@@ -29,7 +29,7 @@ const struct sp_opt cmd_bandwidth_opts[] = {
     {0, NULL, 0, NULL, NULL, NULL},
 };
 
-const struct sp_command_help cmd_bandwidth_help = {
+const struct cli_command_help cmd_bandwidth_help = {
     "bandwidth",
     "[--backend cpu|cuda] [--workers N] [--sizes LIST] [--trials N] [-o LINKS]",
     "Measure the links between workers and write a links file for partition --links.",
@@ -60,10 +60,10 @@ static bool parse_sizes(const char *text, uint64_t *sizes, size_t cap, size_t *n
     for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; ok && tok;
          tok = strtok_r(NULL, ",", &save)) {
         if (*n == cap) {
-            sp_usage_error("bandwidth", "--sizes: at most %zu sizes", cap);
+            cli_usage_error("bandwidth", "--sizes: at most %zu sizes", cap);
             ok = false;
         } else if (sp_parse_bytes(ctx, tok, &sizes[*n]) != SP_OK) {
-            sp_usage_error("bandwidth", "--sizes: %s", sp_ctx_errmsg(ctx));
+            cli_usage_error("bandwidth", "--sizes: %s", sp_ctx_errmsg(ctx));
             ok = false;
         } else {
             (*n)++;
@@ -130,62 +130,62 @@ int cmd_bandwidth(int argc, char **argv) {
     uint64_t sizes[32], v = 0;
     const char *output = NULL;
     bool cuda = false, workers_set = false;
-    struct sp_opt_parser p;
-    sp_opt_parser_init(&p, "bandwidth", cmd_bandwidth_opts, argc, argv);
-    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+    struct cli_opt_parser p;
+    cli_opt_parser_init(&p, "bandwidth", cmd_bandwidth_opts, argc, argv);
+    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
         switch (id) {
-        case SP_OPT_ERROR:
-            return SP_EXIT_USAGE;
-        case SP_OPT_HELP:
-            sp_print_command_help(stdout, &cmd_bandwidth_help, cmd_bandwidth_opts);
-            return SP_EXIT_OK;
+        case CLI_OPT_ERROR:
+            return CLI_EXIT_USAGE;
+        case CLI_OPT_HELP:
+            cli_print_command_help(stdout, &cmd_bandwidth_help, cmd_bandwidth_opts);
+            return CLI_EXIT_OK;
         case OPT_OUTPUT:
             output = p.value;
             break;
         case OPT_BACKEND:
             if (strcmp(p.value, "cpu") != 0 && strcmp(p.value, "cuda") != 0)
-                return sp_usage_error("bandwidth", "--backend: cpu or cuda, got '%s'", p.value);
+                return cli_usage_error("bandwidth", "--backend: cpu or cuda, got '%s'", p.value);
             cuda = strcmp(p.value, "cuda") == 0;
             break;
         case OPT_WORKERS:
-            if (!sp_opt_uint(&p, 2, 64, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 2, 64, &v))
+                return CLI_EXIT_USAGE;
             opts.workers = (unsigned)v;
             workers_set = true;
             break;
         case OPT_SIZES:
             if (!parse_sizes(p.value, sizes, sizeof sizes / sizeof *sizes, &opts.n_sizes))
-                return SP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             opts.sizes = sizes;
             break;
         case OPT_TRIALS:
-            if (!sp_opt_uint(&p, 1, 101, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, 101, &v))
+                return CLI_EXIT_USAGE;
             opts.trials = (unsigned)v;
             break;
         case OPT_WARMUP:
-            if (!sp_opt_uint(&p, 0, 100, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 0, 100, &v))
+                return CLI_EXIT_USAGE;
             opts.warmup = (unsigned)v;
             break;
         }
     }
     if (p.n_positional)
-        return sp_usage_error("bandwidth", "unexpected argument '%s'", p.positional[0]);
+        return cli_usage_error("bandwidth", "unexpected argument '%s'", p.positional[0]);
     if (cuda && workers_set)
-        return sp_usage_error("bandwidth",
-                              "--workers is for --backend cpu; cuda measures every device");
+        return cli_usage_error("bandwidth",
+                               "--workers is for --backend cpu; cuda measures every device");
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
-        return SP_EXIT_INTERNAL;
+        return CLI_EXIT_INTERNAL;
     char *json = NULL;
     sp_status st = cuda ? sp_bandwidth_measure_cuda(ctx, &opts, &json)
                         : sp_bandwidth_measure_cpu(ctx, &opts, &json);
     if (st == SP_OK && output)
         st = sp_write_file_atomic(ctx, output, json, strlen(json));
-    int code = SP_EXIT_OK;
+    int code = CLI_EXIT_OK;
     if (st != SP_OK)
-        code = sp_report(ctx, st, false);
+        code = cli_report(ctx, st, false);
     else if (output)
         print_table(json, output);
     else

@@ -20,7 +20,7 @@ enum {
     OPT_LINKS,
 };
 
-const struct sp_opt cmd_check_opts[] = {
+const struct cli_opt cmd_check_opts[] = {
     {OPT_PLAN, "plan", 0, "<file>", "the committed plan", "Inputs"},
     {OPT_PROFILE, "profile", 0, "<file>", "a freshly measured profile of the same model", "Inputs"},
     {OPT_REPORT, "report", 0, "<file>", "a run report (stagepart run) to gate as well", "Inputs"},
@@ -47,7 +47,7 @@ const struct sp_opt cmd_check_opts[] = {
     {0, NULL, 0, NULL, NULL, NULL},
 };
 
-const struct sp_command_help cmd_check_help = {
+const struct cli_command_help cmd_check_help = {
     "check",
     "--plan PLAN --profile PROFILE [--max-imbalance X] [--max-regression R] [--max-stale S] "
     "[options]",
@@ -70,7 +70,7 @@ static bool parse_limit(const char *opt, const char *text, double min, double *o
     char *end = NULL;
     double v = strtod(text, &end);
     if (!end || *end || !(v >= min) || v > 1e6) {
-        sp_usage_error("check", "--%s expects a number >= %g, got '%s'", opt, min, text);
+        cli_usage_error("check", "--%s expects a number >= %g, got '%s'", opt, min, text);
         return false;
     }
     *out = v;
@@ -96,15 +96,15 @@ int cmd_check(int argc, char **argv) {
     sp_check_opts opts;
     sp_check_opts_init(&opts);
     bool json = false;
-    struct sp_opt_parser p;
-    sp_opt_parser_init(&p, "check", cmd_check_opts, argc, argv);
-    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+    struct cli_opt_parser p;
+    cli_opt_parser_init(&p, "check", cmd_check_opts, argc, argv);
+    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
         switch (id) {
-        case SP_OPT_ERROR:
-            return SP_EXIT_USAGE;
-        case SP_OPT_HELP:
-            sp_print_command_help(stdout, &cmd_check_help, cmd_check_opts);
-            return SP_EXIT_OK;
+        case CLI_OPT_ERROR:
+            return CLI_EXIT_USAGE;
+        case CLI_OPT_HELP:
+            cli_print_command_help(stdout, &cmd_check_help, cmd_check_opts);
+            return CLI_EXIT_OK;
         case OPT_PLAN:
             plan_path = p.value;
             break;
@@ -128,33 +128,33 @@ int cmd_check(int argc, char **argv) {
             break;
         case OPT_MAX_IMBALANCE:
             if (!parse_limit("max-imbalance", p.value, 1.0, &opts.max_imbalance))
-                return SP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             break;
         case OPT_MAX_REGRESSION:
             if (!parse_limit("max-regression", p.value, 0.0, &opts.max_regression))
-                return SP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             break;
         case OPT_MAX_STALE:
             if (!parse_limit("max-stale", p.value, 0.0, &opts.max_stale))
-                return SP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             break;
         case OPT_MAX_ERROR:
             if (!parse_limit("max-prediction-error", p.value, 0.0, &opts.max_prediction_error))
-                return SP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             break;
         }
     }
     if (p.n_positional)
-        return sp_usage_error("check", "unexpected argument '%s'", p.positional[0]);
+        return cli_usage_error("check", "unexpected argument '%s'", p.positional[0]);
     if (!plan_path || !profile_path)
-        return sp_usage_error("check", "missing %s", plan_path ? "--profile" : "--plan");
+        return cli_usage_error("check", "missing %s", plan_path ? "--profile" : "--plan");
     const char *inputs[] = {plan_path, profile_path, report_path, devices_path, links_path};
-    int clash = sp_check_output_not_input("check", "--junit", junit, inputs, 5);
+    int clash = cli_check_output_not_input("check", "--junit", junit, inputs, 5);
     if (clash)
         return clash;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
-        return SP_EXIT_INTERNAL;
+        return CLI_EXIT_INTERNAL;
     sp_plan *plan = NULL;
     sp_profile *profile = NULL;
     sp_devices *devices = NULL;
@@ -197,9 +197,9 @@ int cmd_check(int argc, char **argv) {
     if (junit && (st = sp_check_write_junit(ctx, r, junit)) != SP_OK)
         goto out;
 out:;
-    int code = st != SP_OK                ? sp_report(ctx, st, json && !r)
-               : sp_check_failed_count(r) ? SP_EXIT_CHECK_FAILED
-                                          : SP_EXIT_OK;
+    int code = st != SP_OK                ? cli_report(ctx, st, json && !r)
+               : sp_check_failed_count(r) ? CLI_EXIT_CHECK_FAILED
+                                          : CLI_EXIT_OK;
     sp_free(text);
     sp_check_destroy(r);
     sp_plan_destroy(plan);

@@ -17,7 +17,7 @@ enum {
     OPT_JSON,
 };
 
-const struct sp_opt cmd_evaluate_opts[] = {
+const struct cli_opt cmd_evaluate_opts[] = {
     {OPT_LAYOUT, "megatron-layout", 0, "<string>",
      "a Megatron-LM --pipeline-model-parallel-layout, e.g. \"Et*8|t*8|t*8|t*8L\"", "Split"},
     {OPT_BALANCE, "balance", 0, "<n,n,...>", "layers per stage (torchgpipe, fairscale)", "Split"},
@@ -32,7 +32,7 @@ const struct sp_opt cmd_evaluate_opts[] = {
     {0, NULL, 0, NULL, NULL, NULL},
 };
 
-const struct sp_command_help cmd_evaluate_help = {
+const struct cli_command_help cmd_evaluate_help = {
     "evaluate",
     "PROFILE (--megatron-layout S | --balance N,N,... | --parts 0,A,...,N) [options]",
     "Evaluate the split you run today and compare it with the optimal plan.",
@@ -59,8 +59,8 @@ static bool parse_list(const char *opt, const char *text, size_t **out, size_t *
         unsigned long long x = (*c >= '0' && *c <= '9') ? strtoull(c, &end, 10) : 0;
         if (!end || end == c || errno || (*end && *end != ',')) {
             free(v);
-            sp_usage_error("evaluate", "--%s expects numbers separated by commas, got '%s'", opt,
-                           text);
+            cli_usage_error("evaluate", "--%s expects numbers separated by commas, got '%s'", opt,
+                            text);
             return false;
         }
         v[(*n)++] = (size_t)x;
@@ -68,7 +68,8 @@ static bool parse_list(const char *opt, const char *text, size_t **out, size_t *
     }
     if (!v || !*n) {
         free(v);
-        sp_usage_error("evaluate", "--%s expects numbers separated by commas, got '%s'", opt, text);
+        cli_usage_error("evaluate", "--%s expects numbers separated by commas, got '%s'", opt,
+                        text);
         return false;
     }
     *out = v;
@@ -100,15 +101,15 @@ static int run(int argc, char **argv, const char *command) {
     uint64_t v = 0, stages = 0;
     sp_partition_opts opts;
     sp_partition_opts_init(&opts);
-    struct sp_opt_parser p;
-    sp_opt_parser_init(&p, command, cmd_evaluate_opts, argc, argv);
-    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+    struct cli_opt_parser p;
+    cli_opt_parser_init(&p, command, cmd_evaluate_opts, argc, argv);
+    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
         switch (id) {
-        case SP_OPT_ERROR:
-            return SP_EXIT_USAGE;
-        case SP_OPT_HELP:
-            sp_print_command_help(stdout, &cmd_evaluate_help, cmd_evaluate_opts);
-            return SP_EXIT_OK;
+        case CLI_OPT_ERROR:
+            return CLI_EXIT_USAGE;
+        case CLI_OPT_HELP:
+            cli_print_command_help(stdout, &cmd_evaluate_help, cmd_evaluate_opts);
+            return CLI_EXIT_OK;
         case OPT_LAYOUT:
             layout = p.value;
             break;
@@ -119,18 +120,18 @@ static int run(int argc, char **argv, const char *command) {
             parts = p.value;
             break;
         case OPT_STAGES:
-            if (!sp_opt_uint(&p, 1, SP_MAX_STAGES, &stages))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, SP_MAX_STAGES, &stages))
+                return CLI_EXIT_USAGE;
             break;
         case OPT_SCHEDULE:
             if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK ||
                 opts.schedule == SP_SCHEDULE_INTERLEAVED)
-                return sp_usage_error(command, "--schedule expects gpipe, 1f1b or zb-h1, got '%s'",
-                                      p.value);
+                return cli_usage_error(command, "--schedule expects gpipe, 1f1b or zb-h1, got '%s'",
+                                       p.value);
             break;
         case OPT_MICRO_BATCHES:
-            if (!sp_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
+                return CLI_EXIT_USAGE;
             opts.micro_batches = (uint32_t)v;
             break;
         case OPT_OUTPUT:
@@ -142,30 +143,31 @@ static int run(int argc, char **argv, const char *command) {
         }
     }
     if (p.n_positional != 1)
-        return sp_usage_error(command, p.n_positional ? "expected one PROFILE" : "missing PROFILE");
+        return cli_usage_error(command,
+                               p.n_positional ? "expected one PROFILE" : "missing PROFILE");
     if ((layout != NULL) + (balance != NULL) + (parts != NULL) != 1)
-        return sp_usage_error(command,
-                              "give the split once: --megatron-layout, --balance or --parts");
+        return cli_usage_error(command,
+                               "give the split once: --megatron-layout, --balance or --parts");
     if (strcmp(command, "import-plan") == 0 && !output)
-        return sp_usage_error(command, "missing -o PLAN (the file to write)");
+        return cli_usage_error(command, "missing -o PLAN (the file to write)");
     const char *inputs[] = {p.positional[0]};
-    int clash = sp_check_output_not_input(command, "--output", output, inputs, 1);
+    int clash = cli_check_output_not_input(command, "--output", output, inputs, 1);
     if (clash)
         return clash;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
-        return SP_EXIT_INTERNAL;
+        return CLI_EXIT_INTERNAL;
     sp_profile *profile = NULL;
     sp_evaluation *e = NULL;
     size_t *first = NULL, count = 0, *list = NULL, n_list = 0;
     char *text = NULL;
-    int code = SP_EXIT_OK;
+    int code = CLI_EXIT_OK;
     sp_status st = sp_profile_load(ctx, p.positional[0], &profile);
     if (st != SP_OK)
         goto report;
     if (!layout &&
         !parse_list(balance ? "balance" : "parts", balance ? balance : parts, &list, &n_list)) {
-        code = SP_EXIT_USAGE;
+        code = CLI_EXIT_USAGE;
         goto out;
     }
     if (layout)
@@ -179,9 +181,9 @@ static int run(int argc, char **argv, const char *command) {
     opts.stages = (uint32_t)stages;
     if ((st = sp_evaluate(ctx, profile, &opts, first, count, &e)) != SP_OK)
         goto report;
-    sp_print_warnings(ctx);
+    cli_print_warnings(ctx);
     if (output) {
-        char *cmdline = sp_command_line(argc, argv);
+        char *cmdline = cli_command_line(argc, argv);
         if (cmdline)
             sp_plan_set_command(ctx, sp_evaluation_yours(e), cmdline);
         free(cmdline);
@@ -199,7 +201,7 @@ static int run(int argc, char **argv, const char *command) {
     }
     goto out;
 report:
-    code = sp_report(ctx, st, json);
+    code = cli_report(ctx, st, json);
 out:
     sp_free(first);
     sp_free(text);

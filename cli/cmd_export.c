@@ -6,7 +6,7 @@
 
 enum { OPT_TO = 1, OPT_PREFIX, OPT_OUTPUT, OPT_JSON };
 
-const struct sp_opt cmd_export_opts[] = {
+const struct cli_opt cmd_export_opts[] = {
     {OPT_TO, "to", 't', "<framework>", "megatron, deepspeed, torchgpipe, pippy or torchtitan",
      "Export"},
     {OPT_PREFIX, "module-prefix", 0, "<prefix>",
@@ -17,7 +17,7 @@ const struct sp_opt cmd_export_opts[] = {
     {0, NULL, 0, NULL, NULL, NULL},
 };
 
-const struct sp_command_help cmd_export_help = {
+const struct cli_command_help cmd_export_help = {
     "export",
     "PLAN --to FRAMEWORK [--module-prefix P] [-o FILE] [--json]",
     "Print a plan in the form a framework takes.",
@@ -36,15 +36,15 @@ const struct sp_command_help cmd_export_help = {
 int cmd_export(int argc, char **argv) {
     const char *to = NULL, *prefix = NULL, *output = NULL;
     bool json = false;
-    struct sp_opt_parser p;
-    sp_opt_parser_init(&p, "export", cmd_export_opts, argc, argv);
-    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+    struct cli_opt_parser p;
+    cli_opt_parser_init(&p, "export", cmd_export_opts, argc, argv);
+    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
         switch (id) {
-        case SP_OPT_ERROR:
-            return SP_EXIT_USAGE;
-        case SP_OPT_HELP:
-            sp_print_command_help(stdout, &cmd_export_help, cmd_export_opts);
-            return SP_EXIT_OK;
+        case CLI_OPT_ERROR:
+            return CLI_EXIT_USAGE;
+        case CLI_OPT_HELP:
+            cli_print_command_help(stdout, &cmd_export_help, cmd_export_opts);
+            return CLI_EXIT_OK;
         case OPT_TO:
             to = p.value;
             break;
@@ -60,25 +60,25 @@ int cmd_export(int argc, char **argv) {
         }
     }
     if (p.n_positional != 1)
-        return sp_usage_error("export", p.n_positional ? "expected one PLAN" : "missing PLAN");
+        return cli_usage_error("export", p.n_positional ? "expected one PLAN" : "missing PLAN");
     const char *inputs[] = {p.positional[0]};
-    int clash = sp_check_output_not_input("export", "--output", output, inputs, 1);
+    int clash = cli_check_output_not_input("export", "--output", output, inputs, 1);
     if (clash)
         return clash;
     sp_export_format format;
     if (!to)
-        return sp_usage_error("export", "missing --to FRAMEWORK");
+        return cli_usage_error("export", "missing --to FRAMEWORK");
     if (sp_export_format_from_name(to, &format) != SP_OK)
-        return sp_usage_error("export",
-                              "--to expects megatron, deepspeed, torchgpipe, pippy or "
-                              "torchtitan, got '%s'",
-                              to);
+        return cli_usage_error("export",
+                               "--to expects megatron, deepspeed, torchgpipe, pippy or "
+                               "torchtitan, got '%s'",
+                               to);
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
-        return SP_EXIT_INTERNAL;
+        return CLI_EXIT_INTERNAL;
     sp_plan *plan = NULL;
     char *text = NULL, *value = NULL, *doc = NULL;
-    int code = SP_EXIT_OK;
+    int code = CLI_EXIT_OK;
     sp_status st = sp_plan_load(ctx, p.positional[0], &plan);
     if (st == SP_OK)
         st = sp_plan_export(ctx, plan, format, prefix, &text, &value);
@@ -86,7 +86,7 @@ int cmd_export(int argc, char **argv) {
         size_t cap = strlen(value) + 256;
         doc = malloc(cap);
         if (!doc) {
-            code = SP_EXIT_INTERNAL;
+            code = CLI_EXIT_INTERNAL;
             goto out;
         }
         snprintf(doc, cap,
@@ -97,7 +97,7 @@ int cmd_export(int argc, char **argv) {
     if (st == SP_OK && output)
         st = sp_write_file_atomic(ctx, output, json ? doc : text, strlen(json ? doc : text));
     if (st != SP_OK) {
-        code = sp_report(ctx, st, json);
+        code = cli_report(ctx, st, json);
         goto out;
     }
     if (!output)

@@ -7,7 +7,7 @@
 
 enum { OPT_OUTPUT = 1 };
 
-const struct sp_opt cmd_import_opts[] = {
+const struct cli_opt cmd_import_opts[] = {
     SP_ATTRIBUTION_OPTS,
     {OPT_OUTPUT, "output", 'o', "<file>",
      "write the profile to <file> (atomically) and print a summary; default: the profile on "
@@ -16,7 +16,7 @@ const struct sp_opt cmd_import_opts[] = {
     {0, NULL, 0, NULL, NULL, NULL},
 };
 
-const struct sp_command_help cmd_import_help = {
+const struct cli_command_help cmd_import_help = {
     "import",
     "kineto TRACE... | nsys REPORT | events LOG... [-o PROFILE] [options]",
     "Make a profile from a PyTorch profiler trace, an Nsight Systems export or event logs.",
@@ -43,49 +43,50 @@ int cmd_import(int argc, char **argv) {
     sp_trace_profile_opts opts;
     sp_trace_profile_opts_init(&opts);
     const char *output = NULL;
-    struct sp_opt_parser p;
-    sp_opt_parser_init(&p, "import", cmd_import_opts, argc, argv);
-    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+    struct cli_opt_parser p;
+    cli_opt_parser_init(&p, "import", cmd_import_opts, argc, argv);
+    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
         bool taken = false;
-        if (id == SP_OPT_ERROR || !sp_attribution_opt(&p, id, &opts, &taken))
-            return SP_EXIT_USAGE;
-        if (id == SP_OPT_HELP) {
-            sp_print_command_help(stdout, &cmd_import_help, cmd_import_opts);
-            return SP_EXIT_OK;
+        if (id == CLI_OPT_ERROR || !cli_attribution_opt(&p, id, &opts, &taken))
+            return CLI_EXIT_USAGE;
+        if (id == CLI_OPT_HELP) {
+            cli_print_command_help(stdout, &cmd_import_help, cmd_import_opts);
+            return CLI_EXIT_OK;
         }
         if (id == OPT_OUTPUT)
             output = p.value;
     }
     if (p.n_positional < 2)
-        return sp_usage_error("import",
-                              "expected kineto TRACE..., nsys REPORT or events LOG..., got %d "
-                              "arguments",
-                              p.n_positional);
+        return cli_usage_error("import",
+                               "expected kineto TRACE..., nsys REPORT or events LOG..., got %d "
+                               "arguments",
+                               p.n_positional);
     const char *kind = p.positional[0];
     bool kineto = strcmp(kind, "kineto") == 0, nsys = strcmp(kind, "nsys") == 0;
     bool events = strcmp(kind, "events") == 0;
     if (!kineto && !nsys && !events)
-        return sp_usage_error("import", "the trace kind is kineto, nsys or events, got '%s'", kind);
+        return cli_usage_error("import", "the trace kind is kineto, nsys or events, got '%s'",
+                               kind);
     if (nsys && p.n_positional != 2)
-        return sp_usage_error("import", "nsys takes one REPORT, got %d", p.n_positional - 1);
+        return cli_usage_error("import", "nsys takes one REPORT, got %d", p.n_positional - 1);
     const char *const *inputs = (const char *const *)p.positional + 1;
     size_t n_inputs = (size_t)p.n_positional - 1;
-    int clash = sp_check_output_not_input("import", "--output", output, inputs, n_inputs);
+    int clash = cli_check_output_not_input("import", "--output", output, inputs, n_inputs);
     if (clash)
         return clash;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
-        return SP_EXIT_INTERNAL;
+        return CLI_EXIT_INTERNAL;
     sp_trace *trace = NULL;
     sp_status st = kineto ? sp_trace_load_kineto_files(ctx, inputs, n_inputs, &trace)
                    : nsys ? sp_trace_load_nsys(ctx, inputs[0], &trace)
                           : sp_trace_load_events(ctx, inputs, n_inputs, &trace);
     int code;
     if (st != SP_OK) {
-        code = sp_report(ctx, st, false);
+        code = cli_report(ctx, st, false);
     } else {
-        sp_print_warnings(ctx);
-        code = sp_attribution_finish(ctx, trace, &opts, output, false);
+        cli_print_warnings(ctx);
+        code = cli_attribution_finish(ctx, trace, &opts, output, false);
     }
     sp_trace_destroy(trace);
     sp_ctx_destroy(ctx);

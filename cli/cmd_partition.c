@@ -25,7 +25,7 @@ enum {
     OPT_PLACEMENT,
 };
 
-const struct sp_opt cmd_partition_opts[] = {
+const struct cli_opt cmd_partition_opts[] = {
     {OPT_STAGES, "stages", 's', "<P>", "number of pipeline stages (default: 4)", "Plan"},
     {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M|auto>",
      "micro-batches per iteration (default: 4 x stages); auto: the smallest M reaching "
@@ -73,7 +73,7 @@ const struct sp_opt cmd_partition_opts[] = {
     {0, NULL, 0, NULL, NULL, NULL},
 };
 
-const struct sp_command_help cmd_partition_help = {
+const struct cli_command_help cmd_partition_help = {
     "partition",
     "PROFILE [--stages P] [options]",
     "Cut a profile's layer chain into P contiguous pipeline stages.",
@@ -195,18 +195,18 @@ int cmd_partition(int argc, char **argv) {
     bool json = false, target_given = false;
     const char *devices_path = NULL, *links_path = NULL;
     uint64_t v = 0;
-    struct sp_opt_parser p;
-    sp_opt_parser_init(&p, "partition", cmd_partition_opts, argc, argv);
-    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+    struct cli_opt_parser p;
+    cli_opt_parser_init(&p, "partition", cmd_partition_opts, argc, argv);
+    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
         switch (id) {
-        case SP_OPT_ERROR:
-            return SP_EXIT_USAGE;
-        case SP_OPT_HELP:
-            sp_print_command_help(stdout, &cmd_partition_help, cmd_partition_opts);
-            return SP_EXIT_OK;
+        case CLI_OPT_ERROR:
+            return CLI_EXIT_USAGE;
+        case CLI_OPT_HELP:
+            cli_print_command_help(stdout, &cmd_partition_help, cmd_partition_opts);
+            return CLI_EXIT_OK;
         case OPT_STAGES:
-            if (!sp_opt_uint(&p, 1, SP_MAX_STAGES, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, SP_MAX_STAGES, &v))
+                return CLI_EXIT_USAGE;
             opts.stages = (uint32_t)v;
             break;
         case OPT_MICRO_BATCHES:
@@ -214,17 +214,17 @@ int cmd_partition(int argc, char **argv) {
                 opts.micro_batches = SP_MICRO_BATCHES_AUTO;
                 break;
             }
-            if (!sp_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
+                return CLI_EXIT_USAGE;
             opts.micro_batches = (uint32_t)v;
             break;
         case OPT_TARGET: {
             char *end = NULL;
             opts.target_efficiency = strtod(p.value, &end);
             if (!end || *end || !(opts.target_efficiency > 0 && opts.target_efficiency < 1))
-                return sp_usage_error("partition",
-                                      "--target-efficiency expects a number in (0, 1), got '%s'",
-                                      p.value);
+                return cli_usage_error("partition",
+                                       "--target-efficiency expects a number in (0, 1), got '%s'",
+                                       p.value);
             target_given = true;
             break;
         }
@@ -232,25 +232,25 @@ int cmd_partition(int argc, char **argv) {
             char *end = NULL;
             opts.time_limit_s = strtod(p.value, &end);
             if (!end || *end || !(opts.time_limit_s > 0) || opts.time_limit_s > 1e6)
-                return sp_usage_error(
+                return cli_usage_error(
                     "partition", "--time-limit expects seconds in (0, 1e6], got '%s'", p.value);
             break;
         }
         case OPT_RECOMPUTE:
             if (strcmp(p.value, "auto") != 0 && strcmp(p.value, "off") != 0)
-                return sp_usage_error("partition", "--recompute expects auto or off, got '%s'",
-                                      p.value);
+                return cli_usage_error("partition", "--recompute expects auto or off, got '%s'",
+                                       p.value);
             opts.recompute = strcmp(p.value, "auto") == 0;
             break;
         case OPT_CHUNKS:
-            if (!sp_opt_uint(&p, 1, SP_MAX_STAGES, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, SP_MAX_STAGES, &v))
+                return CLI_EXIT_USAGE;
             opts.chunks = (uint32_t)v;
             break;
         case OPT_COMM:
             if (sp_comm_from_name(p.value, &opts.comm) != SP_OK)
-                return sp_usage_error("partition", "--comm expects overlap or blocking, got '%s'",
-                                      p.value);
+                return cli_usage_error("partition", "--comm expects overlap or blocking, got '%s'",
+                                       p.value);
             break;
         case OPT_DEVICES:
             devices_path = p.value;
@@ -260,22 +260,22 @@ int cmd_partition(int argc, char **argv) {
             break;
         case OPT_PLACEMENT:
             if (sp_placement_from_name(p.value, &opts.placement) != SP_OK)
-                return sp_usage_error("partition", "--placement expects order or search, got '%s'",
-                                      p.value);
+                return cli_usage_error("partition", "--placement expects order or search, got '%s'",
+                                       p.value);
             break;
         case OPT_OBJECTIVE:
             if (sp_objective_from_name(p.value, &opts.objective) != SP_OK)
-                return sp_usage_error("partition",
-                                      "--objective expects bottleneck, variance or iteration, "
-                                      "got '%s'",
-                                      p.value);
+                return cli_usage_error("partition",
+                                       "--objective expects bottleneck, variance or iteration, "
+                                       "got '%s'",
+                                       p.value);
             break;
         case OPT_SOLVER:
             if (sp_solver_from_name(p.value, &opts.solver) != SP_OK ||
                 opts.solver == SP_SOLVER_GIVEN)
-                return sp_usage_error("partition",
-                                      "--solver expects dp, ilp, uniform or parameters, got '%s'",
-                                      p.value);
+                return cli_usage_error("partition",
+                                       "--solver expects dp, ilp, uniform or parameters, got '%s'",
+                                       p.value);
             break;
         case OPT_MEMORY_LIMIT:
             memory_text = p.value;
@@ -285,10 +285,10 @@ int cmd_partition(int argc, char **argv) {
             break;
         case OPT_SCHEDULE:
             if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
-                return sp_usage_error("partition",
-                                      "--schedule expects gpipe, 1f1b, zb-h1 or interleaved, "
-                                      "got '%s'",
-                                      p.value);
+                return cli_usage_error("partition",
+                                       "--schedule expects gpipe, 1f1b, zb-h1 or interleaved, "
+                                       "got '%s'",
+                                       p.value);
             break;
         case OPT_JSON:
             json = true;
@@ -296,24 +296,24 @@ int cmd_partition(int argc, char **argv) {
         }
     }
     if (p.n_positional == 0)
-        return sp_usage_error("partition", "missing PROFILE");
+        return cli_usage_error("partition", "missing PROFILE");
     if (p.n_positional > 1)
-        return sp_usage_error("partition", "expected one PROFILE, got %d arguments",
-                              p.n_positional);
+        return cli_usage_error("partition", "expected one PROFILE, got %d arguments",
+                               p.n_positional);
     if (target_given && opts.micro_batches != SP_MICRO_BATCHES_AUTO)
-        return sp_usage_error("partition", "--target-efficiency needs --micro-batches auto");
+        return cli_usage_error("partition", "--target-efficiency needs --micro-batches auto");
     const char *inputs[] = {p.positional[0], devices_path, links_path};
-    int clash = sp_check_output_not_input("partition", "--output", output, inputs, 3);
+    int clash = cli_check_output_not_input("partition", "--output", output, inputs, 3);
     if (clash)
         return clash;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK) {
         fputs("stagepart: error: out of memory\n", stderr);
-        return SP_EXIT_INTERNAL;
+        return CLI_EXIT_INTERNAL;
     }
     sp_devices *devices = NULL;
     sp_links *links = NULL;
-    int code = SP_EXIT_OK;
+    int code = CLI_EXIT_OK;
     sp_profile *profile = NULL;
     sp_plan *plan = NULL;
     char *cmdline = NULL;
@@ -321,43 +321,43 @@ int cmd_partition(int argc, char **argv) {
     if (memory_text) {
         st = sp_parse_bytes(ctx, memory_text, &opts.memory_limit_bytes);
         if (st != SP_OK) {
-            code = sp_usage_error("partition", "--memory-limit: %s", sp_ctx_errmsg(ctx));
+            code = cli_usage_error("partition", "--memory-limit: %s", sp_ctx_errmsg(ctx));
             goto out;
         }
         if (opts.memory_limit_bytes == 0) {
-            code = sp_usage_error("partition", "--memory-limit must be more than 0 bytes");
+            code = cli_usage_error("partition", "--memory-limit must be more than 0 bytes");
             goto out;
         }
     }
     if (devices_path && (st = sp_devices_load(ctx, devices_path, &devices)) != SP_OK) {
-        code = sp_report(ctx, st, json);
+        code = cli_report(ctx, st, json);
         goto out;
     }
     if (links_path && (st = sp_links_load(ctx, links_path, &links)) != SP_OK) {
-        code = sp_report(ctx, st, json);
+        code = cli_report(ctx, st, json);
         goto out;
     }
     opts.devices = devices;
     opts.links = links;
     if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK ||
         (st = sp_partition(ctx, profile, &opts, &plan)) != SP_OK) {
-        code = sp_report(ctx, st, json);
+        code = cli_report(ctx, st, json);
         goto out;
     }
-    sp_print_warnings(ctx);
-    cmdline = sp_command_line(argc, argv);
+    cli_print_warnings(ctx);
+    cmdline = cli_command_line(argc, argv);
     if (cmdline && (st = sp_plan_set_command(ctx, plan, cmdline)) != SP_OK) {
-        code = sp_report(ctx, st, json);
+        code = cli_report(ctx, st, json);
         goto out;
     }
     if (output && (st = sp_plan_write(ctx, plan, output)) != SP_OK) {
-        code = sp_report(ctx, st, json);
+        code = cli_report(ctx, st, json);
         goto out;
     }
     if (json) {
         char *text = NULL;
         if ((st = sp_plan_to_json(ctx, plan, &text)) != SP_OK) {
-            code = sp_report(ctx, st, json);
+            code = cli_report(ctx, st, json);
             goto out;
         }
         fputs(text, stdout);

@@ -21,7 +21,7 @@ enum {
     OPT_QUIET
 };
 
-const struct sp_opt cmd_profile_opts[] = {
+const struct cli_opt cmd_profile_opts[] = {
     {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
      "where MODEL runs: cpu (one pinned thread, OpenBLAS; default), or cuda (one GPU: cuBLAS, "
      "timed by the live collector; a stagepart built with nvcc; exit 4 without a GPU)",
@@ -54,7 +54,7 @@ const struct sp_opt cmd_profile_opts[] = {
     {0, NULL, 0, NULL, NULL, NULL},
 };
 
-const struct sp_command_help cmd_profile_help = {
+const struct cli_command_help cmd_profile_help = {
     "profile",
     "MODEL [--backend cpu|cuda] [--micro-batch-size B] [--seq-len S] [--iters K] [-o PROFILE]\n"
     "       stagepart profile --attach [-o PROFILE] [--steps K --warmup-steps N] [options] -- "
@@ -102,15 +102,15 @@ int cmd_profile(int argc, char **argv) {
     const char *output = NULL, *events_dir = NULL, *steps = NULL;
     bool attach = false;
     uint64_t v = 0;
-    struct sp_profile_model_args margs;
+    struct cli_profile_model_args margs;
     memset(&margs, 0, sizeof margs);
     sp_model_profile_opts_init(&margs.opts);
-    struct sp_opt_parser p;
-    sp_opt_parser_init(&p, "profile", cmd_profile_opts, dashdash, argv);
-    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+    struct cli_opt_parser p;
+    cli_opt_parser_init(&p, "profile", cmd_profile_opts, dashdash, argv);
+    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
         bool taken = false;
-        if (id == SP_OPT_ERROR || !sp_attribution_opt(&p, id, &opts, &taken))
-            return SP_EXIT_USAGE;
+        if (id == CLI_OPT_ERROR || !cli_attribution_opt(&p, id, &opts, &taken))
+            return CLI_EXIT_USAGE;
         if (id == SP_ATTR_OPT_MBS)
             margs.micro_batch_size = (uint32_t)opts.micro_batch_size;
         if (taken)
@@ -120,31 +120,31 @@ int cmd_profile(int argc, char **argv) {
             margs.backend = p.value;
             break;
         case OPT_SEQ_LEN:
-            if (!sp_opt_uint(&p, 1, 1u << 24, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, 1u << 24, &v))
+                return CLI_EXIT_USAGE;
             margs.seq_len = (uint32_t)v;
             break;
         case OPT_WARMUP:
-            if (!sp_opt_uint(&p, 0, 100000, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 0, 100000, &v))
+                return CLI_EXIT_USAGE;
             margs.opts.warmup = (uint32_t)v;
             break;
         case OPT_ITERS:
-            if (!sp_opt_uint(&p, 1, 100000, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, 100000, &v))
+                return CLI_EXIT_USAGE;
             margs.opts.iters = (uint32_t)v;
             break;
         case OPT_CORE:
-            if (!sp_opt_uint(&p, 0, 4095, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 0, 4095, &v))
+                return CLI_EXIT_USAGE;
             margs.opts.core = (int)v;
             break;
         case OPT_QUIET:
             margs.quiet = true;
             break;
-        case SP_OPT_HELP:
-            sp_print_command_help(stdout, &cmd_profile_help, cmd_profile_opts);
-            return SP_EXIT_OK;
+        case CLI_OPT_HELP:
+            cli_print_command_help(stdout, &cmd_profile_help, cmd_profile_opts);
+            return CLI_EXIT_OK;
         case OPT_OUTPUT:
             output = p.value;
             break;
@@ -152,8 +152,8 @@ int cmd_profile(int argc, char **argv) {
             attach = true;
             break;
         case OPT_STEPS:
-            if (!sp_opt_uint(&p, 1, 1000000, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, 1000000, &v))
+                return CLI_EXIT_USAGE;
             steps = p.value;
             break;
         case OPT_EVENTS_DIR:
@@ -163,23 +163,23 @@ int cmd_profile(int argc, char **argv) {
     }
     if (!attach) {
         if (p.n_positional != 1 || dashdash != argc)
-            return sp_usage_error("profile", "give a model file (stagepart profile MODEL), or "
-                                             "--attach [options] -- CMD ARGS... for a program");
+            return cli_usage_error("profile", "give a model file (stagepart profile MODEL), or "
+                                              "--attach [options] -- CMD ARGS... for a program");
         margs.model_path = p.positional[0];
         margs.output = output;
         margs.name = opts.model;
         const char *inputs[] = {margs.model_path};
         if (output) {
-            int rc = sp_check_output_not_input("profile", "--output", output, inputs, 1);
+            int rc = cli_check_output_not_input("profile", "--output", output, inputs, 1);
             if (rc)
                 return rc;
         }
-        return sp_profile_model_run(&margs);
+        return cli_profile_model_run(&margs);
     }
     if (p.n_positional)
-        return sp_usage_error("profile", "unexpected argument '%s' before '--'", p.positional[0]);
+        return cli_usage_error("profile", "unexpected argument '%s' before '--'", p.positional[0]);
     if (dashdash + 1 >= argc)
-        return sp_usage_error("profile", "no program to run: put it after '--'");
+        return cli_usage_error("profile", "no program to run: put it after '--'");
     char **cmd = argv + dashdash + 1;
     char model[256];
     if (!opts.model) { /* the program's name: "train" for `python train.py`, else argv[0]'s */
@@ -192,6 +192,6 @@ int cmd_profile(int argc, char **argv) {
             model[len - 3] = '\0';
         opts.model = model;
     }
-    struct sp_attach_args at = {cmd, events_dir, steps, output, opts, 0};
-    return sp_attach_profile(&at);
+    struct cli_attach_args at = {cmd, events_dir, steps, output, opts, 0};
+    return cli_attach_profile(&at);
 }

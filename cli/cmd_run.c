@@ -29,7 +29,7 @@ enum {
     OPT_SEQ_LEN
 };
 
-const struct sp_opt cmd_run_opts[] = {
+const struct cli_opt cmd_run_opts[] = {
     {OPT_MODEL, "model", 0, "<file>", "the stagepart-model the plan's profile was made from",
      "Run"},
     {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
@@ -75,7 +75,7 @@ const struct sp_opt cmd_run_opts[] = {
     {0, NULL, 0, NULL, NULL, NULL},
 };
 
-const struct sp_command_help cmd_run_help = {
+const struct cli_command_help cmd_run_help = {
     "run",
     "PLAN --model MODEL [--schedule gpipe|1f1b] [--micro-batches M] [--steps K] [-o REPORT]",
     "Train a built-in model pipelined as the plan splits it, and measure its balance.",
@@ -159,73 +159,73 @@ int cmd_run(int argc, char **argv) {
     bool json = false, schedule_given = false;
     uint32_t mbs = 0, seq_len = 0;
     uint64_t v = 0;
-    struct sp_opt_parser p;
-    sp_opt_parser_init(&p, "run", cmd_run_opts, argc, argv);
-    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+    struct cli_opt_parser p;
+    cli_opt_parser_init(&p, "run", cmd_run_opts, argc, argv);
+    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
         char *end = NULL;
         double x = 0.0;
         switch (id) {
-        case SP_OPT_ERROR:
-            return SP_EXIT_USAGE;
-        case SP_OPT_HELP:
-            sp_print_command_help(stdout, &cmd_run_help, cmd_run_opts);
-            return SP_EXIT_OK;
+        case CLI_OPT_ERROR:
+            return CLI_EXIT_USAGE;
+        case CLI_OPT_HELP:
+            cli_print_command_help(stdout, &cmd_run_help, cmd_run_opts);
+            return CLI_EXIT_OK;
         case OPT_MODEL:
             model_path = p.value;
             break;
         case OPT_BACKEND:
             if (sp_run_backend_from_name(p.value, &opts.backend) != SP_OK)
-                return sp_usage_error("run", "--backend: expected cpu or cuda, got '%s'", p.value);
+                return cli_usage_error("run", "--backend: expected cpu or cuda, got '%s'", p.value);
             break;
         case OPT_TRANSPORT:
             if (sp_transport_from_name(p.value, &opts.transport) != SP_OK)
-                return sp_usage_error("run", "--transport: expected threads or mpi, got '%s'",
-                                      p.value);
+                return cli_usage_error("run", "--transport: expected threads or mpi, got '%s'",
+                                       p.value);
             break;
         case OPT_SCHEDULE:
             if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK ||
                 (opts.schedule != SP_SCHEDULE_GPIPE && opts.schedule != SP_SCHEDULE_1F1B))
-                return sp_usage_error("run", "--schedule: expected gpipe or 1f1b, got '%s'",
-                                      p.value);
+                return cli_usage_error("run", "--schedule: expected gpipe or 1f1b, got '%s'",
+                                       p.value);
             schedule_given = true;
             break;
         case OPT_MICRO_BATCHES:
-            if (!sp_opt_uint(&p, 1, 1000000, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, 1000000, &v))
+                return CLI_EXIT_USAGE;
             opts.micro_batches = (uint32_t)v;
             break;
         case OPT_MBS:
-            if (!sp_opt_uint(&p, 1, 65536, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, 65536, &v))
+                return CLI_EXIT_USAGE;
             mbs = (uint32_t)v;
             break;
         case OPT_SEQ_LEN:
-            if (!sp_opt_uint(&p, 1, 1u << 24, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, 1u << 24, &v))
+                return CLI_EXIT_USAGE;
             seq_len = (uint32_t)v;
             break;
         case OPT_STEPS:
-            if (!sp_opt_uint(&p, 1, 100000, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, 100000, &v))
+                return CLI_EXIT_USAGE;
             opts.steps = (uint32_t)v;
             break;
         case OPT_WARMUP_STEPS:
-            if (!sp_opt_uint(&p, 0, 100000, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 0, 100000, &v))
+                return CLI_EXIT_USAGE;
             opts.warmup_steps = (uint32_t)v;
             break;
         case OPT_SEED:
-            if (!sp_opt_uint(&p, 0, UINT32_MAX, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 0, UINT32_MAX, &v))
+                return CLI_EXIT_USAGE;
             opts.seed = v;
             break;
         case OPT_LR:
         case OPT_TIMEOUT:
             x = strtod(p.value, &end);
             if (!end || *end || !(x >= 0) || x > 1e6 || (id == OPT_TIMEOUT && x <= 0))
-                return sp_usage_error("run", "--%s: expected a number %s, got '%s'",
-                                      p.current->long_name,
-                                      id == OPT_TIMEOUT ? "of seconds > 0" : ">= 0", p.value);
+                return cli_usage_error("run", "--%s: expected a number %s, got '%s'",
+                                       p.current->long_name,
+                                       id == OPT_TIMEOUT ? "of seconds > 0" : ">= 0", p.value);
             if (id == OPT_LR)
                 opts.learning_rate = (float)x;
             else
@@ -239,10 +239,10 @@ int cmd_run(int argc, char **argv) {
             break;
         case OPT_FAULT:
             if (!parse_fault(p.value, &opts))
-                return sp_usage_error("run",
-                                      "--inject-fault: expected STAGE:STEP:MB:fail|hang, "
-                                      "got '%s'",
-                                      p.value);
+                return cli_usage_error("run",
+                                       "--inject-fault: expected STAGE:STEP:MB:fail|hang, "
+                                       "got '%s'",
+                                       p.value);
             break;
         case OPT_OUTPUT:
             output = p.value;
@@ -259,37 +259,37 @@ int cmd_run(int argc, char **argv) {
         }
     }
     if (p.n_positional != 1)
-        return sp_usage_error("run",
-                              p.n_positional ? "one plan, got %d arguments" : "no plan given%.0d",
-                              p.n_positional);
+        return cli_usage_error("run",
+                               p.n_positional ? "one plan, got %d arguments" : "no plan given%.0d",
+                               p.n_positional);
     if (!model_path)
-        return sp_usage_error("run", "--model MODEL is required: the built-in model the plan's "
-                                     "profile was made from");
+        return cli_usage_error("run", "--model MODEL is required: the built-in model the plan's "
+                                      "profile was made from");
     const char *plan_path = p.positional[0];
     const char *inputs[] = {plan_path, model_path};
     const char *outputs[][2] = {{"--output", output}, {"--trace", trace}, {"--svg", svg}};
     for (size_t k = 0; k < 3; k++)
         if (outputs[k][1]) {
-            int rc = sp_check_output_not_input("run", outputs[k][0], outputs[k][1], inputs, 2);
+            int rc = cli_check_output_not_input("run", outputs[k][0], outputs[k][1], inputs, 2);
             if (rc)
                 return rc;
         }
     if (opts.gpu_split && opts.backend != SP_RUN_BACKEND_CUDA)
-        return sp_usage_error("run", "--gpu-split splits GPUs: give --backend cuda");
+        return cli_usage_error("run", "--gpu-split splits GPUs: give --backend cuda");
     if (opts.backend == SP_RUN_BACKEND_CUDA && opts.transport == SP_TRANSPORT_MPI) {
         /* said before MPI starts: a job of GPU ranks would start only to stop */
         fprintf(stderr, "stagepart: error: --backend cuda runs with the threads transport (one "
                         "process, a GPU per stage); GPU stages as MPI ranks are not built\n");
-        return SP_EXIT_UNAVAILABLE;
+        return CLI_EXIT_UNAVAILABLE;
     }
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
-        return SP_EXIT_INTERNAL;
+        return CLI_EXIT_INTERNAL;
     int rank = 0, ranks = 1;
     if (opts.transport == SP_TRANSPORT_MPI) {
         sp_status ms = sp_mpi_start(ctx, &rank, &ranks);
         if (ms != SP_OK) {
-            int code = sp_report(ctx, ms, json);
+            int code = cli_report(ctx, ms, json);
             sp_ctx_destroy(ctx);
             return code;
         }
@@ -310,12 +310,12 @@ int cmd_run(int argc, char **argv) {
                             : SP_SCHEDULE_1F1B;
     }
     if (st == SP_OK) {
-        struct sp_cli_signals *signals = sp_cli_catch_interrupts();
-        opts.cancel = &sp_cli_interrupted;
+        struct cli_signals *signals = cli_catch_interrupts();
+        opts.cancel = &cli_interrupted;
         st = sp_run_plan(ctx, plan, model, &opts, &run);
-        sp_cli_restore_signals(signals);
+        cli_restore_signals(signals);
         if (st == SP_OK)
-            sp_print_warnings(ctx);
+            cli_print_warnings(ctx);
     }
     if (st == SP_OK)
         st = sp_run_to_json(ctx, run, &report);
@@ -327,16 +327,16 @@ int cmd_run(int argc, char **argv) {
         st = sp_sim_write_trace(ctx, sp_run_timeline(run), trace);
     if (st == SP_OK && svg && reporter)
         st = sp_sim_write_svg(ctx, sp_run_timeline(run), NULL, svg);
-    int code = SP_EXIT_OK;
+    int code = CLI_EXIT_OK;
     if (!reporter) {
-        code = st == SP_OK                ? SP_EXIT_OK
-               : st == SP_ERR_INTERRUPTED ? SP_EXIT_INTERRUPTED
-                                          : sp_exit_code(st);
+        code = st == SP_OK                ? CLI_EXIT_OK
+               : st == SP_ERR_INTERRUPTED ? CLI_EXIT_INTERRUPTED
+                                          : cli_exit_code(st);
     } else if (st == SP_ERR_INTERRUPTED) {
         fprintf(stderr, "stagepart: interrupted: every stage stopped; nothing written\n");
-        code = SP_EXIT_INTERRUPTED;
+        code = CLI_EXIT_INTERRUPTED;
     } else if (st != SP_OK) {
-        code = sp_report(ctx, st, json);
+        code = cli_report(ctx, st, json);
     } else if (json) {
         fputs(report, stdout);
     } else {

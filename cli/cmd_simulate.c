@@ -8,7 +8,7 @@
 
 enum { OPT_SCHEDULE = 1, OPT_MICRO_BATCHES, OPT_JSON, OPT_TRACE, OPT_SVG };
 
-const struct sp_opt cmd_simulate_opts[] = {
+const struct cli_opt cmd_simulate_opts[] = {
     {OPT_SCHEDULE, "schedule", 0, "<name>",
      "gpipe, 1f1b, interleaved or zb-h1 (default: the plan's, else 1f1b)", "Simulation"},
     {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M>",
@@ -20,7 +20,7 @@ const struct sp_opt cmd_simulate_opts[] = {
     {0, NULL, 0, NULL, NULL, NULL},
 };
 
-const struct sp_command_help cmd_simulate_help = {
+const struct cli_command_help cmd_simulate_help = {
     "simulate",
     "PLAN [--schedule S] [--micro-batches M] [options]",
     "Simulate a plan's pipeline schedule exactly and report its efficiency.",
@@ -67,26 +67,26 @@ int cmd_simulate(int argc, char **argv) {
     bool json = false, schedule_given = false;
     const char *trace = NULL, *svg = NULL;
     uint64_t v = 0;
-    struct sp_opt_parser p;
-    sp_opt_parser_init(&p, "simulate", cmd_simulate_opts, argc, argv);
-    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
+    struct cli_opt_parser p;
+    cli_opt_parser_init(&p, "simulate", cmd_simulate_opts, argc, argv);
+    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
         switch (id) {
-        case SP_OPT_ERROR:
-            return SP_EXIT_USAGE;
-        case SP_OPT_HELP:
-            sp_print_command_help(stdout, &cmd_simulate_help, cmd_simulate_opts);
-            return SP_EXIT_OK;
+        case CLI_OPT_ERROR:
+            return CLI_EXIT_USAGE;
+        case CLI_OPT_HELP:
+            cli_print_command_help(stdout, &cmd_simulate_help, cmd_simulate_opts);
+            return CLI_EXIT_OK;
         case OPT_SCHEDULE:
             if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
-                return sp_usage_error("simulate",
-                                      "--schedule expects gpipe, 1f1b, interleaved or zb-h1, "
-                                      "got '%s'",
-                                      p.value);
+                return cli_usage_error("simulate",
+                                       "--schedule expects gpipe, 1f1b, interleaved or zb-h1, "
+                                       "got '%s'",
+                                       p.value);
             schedule_given = true;
             break;
         case OPT_MICRO_BATCHES:
-            if (!sp_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
-                return SP_EXIT_USAGE;
+            if (!cli_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
+                return CLI_EXIT_USAGE;
             opts.micro_batches = (uint32_t)v;
             break;
         case OPT_JSON:
@@ -101,20 +101,20 @@ int cmd_simulate(int argc, char **argv) {
         }
     }
     if (p.n_positional != 1)
-        return sp_usage_error("simulate", p.n_positional ? "expected one PLAN" : "missing PLAN");
+        return cli_usage_error("simulate", p.n_positional ? "expected one PLAN" : "missing PLAN");
     const char *inputs[] = {p.positional[0]};
-    int clash = sp_check_output_not_input("simulate", "--trace", trace, inputs, 1);
+    int clash = cli_check_output_not_input("simulate", "--trace", trace, inputs, 1);
     if (!clash)
-        clash = sp_check_output_not_input("simulate", "--svg", svg, inputs, 1);
+        clash = cli_check_output_not_input("simulate", "--svg", svg, inputs, 1);
     if (clash)
         return clash;
     opts.keep_ops = trace || svg;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
-        return SP_EXIT_INTERNAL;
+        return CLI_EXIT_INTERNAL;
     sp_plan *plan = NULL;
     sp_sim *sim = NULL;
-    int code = SP_EXIT_OK;
+    int code = CLI_EXIT_OK;
     sp_status st = sp_plan_load(ctx, p.positional[0], &plan);
     if (st == SP_OK && !schedule_given) {
         const sp_plan_summary *m = sp_plan_get_summary(plan);
@@ -129,13 +129,13 @@ int cmd_simulate(int argc, char **argv) {
     if (st == SP_OK && svg)
         st = sp_sim_write_svg(ctx, sim, NULL, svg);
     if (st != SP_OK) {
-        code = sp_report(ctx, st, json);
+        code = cli_report(ctx, st, json);
         goto out;
     }
     if (json) {
         char *text = NULL;
         if ((st = sp_sim_to_json(ctx, sim, &text)) != SP_OK) {
-            code = sp_report(ctx, st, json);
+            code = cli_report(ctx, st, json);
             goto out;
         }
         fputs(text, stdout);

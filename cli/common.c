@@ -7,29 +7,29 @@
 
 #include "cli.h"
 
-int sp_exit_code(sp_status status) {
+int cli_exit_code(sp_status status) {
     switch (status) {
     case SP_OK:
-        return SP_EXIT_OK;
+        return CLI_EXIT_OK;
     case SP_ERR_INVALID_ARG:
     case SP_ERR_IO:
     case SP_ERR_PARSE:
     case SP_ERR_SCHEMA:
     case SP_ERR_LIMIT:
-        return SP_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     case SP_ERR_INFEASIBLE:
-        return SP_EXIT_INFEASIBLE;
+        return CLI_EXIT_INFEASIBLE;
     case SP_ERR_NO_DEVICE:
     case SP_ERR_CUDA:
     case SP_ERR_CUPTI:
     case SP_ERR_UNSUPPORTED:
-        return SP_EXIT_UNAVAILABLE;
+        return CLI_EXIT_UNAVAILABLE;
     default:
-        return SP_EXIT_INTERNAL;
+        return CLI_EXIT_INTERNAL;
     }
 }
 
-int sp_report(sp_ctx *ctx, sp_status status, bool json) {
+int cli_report(sp_ctx *ctx, sp_status status, bool json) {
     const char *msg = sp_ctx_errmsg(ctx);
     if (!msg || !*msg)
         msg = sp_strerror(status);
@@ -45,7 +45,7 @@ int sp_report(sp_ctx *ctx, sp_status status, bool json) {
         cJSON *err = root ? cJSON_AddObjectToObject(root, "error") : NULL;
         if (err && cJSON_AddStringToObject(err, "code", sp_status_name(status)) &&
             cJSON_AddStringToObject(err, "message", msg) &&
-            cJSON_AddNumberToObject(err, "exit_code", sp_exit_code(status))) {
+            cJSON_AddNumberToObject(err, "exit_code", cli_exit_code(status))) {
             char *text = cJSON_Print(root);
             if (text) {
                 printf("%s\n", text);
@@ -54,10 +54,10 @@ int sp_report(sp_ctx *ctx, sp_status status, bool json) {
         }
         cJSON_Delete(root);
     }
-    return sp_exit_code(status);
+    return cli_exit_code(status);
 }
 
-void sp_print_warnings(const sp_ctx *ctx) {
+void cli_print_warnings(const sp_ctx *ctx) {
     const char *line = sp_ctx_warnings(ctx);
     while (line && *line) {
         const char *nl = strchr(line, '\n');
@@ -77,7 +77,7 @@ static bool needs_quotes(const char *s) {
     return false;
 }
 
-char *sp_command_line(int argc, char **argv) {
+char *cli_command_line(int argc, char **argv) {
     size_t cap = sizeof "stagepart ";
     for (int i = 0; i < argc; i++)
         cap += 4 * strlen(argv[i]) + 3;
@@ -110,8 +110,8 @@ char *sp_command_line(int argc, char **argv) {
     return out;
 }
 
-int sp_check_output_not_input(const char *command, const char *option, const char *output,
-                              const char *const *inputs, size_t input_count) {
+int cli_check_output_not_input(const char *command, const char *option, const char *output,
+                               const char *const *inputs, size_t input_count) {
     struct stat out_st, in_st;
     /* lstat: an output that is a symbolic link is replaced by the atomic rename, not written
      * through, so only a real file at the output path can be an input's content */
@@ -120,26 +120,26 @@ int sp_check_output_not_input(const char *command, const char *option, const cha
     for (size_t i = 0; i < input_count; i++)
         if (inputs[i] && stat(inputs[i], &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
             in_st.st_ino == out_st.st_ino)
-            return sp_usage_error(command,
-                                  "%s %s is the input %s; stagepart does not overwrite its "
-                                  "inputs (choose another output file)",
-                                  option, output, inputs[i]);
+            return cli_usage_error(command,
+                                   "%s %s is the input %s; stagepart does not overwrite its "
+                                   "inputs (choose another output file)",
+                                   option, output, inputs[i]);
     return 0;
 }
 
-volatile int sp_cli_interrupted;
+volatile int cli_interrupted;
 
-struct sp_cli_signals {
+struct cli_signals {
     struct sigaction old_int, old_term;
 };
 
 static void on_interrupt(int sig) {
     (void)sig;
-    sp_cli_interrupted = 1;
+    cli_interrupted = 1;
 }
 
-struct sp_cli_signals *sp_cli_catch_interrupts(void) {
-    struct sp_cli_signals *saved = malloc(sizeof *saved);
+struct cli_signals *cli_catch_interrupts(void) {
+    struct cli_signals *saved = malloc(sizeof *saved);
     if (!saved)
         return NULL;
     struct sigaction sa;
@@ -150,7 +150,7 @@ struct sp_cli_signals *sp_cli_catch_interrupts(void) {
     return saved;
 }
 
-void sp_cli_restore_signals(struct sp_cli_signals *saved) {
+void cli_restore_signals(struct cli_signals *saved) {
     if (!saved)
         return;
     sigaction(SIGINT, &saved->old_int, NULL);

@@ -13,21 +13,21 @@
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
 
-static const struct sp_command_help help_help = {
+static const struct cli_command_help help_help = {
     "help", "[COMMAND]", "Show the list of commands, or one command's options.", NULL,
     "  stagepart help partition\n"};
-static const struct sp_command_help version_help = {
+static const struct cli_command_help version_help = {
     "version", "", "Show the version, the compiled-in features and the CUDA devices seen.", NULL,
     NULL};
-static const struct sp_opt no_opts[] = {{0, NULL, 0, NULL, NULL, NULL}};
-static const struct sp_command_help import_plan_help = {
+static const struct cli_opt no_opts[] = {{0, NULL, 0, NULL, NULL, NULL}};
+static const struct cli_command_help import_plan_help = {
     "import-plan",
     "PROFILE (--megatron-layout S | --balance N,N,... | --parts 0,A,...,N) -o PLAN [options]",
     "Write the split you run today as a plan file, for stagepart check.",
     "The same as evaluate (see stagepart help evaluate), and -o is required.",
     "  stagepart import-plan model.json --megatron-layout \"Et*8|t*8|t*8|t*8L\" -o plan.json\n"};
 
-const struct sp_command sp_commands[] = {
+const struct cli_command cli_commands[] = {
     {"partition", cmd_partition, &cmd_partition_help, cmd_partition_opts},
     {"simulate", cmd_simulate, &cmd_simulate_help, cmd_simulate_opts},
     {"evaluate", cmd_evaluate, &cmd_evaluate_help, cmd_evaluate_opts},
@@ -43,8 +43,8 @@ const struct sp_command sp_commands[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-static const struct sp_command *find_command(const char *name) {
-    for (const struct sp_command *c = sp_commands; c->name; c++)
+static const struct cli_command *find_command(const char *name) {
+    for (const struct cli_command *c = cli_commands; c->name; c++)
         if (strcmp(c->name, name) == 0)
             return c;
     return NULL;
@@ -56,7 +56,7 @@ static void print_main_help(FILE *f) {
           "with exact algorithms and explain what the plan gains over an even split.\n\n"
           "Commands:\n",
           f);
-    for (const struct sp_command *c = sp_commands; c->name; c++)
+    for (const struct cli_command *c = cli_commands; c->name; c++)
         fprintf(f, "  %-11s %s\n", c->name, c->help->summary);
     fputs("\nRun 'stagepart help <command>' or 'stagepart <command> --help' for its options.\n"
           "Documentation: README.md and docs/ (formats, models, runtime, partitioning, "
@@ -79,30 +79,30 @@ static void print_main_help(FILE *f) {
 static int cmd_help(int argc, char **argv) {
     if (argc < 2) {
         print_main_help(stdout);
-        return SP_EXIT_OK;
+        return CLI_EXIT_OK;
     }
     if (argc > 2)
-        return sp_usage_error("help", "expected at most one COMMAND");
-    const struct sp_command *c = find_command(argv[1]);
+        return cli_usage_error("help", "expected at most one COMMAND");
+    const struct cli_command *c = find_command(argv[1]);
     if (!c)
-        return sp_usage_error(NULL, "no command named '%s'", argv[1]);
-    sp_print_command_help(stdout, c->help, c->opts);
-    return SP_EXIT_OK;
+        return cli_usage_error(NULL, "no command named '%s'", argv[1]);
+    cli_print_command_help(stdout, c->help, c->opts);
+    return CLI_EXIT_OK;
 }
 
 static int cmd_version(int argc, char **argv) {
-    struct sp_opt_parser p;
-    sp_opt_parser_init(&p, "version", no_opts, argc, argv);
-    for (int id; (id = sp_opt_next(&p)) != SP_OPT_DONE;) {
-        if (id == SP_OPT_ERROR)
-            return SP_EXIT_USAGE;
-        if (id == SP_OPT_HELP) {
-            sp_print_command_help(stdout, &version_help, no_opts);
-            return SP_EXIT_OK;
+    struct cli_opt_parser p;
+    cli_opt_parser_init(&p, "version", no_opts, argc, argv);
+    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+        if (id == CLI_OPT_ERROR)
+            return CLI_EXIT_USAGE;
+        if (id == CLI_OPT_HELP) {
+            cli_print_command_help(stdout, &version_help, no_opts);
+            return CLI_EXIT_OK;
         }
     }
     if (p.n_positional)
-        return sp_usage_error("version", "unexpected argument '%s'", p.positional[0]);
+        return cli_usage_error("version", "unexpected argument '%s'", p.positional[0]);
     const char *features = sp_features();
     printf("stagepart %s (git %s)\nfeatures: %s\n", sp_version(), sp_git_hash(),
            *features ? features : "(none: CPU-only build)");
@@ -116,14 +116,14 @@ static int cmd_version(int argc, char **argv) {
             printf("cuda devices: none (%s)\n", sp_ctx_errmsg(ctx));
         sp_ctx_destroy(ctx);
     }
-    return SP_EXIT_OK;
+    return CLI_EXIT_OK;
 }
 
 /* Flush stdout and fail on write errors (a full disk must not look like success). */
 static int finish_stdout(int code) {
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "stagepart: error: cannot write to standard output: %s\n", strerror(errno));
-        return code ? code : SP_EXIT_INTERNAL;
+        return code ? code : CLI_EXIT_INTERNAL;
     }
     return code;
 }
@@ -138,18 +138,18 @@ static int set_memory_budget(void) {
         uint64_t bytes = 0;
         sp_ctx *ctx = NULL;
         if (sp_ctx_create(&ctx) != SP_OK)
-            return SP_EXIT_INTERNAL;
+            return CLI_EXIT_INTERNAL;
         sp_status st = strcmp(env, "none") == 0 ? SP_OK : sp_parse_bytes(ctx, env, &bytes);
         if (st != SP_OK)
             fprintf(stderr, "stagepart: error: STAGEPART_MEMORY_BUDGET: %s\n", sp_ctx_errmsg(ctx));
         sp_ctx_destroy(ctx);
         if (st != SP_OK)
-            return SP_EXIT_USAGE;
+            return CLI_EXIT_USAGE;
         sp_set_memory_budget((size_t)bytes);
-        return SP_EXIT_OK;
+        return CLI_EXIT_OK;
     }
     sp_set_memory_budget(sp_memory_limit() / 5 * 4);
-    return SP_EXIT_OK;
+    return CLI_EXIT_OK;
 }
 
 int main(int argc, char **argv) {
@@ -160,22 +160,22 @@ int main(int argc, char **argv) {
     mallopt(M_MXFAST, 0);
 #endif
     int code = set_memory_budget();
-    if (code != SP_EXIT_OK)
+    if (code != CLI_EXIT_OK)
         return code;
     if (argc < 2) {
         print_main_help(stderr);
-        return SP_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
         return finish_stdout(cmd_help(1, argv));
     if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0)
         return finish_stdout(cmd_version(1, argv));
-    const struct sp_command *c = find_command(name);
+    const struct cli_command *c = find_command(name);
     if (!c) {
         if (name[0] == '-')
-            return sp_usage_error(NULL, "unknown option '%s'", name);
-        return sp_usage_error(NULL, "no command named '%s'", name);
+            return cli_usage_error(NULL, "unknown option '%s'", name);
+        return cli_usage_error(NULL, "no command named '%s'", name);
     }
     return finish_stdout(c->run(argc - 1, argv + 1));
 }

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sp_opt_parser_init(struct sp_opt_parser *p, const char *command, const struct sp_opt *opts,
-                        int argc, char **argv) {
+void cli_opt_parser_init(struct cli_opt_parser *p, const char *command, const struct cli_opt *opts,
+                         int argc, char **argv) {
     memset(p, 0, sizeof *p);
     p->command = command;
     p->opts = opts;
@@ -20,7 +20,7 @@ void sp_opt_parser_init(struct sp_opt_parser *p, const char *command, const stru
     p->index = 1;
 }
 
-int sp_usage_error(const char *command, const char *fmt, ...) {
+int cli_usage_error(const char *command, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("stagepart: error: ", stderr);
@@ -34,14 +34,14 @@ int sp_usage_error(const char *command, const char *fmt, ...) {
     return 2;
 }
 
-static int take_value(struct sp_opt_parser *p, const struct sp_opt *o, const char *inline_value,
+static int take_value(struct cli_opt_parser *p, const struct cli_opt *o, const char *inline_value,
                       const char *spelled) {
     p->current = o;
     p->value = NULL;
     if (!o->arg) {
         if (inline_value) {
-            sp_usage_error(p->command, "option '%s' takes no value", spelled);
-            return SP_OPT_ERROR;
+            cli_usage_error(p->command, "option '%s' takes no value", spelled);
+            return CLI_OPT_ERROR;
         }
         return o->id;
     }
@@ -50,20 +50,20 @@ static int take_value(struct sp_opt_parser *p, const struct sp_opt *o, const cha
     } else if (p->index < p->argc) {
         p->value = p->argv[p->index++];
     } else {
-        sp_usage_error(p->command, "option '%s' needs a value %s", spelled, o->arg);
-        return SP_OPT_ERROR;
+        cli_usage_error(p->command, "option '%s' needs a value %s", spelled, o->arg);
+        return CLI_OPT_ERROR;
     }
     return o->id;
 }
 
-int sp_opt_next(struct sp_opt_parser *p) {
+int cli_opt_next(struct cli_opt_parser *p) {
     while (p->index < p->argc) {
         char *arg = p->argv[p->index++];
         if (strcmp(arg, "--") == 0) {
             while (p->index < p->argc) {
                 if (p->n_positional >= (int)(sizeof p->positional / sizeof *p->positional)) {
-                    sp_usage_error(p->command, "too many arguments");
-                    return SP_OPT_ERROR;
+                    cli_usage_error(p->command, "too many arguments");
+                    return CLI_OPT_ERROR;
                 }
                 p->positional[p->n_positional++] = p->argv[p->index++];
             }
@@ -71,8 +71,8 @@ int sp_opt_next(struct sp_opt_parser *p) {
         }
         if (arg[0] != '-' || arg[1] == '\0') {
             if (p->n_positional >= (int)(sizeof p->positional / sizeof *p->positional)) {
-                sp_usage_error(p->command, "too many arguments");
-                return SP_OPT_ERROR;
+                cli_usage_error(p->command, "too many arguments");
+                return CLI_OPT_ERROR;
             }
             p->positional[p->n_positional++] = arg;
             continue;
@@ -81,51 +81,51 @@ int sp_opt_next(struct sp_opt_parser *p) {
             const char *name = arg + 2, *eq = strchr(name, '=');
             size_t len = eq ? (size_t)(eq - name) : strlen(name);
             if (len == 4 && strncmp(name, "help", 4) == 0)
-                return SP_OPT_HELP;
-            for (const struct sp_opt *o = p->opts; o && o->id; o++)
+                return CLI_OPT_HELP;
+            for (const struct cli_opt *o = p->opts; o && o->id; o++)
                 if (strlen(o->long_name) == len && strncmp(o->long_name, name, len) == 0)
                     return take_value(p, o, eq ? eq + 1 : NULL, arg);
-            sp_usage_error(p->command, "unknown option '%.*s'", (int)(len + 2), arg);
-            return SP_OPT_ERROR;
+            cli_usage_error(p->command, "unknown option '%.*s'", (int)(len + 2), arg);
+            return CLI_OPT_ERROR;
         }
         char c = arg[1];
         if (c == 'h' && arg[2] == '\0')
-            return SP_OPT_HELP;
-        for (const struct sp_opt *o = p->opts; o && o->id; o++) {
+            return CLI_OPT_HELP;
+        for (const struct cli_opt *o = p->opts; o && o->id; o++) {
             if (o->short_name && o->short_name == c) {
                 char spelled[3] = {'-', c, '\0'};
                 const char *inline_value = arg[2] ? arg + 2 : NULL;
                 return take_value(p, o, inline_value, spelled);
             }
         }
-        sp_usage_error(p->command, "unknown option '-%c'", c);
-        return SP_OPT_ERROR;
+        cli_usage_error(p->command, "unknown option '-%c'", c);
+        return CLI_OPT_ERROR;
     }
-    return SP_OPT_DONE;
+    return CLI_OPT_DONE;
 }
 
-bool sp_opt_uint(const struct sp_opt_parser *p, uint64_t min, uint64_t max, uint64_t *out) {
+bool cli_opt_uint(const struct cli_opt_parser *p, uint64_t min, uint64_t max, uint64_t *out) {
     const char *v = p->value;
     char *end = NULL;
     errno = 0;
     unsigned long long x = (v && *v >= '0' && *v <= '9') ? strtoull(v, &end, 10) : 0;
     if (!v || !end || *end || errno == ERANGE || x < min || x > max) {
-        sp_usage_error(p->command, "--%s expects an integer in [%llu, %llu], got '%s'",
-                       p->current->long_name, (unsigned long long)min, (unsigned long long)max,
-                       v ? v : "");
+        cli_usage_error(p->command, "--%s expects an integer in [%llu, %llu], got '%s'",
+                        p->current->long_name, (unsigned long long)min, (unsigned long long)max,
+                        v ? v : "");
         return false;
     }
     *out = x;
     return true;
 }
 
-void sp_print_command_help(FILE *f, const struct sp_command_help *h, const struct sp_opt *opts) {
+void cli_print_command_help(FILE *f, const struct cli_command_help *h, const struct cli_opt *opts) {
     fprintf(f, "usage: stagepart %s %s\n\n%s\n", h->name, h->synopsis, h->summary);
     if (h->description)
         fprintf(f, "\n%s\n", h->description);
     const char *groups[16];
     int n_groups = 0;
-    for (const struct sp_opt *o = opts; o && o->id; o++) {
+    for (const struct cli_opt *o = opts; o && o->id; o++) {
         bool seen = false;
         for (int g = 0; g < n_groups; g++)
             seen |= strcmp(groups[g], o->group) == 0;
@@ -134,7 +134,7 @@ void sp_print_command_help(FILE *f, const struct sp_command_help *h, const struc
     }
     for (int g = 0; g < n_groups; g++) {
         fprintf(f, "\n%s:\n", groups[g]);
-        for (const struct sp_opt *o = opts; o && o->id; o++) {
+        for (const struct cli_opt *o = opts; o && o->id; o++) {
             if (strcmp(o->group, groups[g]) != 0)
                 continue;
             char left[64];

@@ -9,8 +9,8 @@
 
 #include <stagepart/stagepart.h>
 
-struct sp_opt {
-    int id;                /* returned by sp_opt_next; > 0 */
+struct cli_opt {
+    int id;                /* returned by cli_opt_next; > 0 */
     const char *long_name; /* "stages" */
     char short_name;       /* 's', or 0 */
     const char *arg;       /* "<n>" when the option takes a value, NULL for a flag */
@@ -18,7 +18,7 @@ struct sp_opt {
     const char *group;     /* heading the option is listed under */
 };
 
-struct sp_command_help {
+struct cli_command_help {
     const char *name;        /* "partition" */
     const char *synopsis;    /* "PROFILE --stages P [options]" */
     const char *summary;     /* one line */
@@ -26,33 +26,34 @@ struct sp_command_help {
     const char *examples;    /* lines, may be NULL */
 };
 
-struct sp_opt_parser {
+struct cli_opt_parser {
     const char *command;
-    const struct sp_opt *opts;
+    const struct cli_opt *opts;
     int argc;
     char **argv;
-    int index;                    /* next argv element */
-    const char *value;            /* value of the option just returned */
-    const struct sp_opt *current; /* the option just returned */
+    int index;                     /* next argv element */
+    const char *value;             /* value of the option just returned */
+    const struct cli_opt *current; /* the option just returned */
     char *positional[64];
     int n_positional;
 };
 
-enum { SP_OPT_DONE = 0, SP_OPT_ERROR = -1, SP_OPT_HELP = -2 };
+enum { CLI_OPT_DONE = 0, CLI_OPT_ERROR = -1, CLI_OPT_HELP = -2 };
 
-void sp_opt_parser_init(struct sp_opt_parser *p, const char *command, const struct sp_opt *opts,
-                        int argc, char **argv);
-/* Next option's id, SP_OPT_HELP for -h/--help, SP_OPT_DONE at the end, SP_OPT_ERROR after
+void cli_opt_parser_init(struct cli_opt_parser *p, const char *command, const struct cli_opt *opts,
+                         int argc, char **argv);
+/* Next option's id, CLI_OPT_HELP for -h/--help, CLI_OPT_DONE at the end, CLI_OPT_ERROR after
  * printing a usage error. Positional arguments are collected in p->positional. "--" ends
  * options. */
-int sp_opt_next(struct sp_opt_parser *p);
+int cli_opt_next(struct cli_opt_parser *p);
 
 /* Print a usage error (one line plus a hint) to stderr; returns exit code 2. */
-int sp_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_usage_error(const char *command, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Value parsers: print a usage error naming the option and return false on bad input. */
-bool sp_opt_uint(const struct sp_opt_parser *p, uint64_t min, uint64_t max, uint64_t *out);
+bool cli_opt_uint(const struct cli_opt_parser *p, uint64_t min, uint64_t max, uint64_t *out);
 
-void sp_print_command_help(FILE *f, const struct sp_command_help *h, const struct sp_opt *opts);
+void cli_print_command_help(FILE *f, const struct cli_command_help *h, const struct cli_opt *opts);
 
 #endif

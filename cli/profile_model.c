@@ -58,10 +58,10 @@ static void print_table(const char *json, const sp_model_profile_summary *s, con
 /* --backend cuda: stagepart-model-cuda runs the model on the GPU inside stagepart's NVTX ranges,
  * under the live collector (profile --attach); the attribution gets the model itself for the
  * layers' kinds and exact byte counts. */
-static int profile_on_gpu(const struct sp_profile_model_args *a, const sp_model *model,
+static int profile_on_gpu(const struct cli_profile_model_args *a, const sp_model *model,
                           const sp_model_info *info) {
     char prog[4096];
-    if (!sp_find_model_cuda(prog, sizeof prog)) {
+    if (!cli_find_model_cuda(prog, sizeof prog)) {
         if (getenv("STAGEPART_MODEL_CUDA"))
             fprintf(stderr,
                     "stagepart: error: --backend cuda: STAGEPART_MODEL_CUDA names no readable "
@@ -72,7 +72,7 @@ static int profile_on_gpu(const struct sp_profile_model_args *a, const sp_model 
                             "the GPU executor stagepart-model-cuda (it needs the CUDA toolkit's "
                             "nvcc and cuBLAS); profile on the CPU, or a CUDA program with "
                             "--attach\n");
-        return SP_EXIT_UNAVAILABLE;
+        return CLI_EXIT_UNAVAILABLE;
     }
     char mbs[24], seq[24], total[24], iters[24], seed[24];
     snprintf(mbs, sizeof mbs, "%u", info->micro_batch_size);
@@ -91,25 +91,25 @@ static int profile_on_gpu(const struct sp_profile_model_args *a, const sp_model 
                    info->seq_len ? "--seq-len" : NULL,
                    seq,
                    NULL};
-    struct sp_attach_args at = {cmd, NULL, iters, a->output, {0}, 77};
+    struct cli_attach_args at = {cmd, NULL, iters, a->output, {0}, 77};
     sp_trace_profile_opts_init(&at.opts);
     at.opts.warmup_steps = a->opts.warmup;
     at.opts.model = a->name ? a->name : info->name;
     at.opts.micro_batch_size = info->micro_batch_size;
     at.opts.built_in = model;
-    return sp_attach_profile(&at);
+    return cli_attach_profile(&at);
 }
 
-int sp_profile_model_run(const struct sp_profile_model_args *a) {
+int cli_profile_model_run(const struct cli_profile_model_args *a) {
     bool gpu = a->backend && strcmp(a->backend, "cuda") == 0;
     if (a->backend && !gpu && strcmp(a->backend, "cpu") != 0)
-        return sp_usage_error("profile", "--backend: expected cpu or cuda, got '%s'", a->backend);
+        return cli_usage_error("profile", "--backend: expected cpu or cuda, got '%s'", a->backend);
     if (gpu && a->opts.core >= 0)
-        return sp_usage_error("profile", "--core pins the CPU backend's thread: not with "
-                                         "--backend cuda");
+        return cli_usage_error("profile", "--core pins the CPU backend's thread: not with "
+                                          "--backend cuda");
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
-        return SP_EXIT_INTERNAL;
+        return CLI_EXIT_INTERNAL;
     sp_model *model = NULL;
     char *json = NULL;
     sp_model_info info;
@@ -118,9 +118,9 @@ int sp_profile_model_run(const struct sp_profile_model_args *a) {
     if (st == SP_OK && (a->micro_batch_size || a->seq_len)) {
         st = sp_model_set_shape(ctx, model, a->micro_batch_size, a->seq_len);
         if (st == SP_OK)
-            sp_print_warnings(ctx);
+            cli_print_warnings(ctx);
     }
-    int code = SP_EXIT_OK;
+    int code = CLI_EXIT_OK;
     if (st == SP_OK && gpu) {
         sp_model_get_info(model, &info);
         code = profile_on_gpu(a, model, &info);
@@ -131,15 +131,15 @@ int sp_profile_model_run(const struct sp_profile_model_args *a) {
     if (st == SP_OK) {
         sp_model_get_info(model, &info);
         sp_model_profile_opts opts = a->opts;
-        opts.cancel = &sp_cli_interrupted;
+        opts.cancel = &cli_interrupted;
         opts.model_name = a->name; /* --model */
         if (!a->quiet && isatty(STDERR_FILENO)) {
             opts.progress = progress;
             opts.progress_arg = (void *)info.name;
         }
-        struct sp_cli_signals *signals = sp_cli_catch_interrupts();
+        struct cli_signals *signals = cli_catch_interrupts();
         st = sp_model_profile_cpu(ctx, model, &opts, &json, &summary);
-        sp_cli_restore_signals(signals);
+        cli_restore_signals(signals);
         if (st == SP_ERR_INTERRUPTED && opts.progress)
             fputs("\n", stderr);
     }
@@ -147,9 +147,9 @@ int sp_profile_model_run(const struct sp_profile_model_args *a) {
         st = sp_write_file_atomic(ctx, a->output, json, strlen(json));
     if (st == SP_ERR_INTERRUPTED) {
         fprintf(stderr, "stagepart: interrupted: %s; no profile written\n", sp_ctx_errmsg(ctx));
-        code = SP_EXIT_INTERRUPTED;
+        code = CLI_EXIT_INTERRUPTED;
     } else if (st != SP_OK) {
-        code = sp_report(ctx, st, false);
+        code = cli_report(ctx, st, false);
     } else {
         if (a->output)
             print_table(json, &summary, a->output, &info);

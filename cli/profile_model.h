@@ -4,7 +4,7 @@
 
 #include "cli.h"
 
-struct sp_profile_model_args {
+struct cli_profile_model_args {
     const char *model_path, *output, *backend;
     const char *name;          /* --model: the profile's model name, or NULL */
     uint32_t micro_batch_size; /* 0: the model file's */
@@ -13,6 +13,6 @@ struct sp_profile_model_args {
     bool quiet;
 };
 
-int sp_profile_model_run(const struct sp_profile_model_args *a);
+int cli_profile_model_run(const struct cli_profile_model_args *a);
 
 #endif

@@ -3,7 +3,8 @@
 # For each room's compiled objects, every stagepart function it calls (an undefined sp_ symbol)
 # must be defined in that room or in a room it may use; the include paths (sp_room in
 # CMakeLists.txt) already keep its #includes to the same rooms, this checks the calls themselves
-# (a public function declared in the umbrella header could otherwise be called from below).
+# (a public function declared in the umbrella header could otherwise be called from below). And
+# cli/, which sees only the public header, names its own helpers cli_*, never sp_*.
 set -euo pipefail
 build=${1:?usage: scripts/check-layers.sh BUILD_DIR}
 
@@ -47,6 +48,12 @@ for room in "${!uses[@]}"; do
             esac
         done
     done < <(objects_of "$room")
+done
+# the command's own helpers are cli_*: sp_ names belong to the library
+for sym in $(find "$build/cli" -path '*/CMakeFiles/*' -name '*.o' | xargs -r nm --defined-only -g |
+    awk 'NF == 3 && $3 ~ /^sp_/ {print $3}' | sort -u); do
+    echo "check-layers: cli/ defines $sym: the command's own helpers are named cli_*"
+    bad=1
 done
 [ "$bad" = 0 ] && echo "check-layers: every room calls only itself and the rooms below it"
 exit "$bad"
