@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "json_util.h"
-#include "model_impl.h"
+#include "stage_exec.h"
 
 void sp_model_profile_opts_init(sp_model_profile_opts *o) {
     memset(o, 0, sizeof *o);

@@ -4,7 +4,7 @@
 #include <time.h>
 
 #include "internal.h"
-#include "model_impl.h"
+#include "stage_exec.h"
 
 #define WAIT_SLICE_MS 20.0 /* how often a waiting stage looks at the abort flag */
 

@@ -3,7 +3,7 @@
 #ifndef SP_RUNTIME_RUN_DEVICES_H
 #define SP_RUNTIME_RUN_DEVICES_H
 
-#include "model_impl.h"
+#include "stage_exec.h"
 
 struct sp_run_devices;
 

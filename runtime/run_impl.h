@@ -3,7 +3,7 @@
 #ifndef SP_RUNTIME_RUN_IMPL_H
 #define SP_RUNTIME_RUN_IMPL_H
 
-#include "model_impl.h"
+#include "stage_exec.h"
 #include "sim_impl.h"
 
 /* What one stage did in one step (milliseconds; bytes received). */
