@@ -130,18 +130,16 @@ int cmd_bandwidth(int argc, char **argv) {
     uint64_t sizes[32], v = 0;
     const char *output = NULL;
     bool cuda = false, workers_set = false;
+    const struct cli_bind binds[] = {
+        CLI_STRING(OPT_OUTPUT, &output),
+        CLI_U32(OPT_TRIALS, &opts.trials, 1, 101),
+        CLI_U32(OPT_WARMUP, &opts.warmup, 0, 100),
+        CLI_BIND_END,
+    };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "bandwidth", cmd_bandwidth_opts, argc, argv);
-    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+    for (int id; (id = cli_opt_parse(&p, &cmd_bandwidth_help, binds)) > 0;) {
         switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_EXIT_USAGE;
-        case CLI_OPT_HELP:
-            cli_print_command_help(stdout, &cmd_bandwidth_help, cmd_bandwidth_opts);
-            return CLI_EXIT_OK;
-        case OPT_OUTPUT:
-            output = p.value;
-            break;
         case OPT_BACKEND:
             if (strcmp(p.value, "cpu") != 0 && strcmp(p.value, "cuda") != 0)
                 return cli_usage_error("bandwidth", "--backend: cpu or cuda, got '%s'", p.value);
@@ -158,18 +156,10 @@ int cmd_bandwidth(int argc, char **argv) {
                 return CLI_EXIT_USAGE;
             opts.sizes = sizes;
             break;
-        case OPT_TRIALS:
-            if (!cli_opt_uint(&p, 1, 101, &v))
-                return CLI_EXIT_USAGE;
-            opts.trials = (unsigned)v;
-            break;
-        case OPT_WARMUP:
-            if (!cli_opt_uint(&p, 0, 100, &v))
-                return CLI_EXIT_USAGE;
-            opts.warmup = (unsigned)v;
-            break;
         }
     }
+    if (cli_opt_exit(&p) >= 0)
+        return cli_opt_exit(&p);
     if (p.n_positional)
         return cli_usage_error("bandwidth", "unexpected argument '%s'", p.positional[0]);
     if (cuda && workers_set)

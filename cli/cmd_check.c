@@ -66,17 +66,6 @@ const struct cli_command_help cmd_check_help = {
     "links.json\n",
 };
 
-static bool parse_limit(const char *opt, const char *text, double min, double *out) {
-    char *end = NULL;
-    double v = strtod(text, &end);
-    if (!end || *end || !(v >= min) || v > 1e6) {
-        cli_usage_error("check", "--%s expects a number >= %g, got '%s'", opt, min, text);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 /* GitHub Actions annotations: one line each, so newlines and percent signs are escaped */
 static void print_annotations(const sp_check_result *r) {
     for (size_t i = 0; i < sp_check_criterion_count(r); i++) {
@@ -96,54 +85,26 @@ int cmd_check(int argc, char **argv) {
     sp_check_opts opts;
     sp_check_opts_init(&opts);
     bool json = false;
+    const struct cli_bind binds[] = {
+        CLI_STRING(OPT_PLAN, &plan_path),
+        CLI_STRING(OPT_PROFILE, &profile_path),
+        CLI_STRING(OPT_REPORT, &report_path),
+        CLI_STRING(OPT_JUNIT, &junit),
+        CLI_STRING(OPT_DEVICES, &devices_path),
+        CLI_STRING(OPT_LINKS, &links_path),
+        CLI_FLAG(OPT_JSON, &json),
+        CLI_DOUBLE(OPT_MAX_IMBALANCE, &opts.max_imbalance, 1.0, 1e6, "a number >= 1"),
+        CLI_DOUBLE(OPT_MAX_REGRESSION, &opts.max_regression, 0.0, 1e6, "a number >= 0"),
+        CLI_DOUBLE(OPT_MAX_STALE, &opts.max_stale, 0.0, 1e6, "a number >= 0"),
+        CLI_DOUBLE(OPT_MAX_ERROR, &opts.max_prediction_error, 0.0, 1e6, "a number >= 0"),
+        CLI_BIND_END,
+    };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "check", cmd_check_opts, argc, argv);
-    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_EXIT_USAGE;
-        case CLI_OPT_HELP:
-            cli_print_command_help(stdout, &cmd_check_help, cmd_check_opts);
-            return CLI_EXIT_OK;
-        case OPT_PLAN:
-            plan_path = p.value;
-            break;
-        case OPT_PROFILE:
-            profile_path = p.value;
-            break;
-        case OPT_REPORT:
-            report_path = p.value;
-            break;
-        case OPT_JUNIT:
-            junit = p.value;
-            break;
-        case OPT_DEVICES:
-            devices_path = p.value;
-            break;
-        case OPT_LINKS:
-            links_path = p.value;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case OPT_MAX_IMBALANCE:
-            if (!parse_limit("max-imbalance", p.value, 1.0, &opts.max_imbalance))
-                return CLI_EXIT_USAGE;
-            break;
-        case OPT_MAX_REGRESSION:
-            if (!parse_limit("max-regression", p.value, 0.0, &opts.max_regression))
-                return CLI_EXIT_USAGE;
-            break;
-        case OPT_MAX_STALE:
-            if (!parse_limit("max-stale", p.value, 0.0, &opts.max_stale))
-                return CLI_EXIT_USAGE;
-            break;
-        case OPT_MAX_ERROR:
-            if (!parse_limit("max-prediction-error", p.value, 0.0, &opts.max_prediction_error))
-                return CLI_EXIT_USAGE;
-            break;
-        }
-    }
+    while (cli_opt_parse(&p, &cmd_check_help, binds) > 0) /* every option is bound */
+        ;
+    if (cli_opt_exit(&p) >= 0)
+        return cli_opt_exit(&p);
     if (p.n_positional)
         return cli_usage_error("check", "unexpected argument '%s'", p.positional[0]);
     if (!plan_path || !profile_path)

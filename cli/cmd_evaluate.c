@@ -98,50 +98,33 @@ static void print_comparison(const sp_plan *yours, const sp_plan *best, double g
 static int run(int argc, char **argv, const char *command) {
     const char *layout = NULL, *balance = NULL, *parts = NULL, *output = NULL;
     bool json = false;
-    uint64_t v = 0, stages = 0;
+    uint32_t stages = 0;
     sp_partition_opts opts;
     sp_partition_opts_init(&opts);
+    const struct cli_bind binds[] = {
+        CLI_STRING(OPT_LAYOUT, &layout),
+        CLI_STRING(OPT_BALANCE, &balance),
+        CLI_STRING(OPT_PARTS, &parts),
+        CLI_U32(OPT_STAGES, &stages, 1, SP_MAX_STAGES),
+        CLI_U32(OPT_MICRO_BATCHES, &opts.micro_batches, 1, SP_MAX_MICRO_BATCHES),
+        CLI_STRING(OPT_OUTPUT, &output),
+        CLI_FLAG(OPT_JSON, &json),
+        CLI_BIND_END,
+    };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, command, cmd_evaluate_opts, argc, argv);
-    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+    for (int id; (id = cli_opt_parse(&p, &cmd_evaluate_help, binds)) > 0;) {
         switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_EXIT_USAGE;
-        case CLI_OPT_HELP:
-            cli_print_command_help(stdout, &cmd_evaluate_help, cmd_evaluate_opts);
-            return CLI_EXIT_OK;
-        case OPT_LAYOUT:
-            layout = p.value;
-            break;
-        case OPT_BALANCE:
-            balance = p.value;
-            break;
-        case OPT_PARTS:
-            parts = p.value;
-            break;
-        case OPT_STAGES:
-            if (!cli_opt_uint(&p, 1, SP_MAX_STAGES, &stages))
-                return CLI_EXIT_USAGE;
-            break;
         case OPT_SCHEDULE:
             if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK ||
                 opts.schedule == SP_SCHEDULE_INTERLEAVED)
                 return cli_usage_error(command, "--schedule expects gpipe, 1f1b or zb-h1, got '%s'",
                                        p.value);
             break;
-        case OPT_MICRO_BATCHES:
-            if (!cli_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
-                return CLI_EXIT_USAGE;
-            opts.micro_batches = (uint32_t)v;
-            break;
-        case OPT_OUTPUT:
-            output = p.value;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
         }
     }
+    if (cli_opt_exit(&p) >= 0)
+        return cli_opt_exit(&p);
     if (p.n_positional != 1)
         return cli_usage_error(command,
                                p.n_positional ? "expected one PROFILE" : "missing PROFILE");
@@ -178,7 +161,7 @@ static int run(int argc, char **argv, const char *command) {
         st = sp_split_from_parts(ctx, profile, list, n_list, &first, &count);
     if (st != SP_OK)
         goto report;
-    opts.stages = (uint32_t)stages;
+    opts.stages = stages;
     if ((st = sp_evaluate(ctx, profile, &opts, first, count, &e)) != SP_OK)
         goto report;
     cli_print_warnings(ctx);

@@ -36,29 +36,19 @@ const struct cli_command_help cmd_export_help = {
 int cmd_export(int argc, char **argv) {
     const char *to = NULL, *prefix = NULL, *output = NULL;
     bool json = false;
+    const struct cli_bind binds[] = {
+        CLI_STRING(OPT_TO, &to),
+        CLI_STRING(OPT_PREFIX, &prefix),
+        CLI_STRING(OPT_OUTPUT, &output),
+        CLI_FLAG(OPT_JSON, &json),
+        CLI_BIND_END,
+    };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "export", cmd_export_opts, argc, argv);
-    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
-        switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_EXIT_USAGE;
-        case CLI_OPT_HELP:
-            cli_print_command_help(stdout, &cmd_export_help, cmd_export_opts);
-            return CLI_EXIT_OK;
-        case OPT_TO:
-            to = p.value;
-            break;
-        case OPT_PREFIX:
-            prefix = p.value;
-            break;
-        case OPT_OUTPUT:
-            output = p.value;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        }
-    }
+    while (cli_opt_parse(&p, &cmd_export_help, binds) > 0) /* every option is bound */
+        ;
+    if (cli_opt_exit(&p) >= 0)
+        return cli_opt_exit(&p);
     if (p.n_positional != 1)
         return cli_usage_error("export", p.n_positional ? "expected one PLAN" : "missing PLAN");
     const char *inputs[] = {p.positional[0]};

@@ -43,19 +43,16 @@ int cmd_import(int argc, char **argv) {
     sp_trace_profile_opts opts;
     sp_trace_profile_opts_init(&opts);
     const char *output = NULL;
+    const struct cli_bind binds[] = {CLI_STRING(OPT_OUTPUT, &output), CLI_BIND_END};
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "import", cmd_import_opts, argc, argv);
-    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+    for (int id; (id = cli_opt_parse(&p, &cmd_import_help, binds)) > 0;) {
         bool taken = false;
-        if (id == CLI_OPT_ERROR || !cli_attribution_opt(&p, id, &opts, &taken))
+        if (!cli_attribution_opt(&p, id, &opts, &taken))
             return CLI_EXIT_USAGE;
-        if (id == CLI_OPT_HELP) {
-            cli_print_command_help(stdout, &cmd_import_help, cmd_import_opts);
-            return CLI_EXIT_OK;
-        }
-        if (id == OPT_OUTPUT)
-            output = p.value;
     }
+    if (cli_opt_exit(&p) >= 0)
+        return cli_opt_exit(&p);
     if (p.n_positional < 2)
         return cli_usage_error("import",
                                "expected kineto TRACE..., nsys REPORT or events LOG..., got %d "

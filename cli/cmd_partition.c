@@ -195,20 +195,20 @@ int cmd_partition(int argc, char **argv) {
     bool json = false, target_given = false;
     const char *devices_path = NULL, *links_path = NULL;
     uint64_t v = 0;
+    const struct cli_bind binds[] = {
+        CLI_U32(OPT_STAGES, &opts.stages, 1, SP_MAX_STAGES),
+        CLI_U32(OPT_CHUNKS, &opts.chunks, 1, SP_MAX_STAGES),
+        CLI_STRING(OPT_DEVICES, &devices_path),
+        CLI_STRING(OPT_LINKS, &links_path),
+        CLI_STRING(OPT_MEMORY_LIMIT, &memory_text),
+        CLI_STRING(OPT_OUTPUT, &output),
+        CLI_FLAG(OPT_JSON, &json),
+        CLI_BIND_END,
+    };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "partition", cmd_partition_opts, argc, argv);
-    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+    for (int id; (id = cli_opt_parse(&p, &cmd_partition_help, binds)) > 0;) {
         switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_EXIT_USAGE;
-        case CLI_OPT_HELP:
-            cli_print_command_help(stdout, &cmd_partition_help, cmd_partition_opts);
-            return CLI_EXIT_OK;
-        case OPT_STAGES:
-            if (!cli_opt_uint(&p, 1, SP_MAX_STAGES, &v))
-                return CLI_EXIT_USAGE;
-            opts.stages = (uint32_t)v;
-            break;
         case OPT_MICRO_BATCHES:
             if (p.value && strcmp(p.value, "auto") == 0) {
                 opts.micro_batches = SP_MICRO_BATCHES_AUTO;
@@ -242,21 +242,10 @@ int cmd_partition(int argc, char **argv) {
                                        p.value);
             opts.recompute = strcmp(p.value, "auto") == 0;
             break;
-        case OPT_CHUNKS:
-            if (!cli_opt_uint(&p, 1, SP_MAX_STAGES, &v))
-                return CLI_EXIT_USAGE;
-            opts.chunks = (uint32_t)v;
-            break;
         case OPT_COMM:
             if (sp_comm_from_name(p.value, &opts.comm) != SP_OK)
                 return cli_usage_error("partition", "--comm expects overlap or blocking, got '%s'",
                                        p.value);
-            break;
-        case OPT_DEVICES:
-            devices_path = p.value;
-            break;
-        case OPT_LINKS:
-            links_path = p.value;
             break;
         case OPT_PLACEMENT:
             if (sp_placement_from_name(p.value, &opts.placement) != SP_OK)
@@ -277,12 +266,6 @@ int cmd_partition(int argc, char **argv) {
                                        "--solver expects dp, ilp, uniform or parameters, got '%s'",
                                        p.value);
             break;
-        case OPT_MEMORY_LIMIT:
-            memory_text = p.value;
-            break;
-        case OPT_OUTPUT:
-            output = p.value;
-            break;
         case OPT_SCHEDULE:
             if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
                 return cli_usage_error("partition",
@@ -290,11 +273,10 @@ int cmd_partition(int argc, char **argv) {
                                        "got '%s'",
                                        p.value);
             break;
-        case OPT_JSON:
-            json = true;
-            break;
         }
     }
+    if (cli_opt_exit(&p) >= 0)
+        return cli_opt_exit(&p);
     if (p.n_positional == 0)
         return cli_usage_error("partition", "missing PROFILE");
     if (p.n_positional > 1)

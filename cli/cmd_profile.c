@@ -105,62 +105,42 @@ int cmd_profile(int argc, char **argv) {
     struct cli_profile_model_args margs;
     memset(&margs, 0, sizeof margs);
     sp_model_profile_opts_init(&margs.opts);
+    const struct cli_bind binds[] = {
+        CLI_STRING(OPT_BACKEND, &margs.backend),
+        CLI_U32(OPT_SEQ_LEN, &margs.seq_len, 1, 1u << 24),
+        CLI_U32(OPT_WARMUP, &margs.opts.warmup, 0, 100000),
+        CLI_U32(OPT_ITERS, &margs.opts.iters, 1, 100000),
+        CLI_FLAG(OPT_QUIET, &margs.quiet),
+        CLI_STRING(OPT_OUTPUT, &output),
+        CLI_FLAG(OPT_ATTACH, &attach),
+        CLI_STRING(OPT_EVENTS_DIR, &events_dir),
+        CLI_BIND_END,
+    };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "profile", cmd_profile_opts, dashdash, argv);
-    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+    for (int id; (id = cli_opt_parse(&p, &cmd_profile_help, binds)) > 0;) {
         bool taken = false;
-        if (id == CLI_OPT_ERROR || !cli_attribution_opt(&p, id, &opts, &taken))
+        if (!cli_attribution_opt(&p, id, &opts, &taken))
             return CLI_EXIT_USAGE;
         if (id == SP_ATTR_OPT_MBS)
             margs.micro_batch_size = (uint32_t)opts.micro_batch_size;
         if (taken)
             continue;
         switch (id) {
-        case OPT_BACKEND:
-            margs.backend = p.value;
-            break;
-        case OPT_SEQ_LEN:
-            if (!cli_opt_uint(&p, 1, 1u << 24, &v))
-                return CLI_EXIT_USAGE;
-            margs.seq_len = (uint32_t)v;
-            break;
-        case OPT_WARMUP:
-            if (!cli_opt_uint(&p, 0, 100000, &v))
-                return CLI_EXIT_USAGE;
-            margs.opts.warmup = (uint32_t)v;
-            break;
-        case OPT_ITERS:
-            if (!cli_opt_uint(&p, 1, 100000, &v))
-                return CLI_EXIT_USAGE;
-            margs.opts.iters = (uint32_t)v;
-            break;
         case OPT_CORE:
             if (!cli_opt_uint(&p, 0, 4095, &v))
                 return CLI_EXIT_USAGE;
             margs.opts.core = (int)v;
-            break;
-        case OPT_QUIET:
-            margs.quiet = true;
-            break;
-        case CLI_OPT_HELP:
-            cli_print_command_help(stdout, &cmd_profile_help, cmd_profile_opts);
-            return CLI_EXIT_OK;
-        case OPT_OUTPUT:
-            output = p.value;
-            break;
-        case OPT_ATTACH:
-            attach = true;
             break;
         case OPT_STEPS:
             if (!cli_opt_uint(&p, 1, 1000000, &v))
                 return CLI_EXIT_USAGE;
             steps = p.value;
             break;
-        case OPT_EVENTS_DIR:
-            events_dir = p.value;
-            break;
         }
     }
+    if (cli_opt_exit(&p) >= 0)
+        return cli_opt_exit(&p);
     if (!attach) {
         if (p.n_positional != 1 || dashdash != argc)
             return cli_usage_error("profile", "give a model file (stagepart profile MODEL), or "

@@ -159,20 +159,26 @@ int cmd_run(int argc, char **argv) {
     bool json = false, schedule_given = false;
     uint32_t mbs = 0, seq_len = 0;
     uint64_t v = 0;
+    const struct cli_bind binds[] = {
+        CLI_STRING(OPT_MODEL, &model_path),
+        CLI_U32(OPT_MICRO_BATCHES, &opts.micro_batches, 1, 1000000),
+        CLI_U32(OPT_MBS, &mbs, 1, 65536),
+        CLI_U32(OPT_SEQ_LEN, &seq_len, 1, 1u << 24),
+        CLI_U32(OPT_STEPS, &opts.steps, 1, 100000),
+        CLI_U32(OPT_WARMUP_STEPS, &opts.warmup_steps, 0, 100000),
+        CLI_FLAG(OPT_GPU_SPLIT, &opts.gpu_split),
+        CLI_STRING(OPT_OUTPUT, &output),
+        CLI_FLAG(OPT_JSON, &json),
+        CLI_STRING(OPT_TRACE, &trace),
+        CLI_STRING(OPT_SVG, &svg),
+        CLI_BIND_END,
+    };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "run", cmd_run_opts, argc, argv);
-    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+    for (int id; (id = cli_opt_parse(&p, &cmd_run_help, binds)) > 0;) {
         char *end = NULL;
         double x = 0.0;
         switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_EXIT_USAGE;
-        case CLI_OPT_HELP:
-            cli_print_command_help(stdout, &cmd_run_help, cmd_run_opts);
-            return CLI_EXIT_OK;
-        case OPT_MODEL:
-            model_path = p.value;
-            break;
         case OPT_BACKEND:
             if (sp_run_backend_from_name(p.value, &opts.backend) != SP_OK)
                 return cli_usage_error("run", "--backend: expected cpu or cuda, got '%s'", p.value);
@@ -188,31 +194,6 @@ int cmd_run(int argc, char **argv) {
                 return cli_usage_error("run", "--schedule: expected gpipe or 1f1b, got '%s'",
                                        p.value);
             schedule_given = true;
-            break;
-        case OPT_MICRO_BATCHES:
-            if (!cli_opt_uint(&p, 1, 1000000, &v))
-                return CLI_EXIT_USAGE;
-            opts.micro_batches = (uint32_t)v;
-            break;
-        case OPT_MBS:
-            if (!cli_opt_uint(&p, 1, 65536, &v))
-                return CLI_EXIT_USAGE;
-            mbs = (uint32_t)v;
-            break;
-        case OPT_SEQ_LEN:
-            if (!cli_opt_uint(&p, 1, 1u << 24, &v))
-                return CLI_EXIT_USAGE;
-            seq_len = (uint32_t)v;
-            break;
-        case OPT_STEPS:
-            if (!cli_opt_uint(&p, 1, 100000, &v))
-                return CLI_EXIT_USAGE;
-            opts.steps = (uint32_t)v;
-            break;
-        case OPT_WARMUP_STEPS:
-            if (!cli_opt_uint(&p, 0, 100000, &v))
-                return CLI_EXIT_USAGE;
-            opts.warmup_steps = (uint32_t)v;
             break;
         case OPT_SEED:
             if (!cli_opt_uint(&p, 0, UINT32_MAX, &v))
@@ -231,9 +212,6 @@ int cmd_run(int argc, char **argv) {
             else
                 opts.timeout_ms = 1000.0 * x;
             break;
-        case OPT_GPU_SPLIT:
-            opts.gpu_split = true;
-            break;
         case OPT_NO_PIN:
             opts.pin = false;
             break;
@@ -244,20 +222,10 @@ int cmd_run(int argc, char **argv) {
                                        "got '%s'",
                                        p.value);
             break;
-        case OPT_OUTPUT:
-            output = p.value;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case OPT_TRACE:
-            trace = p.value;
-            break;
-        case OPT_SVG:
-            svg = p.value;
-            break;
         }
     }
+    if (cli_opt_exit(&p) >= 0)
+        return cli_opt_exit(&p);
     if (p.n_positional != 1)
         return cli_usage_error("run",
                                p.n_positional ? "one plan, got %d arguments" : "no plan given%.0d",

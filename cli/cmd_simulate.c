@@ -66,16 +66,17 @@ int cmd_simulate(int argc, char **argv) {
     sp_sim_opts_init(&opts);
     bool json = false, schedule_given = false;
     const char *trace = NULL, *svg = NULL;
-    uint64_t v = 0;
+    const struct cli_bind binds[] = {
+        CLI_U32(OPT_MICRO_BATCHES, &opts.micro_batches, 1, SP_MAX_MICRO_BATCHES),
+        CLI_FLAG(OPT_JSON, &json),
+        CLI_STRING(OPT_TRACE, &trace),
+        CLI_STRING(OPT_SVG, &svg),
+        CLI_BIND_END,
+    };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "simulate", cmd_simulate_opts, argc, argv);
-    for (int id; (id = cli_opt_next(&p)) != CLI_OPT_DONE;) {
+    for (int id; (id = cli_opt_parse(&p, &cmd_simulate_help, binds)) > 0;) {
         switch (id) {
-        case CLI_OPT_ERROR:
-            return CLI_EXIT_USAGE;
-        case CLI_OPT_HELP:
-            cli_print_command_help(stdout, &cmd_simulate_help, cmd_simulate_opts);
-            return CLI_EXIT_OK;
         case OPT_SCHEDULE:
             if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
                 return cli_usage_error("simulate",
@@ -84,22 +85,10 @@ int cmd_simulate(int argc, char **argv) {
                                        p.value);
             schedule_given = true;
             break;
-        case OPT_MICRO_BATCHES:
-            if (!cli_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
-                return CLI_EXIT_USAGE;
-            opts.micro_batches = (uint32_t)v;
-            break;
-        case OPT_JSON:
-            json = true;
-            break;
-        case OPT_TRACE:
-            trace = p.value;
-            break;
-        case OPT_SVG:
-            svg = p.value;
-            break;
         }
     }
+    if (cli_opt_exit(&p) >= 0)
+        return cli_opt_exit(&p);
     if (p.n_positional != 1)
         return cli_usage_error("simulate", p.n_positional ? "expected one PLAN" : "missing PLAN");
     const char *inputs[] = {p.positional[0]};

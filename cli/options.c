@@ -154,3 +154,64 @@ void cli_print_command_help(FILE *f, const struct cli_command_help *h, const str
           "4 feature or device unavailable, 5 internal error.\n",
           f);
 }
+
+static bool bind_value(struct cli_opt_parser *p, const struct cli_bind *b) {
+    const char *name = p->current->long_name, *v = p->value;
+    switch (b->kind) {
+    case CLI_BIND_FLAG_:
+        *(bool *)b->var = true;
+        return true;
+    case CLI_BIND_STRING_:
+        *(const char **)b->var = v;
+        return true;
+    case CLI_BIND_U32_: {
+        uint64_t x = 0;
+        if (!cli_opt_uint(p, (uint64_t)b->min, (uint64_t)b->max, &x))
+            return false;
+        *(uint32_t *)b->var = (uint32_t)x;
+        return true;
+    }
+    case CLI_BIND_DOUBLE_: {
+        char *end = NULL;
+        double x = v ? strtod(v, &end) : 0;
+        if (!v || !end || end == v || *end || !(x >= b->min && x <= b->max)) {
+            if (b->expects)
+                cli_usage_error(p->command, "--%s expects %s, got '%s'", name, b->expects,
+                                v ? v : "");
+            else
+                cli_usage_error(p->command, "--%s expects a number in [%g, %g], got '%s'", name,
+                                b->min, b->max, v ? v : "");
+            return false;
+        }
+        *(double *)b->var = x;
+        return true;
+    }
+    }
+    return false;
+}
+
+int cli_opt_parse(struct cli_opt_parser *p, const struct cli_command_help *help,
+                  const struct cli_bind *binds) {
+    for (;;) {
+        int id = cli_opt_next(p);
+        if (id == CLI_OPT_HELP)
+            cli_print_command_help(stdout, help, p->opts);
+        if (id <= 0) {
+            p->ended = id;
+            return 0;
+        }
+        const struct cli_bind *b = binds;
+        while (b && b->id && b->id != id)
+            b++;
+        if (!b || !b->id)
+            return id;
+        if (!bind_value(p, b)) {
+            p->ended = CLI_OPT_ERROR;
+            return 0;
+        }
+    }
+}
+
+int cli_opt_exit(const struct cli_opt_parser *p) {
+    return p->ended == CLI_OPT_HELP ? 0 : p->ended == CLI_OPT_ERROR ? 2 : -1;
+}

@@ -36,6 +36,7 @@ struct cli_opt_parser {
     const struct cli_opt *current; /* the option just returned */
     char *positional[64];
     int n_positional;
+    int ended; /* how cli_opt_parse ended: CLI_OPT_DONE, CLI_OPT_HELP or CLI_OPT_ERROR */
 };
 
 enum { CLI_OPT_DONE = 0, CLI_OPT_ERROR = -1, CLI_OPT_HELP = -2 };
@@ -46,6 +47,38 @@ void cli_opt_parser_init(struct cli_opt_parser *p, const char *command, const st
  * printing a usage error. Positional arguments are collected in p->positional. "--" ends
  * options. */
 int cli_opt_next(struct cli_opt_parser *p);
+
+/* An option bound to the variable it sets: cli_opt_parse sets it and goes on, so a command's
+ * own switch only sees the options that need more than a value (names of enums, "auto", ...).
+ * Numbers must lie in [min, max]; a double's message says it expects `expects` (NULL: "a number
+ * in [min, max]"). */
+enum cli_bind_kind { CLI_BIND_FLAG_ = 1, CLI_BIND_STRING_, CLI_BIND_U32_, CLI_BIND_DOUBLE_ };
+struct cli_bind {
+    int id;
+    enum cli_bind_kind kind;
+    void *var; /* bool *, const char **, uint32_t *, double * */
+    double min, max;
+    const char *expects;
+};
+#define CLI_FLAG(id, var)                                                                          \
+    { (id), CLI_BIND_FLAG_, (bool *)(var), 0, 0, NULL }
+#define CLI_STRING(id, var)                                                                        \
+    { (id), CLI_BIND_STRING_, (const char **)(var), 0, 0, NULL }
+#define CLI_U32(id, var, lo, hi)                                                                   \
+    { (id), CLI_BIND_U32_, (uint32_t *)(var), (lo), (hi), NULL }
+#define CLI_DOUBLE(id, var, lo, hi, ex)                                                            \
+    { (id), CLI_BIND_DOUBLE_, (double *)(var), (lo), (hi), (ex) }
+#define CLI_BIND_END                                                                               \
+    { 0, 0, NULL, 0, 0, NULL }
+
+/* cli_opt_parse: the next option that is not bound (its id, > 0), after setting every bound one
+ * met on the way; 0 at the end. -h/--help prints the command's help and a bad value prints a
+ * usage error: both end the options too, and cli_opt_exit says what the command returns then. */
+int cli_opt_parse(struct cli_opt_parser *p, const struct cli_command_help *help,
+                  const struct cli_bind *binds);
+/* after cli_opt_parse returned 0: -1 to go on, else the exit code (0 after --help, 2 after a
+ * usage error) */
+int cli_opt_exit(const struct cli_opt_parser *p);
 
 /* Print a usage error (one line plus a hint) to stderr; returns exit code 2. */
 int cli_usage_error(const char *command, const char *fmt, ...)
