@@ -1,4 +1,4 @@
-/* formats/devices_impl.h: device lists and link matrices (formats/devices.c). */
+/* formats/devices_impl.h: device lists (formats/devices.c) and link matrices (formats/links.c). */
 #ifndef SP_FORMATS_DEVICES_IMPL_H
 #define SP_FORMATS_DEVICES_IMPL_H
 
@@ -30,5 +30,17 @@ sp_status sp_links_select(sp_ctx *ctx, const sp_links *src, const size_t *idx, s
 /* sp_links_find: the index of the device called `name` in links, sp_links_count(links) when
  * the links file does not name it (links are matched to devices by name). */
 size_t sp_links_find(const sp_links *links, const char *name);
+
+/* sp_small_doc_parse / sp_small_doc_load: a small document (devices, links: at most 64 MiB) of
+ * this format, version 1; SP_ERR_SCHEMA naming the file when it is another. */
+sp_status sp_small_doc_parse(sp_ctx *ctx, const char *path, const char *data, size_t len,
+                             const char *format, cJSON **root);
+sp_status sp_small_doc_load(sp_ctx *ctx, const char *path, const char *format, cJSON **root);
+
+/* sp_links_to_json: a "stagepart-links" document for n devices (names[n]) with these matrices
+ * ([n * n], row = sender) into *json (sp_free it); `measurement` (or NULL) is taken over and
+ * written last, what the numbers came from. */
+sp_status sp_links_to_json(sp_ctx *ctx, size_t n, const char *const *names, const double *bw_GBps,
+                           const double *latency_us, cJSON *measurement, char **json);
 
 #endif

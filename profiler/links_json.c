@@ -1,4 +1,5 @@
-/* profiler/links_json.c: the links document (profiler/links_json.h). */
+/* profiler/links_json.c: a bandwidth probe's timings summarized (medians, quantiles) and fitted
+ * per link, into the links document that formats/links.c writes (profiler/links_json.h). */
 #include "links_json.h"
 
 #include <stdio.h>
@@ -6,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "devices_impl.h"
 #include "json_util.h"
 
 struct sp_links_doc {
@@ -122,29 +124,8 @@ sp_status sp_links_doc_describe(struct sp_links_doc *d, const char *collector, c
 }
 
 sp_status sp_links_doc_finish(struct sp_links_doc *d, const char *const *names, char **json) {
-    *json = NULL;
-    cJSON *root = cJSON_CreateObject(), *devs = NULL, *bw = NULL, *lat = NULL;
-    bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-links") &&
-              cJSON_AddNumberToObject(root, "version", 1) &&
-              (devs = cJSON_AddArrayToObject(root, "devices")) &&
-              (bw = cJSON_AddArrayToObject(root, "bandwidth_GBps")) &&
-              (lat = cJSON_AddArrayToObject(root, "latency_us"));
-    for (size_t i = 0; ok && i < d->n; i++) {
-        cJSON *rb = NULL, *rl = NULL;
-        ok = cJSON_AddItemToArray(devs, cJSON_CreateString(names[i])) &&
-             (rb = cJSON_CreateArray()) && cJSON_AddItemToArray(bw, rb) &&
-             (rl = cJSON_CreateArray()) && cJSON_AddItemToArray(lat, rl);
-        for (size_t j = 0; ok && j < d->n; j++)
-            ok = cJSON_AddItemToArray(rb, cJSON_CreateNumber(d->bw[i * d->n + j])) &&
-                 cJSON_AddItemToArray(rl, cJSON_CreateNumber(d->lat[i * d->n + j]));
-    }
-    if (ok) { /* the measurement last, behind the matrices it explains */
-        cJSON_AddItemToObject(root, "measurement", d->m);
-        d->m = NULL;
-    }
-    sp_status st = ok ? sp_json_print(d->ctx, root, "measuring links", json)
-                      : sp_oom(d->ctx, "measuring links");
-    cJSON_Delete(root);
+    sp_status st = sp_links_to_json(d->ctx, d->n, names, d->bw, d->lat, d->m, json);
+    d->m = NULL; /* taken over, written or freed */
     sp_links_doc_abort(d);
     return st;
 }
