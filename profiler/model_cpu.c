@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "json_util.h"
+#include "profile_doc.h"
 #include "stage_exec.h"
 
 void sp_model_profile_opts_init(sp_model_profile_opts *o) {
@@ -205,26 +206,25 @@ sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_pr
              "stagepart profile (CPU backend): %s, fp32 on one thread pinned to core %d "
              "(OpenBLAS sgemm), medians of %u iterations after %u warm-up",
              cpu, run.core, opts->iters, opts->warmup);
-    cJSON *root = cJSON_CreateObject(), *meas = NULL, *layers = NULL;
-    bool ok =
-        root && cJSON_AddStringToObject(root, "format", "stagepart-profile") &&
-        num(root, "version", 1) &&
-        cJSON_AddStringToObject(root, "model", opts->model_name ? opts->model_name : m->name) &&
-        num(root, "micro_batch_size", m->bound_batch) &&
-        cJSON_AddStringToObject(root, "source", source) &&
-        cJSON_AddStringToObject(root, "device", cpu) &&
-        (meas = cJSON_AddObjectToObject(root, "measurement")) &&
-        cJSON_AddStringToObject(meas, "backend", "cpu") &&
-        cJSON_AddStringToObject(meas, "collector", "host monotonic clock per layer") &&
-        cJSON_AddStringToObject(meas, "created", when) &&
-        cJSON_AddStringToObject(meas, "cpu", cpu) && num(meas, "core", run.core) &&
-        num(meas, "blas_threads", 1) &&
-        cJSON_AddStringToObject(meas, "blas", openblas_get_config()) &&
-        cJSON_AddStringToObject(meas, "dtype", "fp32") &&
-        cJSON_AddStringToObject(meas, "model_dtype", m->dtype) &&
-        num(meas, "seq_len", m->tokens ? m->bound_seq : 0) &&
-        num(meas, "iterations", opts->iters) && num(meas, "warmup", opts->warmup) &&
-        num(meas, "iteration_ms", iteration) && (layers = cJSON_AddArrayToObject(root, "layers"));
+    struct sp_profile_doc doc = {.model = opts->model_name ? opts->model_name : m->name,
+                                 .source = source,
+                                 .device = cpu,
+                                 .micro_batch_size = m->bound_batch,
+                                 .measurement = cJSON_CreateObject(),
+                                 .layers = sp_calloc(n, sizeof *doc.layers),
+                                 .n_layers = n};
+    cJSON *meas = doc.measurement;
+    bool ok = meas && doc.layers && cJSON_AddStringToObject(meas, "backend", "cpu") &&
+              cJSON_AddStringToObject(meas, "collector", "host monotonic clock per layer") &&
+              cJSON_AddStringToObject(meas, "created", when) &&
+              cJSON_AddStringToObject(meas, "cpu", cpu) && num(meas, "core", run.core) &&
+              num(meas, "blas_threads", 1) &&
+              cJSON_AddStringToObject(meas, "blas", openblas_get_config()) &&
+              cJSON_AddStringToObject(meas, "dtype", "fp32") &&
+              cJSON_AddStringToObject(meas, "model_dtype", m->dtype) &&
+              num(meas, "seq_len", m->tokens ? m->bound_seq : 0) &&
+              num(meas, "iterations", opts->iters) && num(meas, "warmup", opts->warmup) &&
+              num(meas, "iteration_ms", iteration);
     double max_cv = 0.0;
     size_t max_cv_layer = 0, n_cv = 0;
     for (size_t l = 0; ok && l < n; l++) {
@@ -243,16 +243,23 @@ sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_pr
                 max_cv = c, max_cv_layer = l;
         }
         uint64_t param = (uint64_t)L->param_elems * 4;
-        cJSON *o = cJSON_CreateObject(), *ms = NULL;
-        ok = o && cJSON_AddItemToArray(layers, o) && cJSON_AddStringToObject(o, "name", L->name) &&
-             cJSON_AddStringToObject(o, "kind", L->kind) && num(o, "fwd_ms", fm) &&
-             num(o, "bwd_ms", bm) && num(o, "wgrad_ms", wm < bm ? wm : bm) &&
-             num(o, "activation_bytes", (double)L->out_elems * 4) &&
-             num(o, "saved_bytes", (double)L->saved_elems * 4) &&
-             num(o, "param_bytes", (double)param) && num(o, "memory_bytes", (double)(2 * param)) &&
-             (ms = cJSON_AddObjectToObject(o, "measured")) && num(ms, "samples", opts->iters) &&
-             phase(ms, "fwd", fm, fs) && phase(ms, "bwd", bm, bs) && phase(ms, "wgrad", wm, ws) &&
-             num(ms, "cv", c) && num(ms, "fwd_flops", (double)L->fwd_flops);
+        cJSON *ms = cJSON_CreateObject();
+        doc.layers[l] =
+            (struct sp_profile_doc_layer){.name = L->name,
+                                          .kind = L->kind,
+                                          .fwd_ms = fm,
+                                          .bwd_ms = bm,
+                                          .wgrad_ms = wm < bm ? wm : bm,
+                                          .has_activation_bytes = true,
+                                          .activation_bytes = (uint64_t)L->out_elems * 4,
+                                          .has_model_bytes = true,
+                                          .saved_bytes = (uint64_t)L->saved_elems * 4,
+                                          .param_bytes = param,
+                                          .memory_bytes = 2 * param,
+                                          .measured = ms};
+        ok = ms && num(ms, "samples", opts->iters) && phase(ms, "fwd", fm, fs) &&
+             phase(ms, "bwd", bm, bs) && phase(ms, "wgrad", wm, ws) && num(ms, "cv", c) &&
+             num(ms, "fwd_flops", (double)L->fwd_flops);
     }
     double median_cv = sp_median(cv, n_cv);
     ok = ok && num(meas, "max_cv", max_cv) &&
@@ -260,8 +267,13 @@ sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_pr
          num(meas, "median_cv", median_cv) &&
          cJSON_AddStringToObject(meas, "cv_over", "layers taking at least 1% of the iteration") &&
          cJSON_AddStringToObject(meas, "memory_bytes", "weights + gradients (SGD)");
-    run.status = ok ? sp_json_print(ctx, root, "the profile", json) : sp_oom(ctx, "the profile");
-    cJSON_Delete(root);
+    if (ok) {
+        run.status = sp_profile_doc_to_json(ctx, &doc, json);
+    } else {
+        sp_profile_doc_release(&doc);
+        run.status = sp_oom(ctx, "the profile");
+    }
+    sp_free(doc.layers);
     if (run.status != SP_OK)
         goto done;
     if (summary) {

@@ -12,6 +12,7 @@
 
 #include "attribute.h"
 #include "json_util.h"
+#include "profile_doc.h"
 #include "stagepart/stagepart.h"
 
 void sp_trace_profile_opts_init(sp_trace_profile_opts *opts) {
@@ -28,41 +29,31 @@ static bool num(cJSON *o, const char *k, double v) {
     return cJSON_AddNumberToObject(o, k, v) != NULL;
 }
 
-static bool set_num(cJSON *o, const char *k, double v) {
-    cJSON_DeleteItemFromObjectCaseSensitive(o, k);
-    return num(o, k, v);
-}
-
 /* A built-in model's kinds and exact byte counts into the layers of the same names (the trace
  * knows only the activation bytes its ranges carried). */
-static sp_status add_model_bytes(sp_ctx *ctx, const sp_model *model, cJSON *layers,
-                                 cJSON *measurement) {
+static sp_status add_model_bytes(sp_ctx *ctx, const sp_model *model, struct sp_profile_doc *doc) {
     sp_model_info info;
     sp_model_get_info(model, &info);
     sp_model_layer_info L;
     for (size_t i = 0; sp_model_layer_get(model, i, &L); i++) {
-        cJSON *o = NULL, *it;
-        cJSON_ArrayForEach(it, layers) {
-            const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
-            if (cJSON_IsString(name) && strcmp(name->valuestring, L.name) == 0) {
-                o = it;
-                break;
-            }
-        }
+        struct sp_profile_doc_layer *o = NULL;
+        for (size_t k = 0; k < doc->n_layers && !o; k++)
+            if (strcmp(doc->layers[k].name, L.name) == 0)
+                o = &doc->layers[k];
         if (!o)
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
                            "the trace has no ranges of layer %zu (%s) of model %s: it ran "
                            "another model, or recorded too few steps",
                            i, L.name, info.name);
-        cJSON_DeleteItemFromObjectCaseSensitive(o, "kind");
-        if (!cJSON_AddStringToObject(o, "kind", L.kind) ||
-            !set_num(o, "activation_bytes", (double)L.activation_bytes) ||
-            !set_num(o, "saved_bytes", (double)L.saved_bytes) ||
-            !set_num(o, "param_bytes", (double)L.param_bytes) ||
-            !set_num(o, "memory_bytes", 2.0 * (double)L.param_bytes)) /* weights, gradients */
-            return sp_oom(ctx, "writing the profile");
+        o->kind = L.kind;
+        o->has_activation_bytes = true;
+        o->activation_bytes = L.activation_bytes;
+        o->has_model_bytes = true;
+        o->saved_bytes = L.saved_bytes;
+        o->param_bytes = L.param_bytes;
+        o->memory_bytes = 2 * L.param_bytes; /* weights, gradients */
     }
-    if (!cJSON_AddStringToObject(measurement, "model_dtype", info.dtype))
+    if (!cJSON_AddStringToObject(doc->measurement, "model_dtype", info.dtype))
         return sp_oom(ctx, "writing the profile");
     return SP_OK;
 }
@@ -181,23 +172,23 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     snprintf(source, sizeof source, "%s %s: %s, %.1f%% of GPU time unattributed", trace->collector,
              base_name(trace->file), steps, 100 * sum.unattributed_share);
 
-    cJSON *root = cJSON_CreateObject();
-    cJSON *m = NULL, *devs = NULL, *layers = NULL;
-    bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-profile") &&
-              num(root, "version", 1) && cJSON_AddStringToObject(root, "model", model) &&
-              num(root, "micro_batch_size", (double)opts->micro_batch_size) &&
-              cJSON_AddStringToObject(root, "source", source);
     const char *device = NULL;
     for (size_t i = 0; i < trace->n_devices && !device; i++)
         device = trace->devices[i];
-    if (ok && device)
-        ok = cJSON_AddStringToObject(root, "device", device) != NULL;
-    ok = ok && (m = cJSON_AddObjectToObject(root, "measurement")) &&
-         cJSON_AddStringToObject(m, "collector", trace->collector) &&
-         cJSON_AddStringToObject(m, "file", trace->file) &&
-         cJSON_AddStringToObject(m, "versions", trace->versions ? trace->versions : "") &&
-         cJSON_AddStringToObject(m, "created", when) &&
-         (devs = cJSON_AddArrayToObject(m, "devices"));
+    struct sp_profile_doc doc = {.model = model,
+                                 .source = source,
+                                 .device = device,
+                                 .micro_batch_size = opts->micro_batch_size,
+                                 .measurement = cJSON_CreateObject(),
+                                 .layers =
+                                     sp_calloc(a.n_layers ? a.n_layers : 1, sizeof *doc.layers),
+                                 .n_layers = a.n_layers};
+    cJSON *m = doc.measurement, *devs = NULL;
+    bool ok = m && doc.layers && cJSON_AddStringToObject(m, "collector", trace->collector) &&
+              cJSON_AddStringToObject(m, "file", trace->file) &&
+              cJSON_AddStringToObject(m, "versions", trace->versions ? trace->versions : "") &&
+              cJSON_AddStringToObject(m, "created", when) &&
+              (devs = cJSON_AddArrayToObject(m, "devices"));
     for (size_t i = 0; ok && i < trace->n_devices; i++)
         if (trace->devices[i]) {
             cJSON *d = cJSON_CreateObject();
@@ -222,31 +213,32 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
          cJSON_AddStringToObject(m, "time", "merged GPU busy time of kernels and memsets") &&
          cJSON_AddStringToObject(m, "cuda_graphs",
                                  "kernels of a graph launch count for the range around the "
-                                 "launch") &&
-         (layers = cJSON_AddArrayToObject(root, "layers"));
+                                 "launch");
     for (size_t i = 0; ok && i < a.n_layers; i++) {
         const struct sp_layer_stats *L = &a.layers[i];
-        cJSON *o = cJSON_CreateObject(), *meas = NULL;
-        ok = o && cJSON_AddItemToArray(layers, o) && cJSON_AddStringToObject(o, "name", L->name) &&
-             num(o, "fwd_ms", L->phase[SP_PHASE_FWD].busy_ms) &&
-             num(o, "bwd_ms", L->phase[SP_PHASE_BWD].busy_ms);
-        if (ok && L->phase[SP_PHASE_RECOMPUTE].busy_ms > 0)
-            ok = num(o, "recompute_ms", L->phase[SP_PHASE_RECOMPUTE].busy_ms);
-        if (ok && L->has_bytes)
-            ok = num(o, "activation_bytes", (double)L->activation_bytes);
-        ok = ok && (meas = cJSON_AddObjectToObject(o, "measured")) &&
-             num(meas, "samples", a.steps_used) &&
+        double rc = L->phase[SP_PHASE_RECOMPUTE].busy_ms;
+        cJSON *meas = cJSON_CreateObject();
+        doc.layers[i] =
+            (struct sp_profile_doc_layer){.name = L->name,
+                                          .fwd_ms = L->phase[SP_PHASE_FWD].busy_ms,
+                                          .bwd_ms = L->phase[SP_PHASE_BWD].busy_ms,
+                                          .wgrad_ms = -1, /* a trace does not split the backward */
+                                          .recompute_ms = rc,
+                                          .has_activation_bytes = L->has_bytes,
+                                          .activation_bytes = L->activation_bytes,
+                                          .measured = meas};
+        ok = meas && num(meas, "samples", a.steps_used) &&
              add_phase(meas, "fwd", &L->phase[SP_PHASE_FWD]) &&
              add_phase(meas, "bwd", &L->phase[SP_PHASE_BWD]) &&
-             (L->phase[SP_PHASE_RECOMPUTE].busy_ms <= 0 ||
-              add_phase(meas, "recompute", &L->phase[SP_PHASE_RECOMPUTE]));
+             (rc <= 0 || add_phase(meas, "recompute", &L->phase[SP_PHASE_RECOMPUTE]));
     }
     st = ok ? SP_OK : sp_oom(ctx, "writing the profile");
     if (st == SP_OK && opts->built_in)
-        st = add_model_bytes(ctx, opts->built_in, layers, m);
+        st = add_model_bytes(ctx, opts->built_in, &doc);
     if (st == SP_OK)
-        st = sp_json_print(ctx, root, "writing the profile", json);
-    cJSON_Delete(root);
+        st = sp_profile_doc_to_json(ctx, &doc, json);
+    sp_profile_doc_release(&doc);
+    sp_free(doc.layers);
     sp_attribution_release(&a);
     if (st != SP_OK)
         return st;
