@@ -1,8 +1,9 @@
-/* core/internal.h: private helpers shared by core/, partitioner/ and their tests.
+/* core/internal.h: the plumbing every room of the library shares (docs/architecture.md), and
+ * their tests.
  *
  * Not installed and not used by cli/ (which sees only <stagepart/stagepart.h>). Holds the
- * context layout, the allocator wrappers, the growable string buffer and the error recording
- * functions. Nothing here exits, aborts or prints. */
+ * context layout, the allocator wrappers, the growable string buffer, the error recording
+ * functions and the enums' names table. Nothing here exits, aborts or prints. */
 #ifndef SP_CORE_INTERNAL_H
 #define SP_CORE_INTERNAL_H
 

@@ -1,5 +1,5 @@
-/* runtime/run_report.c: what a run measured, set against what the plan predicted, and the
- * "stagepart-run-report" document (docs/formats.md#run-report).
+/* runtime/run_report.c: what a run measured, set against what the plan predicted (the
+ * "stagepart-run-report" document is written by formats/run_report.c).
  *
  * Every measured figure is the median over the measured steps (warm-up steps excluded). The
  * prediction is the plan's own: each stage's time per micro-batch from the profile, and the
