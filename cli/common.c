@@ -11,6 +11,8 @@ int cli_exit_code(sp_status status) {
     switch (status) {
     case SP_OK:
         return CLI_EXIT_OK;
+    case SP_ERR_PROGRAM: /* the program profiled with --attach failed */
+        return CLI_EXIT_CHECK_FAILED;
     case SP_ERR_INVALID_ARG:
     case SP_ERR_IO:
     case SP_ERR_PARSE:

@@ -135,6 +135,28 @@ SP_API sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace,
                                      const sp_trace_profile_opts *opts, char **json,
                                      sp_trace_summary *summary);
 
+/* ---- a program run under the live collector (profiler/attach.c) */
+
+typedef struct sp_attach_opts {
+    char *const *cmd;         /* the program and its arguments, NULL-terminated */
+    const char *inject_lib;   /* the collector, libstagepart-inject.so (CUDA builds) */
+    const char *events_dir;   /* keep the event logs there (created; it must hold none); NULL: a
+                               * temporary folder, removed with the logs */
+    const char *steps;        /* stop recording after this many steps past the warm-up, or NULL */
+    uint32_t warmup_steps;    /* steps the collector counts as warm-up (0: its default) */
+    const char *step_pattern; /* the step ranges' pattern, or NULL: the collector's default */
+    int no_device_status;     /* the program's exit status for "no CUDA device"; 0: none */
+} sp_attach_opts;
+
+/* sp_attach_run: run the program with the collector injected (CUDA_INJECTION64_PATH and
+ * NVTX_INJECTION64_PATH) and load the event logs it wrote (sp_trace_load_events) into *trace.
+ * Ctrl-C reaches the program, which stagepart waits for. Returns SP_ERR_PROGRAM when it exited
+ * non-zero or was killed, SP_ERR_NO_DEVICE when it found no CUDA device (no_device_status) or
+ * wrote no event log (it loaded no CUDA or NVTX), SP_ERR_INVALID_ARG when it cannot be started or
+ * events_dir is not a folder or holds logs of an earlier run, SP_ERR_IO, SP_ERR_NOMEM; the message
+ * says which. */
+SP_API sp_status sp_attach_run(sp_ctx *ctx, const sp_attach_opts *opts, sp_trace **trace);
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,7 +21,8 @@
     XX(SP_ERR_CUPTI, "CUPTI error")                                                                \
     XX(SP_ERR_UNSUPPORTED, "feature not compiled in")                                              \
     XX(SP_ERR_INTERRUPTED, "interrupted")                                                          \
-    XX(SP_ERR_INTERNAL, "internal error")
+    XX(SP_ERR_INTERNAL, "internal error")                                                          \
+    XX(SP_ERR_PROGRAM, "the profiled program failed")
 
 typedef enum sp_status {
 #define SP_STATUS_ENUM_(name, msg) name,
