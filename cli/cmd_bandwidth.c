@@ -1,6 +1,5 @@
 /* cli/cmd_bandwidth.c: `stagepart bandwidth`: measure the links between workers and write the
  * links file the partitioner reads (--links). */
-#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,54 +73,41 @@ static bool parse_sizes(const char *text, uint64_t *sizes, size_t cap, size_t *n
     return ok;
 }
 
-static void print_table(const char *json, const char *written) {
-    cJSON *root = cJSON_Parse(json);
-    const cJSON *m = cJSON_GetObjectItem(root, "measurement");
-    const cJSON *pairs = cJSON_GetObjectItem(m, "pairs"), *p;
+static void print_table(const sp_bandwidth_result *r, const char *written) {
     printf("%-24s %12s %14s %10s %12s\n", "link", "latency_us", "bandwidth_GBps", "r2",
            "peak_GBps");
-    cJSON_ArrayForEach(p, pairs) {
-        const cJSON *f = cJSON_GetObjectItem(p, "fit");
-        printf("%-24s %12.3f %14.3f %10.4f %12.3f\n", cJSON_GetObjectItem(p, "label")->valuestring,
-               cJSON_GetObjectItem(f, "latency_us")->valuedouble,
-               cJSON_GetObjectItem(f, "bandwidth_GBps")->valuedouble,
-               cJSON_GetObjectItem(f, "r2")->valuedouble,
-               cJSON_GetObjectItem(f, "peak_GBps")->valuedouble);
+    for (size_t i = 0; i < sp_bandwidth_result_link_count(r); i++) {
+        const sp_link_result *l = sp_bandwidth_result_link(r, i);
+        printf("%-24s %12.3f %14.3f %10.4f %12.3f\n", l->label, l->fit.latency_us,
+               l->fit.bandwidth_GBps, l->fit.r2, l->fit.peak_GBps);
     }
-    const cJSON *note = cJSON_GetObjectItem(m, "note"), *timing = cJSON_GetObjectItem(m, "timing");
-    if (cJSON_IsString(timing))
-        printf("timing: %s\n", timing->valuestring);
-    if (cJSON_IsString(note))
-        printf("note: %s\n", note->valuestring);
+    if (*sp_bandwidth_result_timing(r))
+        printf("timing: %s\n", sp_bandwidth_result_timing(r));
+    if (*sp_bandwidth_result_note(r))
+        printf("note: %s\n", sp_bandwidth_result_note(r));
     if (written)
         printf("wrote %s\n", written);
-    cJSON_Delete(root);
 }
 
 /* A straight line through caches and memory is a compromise: say when it is a poor one. */
-static void warn_poor_fits(const char *json) {
-    cJSON *root = cJSON_Parse(json), *p;
-    const cJSON *pairs = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "measurement"), "pairs");
-    int poor = 0;
+static void warn_poor_fits(const sp_bandwidth_result *r) {
+    size_t poor = 0, n = sp_bandwidth_result_link_count(r);
     double worst_r2 = 1;
-    cJSON_ArrayForEach(p, pairs) {
-        const cJSON *f = cJSON_GetObjectItem(p, "fit");
-        double r2 = cJSON_GetObjectItem(f, "r2")->valuedouble;
-        double ratio = cJSON_GetObjectItem(f, "bandwidth_GBps")->valuedouble /
-                       cJSON_GetObjectItem(f, "peak_GBps")->valuedouble;
-        if (r2 < 0.9 || ratio < 0.5 || ratio > 2) {
+    for (size_t i = 0; i < n; i++) {
+        const sp_link_fit *f = &sp_bandwidth_result_link(r, i)->fit;
+        double ratio = f->bandwidth_GBps / f->peak_GBps;
+        if (f->r2 < 0.9 || ratio < 0.5 || ratio > 2) {
             poor++;
-            worst_r2 = r2 < worst_r2 ? r2 : worst_r2;
+            worst_r2 = f->r2 < worst_r2 ? f->r2 : worst_r2;
         }
     }
     if (poor)
         fprintf(stderr,
-                "stagepart: warning: %d of %d links fit latency + bytes / bandwidth poorly (r2 "
+                "stagepart: warning: %zu of %zu links fit latency + bytes / bandwidth poorly (r2 "
                 "down to %.2f, or the fitted bandwidth more than 2x from the large messages'): "
                 "copies that stay in cache are faster than those that reach memory; measure the "
                 "sizes your model's stage boundaries carry (--sizes)\n",
-                poor, cJSON_GetArraySize(pairs), worst_r2);
-    cJSON_Delete(root);
+                poor, n, worst_r2);
 }
 
 int cmd_bandwidth(int argc, char **argv) {
@@ -168,21 +154,22 @@ int cmd_bandwidth(int argc, char **argv) {
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return CLI_EXIT_INTERNAL;
-    char *json = NULL;
-    sp_status st = cuda ? sp_bandwidth_measure_cuda(ctx, &opts, &json)
-                        : sp_bandwidth_measure_cpu(ctx, &opts, &json);
+    sp_bandwidth_result *r = NULL;
+    sp_status st =
+        cuda ? sp_bandwidth_measure_cuda(ctx, &opts, &r) : sp_bandwidth_measure_cpu(ctx, &opts, &r);
+    const char *json = sp_bandwidth_result_json(r);
     if (st == SP_OK && output)
         st = sp_write_file_atomic(ctx, output, json, strlen(json));
     int code = CLI_EXIT_OK;
     if (st != SP_OK)
         code = cli_report(ctx, st, false);
     else if (output)
-        print_table(json, output);
+        print_table(r, output);
     else
         fputs(json, stdout);
     if (st == SP_OK)
-        warn_poor_fits(json);
-    sp_free(json);
+        warn_poor_fits(r);
+    sp_bandwidth_result_destroy(r);
     sp_ctx_destroy(ctx);
     return code;
 }

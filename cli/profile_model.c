@@ -5,8 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "attach.h"
 #include "profile_model.h"
 
@@ -20,34 +18,24 @@ static void progress(void *arg, uint32_t done, uint32_t total) {
     fflush(stderr);
 }
 
-/* the per-layer table from the profile just written */
-static void print_table(const char *json, const sp_model_profile_summary *s, const char *output,
+/* the per-layer table: the model's layers with the figures just measured */
+static void print_table(const sp_model *model, const sp_model_layer_timing *t,
+                        const sp_model_profile_summary *s, const char *output,
                         const sp_model_info *info) {
-    cJSON *root = cJSON_Parse(json);
-    const cJSON *layers = cJSON_GetObjectItem(root, "layers");
     printf("%s: %zu layers, micro-batch %u", info->name, info->layers, info->micro_batch_size);
     if (info->seq_len)
         printf(" x %u positions", info->seq_len);
     printf(", %.1fM parameters, fp32 on core %d\n\n", (double)info->param_count / 1e6, s->core);
     printf("%-14s %-12s %10s %10s %10s %6s %10s %10s\n", "layer", "kind", "fwd ms", "bwd ms",
            "wgrad ms", "cv", "saved", "params");
-    const cJSON *l;
-    cJSON_ArrayForEach(l, layers) {
+    sp_model_layer_info L;
+    for (size_t i = 0; sp_model_layer_get(model, i, &L); i++) {
         char saved[16], params[16];
-        const cJSON *m = cJSON_GetObjectItem(l, "measured");
-        printf("%-14.14s %-12.12s %10.3f %10.3f %10.3f %5.1f%% %10s %10s\n",
-               cJSON_GetObjectItem(l, "name")->valuestring,
-               cJSON_GetObjectItem(l, "kind")->valuestring,
-               cJSON_GetObjectItem(l, "fwd_ms")->valuedouble,
-               cJSON_GetObjectItem(l, "bwd_ms")->valuedouble,
-               cJSON_GetObjectItem(l, "wgrad_ms")->valuedouble,
-               100 * cJSON_GetObjectItem(m, "cv")->valuedouble,
-               sp_format_bytes((uint64_t)cJSON_GetObjectItem(l, "saved_bytes")->valuedouble, saved,
-                               sizeof saved),
-               sp_format_bytes((uint64_t)cJSON_GetObjectItem(l, "param_bytes")->valuedouble, params,
-                               sizeof params));
+        printf("%-14.14s %-12.12s %10.3f %10.3f %10.3f %5.1f%% %10s %10s\n", L.name, L.kind,
+               t[i].fwd_ms, t[i].bwd_ms, t[i].wgrad_ms, 100 * t[i].cv,
+               sp_format_bytes(L.saved_bytes, saved, sizeof saved),
+               sp_format_bytes(L.param_bytes, params, sizeof params));
     }
-    cJSON_Delete(root);
     printf("\niteration %.3f ms (forward + backward, median)\n", s->iteration_ms);
     printf("repeatability: coefficient of variation median %.1f%%, largest %.1f%% (%s), over "
            "layers taking 1%% of the iteration or more\n",
@@ -112,6 +100,7 @@ int cli_profile_model_run(const struct cli_profile_model_args *a) {
         return CLI_EXIT_INTERNAL;
     sp_model *model = NULL;
     char *json = NULL;
+    sp_model_layer_timing *timings = NULL;
     sp_model_info info;
     sp_model_profile_summary summary;
     sp_status st = sp_model_load(ctx, a->model_path, &model);
@@ -137,8 +126,10 @@ int cli_profile_model_run(const struct cli_profile_model_args *a) {
             opts.progress = progress;
             opts.progress_arg = (void *)info.name;
         }
+        timings = calloc(info.layers ? info.layers : 1, sizeof *timings);
         struct cli_signals *signals = cli_catch_interrupts();
-        st = sp_model_profile_cpu(ctx, model, &opts, &json, &summary);
+        st = timings ? sp_model_profile_cpu(ctx, model, &opts, &json, &summary, timings)
+                     : SP_ERR_NOMEM;
         cli_restore_signals(signals);
         if (st == SP_ERR_INTERRUPTED && opts.progress)
             fputs("\n", stderr);
@@ -152,7 +143,7 @@ int cli_profile_model_run(const struct cli_profile_model_args *a) {
         code = cli_report(ctx, st, false);
     } else {
         if (a->output)
-            print_table(json, &summary, a->output, &info);
+            print_table(model, timings, &summary, a->output, &info);
         else
             fputs(json, stdout);
         if (summary.max_cv > 0.05)
@@ -163,6 +154,7 @@ int cli_profile_model_run(const struct cli_profile_model_args *a) {
                     summary.max_cv_layer, 100 * summary.max_cv);
     }
     sp_free(json);
+    free(timings);
     sp_model_destroy(model);
     sp_ctx_destroy(ctx);
     return code;

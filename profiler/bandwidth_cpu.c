@@ -112,13 +112,14 @@ static void *worker(void *p) {
     return NULL;
 }
 
-sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts, char **json) {
+sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts,
+                                   sp_bandwidth_result **out) {
     if (!ctx)
         return SP_ERR_INVALID_ARG;
     sp_ctx_begin(ctx);
-    if (!opts || !json)
+    if (!opts || !out)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_bandwidth_measure_cpu: NULL argument");
-    *json = NULL;
+    *out = NULL;
     const uint64_t *sizes = opts->sizes ? opts->sizes : default_sizes;
     size_t n_sizes = opts->sizes ? opts->n_sizes : sizeof default_sizes / sizeof *default_sizes;
     if (opts->workers < 2 || opts->workers > MAX_WORKERS)
@@ -217,7 +218,7 @@ sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts, c
         cJSON *m = sp_links_doc_measurement(doc);
         bool ok = cJSON_AddBoolToObject(m, "pinned", pin) &&
                   cJSON_AddNumberToObject(m, "cpus_online", (double)cpus);
-        st = ok ? sp_links_doc_finish(doc, (const char *const *)names, json)
+        st = ok ? sp_links_doc_finish(doc, (const char *const *)names, out)
                 : sp_oom(ctx, "measuring links");
         doc = NULL;
     }

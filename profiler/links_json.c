@@ -10,12 +10,69 @@
 #include "devices_impl.h"
 #include "json_util.h"
 
+struct sp_bandwidth_result {
+    sp_link_result *links; /* [n_links], labels owned */
+    size_t n_links, cap;
+    char *timing, *note; /* NULL: none */
+    char *json;
+};
+
 struct sp_links_doc {
     sp_ctx *ctx;
     size_t n;
     double *bw, *lat;  /* n x n; 0 where nothing was measured */
     cJSON *m, *series; /* the measurement object, its "pairs"; the document is made at the end */
+    sp_bandwidth_result *result;
 };
+
+void sp_bandwidth_result_destroy(sp_bandwidth_result *r) {
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_links; i++)
+        sp_free((char *)r->links[i].label);
+    sp_free(r->links);
+    sp_free(r->timing);
+    sp_free(r->note);
+    sp_free(r->json);
+    sp_free(r);
+}
+
+size_t sp_bandwidth_result_link_count(const sp_bandwidth_result *r) {
+    return r ? r->n_links : 0;
+}
+
+const sp_link_result *sp_bandwidth_result_link(const sp_bandwidth_result *r, size_t i) {
+    return r && i < r->n_links ? &r->links[i] : NULL;
+}
+
+const char *sp_bandwidth_result_timing(const sp_bandwidth_result *r) {
+    return r && r->timing ? r->timing : "";
+}
+
+const char *sp_bandwidth_result_note(const sp_bandwidth_result *r) {
+    return r && r->note ? r->note : "";
+}
+
+const char *sp_bandwidth_result_json(const sp_bandwidth_result *r) {
+    return r && r->json ? r->json : "";
+}
+
+/* keep series s's fit in the result */
+static bool keep_fit(sp_bandwidth_result *r, const char *label, const sp_link_fit *fit) {
+    if (r->n_links == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 8;
+        sp_link_result *p = sp_realloc(r->links, cap * sizeof *p);
+        if (!p)
+            return false;
+        r->links = p;
+        r->cap = cap;
+    }
+    char *copy = sp_strdup(label);
+    if (!copy)
+        return false;
+    r->links[r->n_links++] = (sp_link_result){copy, *fit};
+    return true;
+}
 
 sp_status sp_links_doc_begin(sp_ctx *ctx, size_t n_devices, struct sp_links_doc **out) {
     *out = NULL;
@@ -27,7 +84,9 @@ sp_status sp_links_doc_begin(sp_ctx *ctx, size_t n_devices, struct sp_links_doc 
     d->bw = sp_calloc(n_devices * n_devices + 1, sizeof *d->bw);
     d->lat = sp_calloc(n_devices * n_devices + 1, sizeof *d->lat);
     d->m = cJSON_CreateObject();
-    if (!d->bw || !d->lat || !d->m || !(d->series = cJSON_AddArrayToObject(d->m, "pairs"))) {
+    d->result = sp_calloc(1, sizeof *d->result);
+    if (!d->bw || !d->lat || !d->m || !d->result ||
+        !(d->series = cJSON_AddArrayToObject(d->m, "pairs"))) {
         sp_links_doc_abort(d);
         return sp_oom(ctx, "measuring links");
     }
@@ -99,8 +158,22 @@ sp_status sp_links_doc_add(struct sp_links_doc *d, const struct sp_link_series *
         !cJSON_AddNumberToObject(fj, "max_rel_residual", fit.max_rel_residual) ||
         !cJSON_AddNumberToObject(fj, "peak_GBps", fit.peak_GBps))
         return sp_oom(d->ctx, "measuring links");
+    if (!keep_fit(d->result, s->label, &fit))
+        return sp_oom(d->ctx, "measuring links");
     if (fit_out)
         *fit_out = fit;
+    return SP_OK;
+}
+
+sp_status sp_links_doc_say(struct sp_links_doc *d, const char *key, const char *text) {
+    char **slot = strcmp(key, "timing") == 0 ? &d->result->timing : &d->result->note;
+    char *copy = sp_strdup(text);
+    if (!copy || !cJSON_AddStringToObject(d->m, key, text)) {
+        sp_free(copy);
+        return sp_oom(d->ctx, "measuring links");
+    }
+    sp_free(*slot);
+    *slot = copy;
     return SP_OK;
 }
 
@@ -123,9 +196,15 @@ sp_status sp_links_doc_describe(struct sp_links_doc *d, const char *collector, c
     return ok ? SP_OK : sp_oom(d->ctx, "measuring links");
 }
 
-sp_status sp_links_doc_finish(struct sp_links_doc *d, const char *const *names, char **json) {
-    sp_status st = sp_links_to_json(d->ctx, d->n, names, d->bw, d->lat, d->m, json);
+sp_status sp_links_doc_finish(struct sp_links_doc *d, const char *const *names,
+                              sp_bandwidth_result **out) {
+    *out = NULL;
+    sp_status st = sp_links_to_json(d->ctx, d->n, names, d->bw, d->lat, d->m, &d->result->json);
     d->m = NULL; /* taken over, written or freed */
+    if (st == SP_OK) {
+        *out = d->result;
+        d->result = NULL;
+    }
     sp_links_doc_abort(d);
     return st;
 }
@@ -134,6 +213,7 @@ void sp_links_doc_abort(struct sp_links_doc *d) {
     if (!d)
         return;
     cJSON_Delete(d->m);
+    sp_bandwidth_result_destroy(d->result);
     sp_free(d->bw);
     sp_free(d->lat);
     sp_free(d);

@@ -29,14 +29,18 @@ sp_status sp_links_doc_begin(sp_ctx *ctx, size_t n_devices, struct sp_links_doc 
  * matrix entry when it is a link between two devices. */
 sp_status sp_links_doc_add(struct sp_links_doc *d, const struct sp_link_series *s,
                            sp_link_fit *fit);
+/* A line of the measurement the result carries too: "timing" (how the copies were timed) or
+ * "note" (what could not be measured). */
+sp_status sp_links_doc_say(struct sp_links_doc *d, const char *key, const char *text);
 /* The measurement object, for the probe's own fields. */
 cJSON *sp_links_doc_measurement(struct sp_links_doc *d);
 /* What every probe records there: collector, method, created (now), trials, warmup. */
 sp_status sp_links_doc_describe(struct sp_links_doc *d, const char *collector, const char *method,
                                 unsigned trials, unsigned warmup);
-/* The document with these device names (n_devices of them), printed into *json (sp_free it).
+/* The result: every series' fit and the document with these device names (n_devices of them).
  * Frees d whatever it returns; sp_links_doc_abort frees one that is not finished. */
-sp_status sp_links_doc_finish(struct sp_links_doc *d, const char *const *names, char **json);
+sp_status sp_links_doc_finish(struct sp_links_doc *d, const char *const *names,
+                              sp_bandwidth_result **out);
 void sp_links_doc_abort(struct sp_links_doc *d);
 
 #endif

@@ -141,7 +141,8 @@ static bool phase(cJSON *meas, const char *key, double median, double stddev) {
 }
 
 sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_profile_opts *opts,
-                               char **json, sp_model_profile_summary *summary) {
+                               char **json, sp_model_profile_summary *summary,
+                               sp_model_layer_timing *layers) {
     if (!ctx || !m || !json)
         return ctx ? sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_model_profile_cpu: NULL argument")
                    : SP_ERR_INVALID_ARG;
@@ -257,6 +258,8 @@ sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_pr
                                           .param_bytes = param,
                                           .memory_bytes = 2 * param,
                                           .measured = ms};
+        if (layers)
+            layers[l] = (sp_model_layer_timing){fm, bm, wm < bm ? wm : bm, c};
         ok = ms && num(ms, "samples", opts->iters) && phase(ms, "fwd", fm, fs) &&
              phase(ms, "bwd", bm, bs) && phase(ms, "wgrad", wm, ws) && num(ms, "cv", c) &&
              num(ms, "fwd_flops", (double)L->fwd_flops);

@@ -3,6 +3,8 @@
 #ifndef SP_TESTS_RUN_FIXTURE_H
 #define SP_TESTS_RUN_FIXTURE_H
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "stagepart/stagepart.h"
@@ -22,8 +24,19 @@ static sp_plan *make_plan(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_
     char *json = NULL;
     sp_profile *profile = NULL;
     sp_plan *plan = NULL;
-    SP_CHECK_STATUS(sp_model_profile_cpu(ctx, m, &po, &json, NULL), SP_OK);
+    sp_model_info info;
+    sp_model_get_info(m, &info);
+    sp_model_layer_timing *t = calloc(info.layers, sizeof *t);
+    SP_CHECK_STATUS(sp_model_profile_cpu(ctx, m, &po, &json, NULL, t), SP_OK);
     SP_CHECK_STATUS(sp_profile_parse(ctx, "tiny", json, strlen(json), &profile), SP_OK);
+    /* the typed figures are the profile's own (cJSON prints 15 digits when they read back within
+     * an ulp) */
+    for (size_t i = 0; t && profile && i < info.layers; i++) {
+        const sp_layer *L = sp_profile_layer(profile, i);
+        SP_CHECK(fabs(t[i].fwd_ms - L->fwd_ms) <= 1e-12 * L->fwd_ms &&
+                 fabs(t[i].bwd_ms - L->bwd_ms) <= 1e-12 * L->bwd_ms && t[i].cv >= 0);
+    }
+    free(t);
     sp_partition_opts o;
     sp_partition_opts_init(&o);
     o.stages = P;

@@ -83,15 +83,25 @@ typedef struct sp_model_profile_summary {
     int core;         /* the core measured on, -1 when pinning failed */
 } sp_model_profile_summary;
 
+/* One layer as the CPU profile measured it: medians over the timed iterations. */
+typedef struct sp_model_layer_timing {
+    double fwd_ms, bwd_ms;
+    double wgrad_ms; /* the weight-gradient part of bwd_ms */
+    double cv;       /* stddev / median of fwd + bwd: how repeatable the layer was */
+} sp_model_layer_timing;
+
 /* sp_model_profile_cpu: run the model forward and backward on one pinned thread (OpenBLAS on
  * one thread), warmup + iters times, timing every layer's forward, backward and weight-gradient
  * part with the monotonic clock; *json gets a "stagepart-profile" (docs/formats.md) with the
  * medians, the exact byte counts, and a "measurement" object (per layer: samples, stddev, cv),
- * freed with sp_free. summary may be NULL. Returns SP_ERR_NOMEM (the message says how much the
+ * freed with sp_free. summary may be NULL; layers (NULL: not wanted) gets each of the model's
+ * layers' figures, as the profile records them (an array of sp_model_get_info's layer count).
+ * Returns SP_ERR_NOMEM (the message says how much the
  * model needs), SP_ERR_INTERRUPTED, SP_ERR_NO_DEVICE (the thread could not start). */
 SP_API sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *model,
                                       const sp_model_profile_opts *opts, char **json,
-                                      sp_model_profile_summary *summary);
+                                      sp_model_profile_summary *summary,
+                                      sp_model_layer_timing *layers);
 
 #ifdef __cplusplus
 }

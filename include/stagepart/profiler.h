@@ -37,14 +37,33 @@ typedef struct sp_bandwidth_opts {
 } sp_bandwidth_opts;
 SP_API void sp_bandwidth_opts_init(sp_bandwidth_opts *opts);
 
+/* What a link probe measured: each series (a link between two devices, or a host copy or a copy
+ * within a device) with its fit, how the copies were timed, and the links document. */
+typedef struct sp_link_result {
+    const char *label; /* "cpu0->cpu1", "gpu0->gpu1", "host->gpu0", ...; borrowed */
+    sp_link_fit fit;
+} sp_link_result;
+typedef struct sp_bandwidth_result sp_bandwidth_result;
+SP_API void sp_bandwidth_result_destroy(sp_bandwidth_result *result);
+SP_API size_t sp_bandwidth_result_link_count(const sp_bandwidth_result *result);
+/* series i, in the document's order; NULL past the end. Borrowed. */
+SP_API const sp_link_result *sp_bandwidth_result_link(const sp_bandwidth_result *result, size_t i);
+/* how the copies were timed, and a caveat on what could be measured; "" when the probe has none.
+ * Borrowed. */
+SP_API const char *sp_bandwidth_result_timing(const sp_bandwidth_result *result);
+SP_API const char *sp_bandwidth_result_note(const sp_bandwidth_result *result);
+/* the "stagepart-links" document, for --links. Borrowed. */
+SP_API const char *sp_bandwidth_result_json(const sp_bandwidth_result *result);
+
 /* sp_bandwidth_measure_cpu: the links between CPU worker threads, as the CPU pipeline runtime
  * moves activations: the sender fills its buffer and raises a flag, the receiver, spinning on
  * it, copies the buffer into its own; the time runs from the flag to the end of the copy. Every
- * ordered pair of workers, every size; the medians are fitted (sp_fit_alpha_beta). *json gets a
- * "stagepart-links" document (devices "cpu<core>") with a "measurement" object holding every
- * sample and fit (sp_free it). SP_ERR_INVALID_ARG for bad options, SP_ERR_NO_DEVICE when the
- * threads cannot start. */
-SP_API sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts, char **json);
+ * ordered pair of workers, every size; the medians are fitted (sp_fit_alpha_beta). *out gets
+ * every series' fit and a "stagepart-links" document (devices "cpu<core>") with a "measurement"
+ * object holding every sample and fit (sp_bandwidth_result_destroy). SP_ERR_INVALID_ARG for bad
+ * options, SP_ERR_NO_DEVICE when the threads cannot start. */
+SP_API sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts,
+                                          sp_bandwidth_result **out);
 
 /* sp_bandwidth_measure_cuda: the links between CUDA devices: cudaMemcpyPeerAsync for every
  * ordered pair (opts->workers is not used: every device the runtime sees), each copy timed by
@@ -54,7 +73,8 @@ SP_API sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *
  * only. Default sizes 4 KiB to 1 GiB. The same document as the CPU probe, devices "gpu<i>".
  * SP_ERR_NO_DEVICE without a device or driver, SP_ERR_UNSUPPORTED in a build without CUDA,
  * SP_ERR_CUDA when a CUDA or NCCL call fails (named), SP_ERR_INVALID_ARG for bad options. */
-SP_API sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts, char **json);
+SP_API sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts,
+                                           sp_bandwidth_result **out);
 
 /* ---------------------------------------------------------------------------------------------
  * Traces: profiles from what a profiler recorded (docs/profiling.md)

@@ -379,13 +379,14 @@ static sp_status measure(struct probe *p, struct sp_links_doc *doc) {
     return st;
 }
 
-sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts, char **json) {
+sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts,
+                                    sp_bandwidth_result **out) {
     if (!ctx)
         return SP_ERR_INVALID_ARG;
     sp_ctx_begin(ctx);
-    if (!opts || !json)
+    if (!opts || !out)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_bandwidth_measure_cuda: NULL argument");
-    *json = NULL;
+    *out = NULL;
     struct probe *p = sp_calloc(1, sizeof *p);
     if (!p)
         return sp_oom(ctx, "measuring links");
@@ -459,7 +460,7 @@ sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts, 
                      "CUPTI memcpy records (device timestamps of each copy); CUDA events around "
                      "each copy beside (cuda_events_median_ms)");
         cJSON *m = sp_links_doc_measurement(doc), *devs = NULL;
-        bool ok = cJSON_AddStringToObject(m, "timing", timing) &&
+        bool ok = sp_links_doc_say(doc, "timing", timing) == SP_OK &&
                   (devs = cJSON_AddArrayToObject(m, "device_names"));
         for (int d = 0; ok && d < n; d++) {
             struct cudaDeviceProp prop;
@@ -469,11 +470,10 @@ sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts, 
                                                                                     : "unknown"));
         }
         if (ok && n == 1)
-            ok = cJSON_AddStringToObject(m, "note",
-                                         "one device: no link between devices to measure; the "
-                                         "series are host copies and copies within the device") !=
-                 NULL;
-        st = ok ? sp_links_doc_finish(doc, name_ptr, json) : sp_oom(ctx, "measuring links");
+            ok = sp_links_doc_say(doc, "note",
+                                  "one device: no link between devices to measure; the series "
+                                  "are host copies and copies within the device") == SP_OK;
+        st = ok ? sp_links_doc_finish(doc, name_ptr, out) : sp_oom(ctx, "measuring links");
         doc = NULL;
     }
     sp_links_doc_abort(doc);

@@ -18,8 +18,9 @@ int main(void) {
     o.sizes = sizes;
     o.n_sizes = 4;
     o.trials = 5;
-    char *json = NULL;
-    sp_status st = sp_bandwidth_measure_cuda(ctx, &o, &json);
+    sp_bandwidth_result *r = NULL;
+    sp_status st = sp_bandwidth_measure_cuda(ctx, &o, &r);
+    const char *json = r ? sp_bandwidth_result_json(r) : NULL;
     if (st == SP_ERR_NO_DEVICE || st == SP_ERR_UNSUPPORTED) {
         printf("skipped: %s\n", sp_ctx_errmsg(ctx));
         sp_ctx_destroy(ctx);
@@ -57,7 +58,7 @@ int main(void) {
     }
     SP_CHECK_MSG(series >= 3 * n + n * (n - 1), "%d series for %d devices", series, n);
     cJSON_Delete(root);
-    sp_free(json);
+    sp_bandwidth_result_destroy(r);
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_bandwidth_cuda");
 }

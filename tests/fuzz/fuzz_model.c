@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             opts.warmup = 0;
             opts.iters = 1;
             char *json = NULL;
-            st = sp_model_profile_cpu(ctx, model, &opts, &json, NULL);
+            st = sp_model_profile_cpu(ctx, model, &opts, &json, NULL, NULL);
             fuzz_require_message(ctx, st);
             if (st == SP_OK) {
                 sp_profile *profile = NULL; /* what the profiler writes, the partitioner reads */

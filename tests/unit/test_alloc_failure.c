@@ -166,7 +166,7 @@ static sp_status model_profile_run(sp_ctx *ctx) {
     po.warmup = 0;
     po.iters = 1;
     if (st == SP_OK)
-        st = sp_model_profile_cpu(ctx, m, &po, &json, NULL);
+        st = sp_model_profile_cpu(ctx, m, &po, &json, NULL, NULL);
     if (st == SP_OK)
         st = sp_profile_parse(ctx, "profile", json, strlen(json), &p);
     sp_partition_opts o;

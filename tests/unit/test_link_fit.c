@@ -65,9 +65,15 @@ static void test_cpu_probe(void) {
     o.n_sizes = 3;
     o.trials = 5;
     o.warmup = 1;
-    char *json = NULL;
-    sp_status st = sp_bandwidth_measure_cpu(ctx, &o, &json);
+    sp_bandwidth_result *r = NULL;
+    sp_status st = sp_bandwidth_measure_cpu(ctx, &o, &r);
     SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+    const char *json = r ? sp_bandwidth_result_json(r) : NULL;
+    /* the typed result: both directions between the two workers, each with its fit */
+    SP_CHECK(sp_bandwidth_result_link_count(r) == 2);
+    const sp_link_result *first = sp_bandwidth_result_link(r, 0);
+    SP_CHECK(first && strcmp(first->label, "cpu0->cpu1") == 0 && first->fit.bandwidth_GBps > 0);
+    SP_CHECK(sp_bandwidth_result_link(r, 2) == NULL);
     sp_links *l = NULL;
     SP_CHECK_STATUS(sp_links_parse(ctx, "probe", json ? json : "", json ? strlen(json) : 0, &l),
                     SP_OK);
@@ -79,12 +85,13 @@ static void test_cpu_probe(void) {
     }
     SP_CHECK_CONTAINS(json ? json : "", "\"median_ms\"");
     sp_links_destroy(l);
-    sp_free(json);
+    sp_bandwidth_result_destroy(r);
     o.workers = 1;
-    SP_CHECK_STATUS(sp_bandwidth_measure_cpu(ctx, &o, &json), SP_ERR_INVALID_ARG);
+    SP_CHECK_STATUS(sp_bandwidth_measure_cpu(ctx, &o, &r), SP_ERR_INVALID_ARG);
+    SP_CHECK(r == NULL);
     o.workers = 2;
     o.n_sizes = 1;
-    SP_CHECK_STATUS(sp_bandwidth_measure_cpu(ctx, &o, &json), SP_ERR_INVALID_ARG);
+    SP_CHECK_STATUS(sp_bandwidth_measure_cpu(ctx, &o, &r), SP_ERR_INVALID_ARG);
 }
 
 /* the links document both probes write: a series between two devices fills the matrices, one
@@ -119,9 +126,17 @@ static void test_links_doc(void) {
                  sp_ctx_errmsg(c));
     sp_links_doc_abort(d2);
     cJSON_AddStringToObject(sp_links_doc_measurement(d), "collector", "unit");
+    SP_CHECK_STATUS(sp_links_doc_say(d, "timing", "unit clock"), SP_OK);
     const char *names[] = {"gpu0", "gpu1"};
-    char *json = NULL;
-    SP_CHECK_STATUS(sp_links_doc_finish(d, names, &json), SP_OK);
+    sp_bandwidth_result *r = NULL;
+    SP_CHECK_STATUS(sp_links_doc_finish(d, names, &r), SP_OK);
+    const char *json = sp_bandwidth_result_json(r);
+    /* the typed result: every series in order, with its fit; the timing said */
+    SP_CHECK_EQ_INT(sp_bandwidth_result_link_count(r), 3);
+    SP_CHECK(strcmp(sp_bandwidth_result_link(r, 2)->label, "host->gpu0") == 0);
+    SP_CHECK(fabs(sp_bandwidth_result_link(r, 0)->fit.bandwidth_GBps - fit.bandwidth_GBps) == 0);
+    SP_CHECK(strcmp(sp_bandwidth_result_timing(r), "unit clock") == 0);
+    SP_CHECK(strcmp(sp_bandwidth_result_note(r), "") == 0);
     sp_links *links = NULL;
     SP_CHECK_STATUS(sp_links_parse(c, "doc", json, strlen(json), &links), SP_OK);
     if (links) { /* the partitioner reads it: 1 MB takes 2 us + 100 us one way, nothing back */
@@ -141,7 +156,7 @@ static void test_links_doc(void) {
     SP_CHECK(cJSON_GetArrayItem(cJSON_GetArrayItem(bw, 0), 0)->valuedouble == 0); /* diagonal */
     cJSON_Delete(root);
     sp_links_destroy(links);
-    sp_free(json);
+    sp_bandwidth_result_destroy(r);
     sp_ctx_destroy(c);
 }
 
