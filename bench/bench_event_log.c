@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
            write_s * 1e9 / (double)written, read_s, prof_s, sum.layers, ru.ru_maxrss / 1024,
            sp_status_name(st));
     if (st != SP_OK)
-        fprintf(stderr, "%s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "%s\n", sp_ctx_get_errmsg(ctx));
     sp_free(json);
     sp_trace_destroy(trace);
     sp_ctx_destroy(ctx);

@@ -54,7 +54,7 @@ static sp_profile *llm_like(sp_ctx *ctx, size_t n, double head_factor, double em
     snprintf(buf + len, cap - len, "]}");
     sp_profile *p = NULL;
     if (sp_profile_parse(ctx, "llm-like", buf, strlen(buf), &p) != SP_OK)
-        fprintf(stderr, "bench: %s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "bench: %s\n", sp_ctx_get_errmsg(ctx));
     free(buf);
     return p;
 }
@@ -80,7 +80,7 @@ static sp_plan *solve(sp_ctx *ctx, const sp_profile *p, uint32_t stages, sp_obje
     sp_plan *plan = NULL;
     sp_status st = sp_partition(ctx, p, &o, &plan);
     if (st != SP_OK)
-        fprintf(stderr, "bench: %s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "bench: %s\n", sp_ctx_get_errmsg(ctx));
     return plan;
 }
 
@@ -138,7 +138,7 @@ static sp_links *two_level_links(sp_ctx *ctx, uint32_t P) {
     snprintf(buf + len, cap - len, "]}");
     sp_links *l = NULL;
     if (sp_links_parse(ctx, "bench-links", buf, strlen(buf), &l) != SP_OK)
-        fprintf(stderr, "bench: %s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "bench: %s\n", sp_ctx_get_errmsg(ctx));
     free(buf);
     return l;
 }
@@ -155,7 +155,7 @@ static double time_general(sp_ctx *ctx, const sp_profile *p, uint32_t stages, sp
         o.comm = comm;
         sp_plan *plan = NULL;
         if (sp_partition(ctx, p, &o, &plan) != SP_OK)
-            fprintf(stderr, "bench: %s\n", sp_ctx_errmsg(ctx));
+            fprintf(stderr, "bench: %s\n", sp_ctx_get_errmsg(ctx));
         t[r] = plan ? sp_plan_get_summary(plan)->solve_ms : (double)NAN;
         if (plan)
             *bottleneck = sp_plan_get_summary(plan)->bottleneck_ms;
@@ -168,9 +168,9 @@ static uint64_t binding_limit(sp_ctx *ctx, const sp_profile *p, uint32_t stages)
     /* 98 % of the unconstrained optimum's largest stage memory: the limit must change the plan */
     sp_plan *plan = solve(ctx, p, stages, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 0);
     uint64_t mx = 0;
-    for (size_t s = 0; plan && s < sp_plan_stage_count(plan); s++)
-        if (sp_plan_stage(plan, s)->memory_bytes > mx)
-            mx = sp_plan_stage(plan, s)->memory_bytes;
+    for (size_t s = 0; plan && s < sp_plan_get_stage_count(plan); s++)
+        if (sp_plan_get_stage(plan, s)->memory_bytes > mx)
+            mx = sp_plan_get_stage(plan, s)->memory_bytes;
     sp_plan_destroy(plan);
     return mx / 100 * 98;
 }
@@ -233,7 +233,7 @@ static void speed_table(sp_ctx *ctx) {
                        cases[i].v, m->solve_ms, m->optimal ? "yes" : "no (time limit)",
                        (unsigned long long)m->free_binaries, m->bottleneck_ms);
             } else {
-                fprintf(stderr, "bench: %s\n", sp_ctx_errmsg(ctx));
+                fprintf(stderr, "bench: %s\n", sp_ctx_get_errmsg(ctx));
             }
             sp_plan_destroy(plan);
             sp_profile_destroy(q);
@@ -282,7 +282,7 @@ static void quality_table(sp_ctx *ctx, const char *dir) {
         sp_profile *p = NULL;
         if (sp_profile_load(ctx, path, &p) == SP_OK) {
             for (uint32_t s = 2; s <= 16; s *= 2)
-                if (s <= sp_profile_layer_count(p))
+                if (s <= sp_profile_get_layer_count(p))
                     quality_row(ctx, names[i], p, s);
         }
         sp_profile_destroy(p);

@@ -30,7 +30,7 @@ static void row(sp_ctx *ctx, sp_schedule sched, uint32_t P, uint32_t V, uint32_t
         sp_sim *sim = NULL;
         double t0 = sp_now_ms();
         if (sp_simulate_pipeline(ctx, &pl, false, &sim) != SP_OK)
-            fprintf(stderr, "bench: %s\n", sp_ctx_errmsg(ctx));
+            fprintf(stderr, "bench: %s\n", sp_ctx_get_errmsg(ctx));
         t[r] = sp_now_ms() - t0;
         if (sim) {
             ops = sp_sim_get_summary(sim)->ops;

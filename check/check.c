@@ -23,15 +23,15 @@ void sp_check_destroy(sp_check_result *result) {
     sp_free(result);
 }
 
-size_t sp_check_criterion_count(const sp_check_result *result) {
+size_t sp_check_get_criterion_count(const sp_check_result *result) {
     return result ? result->n : 0;
 }
 
-const sp_check_criterion *sp_check_criterion_get(const sp_check_result *result, size_t i) {
+const sp_check_criterion *sp_check_get_criterion(const sp_check_result *result, size_t i) {
     return result && i < result->n ? &result->criteria[i] : NULL;
 }
 
-size_t sp_check_failed_count(const sp_check_result *result) {
+size_t sp_check_get_failed_count(const sp_check_result *result) {
     size_t failed = 0;
     for (size_t i = 0; result && i < result->n; i++)
         failed += !result->criteria[i].passed && !result->criteria[i].skipped;
@@ -113,12 +113,12 @@ static bool evaluate(sp_check_result *r, const sp_plan *committed, const sp_plan
  * they are missing or name other devices than the plan's at the plan's device indices. */
 static sp_status same_devices_and_links(sp_ctx *ctx, const sp_plan *plan, const char *plan_name,
                                         const sp_devices *list, const sp_links *links) {
-    size_t n = sp_plan_stage_count(plan);
+    size_t n = sp_plan_get_stage_count(plan);
     const sp_plan_summary *m = sp_plan_get_summary(plan);
     const sp_stage *named = NULL;
     bool transfers = m->transfer_ms > 0;
     for (size_t k = 0; k < n; k++) {
-        const sp_stage *s = sp_plan_stage(plan, k);
+        const sp_stage *s = sp_plan_get_stage(plan, k);
         if (!named && s->device_name && *s->device_name)
             named = s;
         transfers |= s->comm_ms > 0;
@@ -129,8 +129,8 @@ static sp_status same_devices_and_links(sp_ctx *ctx, const sp_plan *plan, const 
                        "--devices file so its stage times compare",
                        plan_name, named->index, named->device_name);
     for (uint32_t k = 0; named && k < m->stages; k++) {
-        const sp_stage *s = sp_plan_stage(plan, k);
-        const sp_device_info *d = sp_devices_get(list, s->device);
+        const sp_stage *s = sp_plan_get_stage(plan, k);
+        const sp_device_info *d = sp_devices_get_device(list, s->device);
         if (!d || strcmp(d->name, s->device_name) != 0)
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
                            "%s has stage %u on device %u, '%s'; the devices given have %s%s%s "
@@ -155,12 +155,12 @@ sp_status sp_check(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_check: NULL argument");
     *out = NULL;
     const char *plan_name = opts->plan_name ? opts->plan_name : "the plan";
-    const sp_devices *devices = opts->devices ? opts->devices : sp_profile_devices(profile);
+    const sp_devices *devices = opts->devices ? opts->devices : sp_profile_get_devices(profile);
     sp_status st = same_devices_and_links(ctx, plan, plan_name, devices, opts->links);
     if (st != SP_OK)
         return st;
     sp_check_result *r = sp_calloc(1, sizeof *r);
-    size_t *first = sp_calloc(sp_plan_stage_count(plan), sizeof *first);
+    size_t *first = sp_calloc(sp_plan_get_stage_count(plan), sizeof *first);
     sp_plan *now = NULL, *fresh = NULL;
     if (!r || !first) {
         st = sp_oom(ctx, "checking the plan");
@@ -168,7 +168,7 @@ sp_status sp_check(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
     }
     st = sp_plan_remap(ctx, plan, profile, first);
     if (st == SP_ERR_SCHEMA) { /* the layers differ: the criterion fails, naming them */
-        st = add(r, "layers match", false, false, 0, 0, "%s", sp_ctx_errmsg(ctx))
+        st = add(r, "layers match", false, false, 0, 0, "%s", sp_ctx_get_errmsg(ctx))
                  ? SP_OK
                  : sp_oom(ctx, "checking the plan");
         if (st == SP_OK)
@@ -179,7 +179,7 @@ sp_status sp_check(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
         goto out;
     if (!add(r, "layers match", true, false, 0, 0,
              "the profile's %zu layers match the plan's by name",
-             sp_profile_layer_count(profile))) {
+             sp_profile_get_layer_count(profile))) {
         st = sp_oom(ctx, "checking the plan");
         goto out;
     }
@@ -187,8 +187,8 @@ sp_status sp_check(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
     sp_plan_options(plan, &popts);
     popts.devices = opts->devices;
     popts.links = opts->links;
-    if ((st = sp_plan_from_split(ctx, profile, &popts, first, sp_plan_stage_count(plan), &now)) !=
-            SP_OK ||
+    if ((st = sp_plan_from_split(ctx, profile, &popts, first, sp_plan_get_stage_count(plan),
+                                 &now)) != SP_OK ||
         (st = sp_partition(ctx, profile, &popts, &fresh)) != SP_OK)
         goto out;
     if (!evaluate(r, plan, now, fresh, opts))

@@ -18,15 +18,15 @@ void sp_evaluation_destroy(sp_evaluation *e) {
     sp_free(e);
 }
 
-sp_plan *sp_evaluation_yours(const sp_evaluation *e) {
+sp_plan *sp_evaluation_get_yours(const sp_evaluation *e) {
     return e ? e->yours : NULL;
 }
 
-const sp_plan *sp_evaluation_optimal(const sp_evaluation *e) {
+const sp_plan *sp_evaluation_get_optimal(const sp_evaluation *e) {
     return e ? e->optimal : NULL;
 }
 
-double sp_evaluation_gain(const sp_evaluation *e) {
+double sp_evaluation_get_gain(const sp_evaluation *e) {
     if (!e)
         return 0;
     double a = sp_plan_get_summary(e->yours)->schedule.iteration_ms;
@@ -55,7 +55,7 @@ sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_partition
     sp_status st = sp_plan_from_split(ctx, profile, &o, first_layers, count, &e->yours);
     if (st == SP_OK) {
         /* the warnings of the given split (an ignored option) are the caller's to see */
-        const char *w = sp_ctx_warnings(ctx);
+        const char *w = sp_ctx_get_warnings(ctx);
         char *kept = w && *w ? sp_strdup(w) : NULL;
         sp_partition_opts best = o;
         best.micro_batches = sp_plan_get_summary(e->yours)->micro_batches;
@@ -103,7 +103,7 @@ sp_status sp_evaluation_to_json(sp_ctx *ctx, const sp_evaluation *e, char **json
     bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-evaluation") &&
               cJSON_AddNumberToObject(root, "version", 1) && side(root, "yours", e->yours) &&
               side(root, "optimal", e->optimal) &&
-              cJSON_AddNumberToObject(root, "throughput_gain", sp_evaluation_gain(e));
+              cJSON_AddNumberToObject(root, "throughput_gain", sp_evaluation_get_gain(e));
     sp_status st =
         ok ? sp_json_print(ctx, root, "the evaluation", json) : sp_oom(ctx, "the evaluation");
     cJSON_Delete(root);

@@ -22,7 +22,7 @@ static uint64_t fnv(const char *s) {
 static size_t name_find(const struct name_index *ix, const sp_profile *p, const char *name) {
     size_t k = (size_t)fnv(name) & (ix->cap - 1);
     while (ix->slot[k] != SIZE_MAX) {
-        if (strcmp(sp_profile_layer(p, ix->slot[k])->name, name) == 0)
+        if (strcmp(sp_profile_get_layer(p, ix->slot[k])->name, name) == 0)
             return ix->slot[k];
         k = (k + 1) & (ix->cap - 1);
     }
@@ -40,7 +40,7 @@ sp_status sp_plan_remap(sp_ctx *ctx, const sp_plan *plan, const sp_profile *prof
         return sp_fail(ctx, SP_ERR_SCHEMA,
                        "the plan records no layer names (made by an older stagepart?); "
                        "partition again to check it against a profile");
-    size_t n = sp_profile_layer_count(profile);
+    size_t n = sp_profile_get_layer_count(profile);
     struct name_index ix = {16, NULL};
     while (ix.cap < 2 * n)
         ix.cap *= 2;
@@ -54,7 +54,7 @@ sp_status sp_plan_remap(sp_ctx *ctx, const sp_plan *plan, const sp_profile *prof
     for (size_t k = 0; k < ix.cap; k++)
         ix.slot[k] = SIZE_MAX;
     for (size_t l = 0; l < n; l++) {
-        size_t k = (size_t)fnv(sp_profile_layer(profile, l)->name) & (ix.cap - 1);
+        size_t k = (size_t)fnv(sp_profile_get_layer(profile, l)->name) & (ix.cap - 1);
         while (ix.slot[k] != SIZE_MAX)
             k = (k + 1) & (ix.cap - 1);
         ix.slot[k] = l;
@@ -78,7 +78,7 @@ sp_status sp_plan_remap(sp_ctx *ctx, const sp_plan *plan, const sp_profile *prof
     for (size_t l = 0; l < n; l++)
         if (!seen[l] && added++ < 20)
             sp_problem(ctx, "layer '%s' of the profile is not in the plan (added or renamed)",
-                       sp_profile_layer(profile, l)->name);
+                       sp_profile_get_layer(profile, l)->name);
     if (!removed && !added && !moved) {
         for (size_t s = 0; s < plan->n_stages; s++)
             first_layers[s] =

@@ -17,7 +17,7 @@ sp_status sp_check_to_json(sp_ctx *ctx, const sp_check_result *result, char **js
     cJSON *root = cJSON_CreateObject(), *list = NULL;
     bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-check") &&
               cJSON_AddNumberToObject(root, "version", 1) &&
-              cJSON_AddBoolToObject(root, "passed", sp_check_failed_count(result) == 0) &&
+              cJSON_AddBoolToObject(root, "passed", sp_check_get_failed_count(result) == 0) &&
               (list = cJSON_AddArrayToObject(root, "criteria"));
     for (size_t i = 0; ok && i < result->n; i++) {
         const sp_check_criterion *c = &result->criteria[i];
@@ -84,7 +84,7 @@ sp_status sp_check_write_junit(sp_ctx *ctx, const sp_check_result *result, const
     sp_strbuf_printf(&sb,
                      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n<testsuite "
                      "name=\"stagepart check\" tests=\"%zu\" failures=\"%zu\" skipped=\"%zu\">\n",
-                     result->n, sp_check_failed_count(result), skipped);
+                     result->n, sp_check_get_failed_count(result), skipped);
     for (size_t i = 0; i < result->n; i++) {
         const sp_check_criterion *c = &result->criteria[i];
         sp_strbuf_puts(&sb, "  <testcase classname=\"stagepart.check\" name=\"");

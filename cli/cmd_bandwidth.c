@@ -62,7 +62,7 @@ static bool parse_sizes(const char *text, uint64_t *sizes, size_t cap, size_t *n
             cli_usage_error("bandwidth", "--sizes: at most %zu sizes", cap);
             ok = false;
         } else if (sp_parse_bytes(ctx, tok, &sizes[*n]) != SP_OK) {
-            cli_usage_error("bandwidth", "--sizes: %s", sp_ctx_errmsg(ctx));
+            cli_usage_error("bandwidth", "--sizes: %s", sp_ctx_get_errmsg(ctx));
             ok = false;
         } else {
             (*n)++;
@@ -76,25 +76,25 @@ static bool parse_sizes(const char *text, uint64_t *sizes, size_t cap, size_t *n
 static void print_table(const sp_bandwidth_result *r, const char *written) {
     printf("%-24s %12s %14s %10s %12s\n", "link", "latency_us", "bandwidth_GBps", "r2",
            "peak_GBps");
-    for (size_t i = 0; i < sp_bandwidth_result_link_count(r); i++) {
-        const sp_link_result *l = sp_bandwidth_result_link(r, i);
+    for (size_t i = 0; i < sp_bandwidth_result_get_link_count(r); i++) {
+        const sp_link_result *l = sp_bandwidth_result_get_link(r, i);
         printf("%-24s %12.3f %14.3f %10.4f %12.3f\n", l->label, l->fit.latency_us,
                l->fit.bandwidth_GBps, l->fit.r2, l->fit.peak_GBps);
     }
-    if (*sp_bandwidth_result_timing(r))
-        printf("timing: %s\n", sp_bandwidth_result_timing(r));
-    if (*sp_bandwidth_result_note(r))
-        printf("note: %s\n", sp_bandwidth_result_note(r));
+    if (*sp_bandwidth_result_get_timing(r))
+        printf("timing: %s\n", sp_bandwidth_result_get_timing(r));
+    if (*sp_bandwidth_result_get_note(r))
+        printf("note: %s\n", sp_bandwidth_result_get_note(r));
     if (written)
         printf("wrote %s\n", written);
 }
 
 /* A straight line through caches and memory is a compromise: say when it is a poor one. */
 static void warn_poor_fits(const sp_bandwidth_result *r) {
-    size_t poor = 0, n = sp_bandwidth_result_link_count(r);
+    size_t poor = 0, n = sp_bandwidth_result_get_link_count(r);
     double worst_r2 = 1;
     for (size_t i = 0; i < n; i++) {
-        const sp_link_fit *f = &sp_bandwidth_result_link(r, i)->fit;
+        const sp_link_fit *f = &sp_bandwidth_result_get_link(r, i)->fit;
         double ratio = f->bandwidth_GBps / f->peak_GBps;
         if (f->r2 < 0.9 || ratio < 0.5 || ratio > 2) {
             poor++;
@@ -157,7 +157,7 @@ int cmd_bandwidth(int argc, char **argv) {
     sp_bandwidth_result *r = NULL;
     sp_status st =
         cuda ? sp_bandwidth_measure_cuda(ctx, &opts, &r) : sp_bandwidth_measure_cpu(ctx, &opts, &r);
-    const char *json = sp_bandwidth_result_json(r);
+    const char *json = sp_bandwidth_result_get_json(r);
     if (st == SP_OK && output)
         st = sp_write_file_atomic(ctx, output, json, strlen(json));
     int code = CLI_EXIT_OK;

@@ -68,8 +68,8 @@ const struct cli_command_help cmd_check_help = {
 
 /* GitHub Actions annotations: one line each, so newlines and percent signs are escaped */
 static void print_annotations(const sp_check_result *r) {
-    for (size_t i = 0; i < sp_check_criterion_count(r); i++) {
-        const sp_check_criterion *c = sp_check_criterion_get(r, i);
+    for (size_t i = 0; i < sp_check_get_criterion_count(r); i++) {
+        const sp_check_criterion *c = sp_check_get_criterion(r, i);
         if (c->passed || c->skipped)
             continue;
         printf("::error title=stagepart check: %s::", c->name);
@@ -136,14 +136,14 @@ int cmd_check(int argc, char **argv) {
     opts.plan_name = plan_path;
     if ((st = sp_check(ctx, plan, profile, &opts, &r)) != SP_OK)
         goto out;
-    size_t n = sp_check_criterion_count(r), failed = sp_check_failed_count(r);
+    size_t n = sp_check_get_criterion_count(r), failed = sp_check_get_failed_count(r);
     if (json) {
         if ((st = sp_check_to_json(ctx, r, &text)) != SP_OK)
             goto out;
         fputs(text, stdout);
     } else {
         for (size_t i = 0; i < n; i++) {
-            const sp_check_criterion *c = sp_check_criterion_get(r, i);
+            const sp_check_criterion *c = sp_check_get_criterion(r, i);
             printf("%s  %-18s %s\n",
                    c->skipped  ? "SKIP"
                    : c->passed ? "PASS"
@@ -158,9 +158,9 @@ int cmd_check(int argc, char **argv) {
     if (junit && (st = sp_check_write_junit(ctx, r, junit)) != SP_OK)
         goto out;
 out:;
-    int code = st != SP_OK                ? cli_report(ctx, st, json && !r)
-               : sp_check_failed_count(r) ? CLI_EXIT_CHECK_FAILED
-                                          : CLI_EXIT_OK;
+    int code = st != SP_OK                    ? cli_report(ctx, st, json && !r)
+               : sp_check_get_failed_count(r) ? CLI_EXIT_CHECK_FAILED
+                                              : CLI_EXIT_OK;
     sp_free(text);
     sp_check_destroy(r);
     sp_plan_destroy(plan);

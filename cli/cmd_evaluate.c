@@ -78,7 +78,7 @@ static bool parse_list(const char *opt, const char *text, size_t **out, size_t *
 
 static void print_comparison(const sp_plan *yours, const sp_plan *best, double gain) {
     const sp_plan_summary *a = sp_plan_get_summary(yours), *b = sp_plan_get_summary(best);
-    printf("%s: %u stages%s, %s, %u micro-batches\n\n", sp_plan_model(yours), a->stages,
+    printf("%s: %u stages%s, %s, %u micro-batches\n\n", sp_plan_get_model(yours), a->stages,
            a->chunks > 1 ? " (interleaved)" : "", sp_schedule_name(a->schedule.schedule),
            a->micro_batches);
     printf("%-10s %14s %10s %12s %10s %14s\n", "", "bottleneck ms", "at stage", "imbalance",
@@ -168,9 +168,9 @@ static int run(int argc, char **argv, const char *command) {
     if (output) {
         char *cmdline = cli_command_line(argc, argv);
         if (cmdline)
-            sp_plan_set_command(ctx, sp_evaluation_yours(e), cmdline);
+            sp_plan_set_command(ctx, sp_evaluation_get_yours(e), cmdline);
         free(cmdline);
-        if ((st = sp_plan_write(ctx, sp_evaluation_yours(e), output)) != SP_OK)
+        if ((st = sp_plan_write(ctx, sp_evaluation_get_yours(e), output)) != SP_OK)
             goto report;
     }
     if (json) {
@@ -178,7 +178,8 @@ static int run(int argc, char **argv, const char *command) {
             goto report;
         fputs(text, stdout);
     } else {
-        print_comparison(sp_evaluation_yours(e), sp_evaluation_optimal(e), sp_evaluation_gain(e));
+        print_comparison(sp_evaluation_get_yours(e), sp_evaluation_get_optimal(e),
+                         sp_evaluation_get_gain(e));
         if (output)
             printf("wrote %s\n", output);
     }

@@ -101,12 +101,12 @@ static void bar(char *buf, size_t width, double share) {
 static void print_table(const sp_plan *plan, const sp_profile *profile, const char *written) {
     const sp_plan_summary *m = sp_plan_get_summary(plan);
     printf("%s: %zu layers -> %u stages (solver %s, objective %s%s, %u micro-batches)\n\n",
-           sp_plan_model(plan), sp_profile_layer_count(profile), m->stages,
+           sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages,
            sp_solver_name(m->solver), sp_objective_name(m->objective),
            m->optimal ? ", optimal" : "", m->micro_batches);
     size_t namew = 6;
-    for (size_t s = 0; s < sp_plan_stage_count(plan); s++) {
-        const sp_stage *st = sp_plan_stage(plan, s);
+    for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++) {
+        const sp_stage *st = sp_plan_get_stage(plan, s);
         size_t w = strlen(st->first_name) + strlen(st->last_name) + 4;
         if (w > namew)
             namew = w;
@@ -122,21 +122,21 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
                "per micro-batch (one way, summed)\n",
                m->transfer_ms);
         for (size_t s = 0; s < m->stages; s++) /* chunks follow their stage's device */
-            printf("%s%zu -> %s", s ? ", " : "  ", s, sp_plan_stage(plan, s)->device_name);
+            printf("%s%zu -> %s", s ? ", " : "  ", s, sp_plan_get_stage(plan, s)->device_name);
         printf("\n\n");
     }
     printf("stage  %-*s %6s %10s %10s %10s %10s  share of bottleneck\n", (int)namew, "layers",
            "count", "fwd ms", "bwd ms", "time ms", "memory");
-    for (size_t s = 0; s < sp_plan_stage_count(plan); s++) {
-        const sp_stage *st = sp_plan_stage(plan, s);
+    for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++) {
+        const sp_stage *st = sp_plan_get_stage(plan, s);
         char range[256], mem[16], b[21];
         if (st->first_layer == st->last_layer)
             snprintf(range, sizeof range, "%s", st->first_name);
         else
             snprintf(range, sizeof range, "%s .. %s", st->first_name, st->last_name);
         double device_ms = 0; /* the stage's device load: itself, or the sum of its chunks */
-        for (size_t k = s % m->stages; k < sp_plan_stage_count(plan); k += m->stages)
-            device_ms += sp_plan_stage(plan, k)->time_ms;
+        for (size_t k = s % m->stages; k < sp_plan_get_stage_count(plan); k += m->stages)
+            device_ms += sp_plan_get_stage(plan, k)->time_ms;
         bar(b, 20, m->bottleneck_ms > 0 ? device_ms / m->bottleneck_ms : 1.0);
         printf("%5zu  %-*.*s %6zu %10.3f %10.3f %10.3f %10s  %s %3.0f%%\n", s, (int)namew,
                (int)namew, range, st->last_layer - st->first_layer + 1, st->fwd_ms, st->bwd_ms,
@@ -164,7 +164,7 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
         printf("even split  %.3f ms: same bottleneck as an even split of layers\n",
                m->even_split_bottleneck_ms);
     size_t n_search = 0;
-    const sp_mb_point *search = sp_plan_micro_batch_search(plan, &n_search);
+    const sp_mb_point *search = sp_plan_get_micro_batch_search(plan, &n_search);
     if (n_search) {
         printf("micro-batches searched for %.1f%% efficiency (%s):", 100 * m->target_efficiency,
                sp_schedule_name(m->schedule.schedule));
@@ -303,7 +303,7 @@ int cmd_partition(int argc, char **argv) {
     if (memory_text) {
         st = sp_parse_bytes(ctx, memory_text, &opts.memory_limit_bytes);
         if (st != SP_OK) {
-            code = cli_usage_error("partition", "--memory-limit: %s", sp_ctx_errmsg(ctx));
+            code = cli_usage_error("partition", "--memory-limit: %s", sp_ctx_get_errmsg(ctx));
             goto out;
         }
         if (opts.memory_limit_bytes == 0) {

@@ -99,7 +99,7 @@ const struct cli_command_help cmd_run_help = {
 static void print_table(const sp_run *run, const sp_plan *plan) {
     const sp_run_summary *S = sp_run_get_summary(run);
     printf("%s: %u stages, %s, %u micro-batches of %u, %u steps after %u warm-up, ",
-           sp_plan_model(plan), S->stages, sp_schedule_name(S->schedule), S->micro_batches,
+           sp_plan_get_model(plan), S->stages, sp_schedule_name(S->schedule), S->micro_batches,
            S->micro_batch_size, S->steps, S->warmup_steps);
     if (S->transport == SP_TRANSPORT_MPI)
         printf("one MPI rank per stage\n\n");
@@ -112,7 +112,7 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
            "busy ms", "planned ms", "error", "wait prev", "wait next", "copies", "memory");
     for (uint32_t s = 0; s < S->stages; s++) {
         const sp_run_stage *r = sp_run_get_stage(run, s);
-        const sp_stage *p = sp_plan_stage(plan, s);
+        const sp_stage *p = sp_plan_get_stage(plan, s);
         char layers[64], mem[16];
         snprintf(layers, sizeof layers, "%s .. %s", p->first_name, p->last_name);
         printf("%5u  %-24.24s %4d %11.3f %11.3f %+6.1f%% %10.3f %10.3f %9.3f %10s\n", s, layers,
@@ -292,9 +292,9 @@ int cmd_run(int argc, char **argv) {
     if (st == SP_OK && output && reporter)
         st = sp_write_file_atomic(ctx, output, report, strlen(report));
     if (st == SP_OK && trace && reporter)
-        st = sp_sim_write_trace(ctx, sp_run_timeline(run), trace);
+        st = sp_sim_write_trace(ctx, sp_run_get_timeline(run), trace);
     if (st == SP_OK && svg && reporter)
-        st = sp_sim_write_svg(ctx, sp_run_timeline(run), NULL, svg);
+        st = sp_sim_write_svg(ctx, sp_run_get_timeline(run), NULL, svg);
     int code = CLI_EXIT_OK;
     if (!reporter) {
         code = st == SP_OK                ? CLI_EXIT_OK

@@ -50,7 +50,7 @@ static void print_table(const sp_sim *sim, const char *model) {
     printf("ideal       %.3f ms (the busiest device's work)\n\n", m->ideal_ms);
     printf("device %11s %11s %11s %11s %9s %12s\n", "busy ms", "idle ms", "first ms", "last ms",
            "in flight", "peak memory");
-    for (size_t d = 0; d < sp_sim_device_count(sim); d++) {
+    for (size_t d = 0; d < sp_sim_get_device_count(sim); d++) {
         const sp_sim_device *dv = sp_sim_get_device(sim, d);
         char mem[16];
         printf("%6zu %11.3f %11.3f %11.3f %11.3f %9u %12s\n", d, dv->busy_ms, dv->idle_ms,
@@ -130,7 +130,7 @@ int cmd_simulate(int argc, char **argv) {
         fputs(text, stdout);
         sp_free(text);
     } else {
-        print_table(sim, sp_plan_model(plan));
+        print_table(sim, sp_plan_get_model(plan));
         if (trace)
             printf("wrote       %s (open in https://ui.perfetto.dev or chrome://tracing)\n", trace);
         if (svg)

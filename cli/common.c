@@ -32,7 +32,7 @@ int cli_exit_code(sp_status status) {
 }
 
 int cli_report(sp_ctx *ctx, sp_status status, bool json) {
-    const char *msg = sp_ctx_errmsg(ctx);
+    const char *msg = sp_ctx_get_errmsg(ctx);
     if (!msg || !*msg)
         msg = sp_strerror(status);
     const char *line = msg;
@@ -60,7 +60,7 @@ int cli_report(sp_ctx *ctx, sp_status status, bool json) {
 }
 
 void cli_print_warnings(const sp_ctx *ctx) {
-    const char *line = sp_ctx_warnings(ctx);
+    const char *line = sp_ctx_get_warnings(ctx);
     while (line && *line) {
         const char *nl = strchr(line, '\n');
         int len = nl ? (int)(nl - line) : (int)strlen(line);

@@ -113,7 +113,7 @@ static int cmd_version(int argc, char **argv) {
         if (st == SP_OK)
             printf("cuda devices: %d\n", devices);
         else if (st != SP_ERR_UNSUPPORTED)
-            printf("cuda devices: none (%s)\n", sp_ctx_errmsg(ctx));
+            printf("cuda devices: none (%s)\n", sp_ctx_get_errmsg(ctx));
         sp_ctx_destroy(ctx);
     }
     return CLI_EXIT_OK;
@@ -141,7 +141,8 @@ static int set_memory_budget(void) {
             return CLI_EXIT_INTERNAL;
         sp_status st = strcmp(env, "none") == 0 ? SP_OK : sp_parse_bytes(ctx, env, &bytes);
         if (st != SP_OK)
-            fprintf(stderr, "stagepart: error: STAGEPART_MEMORY_BUDGET: %s\n", sp_ctx_errmsg(ctx));
+            fprintf(stderr, "stagepart: error: STAGEPART_MEMORY_BUDGET: %s\n",
+                    sp_ctx_get_errmsg(ctx));
         sp_ctx_destroy(ctx);
         if (st != SP_OK)
             return CLI_EXIT_USAGE;

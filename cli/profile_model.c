@@ -29,7 +29,7 @@ static void print_table(const sp_model *model, const sp_model_layer_timing *t,
     printf("%-14s %-12s %10s %10s %10s %6s %10s %10s\n", "layer", "kind", "fwd ms", "bwd ms",
            "wgrad ms", "cv", "saved", "params");
     sp_model_layer_info L;
-    for (size_t i = 0; sp_model_layer_get(model, i, &L); i++) {
+    for (size_t i = 0; sp_model_get_layer(model, i, &L); i++) {
         char saved[16], params[16];
         printf("%-14.14s %-12.12s %10.3f %10.3f %10.3f %5.1f%% %10s %10s\n", L.name, L.kind,
                t[i].fwd_ms, t[i].bwd_ms, t[i].wgrad_ms, 100 * t[i].cv,
@@ -137,7 +137,7 @@ int cli_profile_model_run(const struct cli_profile_model_args *a) {
     if (st == SP_OK && a->output)
         st = sp_write_file_atomic(ctx, a->output, json, strlen(json));
     if (st == SP_ERR_INTERRUPTED) {
-        fprintf(stderr, "stagepart: interrupted: %s; no profile written\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "stagepart: interrupted: %s; no profile written\n", sp_ctx_get_errmsg(ctx));
         code = CLI_EXIT_INTERRUPTED;
     } else if (st != SP_OK) {
         code = cli_report(ctx, st, false);

@@ -30,7 +30,7 @@ void sp_ctx_destroy(sp_ctx *ctx) {
     sp_free(ctx);
 }
 
-const char *sp_ctx_errmsg(const sp_ctx *ctx) {
+const char *sp_ctx_get_errmsg(const sp_ctx *ctx) {
     if (!ctx)
         return "";
     const char *msg = sp_strbuf_str(&ctx->err);
@@ -38,7 +38,7 @@ const char *sp_ctx_errmsg(const sp_ctx *ctx) {
     return *msg || ctx->status == SP_OK ? msg : sp_strerror(ctx->status);
 }
 
-const char *sp_ctx_warnings(const sp_ctx *ctx) {
+const char *sp_ctx_get_warnings(const sp_ctx *ctx) {
     return ctx ? sp_strbuf_str(&ctx->warn) : "";
 }
 

@@ -18,10 +18,10 @@ void sp_devices_destroy(sp_devices *d) {
     sp_free(d->info);
     sp_free(d);
 }
-size_t sp_devices_count(const sp_devices *d) {
+size_t sp_devices_get_count(const sp_devices *d) {
     return d ? d->n : 0;
 }
-const sp_device_info *sp_devices_get(const sp_devices *d, size_t i) {
+const sp_device_info *sp_devices_get_device(const sp_devices *d, size_t i) {
     return d && i < d->n ? &d->info[i] : NULL;
 }
 

@@ -27,7 +27,7 @@ sp_status sp_devices_select(sp_ctx *ctx, const sp_devices *src, const size_t *id
                             sp_devices **out);
 sp_status sp_links_select(sp_ctx *ctx, const sp_links *src, const size_t *idx, size_t n,
                           sp_links **out);
-/* sp_links_find: the index of the device called `name` in links, sp_links_count(links) when
+/* sp_links_find: the index of the device called `name` in links, sp_links_get_count(links) when
  * the links file does not name it (links are matched to devices by name). */
 size_t sp_links_find(const sp_links *links, const char *name);
 

@@ -19,15 +19,15 @@ void sp_links_destroy(sp_links *l) {
     sp_free(l->latency_us);
     sp_free(l);
 }
-size_t sp_links_count(const sp_links *l) {
+size_t sp_links_get_count(const sp_links *l) {
     return l ? l->n : 0;
 }
-const char *sp_links_name(const sp_links *l, size_t i) {
+const char *sp_links_get_name(const sp_links *l, size_t i) {
     return l && i < l->n ? l->names[i] : NULL;
 }
 size_t sp_links_find(const sp_links *l, const char *name) {
     size_t k = 0;
-    while (k < sp_links_count(l) && strcmp(l->names[k], name) != 0)
+    while (k < sp_links_get_count(l) && strcmp(l->names[k], name) != 0)
         k++;
     return k;
 }

@@ -162,13 +162,13 @@ sp_status sp_layout_groups(sp_ctx *ctx, size_t n, const char *const *kinds,
 
 static sp_status profile_groups(sp_ctx *ctx, const sp_profile *profile, size_t *e_end,
                                 size_t *l_start) {
-    size_t n = sp_profile_layer_count(profile);
+    size_t n = sp_profile_get_layer_count(profile);
     const char **kinds = sp_mallocarray(n, sizeof *kinds),
                **names = sp_mallocarray(n, sizeof *names);
     sp_status st = kinds && names ? SP_OK : sp_oom(ctx, "reading a layout");
     for (size_t l = 0; st == SP_OK && l < n; l++) {
-        kinds[l] = sp_profile_layer(profile, l)->kind;
-        names[l] = sp_profile_layer(profile, l)->name;
+        kinds[l] = sp_profile_get_layer(profile, l)->kind;
+        names[l] = sp_profile_get_layer(profile, l)->name;
     }
     if (st == SP_OK)
         st = sp_layout_groups(ctx, n, kinds, names, e_end, l_start);
@@ -193,7 +193,7 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
     struct sp_layout lay;
     if ((st = sp_layout_parse(ctx, layout, &lay)) != SP_OK)
         return st;
-    size_t n = sp_profile_layer_count(profile), decoders = l_start - e_end;
+    size_t n = sp_profile_get_layer_count(profile), decoders = l_start - e_end;
     size_t *first = sp_mallocarray(lay.segments, sizeof *first);
     if (!first) {
         sp_layout_release(&lay);

@@ -49,22 +49,22 @@ sp_status sp_plan_set_devices(sp_ctx *ctx, sp_plan *plan, const uint32_t *device
 const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan) {
     return plan ? &plan->summary : NULL;
 }
-size_t sp_plan_stage_count(const sp_plan *plan) {
+size_t sp_plan_get_stage_count(const sp_plan *plan) {
     return plan ? plan->n_stages : 0;
 }
-const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i) {
+const sp_stage *sp_plan_get_stage(const sp_plan *plan, size_t i) {
     return (plan && i < plan->n_stages) ? &plan->stages[i] : NULL;
 }
-const char *sp_plan_model(const sp_plan *plan) {
+const char *sp_plan_get_model(const sp_plan *plan) {
     return plan ? plan->model : "";
 }
-size_t sp_plan_layer_count(const sp_plan *plan) {
+size_t sp_plan_get_layer_count(const sp_plan *plan) {
     return plan ? plan->n_layers : 0;
 }
-const char *sp_plan_layer_name(const sp_plan *plan, size_t i) {
+const char *sp_plan_get_layer_name(const sp_plan *plan, size_t i) {
     return plan && plan->layer_names && i < plan->n_layers ? plan->layer_names[i] : NULL;
 }
-const char *sp_plan_layer_kind(const sp_plan *plan, size_t i) {
+const char *sp_plan_get_layer_kind(const sp_plan *plan, size_t i) {
     return plan && plan->layer_kinds && i < plan->n_layers ? plan->layer_kinds[i] : NULL;
 }
 
@@ -91,7 +91,7 @@ sp_status sp_plan_set_layers(sp_ctx *ctx, sp_plan *plan, size_t n, const char *c
     return SP_OK;
 }
 
-const sp_mb_point *sp_plan_micro_batch_search(const sp_plan *plan, size_t *count) {
+const sp_mb_point *sp_plan_get_micro_batch_search(const sp_plan *plan, size_t *count) {
     *count = plan ? plan->n_search : 0;
     return plan ? plan->search : NULL;
 }
@@ -110,6 +110,6 @@ sp_status sp_plan_set_command(sp_ctx *ctx, sp_plan *plan, const char *command) {
     return SP_OK;
 }
 
-bool sp_plan_layer_recomputed(const sp_plan *plan, size_t i) {
+bool sp_plan_get_layer_recomputed(const sp_plan *plan, size_t i) {
     return plan && plan->recomputed && i < plan->n_layers && plan->recomputed[i];
 }

@@ -36,26 +36,26 @@ void sp_profile_destroy(sp_profile *p) {
     sp_free(p);
 }
 
-const sp_devices *sp_profile_devices(const sp_profile *p) {
+const sp_devices *sp_profile_get_devices(const sp_profile *p) {
     return p ? p->devices : NULL;
 }
 
-size_t sp_profile_layer_count(const sp_profile *p) {
+size_t sp_profile_get_layer_count(const sp_profile *p) {
     return p ? p->n_layers : 0;
 }
-const sp_layer *sp_profile_layer(const sp_profile *p, size_t i) {
+const sp_layer *sp_profile_get_layer(const sp_profile *p, size_t i) {
     return (p && i < p->n_layers) ? &p->layers[i] : NULL;
 }
-const char *sp_profile_model(const sp_profile *p) {
+const char *sp_profile_get_model(const sp_profile *p) {
     return p ? p->model : "";
 }
-const char *sp_profile_source(const sp_profile *p) {
+const char *sp_profile_get_source(const sp_profile *p) {
     return p && p->source ? p->source : "";
 }
-uint64_t sp_profile_micro_batch_size(const sp_profile *p) {
+uint64_t sp_profile_get_micro_batch_size(const sp_profile *p) {
     return p ? p->micro_batch_size : 0;
 }
-const char *sp_profile_sha256(const sp_profile *p) {
+const char *sp_profile_get_sha256(const sp_profile *p) {
     return p ? p->sha256 : "";
 }
 

@@ -43,7 +43,7 @@ void sp_model_get_info(const sp_model *m, sp_model_info *out) {
         out->param_count += m->layers[i].param_elems;
 }
 
-bool sp_model_layer_get(const sp_model *m, size_t i, sp_model_layer_info *out) {
+bool sp_model_get_layer(const sp_model *m, size_t i, sp_model_layer_info *out) {
     if (!m || i >= m->n_layers)
         return false;
     const struct sp_model_layer *L = &m->layers[i];

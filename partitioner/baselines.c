@@ -40,24 +40,24 @@ static size_t nearest_position(const struct sp_chain *c, size_t target, size_t k
  * *count = n when every layer counts. */
 static sp_status block_layers(sp_ctx *ctx, const sp_profile *profile, uint32_t stages, size_t **out,
                               size_t *count) {
-    size_t n = sp_profile_layer_count(profile);
+    size_t n = sp_profile_get_layer_count(profile);
     *out = NULL;
     *count = n;
     /* most frequent non-empty kind: kinds repeat in runs, so count by first occurrence */
     const char *best = NULL;
     size_t best_count = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *kind = sp_profile_layer(profile, i)->kind;
+        const char *kind = sp_profile_get_layer(profile, i)->kind;
         if (!*kind || (best && strcmp(kind, best) == 0))
             continue;
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++)
-            seen = strcmp(sp_profile_layer(profile, j)->kind, kind) == 0;
+            seen = strcmp(sp_profile_get_layer(profile, j)->kind, kind) == 0;
         if (seen)
             continue;
         size_t k = 0;
         for (size_t j = i; j < n; j++)
-            k += strcmp(sp_profile_layer(profile, j)->kind, kind) == 0;
+            k += strcmp(sp_profile_get_layer(profile, j)->kind, kind) == 0;
         if (k > best_count) {
             best = kind;
             best_count = k;
@@ -72,7 +72,7 @@ static sp_status block_layers(sp_ctx *ctx, const sp_profile *profile, uint32_t s
         return sp_oom(ctx, "making the uniform split");
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(sp_profile_layer(profile, i)->kind, best) == 0)
+        if (strcmp(sp_profile_get_layer(profile, i)->kind, best) == 0)
             idx[k++] = i;
     *out = idx;
     *count = best_count;
@@ -86,7 +86,7 @@ sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t sta
     sp_status st = sp_chain_init(ctx, &c, profile, &model);
     if (st != SP_OK)
         return st;
-    size_t n = sp_profile_layer_count(profile), last = c.n_pos - 1;
+    size_t n = sp_profile_get_layer_count(profile), last = c.n_pos - 1;
     if (last < stages) {
         sp_chain_release(&c);
         return SP_ERR_INFEASIBLE;

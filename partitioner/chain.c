@@ -73,10 +73,10 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
     memset(c, 0, sizeof *c);
     enum sp_chain_weight weight = model->weight;
     uint32_t stages = model->stages, micro_batches = model->micro_batches;
-    size_t n = sp_profile_layer_count(profile);
+    size_t n = sp_profile_get_layer_count(profile);
     size_t n_pos = 1;
     for (size_t l = 0; l + 1 < n; l++)
-        n_pos += sp_profile_layer(profile, l)->cut_after;
+        n_pos += sp_profile_get_layer(profile, l)->cut_after;
     n_pos += 1;
     c->n_pos = n_pos;
     c->p = stages;
@@ -125,7 +125,7 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
     c->mem[0] = 0;
     c->saved[0] = 0;
     for (size_t l = 0; l < n; l++) {
-        const sp_layer *L = sp_profile_layer(profile, l);
+        const sp_layer *L = sp_profile_get_layer(profile, l);
         if (weight == SP_WEIGHT_TIME) {
             int64_t f = sp_layer_fwd_ticks(L);
             w += f + sp_layer_bwd_ticks(L);

@@ -60,7 +60,7 @@ bool sp_chunk_memory_fits(const struct sp_chunk_memory *cm, const sp_profile *pr
         for (uint32_t ch = 0; ch < cm->V; ch++) {
             uint32_t k = ch * cm->P + d;
             for (size_t l = bounds[k]; l < bounds[k + 1]; l++) {
-                const sp_layer *L = sp_profile_layer(profile, l);
+                const sp_layer *L = sp_profile_get_layer(profile, l);
                 need += L->memory_bytes;
                 if (!(recompute && recompute[l]))
                     need += (sp_u128)cm->held[i * cm->V + ch] * L->saved_bytes;
@@ -84,8 +84,8 @@ void sp_chunk_memory_trim(const struct sp_chunk_memory *cm, const sp_profile *pr
                         continue;
                     recompute[l] = false;
                     if (sp_chunk_memory_fits(cm, profile, bounds, recompute, d) &&
-                        (best == SIZE_MAX || sp_profile_layer(profile, l)->recompute_ms >
-                                                 sp_profile_layer(profile, best)->recompute_ms))
+                        (best == SIZE_MAX || sp_profile_get_layer(profile, l)->recompute_ms >
+                                                 sp_profile_get_layer(profile, best)->recompute_ms))
                         best = l;
                     recompute[l] = true;
                 }

@@ -13,15 +13,15 @@
 static sp_status copy_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *profile) {
     size_t total = 0;
     for (size_t s = 0; s < plan->n_stages; s++)
-        total += strlen(sp_profile_layer(profile, plan->stages[s].first_layer)->name) +
-                 strlen(sp_profile_layer(profile, plan->stages[s].last_layer)->name) + 2;
+        total += strlen(sp_profile_get_layer(profile, plan->stages[s].first_layer)->name) +
+                 strlen(sp_profile_get_layer(profile, plan->stages[s].last_layer)->name) + 2;
     plan->names = sp_malloc(total);
     if (!plan->names)
         return sp_oom(ctx, "building a plan");
     char *w = plan->names;
     for (size_t s = 0; s < plan->n_stages; s++) {
-        const char *a = sp_profile_layer(profile, plan->stages[s].first_layer)->name;
-        const char *b = sp_profile_layer(profile, plan->stages[s].last_layer)->name;
+        const char *a = sp_profile_get_layer(profile, plan->stages[s].first_layer)->name;
+        const char *b = sp_profile_get_layer(profile, plan->stages[s].last_layer)->name;
         size_t la = strlen(a) + 1, lb = strlen(b) + 1;
         memcpy(w, a, la);
         plan->stages[s].first_name = w;
@@ -35,13 +35,13 @@ static sp_status copy_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *profil
 
 /* Stage k's device is k mod P of the list (or unnamed without one). */
 static sp_status name_devices(sp_ctx *ctx, sp_plan *plan, const sp_devices *list) {
-    if (list && sp_devices_count(list) < plan->summary.stages)
+    if (list && sp_devices_get_count(list) < plan->summary.stages)
         list = NULL;
     const char **names = list ? sp_mallocarray(plan->n_stages, sizeof *names) : NULL;
     if (list && !names)
         return sp_oom(ctx, "recording the stages' devices");
     for (size_t k = 0; names && k < plan->n_stages; k++)
-        names[k] = sp_devices_get(list, plan->stages[k].device)->name;
+        names[k] = sp_devices_get_device(list, plan->stages[k].device)->name;
     sp_status st = sp_plan_set_devices(ctx, plan, NULL, names);
     sp_free(names);
     return st;
@@ -56,7 +56,7 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
                                   const sp_partition_opts *opts, const double *speed,
                                   const size_t *bounds, const bool *recompute, sp_plan **out) {
     *out = NULL;
-    size_t n = sp_profile_layer_count(profile);
+    size_t n = sp_profile_get_layer_count(profile);
     uint32_t p = opts->stages, V = opts->chunks > 1 ? opts->chunks : 1, K = p * V;
     sp_plan *plan = sp_calloc(1, sizeof *plan);
     if (!plan)
@@ -64,18 +64,18 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
     plan->n_stages = K;
     plan->n_layers = n;
     plan->stages = sp_calloc(K, sizeof *plan->stages);
-    plan->model = sp_strdup(sp_profile_model(profile));
+    plan->model = sp_strdup(sp_profile_get_model(profile));
     int64_t *device_ticks = sp_calloc(p, sizeof *device_ticks);
     if (!plan->stages || !plan->model || !device_ticks) {
         sp_free(device_ticks);
         sp_plan_destroy(plan);
         return sp_oom(ctx, "building a plan");
     }
-    memcpy(plan->profile_sha256, sp_profile_sha256(profile), sizeof plan->profile_sha256);
+    memcpy(plan->profile_sha256, sp_profile_get_sha256(profile), sizeof plan->profile_sha256);
 
     int64_t total_ticks = 0, heaviest_layer = 0;
     for (size_t l = 0; l < n; l++) {
-        int64_t t = sp_layer_ticks(sp_profile_layer(profile, l));
+        int64_t t = sp_layer_ticks(sp_profile_get_layer(profile, l));
         total_ticks += t;
         if (t > heaviest_layer)
             heaviest_layer = t;
@@ -92,7 +92,7 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         int64_t fwd = 0, bwd = 0, wgrad = 0, rc = 0;
         bool have_wgrad = true;
         for (size_t l = bounds[k]; l < bounds[k + 1]; l++) {
-            const sp_layer *L = sp_profile_layer(profile, l);
+            const sp_layer *L = sp_profile_get_layer(profile, l);
             fwd += sp_layer_fwd_ticks(L);
             bwd += sp_layer_bwd_ticks(L);
             bool again = recompute && recompute[l] && L->recompute_ms >= 0;
@@ -119,11 +119,12 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
             if (k > 0)
                 comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(
                                 opts->links, (k - 1) % p, d,
-                                sp_profile_layer(profile, bounds[k] - 1)->activation_bytes));
+                                sp_profile_get_layer(profile, bounds[k] - 1)->activation_bytes));
             if (k + 1 < K)
-                comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(
-                                opts->links, d, (k + 1) % p,
-                                sp_profile_layer(profile, bounds[k + 1] - 1)->activation_bytes));
+                comm +=
+                    2 * sp_ms_to_ticks(sp_links_transfer_ms(
+                            opts->links, d, (k + 1) % p,
+                            sp_profile_get_layer(profile, bounds[k + 1] - 1)->activation_bytes));
         }
         st->fwd_ms = sp_ticks_to_ms(fwd);
         st->bwd_ms = sp_ticks_to_ms(bwd);
@@ -133,7 +134,7 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         st->wgrad_ms = have_wgrad ? sp_ticks_to_ms(wgrad < bwd ? wgrad : bwd) : -1.0;
         st->send_ms = 0;
         if (opts->links && k + 1 < K) {
-            uint64_t bytes = sp_profile_layer(profile, bounds[k + 1] - 1)->activation_bytes;
+            uint64_t bytes = sp_profile_get_layer(profile, bounds[k + 1] - 1)->activation_bytes;
             st->send_ms = sp_links_transfer_ms(opts->links, d, (k + 1) % p, bytes);
         }
         st->inflight = sp_stage_inflight(k, p, opts->micro_batches);
@@ -232,7 +233,8 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
     sum->placement = SP_PLACEMENT_ORDER;
     sp_status st = copy_names(ctx, plan, profile);
     if (st == SP_OK) /* the stages' device names, when the devices are known */
-        st = name_devices(ctx, plan, opts->devices ? opts->devices : sp_profile_devices(profile));
+        st = name_devices(ctx, plan,
+                          opts->devices ? opts->devices : sp_profile_get_devices(profile));
     bool any_recompute = false;
     for (size_t l = 0; recompute && l < n; l++)
         any_recompute |= recompute[l];
@@ -250,8 +252,8 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
             st = sp_oom(ctx, "recording layer names");
         } else {
             for (size_t l = 0; l < n; l++) {
-                names[l] = sp_profile_layer(profile, l)->name;
-                kinds[l] = sp_profile_layer(profile, l)->kind;
+                names[l] = sp_profile_get_layer(profile, l)->name;
+                kinds[l] = sp_profile_get_layer(profile, l)->kind;
             }
             st = sp_plan_set_layers(ctx, plan, n, names, kinds);
         }

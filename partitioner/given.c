@@ -22,22 +22,22 @@ static sp_status devices_placed_as(sp_ctx *ctx, const sp_plan *placed, const sp_
     if (!device)
         return sp_oom(ctx, "placing stages");
     sp_status st = SP_OK;
-    if (!list || sp_plan_stage_count(placed) < stages)
+    if (!list || sp_plan_get_stage_count(placed) < stages)
         st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                      "placing stages as a plan did needs its devices and its %u stages", stages);
     for (uint32_t s = 0; st == SP_OK && s < stages; s++) {
-        device[s] = sp_plan_stage(placed, s)->device;
-        if (device[s] >= sp_devices_count(list))
+        device[s] = sp_plan_get_stage(placed, s)->device;
+        if (device[s] >= sp_devices_get_count(list))
             st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                          "the plan places stage %u on device %zu; the device list has %zu", s,
-                         device[s], sp_devices_count(list));
+                         device[s], sp_devices_get_count(list));
     }
     if (st == SP_OK && links && !(link = sp_mallocarray(stages, sizeof *link)))
         st = sp_oom(ctx, "placing stages");
     for (uint32_t s = 0; st == SP_OK && link && s < stages; s++) {
-        const char *name = sp_devices_get(list, device[s])->name;
+        const char *name = sp_devices_get_device(list, device[s])->name;
         link[s] = sp_links_find(links, name);
-        if (link[s] == sp_links_count(links))
+        if (link[s] == sp_links_get_count(links))
             st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                          "device '%s' (stage %u) has no entry in the links file (its \"devices\" "
                          "must name every device the plan uses)",
@@ -75,7 +75,7 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
         o.micro_batches = 4 * o.stages;
     if (o.chunks > 1)
         o.schedule = SP_SCHEDULE_INTERLEAVED;
-    size_t n = sp_profile_layer_count(profile);
+    size_t n = sp_profile_get_layer_count(profile);
     if (o.stages < 1 || (uint64_t)o.stages * o.chunks != count || count > SP_MAX_STAGES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "the split has %zu stages; expected stages x chunks = %u x %u", count,
@@ -101,16 +101,16 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
                          "%zu; the profile has %zu layers): every stage needs at least one layer",
                          s, bounds[s], bounds[s + 1], n);
     for (size_t s = 1; st == SP_OK && s < count; s++)
-        if (!sp_profile_layer(profile, bounds[s] - 1)->cut_after)
+        if (!sp_profile_get_layer(profile, bounds[s] - 1)->cut_after)
             sp_warn(ctx, "stage %zu starts after layer '%s', which has cut_after: false", s,
-                    sp_profile_layer(profile, bounds[s] - 1)->name);
+                    sp_profile_get_layer(profile, bounds[s] - 1)->name);
     sp_devices *placed_devices = NULL; /* with opts->placed_as: stage s's device at s */
     sp_links *placed_links = NULL;
     size_t *placed_index = NULL;
     if (st == SP_OK && o.placed_as) {
-        st =
-            devices_placed_as(ctx, o.placed_as, o.devices ? o.devices : sp_profile_devices(profile),
-                              o.links, o.stages, &placed_devices, &placed_links, &placed_index);
+        st = devices_placed_as(ctx, o.placed_as,
+                               o.devices ? o.devices : sp_profile_get_devices(profile), o.links,
+                               o.stages, &placed_devices, &placed_links, &placed_index);
         o.devices = placed_devices;
         o.links = placed_links;
     }
@@ -121,9 +121,9 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     if (st == SP_OK) {
         st = sp_plan_build(ctx, profile, &o, d.speed, bounds, &plan);
         if (st == SP_OK && placed_index)
-            st = sp_record_placement(ctx, plan,
-                                     opts->devices ? opts->devices : sp_profile_devices(profile),
-                                     placed_index);
+            st = sp_record_placement(
+                ctx, plan, opts->devices ? opts->devices : sp_profile_get_devices(profile),
+                placed_index);
         if (st == SP_OK) {
             plan->summary.even_split_bottleneck_ms = plan->summary.bottleneck_ms;
             size_t *even = sp_mallocarray(count + 1, sizeof *even);
@@ -165,7 +165,7 @@ sp_status sp_split_from_counts(sp_ctx *ctx, const sp_profile *profile, const siz
     if (!profile || !first_layers || (n && !counts))
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_split_from_counts: NULL argument");
     *first_layers = NULL;
-    size_t layers = sp_profile_layer_count(profile), at = 0;
+    size_t layers = sp_profile_get_layer_count(profile), at = 0;
     if (!n)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "the balance names no stage");
     bool more = false; /* the sum passes the layer count (counted no further: no overflow) */
@@ -200,7 +200,7 @@ sp_status sp_split_from_parts(sp_ctx *ctx, const sp_profile *profile, const size
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_split_from_parts: NULL argument");
     *first_layers = NULL;
     *count = 0;
-    size_t layers = sp_profile_layer_count(profile);
+    size_t layers = sp_profile_get_layer_count(profile);
     if (n < 2 || parts[0] != 0 || parts[n - 1] != layers)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "the parts must run from 0 to the layer count (%zu)", layers);

@@ -63,23 +63,23 @@ void sp_trim_recompute(const sp_profile *profile, const struct sp_chain *c, cons
         uint64_t cap = c->cap[k];
         uint64_t mem = 0, saved = 0;
         for (size_t l = a; l < e; l++) {
-            mem += sp_profile_layer(profile, l)->memory_bytes;
-            saved += recompute[l] ? 0 : sp_profile_layer(profile, l)->saved_bytes;
+            mem += sp_profile_get_layer(profile, l)->memory_bytes;
+            saved += recompute[l] ? 0 : sp_profile_get_layer(profile, l)->saved_bytes;
         }
         for (;;) {
             size_t best = SIZE_MAX;
             for (size_t l = a; l < e; l++) {
-                const sp_layer *L = sp_profile_layer(profile, l);
+                const sp_layer *L = sp_profile_get_layer(profile, l);
                 sp_u128 need = (sp_u128)mem + (sp_u128)c->inflight[k] * (saved + L->saved_bytes);
                 if (recompute[l] && (!cap || need <= cap) &&
                     (best == SIZE_MAX ||
-                     L->recompute_ms > sp_profile_layer(profile, best)->recompute_ms))
+                     L->recompute_ms > sp_profile_get_layer(profile, best)->recompute_ms))
                     best = l;
             }
             if (best == SIZE_MAX)
                 break;
             recompute[best] = false;
-            saved += sp_profile_layer(profile, best)->saved_bytes;
+            saved += sp_profile_get_layer(profile, best)->saved_bytes;
         }
     }
 }
@@ -155,7 +155,7 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     for (size_t b = 0; rc && b < B; b++) { /* a block recomputes when all its layers can */
         rc[b] = 0;
         for (size_t l = c.pos[b]; l < c.pos[b + 1] && rc[b] >= 0; l++) {
-            double ms = sp_profile_layer(profile, l)->recompute_ms;
+            double ms = sp_profile_get_layer(profile, l)->recompute_ms;
             rc[b] = ms < 0 ? -1 : rc[b] + sp_ms_to_ticks(ms);
         }
     }
@@ -225,7 +225,7 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         if (st == SP_OK && cm.any_cap) { /* the uniform chunk split, if it fits (GLPK does not
                                           * check an injected plan) */
             bool fits = true, fits_recomputed = rc != NULL;
-            bool *all = rc ? sp_calloc(sp_profile_layer_count(profile), sizeof *all) : NULL;
+            bool *all = rc ? sp_calloc(sp_profile_get_layer_count(profile), sizeof *all) : NULL;
             for (size_t b = 0; all && b < B; b++)
                 for (size_t l = c.pos[b]; l < c.pos[b + 1]; l++)
                     all[l] = rc[b] >= 0;
@@ -260,13 +260,13 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                                                               : &cm.ilp};
         st = sp_ilp_solve(ctx, &in, res);
     }
-    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && pc)
+    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx) && pc)
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                      "no placement of %u stages on the %zu devices fits: every choice of devices "
                      "leaves a stage over its device's memory%s",
-                     o->stages, sp_devices_count(d->list),
+                     o->stages, sp_devices_get_count(d->list),
                      o->memory_limit_bytes ? " or the memory limit" : "");
-    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && chunk_rows)
+    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx) && chunk_rows)
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                      "no split into %u x %u interleaved chunks fits %s: each device holds its "
                      "chunks' memory_bytes and, at every point of the interleaved order, the "
@@ -275,7 +275,7 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                      o->stages, o->chunks,
                      o->memory_limit_bytes ? "the memory limit" : "the devices' memory",
                      o->recompute ? "" : " or --recompute auto");
-    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx) && o->chunks == 1)
+    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx) && o->chunks == 1)
         st = sp_explain_infeasible(ctx, profile, &c, o);
     if (st == SP_OK) {
         for (uint32_t k = 0; k <= K; k++)

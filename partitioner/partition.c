@@ -39,21 +39,21 @@ void sp_stage_devices_release(struct sp_stage_devices *d) {
 static sp_status check_tick_range(sp_ctx *ctx, const sp_profile *profile,
                                   const sp_partition_opts *o, const sp_devices *list) {
     double slowest = 1;
-    for (size_t i = 0; list && i < sp_devices_count(list); i++)
-        slowest = fmin(slowest, sp_devices_get(list, i)->speed);
+    for (size_t i = 0; list && i < sp_devices_get_count(list); i++)
+        slowest = fmin(slowest, sp_devices_get_device(list, i)->speed);
     double latency_ms = 0, ms_per_GB = 0; /* the slowest link's (an upper bound) */
     bool blocking = o->links && o->comm == SP_COMM_BLOCKING;
-    size_t n_links = blocking ? sp_links_count(o->links) : 0;
+    size_t n_links = blocking ? sp_links_get_count(o->links) : 0;
     for (size_t i = 0; i < n_links; i++)
         for (size_t j = 0; j < n_links; j++) {
             double alpha = sp_links_transfer_ms(o->links, i, j, 0);
             latency_ms = fmax(latency_ms, alpha);
             ms_per_GB = fmax(ms_per_GB, sp_links_transfer_ms(o->links, i, j, 1000000000) - alpha);
         }
-    size_t n = sp_profile_layer_count(profile);
+    size_t n = sp_profile_get_layer_count(profile);
     double work_ms = 0, activation_bytes = 0;
     for (size_t l = 0; l < n; l++) {
-        const sp_layer *L = sp_profile_layer(profile, l);
+        const sp_layer *L = sp_profile_get_layer(profile, l);
         work_ms += L->fwd_ms + L->bwd_ms + (L->recompute_ms > 0 ? L->recompute_ms : 0);
         activation_bytes += (double)L->activation_bytes;
     }
@@ -78,11 +78,11 @@ static sp_status check_tick_range(sp_ctx *ctx, const sp_profile *profile,
 sp_status sp_stage_devices_init(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                                 struct sp_stage_devices *d) {
     memset(d, 0, sizeof *d);
-    d->list = o->devices ? o->devices : sp_profile_devices(profile);
+    d->list = o->devices ? o->devices : sp_profile_get_devices(profile);
     sp_status st = check_tick_range(ctx, profile, o, d->list);
     if (st != SP_OK || !d->list)
         return st;
-    size_t n = sp_devices_count(d->list);
+    size_t n = sp_devices_get_count(d->list);
     if (n < o->stages)
         return sp_fail(ctx, SP_ERR_INFEASIBLE,
                        "%u stages need %u devices (stage s runs on device s); the device list "
@@ -90,8 +90,8 @@ sp_status sp_stage_devices_init(sp_ctx *ctx, const sp_profile *profile, const sp
                        o->stages, o->stages, n);
     bool speeds = false, memory = false;
     for (uint32_t s = 0; s < o->stages; s++) {
-        speeds |= sp_devices_get(d->list, s)->speed != 1.0;
-        memory |= sp_devices_get(d->list, s)->memory_bytes != 0;
+        speeds |= sp_devices_get_device(d->list, s)->speed != 1.0;
+        memory |= sp_devices_get_device(d->list, s)->memory_bytes != 0;
     }
     if (speeds && !(d->speed = sp_mallocarray(o->stages, sizeof *d->speed)))
         return sp_oom(ctx, "reading devices");
@@ -99,9 +99,9 @@ sp_status sp_stage_devices_init(sp_ctx *ctx, const sp_profile *profile, const sp
         return sp_oom(ctx, "reading devices");
     for (uint32_t s = 0; s < o->stages; s++) {
         if (d->speed)
-            d->speed[s] = sp_devices_get(d->list, s)->speed;
+            d->speed[s] = sp_devices_get_device(d->list, s)->speed;
         if (d->memory)
-            d->memory[s] = sp_devices_get(d->list, s)->memory_bytes;
+            d->memory[s] = sp_devices_get_device(d->list, s)->memory_bytes;
     }
     return SP_OK;
 }
@@ -127,7 +127,7 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
         return sp_plan_placed(ctx, profile, o, d, out);
     uint32_t K = o->stages * o->chunks; /* virtual stages */
     size_t *bounds = sp_mallocarray((size_t)K + 1, sizeof *bounds);
-    size_t n_layers = sp_profile_layer_count(profile);
+    size_t n_layers = sp_profile_get_layer_count(profile);
     bool *recompute = o->recompute ? sp_calloc(n_layers, sizeof *recompute) : NULL;
     if (!bounds || (o->recompute && !recompute)) {
         sp_free(bounds);
@@ -152,7 +152,7 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
         break;
     }
     double solve_ms = sp_now_ms() - t0;
-    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_errmsg(ctx)) {
+    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx)) {
         struct sp_chain c;
         if (sp_chain_for_opts(ctx, &c, profile, o, d) == SP_OK) {
             st = sp_explain_infeasible(ctx, profile, &c, o);
@@ -166,7 +166,7 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
     sp_free(ilp.bounds);
     sp_free(ilp.recompute);
     sp_free(recompute);
-    if (st != SP_OK && !*sp_ctx_errmsg(ctx))
+    if (st != SP_OK && !*sp_ctx_get_errmsg(ctx))
         sp_fail(ctx, st, "%s", sp_strerror(st));
     return st;
 }
@@ -312,7 +312,7 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
                            "--placement search needs --solver ilp (choosing each stage's device "
                            "is no chain problem for the dynamic program)");
-        if (!o.devices && !sp_profile_devices(profile))
+        if (!o.devices && !sp_profile_get_devices(profile))
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
                            "--placement search needs devices to choose from: --devices FILE, "
                            "or a profile with \"devices\"");
@@ -383,10 +383,10 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                      "--objective bottleneck or iteration");
     if (st == SP_OK && o.comm == SP_COMM_BLOCKING && !o.links)
         sp_warn(ctx, "--comm blocking has no effect without --links");
-    if (st == SP_OK && o.links && sp_links_count(o.links) < o.stages)
+    if (st == SP_OK && o.links && sp_links_get_count(o.links) < o.stages)
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                      "%u stages need %u devices in the links file; it has %zu", o.stages, o.stages,
-                     sp_links_count(o.links));
+                     sp_links_get_count(o.links));
     if (st == SP_OK)
         st = automatic ? plan_auto(ctx, profile, o, &d, out) : plan_once(ctx, profile, &o, &d, out);
     sp_stage_devices_release(&d);

@@ -34,7 +34,7 @@ static bool same_link(const sp_links *l, size_t a, size_t b, size_t c, size_t d)
  * were? */
 static bool interchangeable(const sp_devices *list, const sp_links *links, const size_t *link_of,
                             size_t n, size_t i, size_t j) {
-    const sp_device_info *a = sp_devices_get(list, i), *b = sp_devices_get(list, j);
+    const sp_device_info *a = sp_devices_get_device(list, i), *b = sp_devices_get_device(list, j);
     if (a->speed != b->speed || a->memory_bytes != b->memory_bytes)
         return false;
     if (!links)
@@ -56,7 +56,7 @@ sp_status sp_placement_classes_init(sp_ctx *ctx, const sp_profile *profile, cons
                                     const sp_links *links, uint32_t stages,
                                     struct sp_placement_classes *out) {
     memset(out, 0, sizeof *out);
-    size_t n = sp_devices_count(list);
+    size_t n = sp_devices_get_count(list);
     if (n > SP_PLACEMENT_MAX_DEVICES)
         return sp_fail(ctx, SP_ERR_LIMIT,
                        "placement search considers at most %u devices; the list has %zu",
@@ -71,9 +71,9 @@ sp_status sp_placement_classes_init(sp_ctx *ctx, const sp_profile *profile, cons
         return sp_oom(ctx, "placing stages");
     }
     for (size_t i = 0; links && i < n; i++) {
-        const char *name = sp_devices_get(list, i)->name;
+        const char *name = sp_devices_get_device(list, i)->name;
         size_t k = sp_links_find(links, name);
-        if (k == sp_links_count(links)) {
+        if (k == sp_links_get_count(links)) {
             sp_free(rep);
             sp_placement_classes_release(out);
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
@@ -97,7 +97,7 @@ sp_status sp_placement_classes_init(sp_ctx *ctx, const sp_profile *profile, cons
     out->memory = sp_mallocarray(C, sizeof *out->memory);
     out->size = sp_calloc(C, sizeof *out->size);
     out->incumbent = sp_mallocarray(stages, sizeof *out->incumbent);
-    size_t layers = sp_profile_layer_count(profile);
+    size_t layers = sp_profile_get_layer_count(profile);
     out->cut_bytes = sp_mallocarray(layers, sizeof *out->cut_bytes);
     if (links) {
         out->latency_ms = sp_mallocarray((size_t)C * C, sizeof *out->latency_ms);
@@ -112,8 +112,8 @@ sp_status sp_placement_classes_init(sp_ctx *ctx, const sp_profile *profile, cons
     for (size_t i = 0; i < n; i++)
         out->size[out->class_of[i]]++;
     for (uint32_t c = 0; c < C; c++) {
-        out->speed[c] = sp_devices_get(list, rep[c])->speed;
-        out->memory[c] = sp_devices_get(list, rep[c])->memory_bytes;
+        out->speed[c] = sp_devices_get_device(list, rep[c])->speed;
+        out->memory[c] = sp_devices_get_device(list, rep[c])->memory_bytes;
     }
     for (uint32_t c = 0; links && c < C; c++)
         for (uint32_t e = 0; e < C; e++) {
@@ -140,7 +140,7 @@ sp_status sp_placement_classes_init(sp_ctx *ctx, const sp_profile *profile, cons
      * as the chain makes them */
     size_t blocks = 0;
     for (size_t l = 0; l < layers; l++) {
-        const sp_layer *L = sp_profile_layer(profile, l);
+        const sp_layer *L = sp_profile_get_layer(profile, l);
         if (L->cut_after || l + 1 == layers)
             out->cut_bytes[blocks++] = (double)L->activation_bytes;
     }

@@ -79,14 +79,14 @@ sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partit
  * search's plans, and a placed plan re-evaluated (sp_plan_from_split with placed_as). */
 sp_status sp_record_placement(sp_ctx *ctx, sp_plan *plan, const sp_devices *list,
                               const size_t *device) {
-    size_t K = sp_plan_stage_count(plan);
+    size_t K = sp_plan_get_stage_count(plan);
     uint32_t P = plan->summary.stages;
     uint32_t *index = sp_mallocarray(K, sizeof *index);
     const char **names = sp_mallocarray(K, sizeof *names);
     sp_status st = index && names ? SP_OK : sp_oom(ctx, "placing stages");
     for (size_t k = 0; st == SP_OK && k < K; k++) {
         index[k] = (uint32_t)device[k % P];
-        names[k] = sp_devices_get(list, device[k % P])->name;
+        names[k] = sp_devices_get_device(list, device[k % P])->name;
     }
     if (st == SP_OK)
         st = sp_plan_set_devices(ctx, plan, index, names);
@@ -103,7 +103,7 @@ sp_status sp_record_placement(sp_ctx *ctx, sp_plan *plan, const sp_devices *list
 sp_status sp_plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                          const struct sp_stage_devices *d, sp_plan **out) {
     *out = NULL;
-    size_t n_layers = sp_profile_layer_count(profile);
+    size_t n_layers = sp_profile_get_layer_count(profile);
     struct sp_placement_classes pc;
     sp_status st = sp_placement_classes_init(ctx, profile, d->list, o->links, o->stages, &pc);
     if (st != SP_OK)
@@ -165,7 +165,7 @@ sp_status sp_plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_partit
     sp_placement_classes_release(&pc);
     if (st != SP_OK) {
         sp_plan_destroy(plan);
-        if (!*sp_ctx_errmsg(ctx))
+        if (!*sp_ctx_get_errmsg(ctx))
             sp_fail(ctx, st, "%s", sp_strerror(st));
         return st;
     }

@@ -8,14 +8,14 @@
 #include "partition_impl.h"
 
 static const char *layer_name(const sp_profile *p, size_t l) {
-    return sp_profile_layer(p, l)->name;
+    return sp_profile_get_layer(p, l)->name;
 }
 
 /* Explains why no plan exists: too few allowed cuts, a block that fits nowhere, or how far the
  * best placement gets. */
 sp_status sp_explain_infeasible(sp_ctx *ctx, const sp_profile *profile, const struct sp_chain *c,
                                 const sp_partition_opts *o) {
-    size_t n = sp_profile_layer_count(profile), cuts = c->n_pos - 2;
+    size_t n = sp_profile_get_layer_count(profile), cuts = c->n_pos - 2;
     if (n < o->stages)
         return sp_fail(ctx, SP_ERR_INFEASIBLE,
                        "cannot cut %zu layers into %u non-empty stages; use at most %zu stages", n,

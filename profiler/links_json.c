@@ -37,23 +37,23 @@ void sp_bandwidth_result_destroy(sp_bandwidth_result *r) {
     sp_free(r);
 }
 
-size_t sp_bandwidth_result_link_count(const sp_bandwidth_result *r) {
+size_t sp_bandwidth_result_get_link_count(const sp_bandwidth_result *r) {
     return r ? r->n_links : 0;
 }
 
-const sp_link_result *sp_bandwidth_result_link(const sp_bandwidth_result *r, size_t i) {
+const sp_link_result *sp_bandwidth_result_get_link(const sp_bandwidth_result *r, size_t i) {
     return r && i < r->n_links ? &r->links[i] : NULL;
 }
 
-const char *sp_bandwidth_result_timing(const sp_bandwidth_result *r) {
+const char *sp_bandwidth_result_get_timing(const sp_bandwidth_result *r) {
     return r && r->timing ? r->timing : "";
 }
 
-const char *sp_bandwidth_result_note(const sp_bandwidth_result *r) {
+const char *sp_bandwidth_result_get_note(const sp_bandwidth_result *r) {
     return r && r->note ? r->note : "";
 }
 
-const char *sp_bandwidth_result_json(const sp_bandwidth_result *r) {
+const char *sp_bandwidth_result_get_json(const sp_bandwidth_result *r) {
     return r && r->json ? r->json : "";
 }
 

@@ -35,7 +35,7 @@ static sp_status add_model_bytes(sp_ctx *ctx, const sp_model *model, struct sp_p
     sp_model_info info;
     sp_model_get_info(model, &info);
     sp_model_layer_info L;
-    for (size_t i = 0; sp_model_layer_get(model, i, &L); i++) {
+    for (size_t i = 0; sp_model_get_layer(model, i, &L); i++) {
         struct sp_profile_doc_layer *o = NULL;
         for (size_t k = 0; k < doc->n_layers && !o; k++)
             if (strcmp(doc->layers[k].name, L.name) == 0)

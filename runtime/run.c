@@ -62,7 +62,7 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
     sp_status st = sp_run_validate(ctx, plan, m, opts, &M);
     if (st != SP_OK)
         return st;
-    uint32_t P = (uint32_t)sp_plan_stage_count(plan), total = opts->warmup_steps + opts->steps;
+    uint32_t P = (uint32_t)sp_plan_get_stage_count(plan), total = opts->warmup_steps + opts->steps;
     struct sp_pipeline pl;
     memset(&pl, 0, sizeof pl);
     pl.P = P, pl.V = 1, pl.M = M, pl.schedule = opts->schedule;

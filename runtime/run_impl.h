@@ -3,8 +3,8 @@
 #ifndef SP_RUNTIME_RUN_IMPL_H
 #define SP_RUNTIME_RUN_IMPL_H
 
-#include "stage_exec.h"
 #include "sim_impl.h"
+#include "stage_exec.h"
 
 /* What one stage did in one step (milliseconds; bytes received). */
 struct sp_step_stats {

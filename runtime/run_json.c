@@ -14,16 +14,16 @@ const sp_run_stage *sp_run_get_stage(const sp_run *run, size_t i) {
     return run && i < run->summary.stages ? &run->stages[i] : NULL;
 }
 
-double sp_run_step_loss(const sp_run *run, size_t i) {
+double sp_run_get_step_loss(const sp_run *run, size_t i) {
     return run && i < (size_t)run->summary.warmup_steps + run->summary.steps ? run->step_loss[i]
                                                                              : (double)NAN;
 }
 
-const sp_sim *sp_run_timeline(const sp_run *run) {
+const sp_sim *sp_run_get_timeline(const sp_run *run) {
     return run ? run->timeline : NULL;
 }
 
-const float *sp_run_stage_params(const sp_run *run, size_t stage, size_t layer, size_t *count) {
+const float *sp_run_get_stage_params(const sp_run *run, size_t stage, size_t layer, size_t *count) {
     *count = 0;
     if (!run || !run->kept || stage >= run->summary.stages)
         return NULL;

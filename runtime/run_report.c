@@ -44,7 +44,7 @@ static double stage_median(const struct sp_run *run, uint32_t P, uint32_t s, uin
 
 sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
                         const struct sp_model *m, const sp_run_opts *o) {
-    uint32_t P = (uint32_t)sp_plan_stage_count(plan), W = o->warmup_steps, n = o->steps;
+    uint32_t P = (uint32_t)sp_plan_get_stage_count(plan), W = o->warmup_steps, n = o->steps;
     uint32_t total = W + n;
     const sp_plan_summary *ps = sp_plan_get_summary(plan);
     sp_run_summary *S = &run->summary;
@@ -97,7 +97,7 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
         r->transfer_bytes = run->stats[(size_t)W * P + s].transfer_bytes;
         busy_max = fmax(busy_max, r->busy_ms);
         busy_sum += r->busy_ms;
-        run->predicted_time_ms[s] = sp_plan_stage(plan, s)->time_ms;
+        run->predicted_time_ms[s] = sp_plan_get_stage(plan, s)->time_ms;
         r->predicted_busy_ms = S->micro_batches * run->predicted_time_ms[s];
         r->busy_error =
             r->predicted_busy_ms > 0 ? r->busy_ms / r->predicted_busy_ms - 1 : (double)NAN;

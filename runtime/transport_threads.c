@@ -170,7 +170,7 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
                          const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
                          const size_t *offset, const int *cores, unsigned n_cores,
                          const struct sp_exec_backend *const *be, struct sp_run *run) {
-    uint32_t P = (uint32_t)sp_plan_stage_count(plan);
+    uint32_t P = (uint32_t)sp_plan_get_stage_count(plan);
     struct threads t;
     memset(&t, 0, sizeof t);
     t.P = P, t.timeout_ms = o->timeout_ms, t.ctx = ctx;
@@ -199,10 +199,10 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
         x->prev_device = s > 0 ? be[s - 1]->device : NULL;
         x->next_device = s + 1 < P ? be[s + 1]->device : NULL;
         /* a queue holds as many tensors as its receiver may fall behind: at most M */
-        size_t out_elems = m->layers[sp_plan_stage(plan, s)->last_layer].out_elems;
+        size_t out_elems = m->layers[sp_plan_get_stage(plan, s)->last_layer].out_elems;
         uint64_t sends =
             (s + 1 < P ? (uint64_t)M * out_elems : 0) +
-            (s > 0 ? (uint64_t)M * m->layers[sp_plan_stage(plan, s)->first_layer].in_elems : 0);
+            (s > 0 ? (uint64_t)M * m->layers[sp_plan_get_stage(plan, s)->first_layer].in_elems : 0);
         st = sp_stage_worker_setup(ctx, x, plan, sends * sizeof(float));
         if (st == SP_OK && s + 1 < P) {
             bool a = sp_queue_init(&t.q[SP_DIR_ACT][s], M, out_elems, be[s + 1]);

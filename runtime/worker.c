@@ -316,7 +316,7 @@ static uint32_t peak_inflight(const struct sp_sched_op *ops, size_t n) {
 
 sp_status sp_stage_worker_setup(sp_ctx *ctx, struct sp_stage_worker *w, const sp_plan *plan,
                                 uint64_t send_buffers_bytes) {
-    const sp_stage *stage = sp_plan_stage(plan, w->s);
+    const sp_stage *stage = sp_plan_get_stage(plan, w->s);
     const struct sp_model *m = w->m;
     w->slots = peak_inflight(w->list, w->n_ops);
     if (!w->be)
@@ -325,7 +325,7 @@ sp_status sp_stage_worker_setup(sp_ctx *ctx, struct sp_stage_worker *w, const sp
                                            w->slots, w->o->seed, &w->se);
     if (st != SP_OK) {
         char why[512];
-        snprintf(why, sizeof why, "%s", sp_ctx_errmsg(ctx));
+        snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
         return sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u (layers %s..%s): %s", w->s,
                        m->layers[stage->first_layer].name, m->layers[stage->last_layer].name, why);
     }
@@ -404,14 +404,14 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "steps must be in [1, 100000], warm-up steps at most 100000, the timeout "
                        "positive and the learning rate >= 0");
-    size_t n = sp_plan_layer_count(plan);
+    size_t n = sp_plan_get_layer_count(plan);
     if (n != m->n_layers)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "the plan covers %zu layers and the model %s has %zu: partition a profile "
                        "of this model (stagepart profile MODEL)",
                        n, m->name, m->n_layers);
     for (size_t i = 0; i < n; i++) {
-        const char *name = sp_plan_layer_name(plan, i);
+        const char *name = sp_plan_get_layer_name(plan, i);
         if (name && strcmp(name, m->layers[i].name) != 0)
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
                            "layer %zu is '%s' in the plan and '%s' in the model %s: the plan was "
@@ -420,8 +420,8 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
     }
     /* the plan's byte counts come from the profile: when they differ from the model's at its
      * current shape, the profile was made at another micro-batch size or sequence length */
-    for (size_t k = 0; k < sp_plan_stage_count(plan); k++) {
-        const sp_stage *stage = sp_plan_stage(plan, k);
+    for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++) {
+        const sp_stage *stage = sp_plan_get_stage(plan, k);
         uint64_t saved = 0;
         for (size_t l = stage->first_layer; l <= stage->last_layer; l++)
             saved += (uint64_t)m->layers[l].saved_elems * sizeof(float);

@@ -87,13 +87,13 @@ void sp_sim_destroy(sp_sim *sim) {
 const sp_sim_summary *sp_sim_get_summary(const sp_sim *sim) {
     return sim ? &sim->summary : NULL;
 }
-size_t sp_sim_device_count(const sp_sim *sim) {
+size_t sp_sim_get_device_count(const sp_sim *sim) {
     return sim ? sim->summary.devices : 0;
 }
 const sp_sim_device *sp_sim_get_device(const sp_sim *sim, size_t i) {
     return sim && i < sim->summary.devices ? &sim->devices[i] : NULL;
 }
-size_t sp_sim_op_count(const sp_sim *sim) {
+size_t sp_sim_get_op_count(const sp_sim *sim) {
     return sim ? sim->n_ops : 0;
 }
 const sp_sim_op *sp_sim_get_op(const sp_sim *sim, size_t i) {

@@ -32,7 +32,7 @@ static sp_plan *make_plan(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_
     /* the typed figures are the profile's own (cJSON prints 15 digits when they read back within
      * an ulp) */
     for (size_t i = 0; t && profile && i < info.layers; i++) {
-        const sp_layer *L = sp_profile_layer(profile, i);
+        const sp_layer *L = sp_profile_get_layer(profile, i);
         SP_CHECK(fabs(t[i].fwd_ms - L->fwd_ms) <= 1e-12 * L->fwd_ms &&
                  fabs(t[i].bwd_ms - L->bwd_ms) <= 1e-12 * L->bwd_ms && t[i].cv >= 0);
     }
@@ -42,7 +42,7 @@ static sp_plan *make_plan(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_
     o.stages = P;
     o.micro_batches = M;
     sp_status st = sp_plan_from_split(ctx, profile, &o, first, P, &plan);
-    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
     sp_free(json);
     sp_profile_destroy(profile);
     return plan;

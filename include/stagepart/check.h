@@ -52,11 +52,11 @@ typedef struct sp_check_result sp_check_result;
 SP_API sp_status sp_check(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
                           const sp_check_opts *opts, sp_check_result **out);
 SP_API void sp_check_destroy(sp_check_result *result);
-SP_API size_t sp_check_criterion_count(const sp_check_result *result);
+SP_API size_t sp_check_get_criterion_count(const sp_check_result *result);
 /* criterion i (borrowed from the result), or NULL past the end */
-SP_API const sp_check_criterion *sp_check_criterion_get(const sp_check_result *result, size_t i);
+SP_API const sp_check_criterion *sp_check_get_criterion(const sp_check_result *result, size_t i);
 /* how many criteria failed (skipped ones do not) */
-SP_API size_t sp_check_failed_count(const sp_check_result *result);
+SP_API size_t sp_check_get_failed_count(const sp_check_result *result);
 /* sp_check_to_json: the "stagepart-check" document (docs/ci.md) into *json (sp_free it). */
 SP_API sp_status sp_check_to_json(sp_ctx *ctx, const sp_check_result *result, char **json);
 /* sp_check_write_junit: JUnit XML, one test case per criterion, written atomically to path. */
@@ -75,10 +75,10 @@ SP_API sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_pa
                              const size_t *first_layers, size_t count, sp_evaluation **out);
 SP_API void sp_evaluation_destroy(sp_evaluation *evaluation);
 /* the given split as a plan (solver "given"), and the optimal plan. Borrowed. */
-SP_API sp_plan *sp_evaluation_yours(const sp_evaluation *evaluation);
-SP_API const sp_plan *sp_evaluation_optimal(const sp_evaluation *evaluation);
+SP_API sp_plan *sp_evaluation_get_yours(const sp_evaluation *evaluation);
+SP_API const sp_plan *sp_evaluation_get_optimal(const sp_evaluation *evaluation);
 /* the throughput the optimal plan gains: your iteration time / the optimal one - 1 */
-SP_API double sp_evaluation_gain(const sp_evaluation *evaluation);
+SP_API double sp_evaluation_get_gain(const sp_evaluation *evaluation);
 /* sp_evaluation_to_json: the "stagepart-evaluation" document (docs/export.md) into *json
  * (sp_free it). */
 SP_API sp_status sp_evaluation_to_json(sp_ctx *ctx, const sp_evaluation *evaluation, char **json);

@@ -78,12 +78,12 @@ SP_API sp_status sp_cuda_device_count(sp_ctx *ctx, int *out_count);
 /* sp_ctx_create: a new context. Returns SP_ERR_NOMEM or SP_ERR_INVALID_ARG (out == NULL). */
 SP_API sp_status sp_ctx_create(sp_ctx **out);
 SP_API void sp_ctx_destroy(sp_ctx *ctx);
-/* sp_ctx_errmsg: detail of the last failure on this context ("" when none); one line per
+/* sp_ctx_get_errmsg: detail of the last failure on this context ("" when none); one line per
  * problem. Borrowed, valid until the next call that takes ctx. */
-SP_API const char *sp_ctx_errmsg(const sp_ctx *ctx);
-/* sp_ctx_warnings: warnings the last successful call recorded (e.g. an option ignored by the
- * chosen solver), one per line, "" when none. Borrowed, like sp_ctx_errmsg. */
-SP_API const char *sp_ctx_warnings(const sp_ctx *ctx);
+SP_API const char *sp_ctx_get_errmsg(const sp_ctx *ctx);
+/* sp_ctx_get_warnings: warnings the last successful call recorded (e.g. an option ignored by the
+ * chosen solver), one per line, "" when none. Borrowed, like sp_ctx_get_errmsg. */
+SP_API const char *sp_ctx_get_warnings(const sp_ctx *ctx);
 
 /* ---------------------------------------------------------------------------------------------
  * Writing files atomically

@@ -37,11 +37,11 @@ typedef struct sp_device_info {
  * Returns SP_ERR_IO, SP_ERR_PARSE, SP_ERR_SCHEMA, SP_ERR_LIMIT, SP_ERR_NOMEM. */
 SP_API sp_status sp_devices_load(sp_ctx *ctx, const char *path, sp_devices **out);
 SP_API void sp_devices_destroy(sp_devices *devices);
-SP_API size_t sp_devices_count(const sp_devices *devices);
-/* sp_devices_get: device i, or NULL when out of range. Borrowed. */
-SP_API const sp_device_info *sp_devices_get(const sp_devices *devices, size_t i);
-/* sp_profile_devices: the profile's own "devices" list, or NULL when it has none. Borrowed. */
-SP_API const sp_devices *sp_profile_devices(const sp_profile *profile);
+SP_API size_t sp_devices_get_count(const sp_devices *devices);
+/* sp_devices_get_device: device i, or NULL when out of range. Borrowed. */
+SP_API const sp_device_info *sp_devices_get_device(const sp_devices *devices, size_t i);
+/* sp_profile_get_devices: the profile's own "devices" list, or NULL when it has none. Borrowed. */
+SP_API const sp_devices *sp_profile_get_devices(const sp_profile *profile);
 
 /* sp_links_load: a "stagepart-links" file: "devices" (N names), "bandwidth_GBps" and
  * "latency_us" (N x N; row = sender, column = receiver; the diagonal is ignored, off-diagonal
@@ -52,8 +52,8 @@ SP_API sp_status sp_links_load(sp_ctx *ctx, const char *path, sp_links **out);
 SP_API sp_status sp_links_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
                                 sp_links **out);
 SP_API void sp_links_destroy(sp_links *links);
-SP_API size_t sp_links_count(const sp_links *links);
-SP_API const char *sp_links_name(const sp_links *links, size_t i);
+SP_API size_t sp_links_get_count(const sp_links *links);
+SP_API const char *sp_links_get_name(const sp_links *links, size_t i);
 /* sp_links_transfer_ms: latency + bytes / bandwidth from device `from` to device `to`, in ms;
  * 0 when from == to; -1 when an index is out of range. */
 SP_API double sp_links_transfer_ms(const sp_links *links, size_t from, size_t to, uint64_t bytes);

@@ -54,8 +54,8 @@ typedef struct sp_model_layer_info {
     uint64_t param_bytes;
     uint64_t fwd_flops; /* of its matrix products, forward (2 x multiply-adds) */
 } sp_model_layer_info;
-/* sp_model_layer_get: layer i; false when i is out of range. */
-SP_API bool sp_model_layer_get(const sp_model *model, size_t i, sp_model_layer_info *out);
+/* sp_model_get_layer: layer i; false when i is out of range. */
+SP_API bool sp_model_get_layer(const sp_model *model, size_t i, sp_model_layer_info *out);
 
 typedef struct sp_model_profile_opts {
     uint32_t warmup;        /* untimed iterations first (default 1) */

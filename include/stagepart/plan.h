@@ -75,18 +75,18 @@ typedef struct sp_plan_summary {
 } sp_plan_summary;
 
 SP_API const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan);
-SP_API size_t sp_plan_stage_count(const sp_plan *plan);
-/* sp_plan_stage: stage i, or NULL when out of range. Borrowed. */
-SP_API const sp_stage *sp_plan_stage(const sp_plan *plan, size_t i);
-SP_API const char *sp_plan_model(const sp_plan *plan);
+SP_API size_t sp_plan_get_stage_count(const sp_plan *plan);
+/* sp_plan_get_stage: stage i, or NULL when out of range. Borrowed. */
+SP_API const sp_stage *sp_plan_get_stage(const sp_plan *plan, size_t i);
+SP_API const char *sp_plan_get_model(const sp_plan *plan);
 /* The names and kinds of the profile's layers the plan was made from, in order (plans record
  * them so that `check` can match a changed profile and `export` can name modules). Borrowed;
  * NULL when i is out of range or the plan file did not record them. */
-SP_API const char *sp_plan_layer_name(const sp_plan *plan, size_t i);
-SP_API const char *sp_plan_layer_kind(const sp_plan *plan, size_t i);
-SP_API size_t sp_plan_layer_count(const sp_plan *plan);
-/* sp_plan_layer_recomputed: whether the plan recomputes layer i's forward in the backward. */
-SP_API bool sp_plan_layer_recomputed(const sp_plan *plan, size_t i);
+SP_API const char *sp_plan_get_layer_name(const sp_plan *plan, size_t i);
+SP_API const char *sp_plan_get_layer_kind(const sp_plan *plan, size_t i);
+SP_API size_t sp_plan_get_layer_count(const sp_plan *plan);
+/* sp_plan_get_layer_recomputed: whether the plan recomputes layer i's forward in the backward. */
+SP_API bool sp_plan_get_layer_recomputed(const sp_plan *plan, size_t i);
 
 /* With SP_MICRO_BATCHES_AUTO: every micro-batch count tried and its simulated efficiency, in
  * increasing M; *count = 0 otherwise. Borrowed. */
@@ -94,7 +94,7 @@ typedef struct sp_mb_point {
     uint32_t micro_batches;
     double efficiency;
 } sp_mb_point;
-SP_API const sp_mb_point *sp_plan_micro_batch_search(const sp_plan *plan, size_t *count);
+SP_API const sp_mb_point *sp_plan_get_micro_batch_search(const sp_plan *plan, size_t *count);
 
 /* sp_plan_load: read and validate a "stagepart-plan" file; sp_plan_parse: the same from a
  * buffer (`name` is used in messages). Every problem is reported with the file and JSON path.

@@ -52,16 +52,16 @@ SP_API sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *dat
                                   sp_profile **out);
 SP_API void sp_profile_destroy(sp_profile *profile);
 
-SP_API size_t sp_profile_layer_count(const sp_profile *profile);
-/* sp_profile_layer: layer i (0-based), or NULL when i is out of range. Borrowed. */
-SP_API const sp_layer *sp_profile_layer(const sp_profile *profile, size_t i);
-SP_API const char *sp_profile_model(const sp_profile *profile);
-/* sp_profile_source: the profile's "source" text, "" when absent. */
-SP_API const char *sp_profile_source(const sp_profile *profile);
-/* sp_profile_micro_batch_size: the profile's micro_batch_size (samples per micro-batch). */
-SP_API uint64_t sp_profile_micro_batch_size(const sp_profile *profile);
-/* sp_profile_sha256: lowercase hex SHA-256 of the bytes the profile was read from. */
-SP_API const char *sp_profile_sha256(const sp_profile *profile);
+SP_API size_t sp_profile_get_layer_count(const sp_profile *profile);
+/* sp_profile_get_layer: layer i (0-based), or NULL when i is out of range. Borrowed. */
+SP_API const sp_layer *sp_profile_get_layer(const sp_profile *profile, size_t i);
+SP_API const char *sp_profile_get_model(const sp_profile *profile);
+/* sp_profile_get_source: the profile's "source" text, "" when absent. */
+SP_API const char *sp_profile_get_source(const sp_profile *profile);
+/* sp_profile_get_micro_batch_size: the profile's micro_batch_size (samples per micro-batch). */
+SP_API uint64_t sp_profile_get_micro_batch_size(const sp_profile *profile);
+/* sp_profile_get_sha256: lowercase hex SHA-256 of the bytes the profile was read from. */
+SP_API const char *sp_profile_get_sha256(const sp_profile *profile);
 
 #ifdef __cplusplus
 }

@@ -45,15 +45,16 @@ typedef struct sp_link_result {
 } sp_link_result;
 typedef struct sp_bandwidth_result sp_bandwidth_result;
 SP_API void sp_bandwidth_result_destroy(sp_bandwidth_result *result);
-SP_API size_t sp_bandwidth_result_link_count(const sp_bandwidth_result *result);
+SP_API size_t sp_bandwidth_result_get_link_count(const sp_bandwidth_result *result);
 /* series i, in the document's order; NULL past the end. Borrowed. */
-SP_API const sp_link_result *sp_bandwidth_result_link(const sp_bandwidth_result *result, size_t i);
+SP_API const sp_link_result *sp_bandwidth_result_get_link(const sp_bandwidth_result *result,
+                                                          size_t i);
 /* how the copies were timed, and a caveat on what could be measured; "" when the probe has none.
  * Borrowed. */
-SP_API const char *sp_bandwidth_result_timing(const sp_bandwidth_result *result);
-SP_API const char *sp_bandwidth_result_note(const sp_bandwidth_result *result);
+SP_API const char *sp_bandwidth_result_get_timing(const sp_bandwidth_result *result);
+SP_API const char *sp_bandwidth_result_get_note(const sp_bandwidth_result *result);
 /* the "stagepart-links" document, for --links. Borrowed. */
-SP_API const char *sp_bandwidth_result_json(const sp_bandwidth_result *result);
+SP_API const char *sp_bandwidth_result_get_json(const sp_bandwidth_result *result);
 
 /* sp_bandwidth_measure_cpu: the links between CPU worker threads, as the CPU pipeline runtime
  * moves activations: the sender fills its buffer and raises a flag, the receiver, spinning on

@@ -63,8 +63,8 @@ typedef struct sp_run_opts {
     const volatile int *cancel; /* nonzero: every stage stops, SP_ERR_INTERRUPTED (may be NULL) */
     sp_run_fault fault;         /* testing (default SP_RUN_FAULT_NONE) */
     uint32_t fault_stage, fault_step, fault_micro_batch; /* where (step counts warm-up steps) */
-    bool keep_state;        /* keep every stage's weights after the run (sp_run_stage_params; tests;
-                             * threads and CPU only) */
+    bool keep_state; /* keep every stage's weights after the run (sp_run_get_stage_params; tests;
+                      * threads and CPU only) */
     sp_run_backend backend; /* default SP_RUN_BACKEND_CPU */
     bool gpu_split; /* CUDA: stages that share a GPU get disjoint, equal SM partitions (green
                      * contexts) instead of sharing it as streams (default false) */
@@ -132,18 +132,18 @@ typedef struct sp_run_summary {
 } sp_run_summary;
 SP_API const sp_run_summary *sp_run_get_summary(const sp_run *run);
 SP_API const sp_run_stage *sp_run_get_stage(const sp_run *run, size_t i);
-/* sp_run_step_loss: the mean loss of step i (warm-up steps first), NaN when out of range */
-SP_API double sp_run_step_loss(const sp_run *run, size_t i);
-/* sp_run_timeline: the last measured step as a simulation object (ops with their measured
+/* sp_run_get_step_loss: the mean loss of step i (warm-up steps first), NaN when out of range */
+SP_API double sp_run_get_step_loss(const sp_run *run, size_t i);
+/* sp_run_get_timeline: the last measured step as a simulation object (ops with their measured
  * start and end, relative to the step's start), for sp_sim_write_trace / sp_sim_write_svg: the
  * same formats as the simulator's, so predicted and measured lie side by side. Borrowed. */
-SP_API const sp_sim *sp_run_timeline(const sp_run *run);
+SP_API const sp_sim *sp_run_get_timeline(const sp_run *run);
 /* sp_run_to_json: the "stagepart-run-report" document (docs/formats.md#run-report); sp_free. */
 SP_API sp_status sp_run_to_json(sp_ctx *ctx, const sp_run *run, char **out);
-/* sp_run_stage_params: with keep_state, stage s's weights after the run, layer by layer in
+/* sp_run_get_stage_params: with keep_state, stage s's weights after the run, layer by layer in
  * order (*count floats); NULL otherwise. Borrowed. */
-SP_API const float *sp_run_stage_params(const sp_run *run, size_t stage, size_t layer,
-                                        size_t *count);
+SP_API const float *sp_run_get_stage_params(const sp_run *run, size_t stage, size_t layer,
+                                            size_t *count);
 
 /* ---- the run report, read back (formats/) */
 /* What `check --report` reads from a run report ("stagepart-run-report", version 1, written by

@@ -73,10 +73,10 @@ SP_API sp_status sp_simulate(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts
                              sp_sim **out);
 SP_API void sp_sim_destroy(sp_sim *sim);
 SP_API const sp_sim_summary *sp_sim_get_summary(const sp_sim *sim);
-SP_API size_t sp_sim_device_count(const sp_sim *sim);
+SP_API size_t sp_sim_get_device_count(const sp_sim *sim);
 SP_API const sp_sim_device *sp_sim_get_device(const sp_sim *sim, size_t i);
 /* Ops in execution order per device, devices in order; 0 when keep_ops was false. */
-SP_API size_t sp_sim_op_count(const sp_sim *sim);
+SP_API size_t sp_sim_get_op_count(const sp_sim *sim);
 SP_API const sp_sim_op *sp_sim_get_op(const sp_sim *sim, size_t i);
 
 /* sp_plan_attach_schedule: record the simulation's schedule figures in the plan (written as

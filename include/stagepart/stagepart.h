@@ -23,11 +23,17 @@
  *
  * ERRORS
  *   Every fallible function returns an sp_status (SP_OK = 0). The context records the detail
- *   of the last failure, readable with sp_ctx_errmsg() until the next call that takes that
+ *   of the last failure, readable with sp_ctx_get_errmsg() until the next call that takes that
  *   context. Input errors name the file, the JSON path and what was expected, e.g.
  *       model.json: layers[17].fwd_ms: expected a finite number >= 0, got "abc"
  *   and a document with several problems reports each of them, one per line. The library never
  *   exits, aborts or prints; it has no global mutable state except the allocator hooks.
+ *
+ * NAMES
+ *   Every function is sp_<object>_<verb>: sp_plan_load, sp_plan_write, sp_plan_destroy. What
+ *   reads a field of an object is sp_<object>_get_<field> (sp_plan_get_stage,
+ *   sp_profile_get_layer_count), and returns a borrowed pointer or a value. Enums have
+ *   sp_<enum>_name and sp_<enum>_from_name.
  *
  * THREADS
  *   A context, and the objects made with it, may be used by one thread at a time. Distinct

@@ -2,7 +2,7 @@
  *
  * One table, SP_STATUS_MAP, generates the enum, sp_status_name() and sp_strerror(), so a code
  * and its message can never drift apart. SP_OK is 0; every other code is an error. The detail
- * of the last error (file, JSON path, what was expected) is in the context: sp_ctx_errmsg(). */
+ * of the last error (file, JSON path, what was expected) is in the context: sp_ctx_get_errmsg(). */
 #ifndef STAGEPART_STATUS_H
 #define STAGEPART_STATUS_H
 

@@ -233,8 +233,8 @@ static uint64_t fingerprint(const sp_plan *plan, const struct sp_model *m, const
     h = mix(h, m->bound_batch);
     h = mix(h, m->bound_seq);
     h = mix(h, m->n_layers);
-    for (size_t k = 0; k < sp_plan_stage_count(plan); k++) {
-        const sp_stage *st = sp_plan_stage(plan, k);
+    for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++) {
+        const sp_stage *st = sp_plan_get_stage(plan, k);
         h = mix(h, st->first_layer);
         h = mix(h, st->last_layer);
     }
@@ -262,7 +262,7 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                        "the MPI transport needs MPI started first (sp_mpi_start)");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    uint32_t P = (uint32_t)sp_plan_stage_count(plan), total = o->warmup_steps + o->steps;
+    uint32_t P = (uint32_t)sp_plan_get_stage_count(plan), total = o->warmup_steps + o->steps;
     if ((uint32_t)size != P)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "the plan has %u stages and the MPI job %d ranks: start it with mpirun "
@@ -304,7 +304,7 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     w.core = o->pin ? cores[lr % n_cores] : -1;
     w.stats = stats, w.stats_stride = 1;
     w.rec = run->timeline->ops + offset[s];
-    const sp_stage *stage = sp_plan_stage(plan, s);
+    const sp_stage *stage = sp_plan_get_stage(plan, s);
     size_t out_elems = m->layers[stage->last_layer].out_elems;
     size_t in_elems = m->layers[stage->first_layer].in_elems;
     uint32_t cap = M < TAG_MB_RANGE ? M : TAG_MB_RANGE;
@@ -317,7 +317,7 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
         st = sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u: out of memory for its send buffers", s);
     if (st != SP_OK) { /* tell the others, who would wait for this stage */
         char why[1024];
-        snprintf(why, sizeof why, "%s", sp_ctx_errmsg(ctx));
+        snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
         mpi_fail(&t, st, why);
     }
     if (st == SP_OK) {

@@ -20,9 +20,9 @@ int main(void) {
     o.trials = 5;
     sp_bandwidth_result *r = NULL;
     sp_status st = sp_bandwidth_measure_cuda(ctx, &o, &r);
-    const char *json = r ? sp_bandwidth_result_json(r) : NULL;
+    const char *json = r ? sp_bandwidth_result_get_json(r) : NULL;
     if (st == SP_ERR_NO_DEVICE || st == SP_ERR_UNSUPPORTED) {
-        printf("skipped: %s\n", sp_ctx_errmsg(ctx));
+        printf("skipped: %s\n", sp_ctx_get_errmsg(ctx));
         sp_ctx_destroy(ctx);
         return 77;
     }

@@ -32,7 +32,7 @@ static sp_run *run_on(sp_ctx *ctx, const sp_plan *plan, sp_model *m, sp_run_back
     o.gpu_split = gpu_split;
     sp_run *run = NULL;
     sp_status st = sp_run_plan(ctx, plan, m, &o, &run);
-    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
     return run;
 }
 
@@ -48,7 +48,7 @@ static void same_as_cpu(sp_ctx *ctx, sp_model *m) {
             sp_run *gpu = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, schedule, false);
             if (cpu && gpu) {
                 for (size_t i = 0; i < 3; i++) {
-                    double a = sp_run_step_loss(cpu, i), b = sp_run_step_loss(gpu, i);
+                    double a = sp_run_get_step_loss(cpu, i), b = sp_run_get_step_loss(gpu, i);
                     SP_CHECK_MSG(fabs(a - b) <= 1e-4 * fabs(a),
                                  "P %u %s step %zu: loss %.7f on "
                                  "CPU, %.7f on GPUs",
@@ -88,11 +88,12 @@ static void failures(sp_ctx *ctx, sp_model *m) {
     sp_run *run = NULL;
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
     SP_CHECK(run == NULL);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "stage 1 failed at step 1, micro-batch 3 (forward)");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "stage 1 failed at step 1, micro-batch 3 (forward)");
     o.fault = SP_RUN_FAULT_NONE;
     setenv("FAKE_CUDA_MEMORY", "20000", 1); /* the devices fill up while the stages are made */
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_INFEASIBLE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "stage 0 (layers embedding..layers.0): out of memory");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx),
+                      "stage 0 (layers embedding..layers.0): out of memory");
     unsetenv("FAKE_CUDA_MEMORY");
     o.transport = SP_TRANSPORT_MPI;
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_UNSUPPORTED);
@@ -102,7 +103,7 @@ static void failures(sp_ctx *ctx, sp_model *m) {
     setenv("FAKE_CUDA_DEVICES", "0", 1);
     o.keep_state = false;
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "no CUDA device");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "no CUDA device");
     setenv("FAKE_CUDA_DEVICES", "2", 1);
     sp_plan_destroy(plan);
 }
@@ -114,14 +115,15 @@ static void one_gpu(sp_ctx *ctx, sp_model *m) {
     setenv("FAKE_CUDA_DEVICES", "1", 1);
     sp_run *cpu = run_on(ctx, plan, m, SP_RUN_BACKEND_CPU, SP_SCHEDULE_1F1B, false);
     sp_run *shared = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, SP_SCHEDULE_1F1B, false);
-    SP_CHECK_CONTAINS(sp_ctx_warnings(ctx), "2 stages on 1 GPU: stages that share a GPU run as "
-                                            "streams");
+    SP_CHECK_CONTAINS(sp_ctx_get_warnings(ctx), "2 stages on 1 GPU: stages that share a GPU run as "
+                                                "streams");
     sp_run *split_run = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, SP_SCHEDULE_1F1B, true);
-    SP_CHECK_CONTAINS(sp_ctx_warnings(ctx), "GPU 0 runs 2 stages on SM partitions of 64 SMs each");
+    SP_CHECK_CONTAINS(sp_ctx_get_warnings(ctx),
+                      "GPU 0 runs 2 stages on SM partitions of 64 SMs each");
     if (cpu && shared && split_run) {
         for (size_t i = 0; i < 3; i++)
-            SP_CHECK(fabs(sp_run_step_loss(split_run, i) - sp_run_step_loss(cpu, i)) <=
-                     1e-4 * fabs(sp_run_step_loss(cpu, i)));
+            SP_CHECK(fabs(sp_run_get_step_loss(split_run, i) - sp_run_get_step_loss(cpu, i)) <=
+                     1e-4 * fabs(sp_run_get_step_loss(cpu, i)));
         for (uint32_t s = 0; s < 2; s++) {
             SP_CHECK_EQ_INT(sp_run_get_stage(split_run, s)->device, 0);
             SP_CHECK_EQ_INT(sp_run_get_stage(split_run, s)->sms, 64); /* 132 / 2, in 8s */
@@ -143,8 +145,9 @@ static void one_gpu(sp_ctx *ctx, sp_model *m) {
     sp_run *run = NULL;
     setenv("FAKE_CUDA_SMS", "12", 1);
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "GPU 0 has 12 SMs: 2 stages would get 0 each, under its "
-                                          "smallest partition of 8");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx),
+                      "GPU 0 has 12 SMs: 2 stages would get 0 each, under its "
+                      "smallest partition of 8");
     unsetenv("FAKE_CUDA_SMS");
     o.backend = SP_RUN_BACKEND_CPU;
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_INVALID_ARG);
@@ -163,7 +166,7 @@ static void no_green_contexts(sp_ctx *ctx, sp_model *m) {
     o.gpu_split = true;
     sp_run *run = NULL;
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "the CUDA driver has no green contexts");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "the CUDA driver has no green contexts");
     o.gpu_split = false; /* without the split, green contexts are not needed */
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_OK);
     sp_run_destroy(run);

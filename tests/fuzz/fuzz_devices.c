@@ -12,8 +12,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sp_status st = sp_devices_load(ctx, path, &devices);
         fuzz_require_message(ctx, st);
         if (st == SP_OK)
-            for (size_t i = 0; i < sp_devices_count(devices); i++)
-                if (!sp_devices_get(devices, i))
+            for (size_t i = 0; i < sp_devices_get_count(devices); i++)
+                if (!sp_devices_get_device(devices, i))
                     __builtin_trap();
         sp_devices_destroy(devices);
     }

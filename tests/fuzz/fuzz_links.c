@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sp_status st = sp_links_parse(ctx, "input", text, size, &links);
         fuzz_require_message(ctx, st);
         if (st == SP_OK) {
-            size_t n = sp_links_count(links);
+            size_t n = sp_links_get_count(links);
             for (size_t i = 0; i < n && i < 16; i++)
                 for (size_t j = 0; j < n && j < 16; j++)
                     if (sp_links_transfer_ms(links, i, j, UINT64_C(1) << 20) < 0)

@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         sp_status st = sp_megatron_layout_split(ctx, profile, layout, &first, &count);
         fuzz_require_message(ctx, st);
         if (st == SP_OK) {
-            size_t n = sp_profile_layer_count(profile);
+            size_t n = sp_profile_get_layer_count(profile);
             if (count == 0 || first[0] != 0)
                 __builtin_trap();
             for (size_t i = 1; i < count; i++)

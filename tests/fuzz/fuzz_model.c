@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         fuzz_require_message(ctx, st);
         uint64_t floats = 0;
         sp_model_layer_info li;
-        for (size_t i = 0; model && sp_model_layer_get(model, i, &li); i++)
+        for (size_t i = 0; model && sp_model_get_layer(model, i, &li); i++)
             floats += (li.param_bytes + li.saved_bytes + li.activation_bytes) / 4;
         if (st == SP_OK && floats <= FUZZ_MAX_FLOATS) {
             sp_model_profile_opts opts;

@@ -56,7 +56,7 @@ static void partition_and_reread(sp_ctx *ctx, const sp_profile *profile,
         sp_status reread = sp_plan_parse(ctx, "plan", json, strlen(json), &again);
         if (reread != SP_OK && reread != SP_ERR_NOMEM) {
             /* the writer produced a plan its own reader rejects: say why, then trap */
-            fprintf(stderr, "plan does not read back: %s\n%s\n", sp_ctx_errmsg(ctx), json);
+            fprintf(stderr, "plan does not read back: %s\n%s\n", sp_ctx_get_errmsg(ctx), json);
             __builtin_trap();
         }
         sp_plan_destroy(again);
@@ -66,7 +66,7 @@ static void partition_and_reread(sp_ctx *ctx, const sp_profile *profile,
 }
 
 static void partition_both_ways(sp_ctx *ctx, const sp_profile *profile) {
-    size_t n = sp_profile_layer_count(profile);
+    size_t n = sp_profile_get_layer_count(profile);
     if (n == 0 || n > FUZZ_MAX_PARTITION_LAYERS)
         return;
     sp_partition_opts opts;

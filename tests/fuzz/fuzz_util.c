@@ -34,7 +34,7 @@ const char *fuzz_temp_file(const uint8_t *data, size_t size) {
 
 void fuzz_require_message(const sp_ctx *ctx, sp_status status) {
     if (status != SP_OK) {
-        const char *msg = sp_ctx_errmsg(ctx);
+        const char *msg = sp_ctx_get_errmsg(ctx);
         if (!msg || !*msg)
             __builtin_trap();
     }

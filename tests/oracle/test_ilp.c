@@ -38,7 +38,7 @@ static sp_profile *profile_of(const struct inst *in) {
     snprintf(buf + len, sizeof buf - len, "]}");
     sp_profile *p = NULL;
     if (sp_profile_parse(ctx, "ilp.json", buf, strlen(buf), &p) != SP_OK)
-        fprintf(stderr, "%s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "%s\n", sp_ctx_get_errmsg(ctx));
     return p;
 }
 
@@ -95,8 +95,8 @@ static int64_t best_brute(const struct inst *in, int K, int P, int which, int *b
 
 static int64_t plan_value(const sp_plan *plan, const struct inst *in, int P, int which) {
     int64_t load[8] = {0};
-    for (size_t k = 0; k < sp_plan_stage_count(plan); k++) {
-        const sp_stage *s = sp_plan_stage(plan, k);
+    for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++) {
+        const sp_stage *s = sp_plan_get_stage(plan, k);
         for (size_t l = s->first_layer; l <= s->last_layer; l++)
             load[k % (size_t)P] += in->w[l];
     }
@@ -139,15 +139,15 @@ static void test_against_dp(void) {
         sp_status a = plan_with(p, P, 1, SP_SOLVER_DP, SP_OBJECTIVE_BOTTLENECK, mem, &dp);
         sp_status b = plan_with(p, P, 1, SP_SOLVER_ILP, SP_OBJECTIVE_BOTTLENECK, mem, &ilp);
         SP_CHECK_MSG(a == b, "dp %s, ilp %s (%s)", sp_status_name(a), sp_status_name(b),
-                     sp_ctx_errmsg(ctx));
+                     sp_ctx_get_errmsg(ctx));
         if (a == SP_OK && b == SP_OK) {
             SP_CHECK(sp_plan_get_summary(ilp)->optimal);
             SP_CHECK_MSG(fabs(sp_plan_get_summary(dp)->bottleneck_ms -
                               sp_plan_get_summary(ilp)->bottleneck_ms) < 1e-9,
                          "dp %.6f vs ilp %.6f", sp_plan_get_summary(dp)->bottleneck_ms,
                          sp_plan_get_summary(ilp)->bottleneck_ms);
-            for (size_t s = 0; mem && s < sp_plan_stage_count(ilp); s++)
-                SP_CHECK(sp_plan_stage(ilp, s)->memory_bytes <= mem);
+            for (size_t s = 0; mem && s < sp_plan_get_stage_count(ilp); s++)
+                SP_CHECK(sp_plan_get_stage(ilp, s)->memory_bytes <= mem);
             agree++;
         }
         sp_plan_destroy(dp);
@@ -174,7 +174,7 @@ static void test_against_brute(void) {
         sp_profile *p = profile_of(&in);
         sp_plan *plan = NULL;
         sp_status st = plan_with(p, (uint32_t)P, (uint32_t)V, SP_SOLVER_ILP, objs[which], 0, &plan);
-        SP_CHECK_MSG(st == SP_OK, "%s: %s", names[which], sp_ctx_errmsg(ctx));
+        SP_CHECK_MSG(st == SP_OK, "%s: %s", names[which], sp_ctx_get_errmsg(ctx));
         if (st == SP_OK) {
             int64_t got = plan_value(plan, &in, P, which);
             SP_CHECK_MSG(sp_plan_get_summary(plan)->optimal, "%s not proven", names[which]);
@@ -265,15 +265,15 @@ static void test_recompute(void) {
             SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "brute force found no plan, ilp: %s",
                          sp_status_name(st));
         } else {
-            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
             if (st == SP_OK) {
                 double bn = sp_plan_get_summary(plan)->bottleneck_ms;
                 SP_CHECK_MSG(fabs(bn - (double)brute / 1e6) < 1e-9, "ilp %.6f, brute force %.6f",
                              bn, (double)brute / 1e6);
-                for (size_t s = 0; s < sp_plan_stage_count(plan); s++)
-                    SP_CHECK(sp_plan_stage(plan, s)->memory_bytes <= cap);
+                for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++)
+                    SP_CHECK(sp_plan_get_stage(plan, s)->memory_bytes <= cap);
                 for (size_t l = 0; l < (size_t)in.n; l++)
-                    helped += sp_plan_layer_recomputed(plan, l);
+                    helped += sp_plan_get_layer_recomputed(plan, l);
                 checked++;
             }
         }
@@ -322,8 +322,8 @@ static void test_chunk_memory(void) {
             sp_plan *given = NULL;
             SP_CHECK_STATUS(sp_plan_from_split(ctx, p, &o, b, (size_t)K, &given), SP_OK);
             uint64_t dev[2] = {0, 0};
-            for (size_t k = 0; k < sp_plan_stage_count(given); k++)
-                dev[k % 2] += sp_plan_stage(given, k)->memory_bytes;
+            for (size_t k = 0; k < sp_plan_get_stage_count(given); k++)
+                dev[k % 2] += sp_plan_get_stage(given, k)->memory_bytes;
             int64_t v = plan_value(given, &in, P, 0);
             free_best = v < free_best ? v : free_best;
             if (dev[0] <= o.memory_limit_bytes && dev[1] <= o.memory_limit_bytes && v < best)
@@ -338,18 +338,18 @@ static void test_chunk_memory(void) {
         sp_status st = sp_partition(ctx, p, &o, &plan);
         if (best == INT64_MAX) {
             SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "no split fits, ilp: %s", sp_status_name(st));
-            SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "interleaved chunks fits the memory limit");
+            SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "interleaved chunks fits the memory limit");
             infeasible++;
         } else {
-            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
             if (st == SP_OK) {
                 SP_CHECK(sp_plan_get_summary(plan)->optimal);
                 int64_t got = plan_value(plan, &in, P, 0);
                 SP_CHECK_MSG(got == best, "t %d: ilp %" PRId64 ", brute force %" PRId64, t, got,
                              best);
                 uint64_t dev[2] = {0, 0};
-                for (size_t k = 0; k < sp_plan_stage_count(plan); k++)
-                    dev[k % 2] += sp_plan_stage(plan, k)->memory_bytes;
+                for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
+                    dev[k % 2] += sp_plan_get_stage(plan, k)->memory_bytes;
                 SP_CHECK(dev[0] <= o.memory_limit_bytes && dev[1] <= o.memory_limit_bytes);
                 bound += best > free_best;
                 checked++;
@@ -379,12 +379,12 @@ static void test_limits_and_refusals(void) {
     o.time_limit_s = 0.001; /* too short to prove: the incumbent or better, not optimal */
     SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_OK);
     SP_CHECK(plan && !sp_plan_get_summary(plan)->optimal);
-    SP_CHECK_CONTAINS(sp_ctx_warnings(ctx), "the ilp solver stopped at the time limit");
+    SP_CHECK_CONTAINS(sp_ctx_get_warnings(ctx), "the ilp solver stopped at the time limit");
     sp_plan_destroy(plan);
     o.time_limit_s = 30;
     o.objective = SP_OBJECTIVE_VARIANCE;
     SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "variance is quadratic");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "variance is quadratic");
     o.objective = SP_OBJECTIVE_BOTTLENECK;
     o.chunks = 1;
     o.memory_limit_bytes = 1;
@@ -392,12 +392,12 @@ static void test_limits_and_refusals(void) {
     o.memory_limit_bytes = 0;
     o.stages = 21;
     SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_ERR_INFEASIBLE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "cannot cut 20 layers into 21");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "cannot cut 20 layers into 21");
     o.stages = 4;
     o.objective = SP_OBJECTIVE_RANGE;
     o.solver = SP_SOLVER_DP;
     SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "--objective range needs --solver ilp");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "--objective range needs --solver ilp");
     sp_profile_destroy(p);
 }
 

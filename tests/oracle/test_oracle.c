@@ -343,7 +343,7 @@ static int run_library(const struct instance *in, sp_objective objective, sp_ctx
     sp_status st = sp_profile_parse(ctx, "oracle.json", json, strlen(json), &profile);
     free(json);
     if (st != SP_OK) {
-        fprintf(stderr, "profile rejected: %s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "profile rejected: %s\n", sp_ctx_get_errmsg(ctx));
         return -2;
     }
     sp_partition_opts o;
@@ -358,7 +358,7 @@ static int run_library(const struct instance *in, sp_objective objective, sp_ctx
         st = sp_links_parse(ctx, "oracle-links.json", lj, strlen(lj), &links);
         free(lj);
         if (st != SP_OK) {
-            fprintf(stderr, "links rejected: %s\n", sp_ctx_errmsg(ctx));
+            fprintf(stderr, "links rejected: %s\n", sp_ctx_get_errmsg(ctx));
             sp_profile_destroy(profile);
             return -2;
         }
@@ -372,14 +372,14 @@ static int run_library(const struct instance *in, sp_objective objective, sp_ctx
     if (st == SP_ERR_INFEASIBLE) {
         rc = -1;
     } else if (st != SP_OK) {
-        fprintf(stderr, "partition failed: %s: %s\n", sp_status_name(st), sp_ctx_errmsg(ctx));
+        fprintf(stderr, "partition failed: %s: %s\n", sp_status_name(st), sp_ctx_get_errmsg(ctx));
         rc = -2;
     } else {
-        for (size_t s = 0; s < sp_plan_stage_count(plan); s++)
-            bounds[s] = sp_plan_stage(plan, s)->first_layer;
-        bounds[sp_plan_stage_count(plan)] = (size_t)in->n;
+        for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++)
+            bounds[s] = sp_plan_get_stage(plan, s)->first_layer;
+        bounds[sp_plan_get_stage_count(plan)] = (size_t)in->n;
         *bottleneck_ms = sp_plan_get_summary(plan)->bottleneck_ms;
-        for (size_t s = 0; s < sp_plan_stage_count(plan); s++)
+        for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++)
             if (!range_fits(in, (int)s, (int)bounds[s], (int)bounds[s + 1]))
                 rc = -3;
     }

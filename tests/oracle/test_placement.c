@@ -213,7 +213,7 @@ static void test_against_enumeration(void) {
                 infeasible += !cold;
                 continue;
             }
-            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
             if (st != SP_OK)
                 continue;
             const sp_plan_summary *m = sp_plan_get_summary(plan);
@@ -223,8 +223,8 @@ static void test_against_enumeration(void) {
                          (double)best.t / 1e6);
             double latency = 2 * m->transfer_ms;
             unsigned used = 0;
-            for (size_t s = 0; s < sp_plan_stage_count(plan); s++) {
-                const sp_stage *st_ = sp_plan_stage(plan, s);
+            for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++) {
+                const sp_stage *st_ = sp_plan_get_stage(plan, s);
                 latency += st_->time_ms;
                 SP_CHECK(st_->device < (uint32_t)in.devices && !(used & (1u << st_->device)));
                 used |= 1u << st_->device;
@@ -309,8 +309,8 @@ static void test_chunks_against_enumeration(void) {
                             uint64_t mem[2] = {0, 0};
                             double latency = 2 * sp_plan_get_summary(given)->transfer_ms;
                             for (size_t k = 0; k < 4; k++) {
-                                mem[k % 2] += sp_plan_stage(given, k)->memory_bytes;
-                                latency += sp_plan_stage(given, k)->time_ms;
+                                mem[k % 2] += sp_plan_get_stage(given, k)->memory_bytes;
+                                latency += sp_plan_get_stage(given, k)->time_ms;
                             }
                             bool fits = true;
                             for (int d = 0; d < 2; d++) {
@@ -346,21 +346,21 @@ static void test_chunks_against_enumeration(void) {
                 SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "no plan fits, ilp: %s", sp_status_name(st));
                 continue;
             }
-            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
             if (st != SP_OK)
                 continue;
             const sp_plan_summary *m = sp_plan_get_summary(plan);
             double latency = 2 * m->transfer_ms;
-            for (size_t k = 0; k < sp_plan_stage_count(plan); k++)
-                latency += sp_plan_stage(plan, k)->time_ms;
+            for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
+                latency += sp_plan_get_stage(plan, k)->time_ms;
             SP_CHECK(m->optimal);
             SP_CHECK_MSG(llround(m->bottleneck_ms * 1e6) == best.t,
                          "t %d: ilp bottleneck %.6f, enumeration %.6f", t, m->bottleneck_ms,
                          (double)best.t / 1e6);
             SP_CHECK_MSG(fabs(latency - best.latency) < 1e-6 * (1 + best.latency),
                          "t %d: ilp latency %.9f, enumeration %.9f", t, latency, best.latency);
-            SP_CHECK(sp_plan_stage(plan, 2)->device == sp_plan_stage(plan, 0)->device &&
-                     sp_plan_stage(plan, 0)->device != sp_plan_stage(plan, 1)->device);
+            SP_CHECK(sp_plan_get_stage(plan, 2)->device == sp_plan_get_stage(plan, 0)->device &&
+                     sp_plan_get_stage(plan, 0)->device != sp_plan_get_stage(plan, 1)->device);
             checked += !cold;
             sp_plan_destroy(plan);
         }

@@ -206,7 +206,7 @@ static sp_status run_once(sp_status (*scenario)(sp_ctx *), long fail_at, bool *h
     budget = fail_at;
     sp_status st = scenario(ctx);
     budget = -1;
-    const char *msg = sp_ctx_errmsg(ctx);
+    const char *msg = sp_ctx_get_errmsg(ctx);
     *has_msg = msg && *msg;
     snprintf(last_msg, sizeof last_msg, "%s", msg ? msg : "");
     sp_ctx_destroy(ctx);

@@ -92,7 +92,7 @@ static void test_cases(void) {
     sp_attribution_release(&a);
     o.layer_pattern = "[";
     SP_CHECK_STATUS(sp_attribute(ctx, &t, &o, &a), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "--layer-pattern '['");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "--layer-pattern '['");
     sp_trace_release(&t);
 }
 

@@ -16,9 +16,9 @@
 static sp_ctx *ctx;
 
 static const sp_check_criterion *find(const sp_check_result *r, const char *name) {
-    for (size_t i = 0; i < sp_check_criterion_count(r); i++)
-        if (strcmp(sp_check_criterion_get(r, i)->name, name) == 0)
-            return sp_check_criterion_get(r, i);
+    for (size_t i = 0; i < sp_check_get_criterion_count(r); i++)
+        if (strcmp(sp_check_get_criterion(r, i)->name, name) == 0)
+            return sp_check_get_criterion(r, i);
     return NULL;
 }
 
@@ -56,8 +56,8 @@ static void test_pass_and_regression(void) {
     sp_check_opts_init(&o);
     sp_check_result *r = NULL;
     SP_CHECK_STATUS(sp_check(ctx, plan, p, &o, &r), SP_OK);
-    SP_CHECK(sp_check_criterion_count(r) == 4);
-    SP_CHECK(sp_check_failed_count(r) == 0);
+    SP_CHECK(sp_check_get_criterion_count(r) == 4);
+    SP_CHECK(sp_check_get_failed_count(r) == 0);
     SP_CHECK(find(r, "layers match") && find(r, "layers match")->passed);
     SP_CHECK(find(r, "imbalance") && find(r, "imbalance")->value == 1.0);
     char *json = NULL;
@@ -75,14 +75,14 @@ static void test_pass_and_regression(void) {
     SP_CHECK_STATUS(sp_check(ctx, plan, slower, &o, &r), SP_OK);
     const sp_check_criterion *reg = r ? find(r, "regression") : NULL;
     SP_CHECK(reg && !reg->passed && reg->value > 0.1 && reg->limit == 0.05);
-    SP_CHECK(sp_check_failed_count(r) >= 1);
+    SP_CHECK(sp_check_get_failed_count(r) >= 1);
     sp_check_destroy(r);
 
     /* a renamed layer: "layers match" fails and names both sides; nothing else is judged */
     sp_profile *renamed = profile_of(16, 99, 1, "l3\tnew");
     r = NULL;
     SP_CHECK_STATUS(sp_check(ctx, plan, renamed, &o, &r), SP_OK);
-    SP_CHECK(r && sp_check_criterion_count(r) == 1 && !find(r, "layers match")->passed);
+    SP_CHECK(r && sp_check_get_criterion_count(r) == 1 && !find(r, "layers match")->passed);
     SP_CHECK_CONTAINS(r ? find(r, "layers match")->message : "", "'l3'");
     json = NULL;
     SP_CHECK_STATUS(sp_check_to_json(ctx, r, &json), SP_OK);
@@ -125,9 +125,9 @@ static void test_evaluate(void) {
         SP_CHECK(first[s] == 3 * s && first2[s] == first[s]);
     size_t bad[] = {3, 3, 3}, huge[] = {3, SIZE_MAX, 3}, *none = NULL;
     SP_CHECK_STATUS(sp_split_from_counts(ctx, p, bad, 3, &none), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "adds up to 9 layers; the profile has 12");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "adds up to 9 layers; the profile has 12");
     SP_CHECK_STATUS(sp_split_from_counts(ctx, p, huge, 3, &none), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "more than 12 layers");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "more than 12 layers");
     size_t flat[] = {0, 3, 3, 12};
     SP_CHECK_STATUS(sp_split_from_parts(ctx, p, flat, 4, &none, &n), SP_ERR_INVALID_ARG);
     SP_CHECK(none == NULL);
@@ -137,9 +137,10 @@ static void test_evaluate(void) {
     sp_evaluation *e = NULL;
     SP_CHECK_STATUS(sp_evaluate(ctx, p, &o, first, 4, &e), SP_OK);
     /* yours: stage 0 = 12 + 2 x 3 = 18 ms; the optimal: layer 0 alone, 12 ms */
-    SP_CHECK(e && fabs(sp_plan_get_summary(sp_evaluation_yours(e))->bottleneck_ms - 18) < 1e-9);
-    SP_CHECK(e && fabs(sp_plan_get_summary(sp_evaluation_optimal(e))->bottleneck_ms - 12) < 1e-9);
-    SP_CHECK(e && sp_evaluation_gain(e) > 0.2);
+    SP_CHECK(e && fabs(sp_plan_get_summary(sp_evaluation_get_yours(e))->bottleneck_ms - 18) < 1e-9);
+    SP_CHECK(e &&
+             fabs(sp_plan_get_summary(sp_evaluation_get_optimal(e))->bottleneck_ms - 12) < 1e-9);
+    SP_CHECK(e && sp_evaluation_get_gain(e) > 0.2);
     char *json = NULL;
     SP_CHECK_STATUS(sp_evaluation_to_json(ctx, e, &json), SP_OK);
     cJSON *doc = json ? cJSON_Parse(json) : NULL;

@@ -16,7 +16,7 @@ static void test_status(void) {
     SP_CHECK(strcmp(sp_status_name((sp_status)999), "SP_ERR_UNKNOWN") == 0);
     SP_CHECK(strcmp(sp_strerror((sp_status)-1), "unknown status") == 0);
     SP_CHECK(*sp_version() != '\0');
-    SP_CHECK(strcmp(sp_ctx_errmsg(NULL), "") == 0);
+    SP_CHECK(strcmp(sp_ctx_get_errmsg(NULL), "") == 0);
     sp_ctx_destroy(NULL);
 }
 
@@ -49,7 +49,7 @@ static void test_bytes(void) {
                      "'%s' accepted", bad[i]);
     }
     SP_CHECK_STATUS(sp_parse_bytes(ctx, "80XB", &(uint64_t){0}), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx),
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx),
                       "expected a byte count like 80GB, 80GiB or 4096, got '80XB'");
     char buf[16];
     SP_CHECK(strcmp(sp_format_bytes(999, buf, sizeof buf), "999 B") == 0);
@@ -78,13 +78,13 @@ static void test_atomic_write(void) {
     snprintf(inner, sizeof inner, "%s/keep", sub);
     SP_CHECK_STATUS(sp_write_file_atomic(ctx, inner, "x", 1), SP_OK);
     SP_CHECK_STATUS(sp_write_file_atomic(ctx, sub, "data", 4), SP_ERR_IO);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "the existing file is unchanged");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "the existing file is unchanged");
     struct stat st;
     SP_CHECK(stat(inner, &st) == 0);
     char missing[192];
     snprintf(missing, sizeof missing, "%s/no/such/dir/x.json", dir);
     SP_CHECK_STATUS(sp_write_file_atomic(ctx, missing, "x", 1), SP_ERR_IO);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "cannot create a temporary file");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "cannot create a temporary file");
     char cmd[256];
     snprintf(cmd, sizeof cmd, "ls -A %s | grep -c tmp > /dev/null && exit 1; rm -rf %s", dir, dir);
     SP_CHECK(system(cmd) == 0); /* no temporary files left behind */
@@ -144,7 +144,7 @@ static void test_allocator_and_plan_json(void) {
     SP_CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(root, "format")->valuestring,
                     "stagepart-plan") == 0);
     SP_CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(root, "profile_sha256")->valuestring,
-                    sp_profile_sha256(p)) == 0);
+                    sp_profile_get_sha256(p)) == 0);
     cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generator");
     SP_CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(gen, "command")->valuestring,
                     "stagepart partition tiny.json -s 2") == 0);
@@ -181,8 +181,8 @@ static void test_memory_budget(void) {
     sp_profile *p = NULL;
     sp_set_memory_budget(before + 64 * 1024);
     SP_CHECK_STATUS(sp_profile_parse(ctx, "budget.json", text, len, &p), SP_ERR_LIMIT);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "over the memory budget");
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "budget.json");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "over the memory budget");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "budget.json");
     SP_CHECK_EQ_INT(sp_memory_in_use(), before);
     sp_set_memory_budget(0);
     SP_CHECK_STATUS(sp_profile_parse(ctx, "budget.json", text, len, &p), SP_OK);

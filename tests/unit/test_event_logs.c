@@ -83,15 +83,16 @@ static void check_byte_sums(sp_ctx *ctx, const char *path) {
         if (past) {
             SP_CHECK_STATUS(st, SP_ERR_LIMIT);
             SP_CHECK(json == NULL);
-            SP_CHECK_MSG(strstr(sp_ctx_errmsg(ctx), "the layers' output bytes sum to 9.007e+15, "
-                                                    "beyond a profile's 2^53 bytes") != NULL,
-                         "%s", sp_ctx_errmsg(ctx));
+            SP_CHECK_MSG(strstr(sp_ctx_get_errmsg(ctx),
+                                "the layers' output bytes sum to 9.007e+15, "
+                                "beyond a profile's 2^53 bytes") != NULL,
+                         "%s", sp_ctx_get_errmsg(ctx));
         } else {
             SP_CHECK_STATUS(st, SP_OK);
             sp_profile *p = NULL;
             if (json)
                 SP_CHECK_STATUS(sp_profile_parse(ctx, "events", json, strlen(json), &p), SP_OK);
-            SP_CHECK(p && sp_profile_layer(p, 1)->activation_bytes == half);
+            SP_CHECK(p && sp_profile_get_layer(p, 1)->activation_bytes == half);
             sp_profile_destroy(p);
         }
         sp_free(json);
@@ -123,9 +124,9 @@ static void check_built_in(sp_ctx *ctx, const sp_trace *t) {
     sp_profile *p = NULL;
     if (json)
         SP_CHECK_STATUS(sp_profile_parse(ctx, "events", json, strlen(json), &p), SP_OK);
-    const sp_layer *L = p ? sp_profile_layer(p, 0) : NULL;
+    const sp_layer *L = p ? sp_profile_get_layer(p, 0) : NULL;
     sp_model_layer_info want;
-    SP_CHECK(sp_model_layer_get(m, 0, &want));
+    SP_CHECK(sp_model_get_layer(m, 0, &want));
     if (L) {
         SP_CHECK_EQ_INT(L->activation_bytes, want.activation_bytes);
         SP_CHECK_EQ_INT(L->param_bytes, want.param_bytes);
@@ -146,7 +147,7 @@ static void check_built_in(sp_ctx *ctx, const sp_trace *t) {
     json = NULL;
     SP_CHECK_STATUS(sp_trace_to_profile(ctx, t, &o, &json, &sum), SP_ERR_INVALID_ARG);
     SP_CHECK(json == NULL);
-    SP_CHECK(strstr(sp_ctx_errmsg(ctx), "layer 1 (cls) of model m") != NULL);
+    SP_CHECK(strstr(sp_ctx_get_errmsg(ctx), "layer 1 (cls) of model m") != NULL);
     sp_model_destroy(m);
 }
 
@@ -177,8 +178,8 @@ int main(void) {
     if (json)
         SP_CHECK_STATUS(sp_profile_parse(ctx, "events", json, strlen(json), &p), SP_OK);
     if (p) { /* per step: 2 ms on each process's device 0, which are two devices: 4 ms */
-        SP_CHECK_MSG(fabs(sp_profile_layer(p, 0)->fwd_ms - 4.0) < 1e-9, "%g",
-                     sp_profile_layer(p, 0)->fwd_ms);
+        SP_CHECK_MSG(fabs(sp_profile_get_layer(p, 0)->fwd_ms - 4.0) < 1e-9, "%g",
+                     sp_profile_get_layer(p, 0)->fwd_ms);
         sp_profile_destroy(p);
     }
     sp_free(json);

@@ -38,12 +38,12 @@ static void test_megatron_examples(void) {
     struct sp_layout l;
     SP_CHECK_STATUS(sp_layout_parse(ctx, "E(t|", &l), SP_ERR_INVALID_ARG);
     SP_CHECK_STATUS(sp_layout_parse(ctx, "E((t|)*2)*2", &l), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "nested");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "nested");
     SP_CHECK_STATUS(sp_layout_parse(ctx, "Et*|L", &l), SP_ERR_INVALID_ARG);
     SP_CHECK_STATUS(sp_layout_parse(ctx, "", &l), SP_ERR_INVALID_ARG);
     /* the expansion limit (2^20 symbols) is enforced before the work, for both repeat forms */
     SP_CHECK_STATUS(sp_layout_parse(ctx, "Et*1000|(t*1000|)*1000000L", &l), SP_ERR_LIMIT);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "expands beyond 1048576 symbols");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "expands beyond 1048576 symbols");
     SP_CHECK_STATUS(sp_layout_parse(ctx, "(t*100000t*100000|)*9L", &l), SP_ERR_LIMIT);
     SP_CHECK_STATUS(sp_layout_parse(ctx, "(Et*100000|)*10", &l), SP_OK); /* just inside */
     SP_CHECK_MSG(l.segments == 11 && total(&l, 't') == 1000000, "%zu segments", l.segments);
@@ -99,11 +99,11 @@ static void test_round_trip(void) {
         o.micro_batches = 4 * P;
         sp_plan *plan = NULL;
         sp_status st = sp_plan_from_split(ctx, p, &o, first, K, &plan);
-        SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+        SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
         char *text = NULL, *value = NULL;
         if (st == SP_OK)
             st = sp_plan_export(ctx, plan, SP_EXPORT_MEGATRON, NULL, &text, &value);
-        SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+        SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
         if (st == SP_OK) {
             /* value is a JSON string: strip the quotes and parse it with the grammar */
             value[strlen(value) - 1] = '\0';
@@ -111,7 +111,7 @@ static void test_round_trip(void) {
             SP_CHECK_STATUS(sp_layout_parse(ctx, value + 1, &l), SP_OK);
             bool same = l.segments == K;
             for (unsigned k = 0; same && k < K; k++) {
-                const sp_stage *s = sp_plan_stage(plan, k);
+                const sp_stage *s = sp_plan_get_stage(plan, k);
                 size_t t_in_stage = 0;
                 for (size_t i = s->first_layer; i <= s->last_layer; i++)
                     t_in_stage += i >= 1 && i <= decoders;

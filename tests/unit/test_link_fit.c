@@ -47,12 +47,12 @@ static void test_refusals(void) {
     double ms[] = {0.01, 0.02, 0.0};
     sp_link_fit f;
     SP_CHECK_STATUS(sp_fit_alpha_beta(ctx, b, ms, 3, &f), SP_ERR_INVALID_ARG); /* t = 0 */
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "times must be > 0");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "times must be > 0");
     SP_CHECK_STATUS(sp_fit_alpha_beta(ctx, b, ms, 2, &f), SP_ERR_INVALID_ARG); /* one size */
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "two different sizes");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "two different sizes");
     double down[] = {0.03, 0.02, 0.01};
     SP_CHECK_STATUS(sp_fit_alpha_beta(ctx, b, down, 3, &f), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "do not grow");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "do not grow");
 }
 
 static void test_cpu_probe(void) {
@@ -67,17 +67,17 @@ static void test_cpu_probe(void) {
     o.warmup = 1;
     sp_bandwidth_result *r = NULL;
     sp_status st = sp_bandwidth_measure_cpu(ctx, &o, &r);
-    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
-    const char *json = r ? sp_bandwidth_result_json(r) : NULL;
+    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
+    const char *json = r ? sp_bandwidth_result_get_json(r) : NULL;
     /* the typed result: both directions between the two workers, each with its fit */
-    SP_CHECK(sp_bandwidth_result_link_count(r) == 2);
-    const sp_link_result *first = sp_bandwidth_result_link(r, 0);
+    SP_CHECK(sp_bandwidth_result_get_link_count(r) == 2);
+    const sp_link_result *first = sp_bandwidth_result_get_link(r, 0);
     SP_CHECK(first && strcmp(first->label, "cpu0->cpu1") == 0 && first->fit.bandwidth_GBps > 0);
-    SP_CHECK(sp_bandwidth_result_link(r, 2) == NULL);
+    SP_CHECK(sp_bandwidth_result_get_link(r, 2) == NULL);
     sp_links *l = NULL;
     SP_CHECK_STATUS(sp_links_parse(ctx, "probe", json ? json : "", json ? strlen(json) : 0, &l),
                     SP_OK);
-    SP_CHECK(l && sp_links_count(l) == 2);
+    SP_CHECK(l && sp_links_get_count(l) == 2);
     if (l) {
         /* 4 MiB between two threads of one machine: more than 10 us, less than a second */
         double t = sp_links_transfer_ms(l, 0, 1, 4 << 20);
@@ -122,27 +122,28 @@ static void test_links_doc(void) {
     double slow_ms[] = {2.0, 2.0, 2.0, 2000.0, 2000.0, 2000.0};
     struct sp_link_series slow = {"cpu0->cpu1", 0, 1, sizes, 2, slow_ms, 3, NULL, NULL};
     SP_CHECK_STATUS(sp_links_doc_add(d2, &slow, NULL), SP_ERR_LIMIT);
-    SP_CHECK_MSG(strstr(sp_ctx_errmsg(c), "cpu0->cpu1: the fitted link (0.0005 GB/s") != NULL, "%s",
-                 sp_ctx_errmsg(c));
+    SP_CHECK_MSG(strstr(sp_ctx_get_errmsg(c), "cpu0->cpu1: the fitted link (0.0005 GB/s") != NULL,
+                 "%s", sp_ctx_get_errmsg(c));
     sp_links_doc_abort(d2);
     cJSON_AddStringToObject(sp_links_doc_measurement(d), "collector", "unit");
     SP_CHECK_STATUS(sp_links_doc_say(d, "timing", "unit clock"), SP_OK);
     const char *names[] = {"gpu0", "gpu1"};
     sp_bandwidth_result *r = NULL;
     SP_CHECK_STATUS(sp_links_doc_finish(d, names, &r), SP_OK);
-    const char *json = sp_bandwidth_result_json(r);
+    const char *json = sp_bandwidth_result_get_json(r);
     /* the typed result: every series in order, with its fit; the timing said */
-    SP_CHECK_EQ_INT(sp_bandwidth_result_link_count(r), 3);
-    SP_CHECK(strcmp(sp_bandwidth_result_link(r, 2)->label, "host->gpu0") == 0);
-    SP_CHECK(fabs(sp_bandwidth_result_link(r, 0)->fit.bandwidth_GBps - fit.bandwidth_GBps) == 0);
-    SP_CHECK(strcmp(sp_bandwidth_result_timing(r), "unit clock") == 0);
-    SP_CHECK(strcmp(sp_bandwidth_result_note(r), "") == 0);
+    SP_CHECK_EQ_INT(sp_bandwidth_result_get_link_count(r), 3);
+    SP_CHECK(strcmp(sp_bandwidth_result_get_link(r, 2)->label, "host->gpu0") == 0);
+    SP_CHECK(fabs(sp_bandwidth_result_get_link(r, 0)->fit.bandwidth_GBps - fit.bandwidth_GBps) ==
+             0);
+    SP_CHECK(strcmp(sp_bandwidth_result_get_timing(r), "unit clock") == 0);
+    SP_CHECK(strcmp(sp_bandwidth_result_get_note(r), "") == 0);
     sp_links *links = NULL;
     SP_CHECK_STATUS(sp_links_parse(c, "doc", json, strlen(json), &links), SP_OK);
     if (links) { /* the partitioner reads it: 1 MB takes 2 us + 100 us one way, nothing back */
         SP_CHECK_MSG(fabs(sp_links_transfer_ms(links, 0, 1, 1000000) - 0.102) < 0.001, "%g",
                      sp_links_transfer_ms(links, 0, 1, 1000000));
-        SP_CHECK_EQ_INT(sp_links_count(links), 2);
+        SP_CHECK_EQ_INT(sp_links_get_count(links), 2);
     }
     cJSON *root = json ? cJSON_Parse(json) : NULL;
     cJSON *pairs = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "measurement"), "pairs");

@@ -46,7 +46,7 @@ static const char *tiny_images =
 static sp_model *parse(sp_ctx *ctx, const char *text) {
     sp_model *m = NULL;
     sp_status st = sp_model_parse(ctx, "tiny.json", text, strlen(text), &m);
-    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
     return m;
 }
 
@@ -130,7 +130,7 @@ static void gpt2_bytes(sp_ctx *ctx, const char *src) {
     snprintf(path, sizeof path, "%s/samples/models/gpt2-small.json", src);
     sp_model *m = NULL;
     sp_status st = sp_model_load(ctx, path, &m);
-    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
     if (!m)
         return;
     const uint64_t V = 50257, P = 1024, H = 768, F = 3072, S = 128, heads = 12, N = S;
@@ -140,12 +140,12 @@ static void gpt2_bytes(sp_ctx *ctx, const char *src) {
     /* 124,439,808 of GPT-2 plus an untied LM head of V x H */
     SP_CHECK_EQ_INT(info.param_count, 124439808ull + V * H);
     sp_model_layer_info li;
-    SP_CHECK(sp_model_layer_get(m, 0, &li));
+    SP_CHECK(sp_model_get_layer(m, 0, &li));
     SP_CHECK(strcmp(li.kind, "embedding") == 0);
     SP_CHECK_EQ_INT(li.param_bytes, 4 * (V + P) * H);
     SP_CHECK_EQ_INT(li.activation_bytes, 4 * N * H);
     SP_CHECK_EQ_INT(li.saved_bytes, 0);
-    SP_CHECK(sp_model_layer_get(m, 1, &li));
+    SP_CHECK(sp_model_get_layer(m, 1, &li));
     SP_CHECK(strcmp(li.name, "layers.0") == 0 && strcmp(li.kind, "transformer") == 0);
     /* attention: ln 2H, qkv 3H^2 + 3H, out H^2 + H; mlp: ln 2H, H x F + F, F x H + H */
     SP_CHECK_EQ_INT(li.param_bytes, 4 * (4 * H * H + 6 * H + 2 * H * F + F + 3 * H));
@@ -158,22 +158,22 @@ static void gpt2_bytes(sp_ctx *ctx, const char *src) {
     SP_CHECK_EQ_INT(li.saved_bytes, 4 * (N * H + attn + N * H + mlp));
     SP_CHECK_EQ_INT(li.saved_bytes, 7079936);
     SP_CHECK_EQ_INT(li.fwd_flops, 2 * N * H * 4 * H + 4 * S * S * H + 2 * N * H * F * 2);
-    SP_CHECK(sp_model_layer_get(m, 13, &li));
+    SP_CHECK(sp_model_get_layer(m, 13, &li));
     SP_CHECK(strcmp(li.name, "ln_f") == 0 && strcmp(li.kind, "norm") == 0);
     SP_CHECK_EQ_INT(li.param_bytes, 4 * 2 * H);
     SP_CHECK_EQ_INT(li.saved_bytes, 4 * (N * H + 2 * N));
-    SP_CHECK(sp_model_layer_get(m, 14, &li));
+    SP_CHECK(sp_model_get_layer(m, 14, &li));
     SP_CHECK(strcmp(li.name, "lm_head") == 0 && strcmp(li.kind, "head") == 0);
     SP_CHECK_EQ_INT(li.param_bytes, 4 * V * H);
     SP_CHECK_EQ_INT(li.saved_bytes, 4 * (N * H + N * V)); /* input and the probabilities */
     SP_CHECK_EQ_INT(li.activation_bytes, 4);              /* one loss per sample */
-    SP_CHECK(!sp_model_layer_get(m, 15, &li));
+    SP_CHECK(!sp_model_get_layer(m, 15, &li));
     /* at micro-batch 4 and sequence 1024 the activations scale with B x S */
     SP_CHECK_STATUS(sp_model_set_shape(ctx, m, 4, 1024), SP_OK);
-    SP_CHECK(sp_model_layer_get(m, 1, &li));
+    SP_CHECK(sp_model_get_layer(m, 1, &li));
     SP_CHECK_EQ_INT(li.activation_bytes, 4 * 4 * 1024 * H);
     SP_CHECK_STATUS(sp_model_set_shape(ctx, m, 1, 1025), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "max_seq_len (1024)");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "max_seq_len (1024)");
     sp_model_get_info(m, &info);
     SP_CHECK_EQ_INT(info.seq_len, 1024); /* the failed call left the shape as it was */
     sp_model_destroy(m);
@@ -211,7 +211,7 @@ static void expect_error(sp_ctx *ctx, const char *text, sp_status status, const 
     sp_model *m = NULL;
     SP_CHECK_STATUS(sp_model_parse(ctx, "bad.json", text, strlen(text), &m), status);
     SP_CHECK(m == NULL);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), needle);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), needle);
 }
 
 static void errors(sp_ctx *ctx) {

@@ -32,7 +32,7 @@ static sp_profile *make(const double *w, size_t n, const char *const *kinds, con
     sp_profile *p = NULL;
     sp_status st = sp_profile_parse(ctx, "t.json", buf, len, &p);
     if (st != SP_OK)
-        fprintf(stderr, "bad test profile: %s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "bad test profile: %s\n", sp_ctx_get_errmsg(ctx));
     free(buf);
     return p;
 }
@@ -50,10 +50,11 @@ static sp_status run(const sp_profile *p, uint32_t stages, sp_objective obj, sp_
 }
 
 static void check_loads(const sp_plan *plan, const double *expected, size_t p) {
-    SP_CHECK_EQ_INT(sp_plan_stage_count(plan), p);
-    for (size_t s = 0; s < p && s < sp_plan_stage_count(plan); s++)
-        SP_CHECK_MSG(fabs(sp_plan_stage(plan, s)->time_ms - expected[s]) < 1e-9,
-                     "stage %zu: %g, expected %g", s, sp_plan_stage(plan, s)->time_ms, expected[s]);
+    SP_CHECK_EQ_INT(sp_plan_get_stage_count(plan), p);
+    for (size_t s = 0; s < p && s < sp_plan_get_stage_count(plan); s++)
+        SP_CHECK_MSG(fabs(sp_plan_get_stage(plan, s)->time_ms - expected[s]) < 1e-9,
+                     "stage %zu: %g, expected %g", s, sp_plan_get_stage(plan, s)->time_ms,
+                     expected[s]);
 }
 
 static void test_objectives(void) {
@@ -84,7 +85,7 @@ static void test_objectives(void) {
     sp_plan_destroy(plan);
     SP_CHECK_STATUS(run(p, 6, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 0, 0, &plan),
                     SP_ERR_INFEASIBLE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "cannot cut 5 layers into 6 non-empty stages");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "cannot cut 5 layers into 6 non-empty stages");
     SP_CHECK(plan == NULL);
     SP_CHECK_STATUS(run(p, 1, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 0, 0, &plan), SP_OK);
     check_loads(plan, (const double[]){5}, 1);
@@ -109,7 +110,7 @@ static void test_gpt_like(void) {
     SP_CHECK_STATUS(run(p, 4, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_UNIFORM, 0, 0, &plan), SP_OK);
     check_loads(plan, (const double[]){2.3, 2, 2, 4.5}, 4);
     SP_CHECK(!sp_plan_get_summary(plan)->optimal);
-    SP_CHECK(strcmp(sp_plan_stage(plan, 3)->last_name, "L9") == 0);
+    SP_CHECK(strcmp(sp_plan_get_stage(plan, 3)->last_name, "L9") == 0);
     sp_plan_destroy(plan);
     sp_profile_destroy(p);
 }
@@ -124,9 +125,9 @@ static void test_forbidden_cuts(void) {
     sp_plan_destroy(plan);
     SP_CHECK_STATUS(run(p, 4, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 0, 0, &plan),
                     SP_ERR_INFEASIBLE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "4 stages exceed the allowed cuts: only 2 stage "
-                                          "boundaries are allowed (3 layers have cut_after: "
-                                          "false), so at most 3 stages");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "4 stages exceed the allowed cuts: only 2 stage "
+                                              "boundaries are allowed (3 layers have cut_after: "
+                                              "false), so at most 3 stages");
     /* the uniform split moves boundaries to allowed positions */
     SP_CHECK_STATUS(run(p, 2, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_UNIFORM, 0, 0, &plan), SP_OK);
     check_loads(plan, (const double[]){2, 4}, 2);
@@ -143,14 +144,15 @@ static void test_memory(void) {
     sp_plan *plan = NULL;
     SP_CHECK_STATUS(run(p, 2, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 40, 8, &plan), SP_OK);
     check_loads(plan, (const double[]){2, 2}, 2);
-    SP_CHECK_EQ_INT(sp_plan_stage(plan, 0)->memory_bytes, 40);
-    SP_CHECK_EQ_INT(sp_plan_stage(plan, 0)->inflight, 2);
-    SP_CHECK_EQ_INT(sp_plan_stage(plan, 1)->memory_bytes, 30);
+    SP_CHECK_EQ_INT(sp_plan_get_stage(plan, 0)->memory_bytes, 40);
+    SP_CHECK_EQ_INT(sp_plan_get_stage(plan, 0)->inflight, 2);
+    SP_CHECK_EQ_INT(sp_plan_get_stage(plan, 1)->memory_bytes, 30);
     sp_plan_destroy(plan);
     /* limit 39: stage 0 can take one layer (20), stage 1 three (30 + 15 = 45 > 39): infeasible */
     SP_CHECK_STATUS(run(p, 2, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 39, 8, &plan),
                     SP_ERR_INFEASIBLE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "no split into 2 stages fits the memory limit of 39 B");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx),
+                      "no split into 2 stages fits the memory limit of 39 B");
     /* P = 3 on [1,1,3,3]: unconstrained optimum [1,1][3][3] (3 ms). Limit 30 with M = 8: stage 0
      * (3 in flight) fits one layer (25), stage 1 (2 in flight) one (20), so [1][1][3,3] (6 ms) */
     const double w2[] = {1, 1, 3, 3};
@@ -160,7 +162,7 @@ static void test_memory(void) {
     sp_plan_destroy(plan);
     SP_CHECK_STATUS(run(r, 3, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 30, 8, &plan), SP_OK);
     check_loads(plan, (const double[]){1, 1, 6}, 3);
-    SP_CHECK_EQ_INT(sp_plan_stage(plan, 2)->memory_bytes, 30);
+    SP_CHECK_EQ_INT(sp_plan_get_stage(plan, 2)->memory_bytes, 30);
     sp_plan_destroy(plan);
     sp_profile_destroy(r);
     SP_CHECK_STATUS(run(p, 2, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 35, 1, &plan), SP_OK);
@@ -170,13 +172,14 @@ static void test_memory(void) {
     sp_profile *q = make(w, 4, NULL, NULL, big, saved, NULL);
     SP_CHECK_STATUS(run(q, 2, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 80, 8, &plan),
                     SP_ERR_INFEASIBLE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "layer 'L1' alone needs 105 B (memory_bytes 100 + 1 x "
-                                          "saved_bytes 5), more than the memory limit of 80 B");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx),
+                      "layer 'L1' alone needs 105 B (memory_bytes 100 + 1 x "
+                      "saved_bytes 5), more than the memory limit of 80 B");
     /* a baseline whose split does not fit is refused */
     SP_CHECK_STATUS(run(p, 2, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_UNIFORM, 35, 8, &plan),
                     SP_ERR_INFEASIBLE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "the uniform split does not fit the memory limit: "
-                                          "stage 0 needs 40 B");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "the uniform split does not fit the memory limit: "
+                                              "stage 0 needs 40 B");
     sp_profile_destroy(q);
     sp_profile_destroy(p);
 }
@@ -188,11 +191,11 @@ static void test_parameters_baseline(void) {
     sp_plan *plan = NULL;
     SP_CHECK_STATUS(run(p, 2, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_PARAMETERS, 0, 0, &plan), SP_OK);
     check_loads(plan, (const double[]){1, 3}, 2);
-    SP_CHECK_EQ_INT(sp_plan_stage(plan, 0)->param_bytes, 300);
+    SP_CHECK_EQ_INT(sp_plan_get_stage(plan, 0)->param_bytes, 300);
     sp_plan_destroy(plan);
     /* an ignored objective is a warning */
     SP_CHECK_STATUS(run(p, 2, SP_OBJECTIVE_VARIANCE, SP_SOLVER_PARAMETERS, 0, 0, &plan), SP_OK);
-    SP_CHECK_CONTAINS(sp_ctx_warnings(ctx), "--objective variance is ignored");
+    SP_CHECK_CONTAINS(sp_ctx_get_warnings(ctx), "--objective variance is ignored");
     sp_plan_destroy(plan);
     sp_profile_destroy(p);
 }
@@ -220,7 +223,7 @@ static void test_iteration_objective(void) {
     /* variance is refused with speeds */
     SP_CHECK_STATUS(run(p, 4, SP_OBJECTIVE_VARIANCE, SP_SOLVER_DP, 0, 4, &plan),
                     SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "needs devices of equal speed");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "needs devices of equal speed");
     sp_profile_destroy(p);
 }
 
@@ -230,7 +233,7 @@ static void test_options(void) {
     sp_plan *plan = NULL;
     SP_CHECK_STATUS(run(p, 0, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_DP, 0, 0, &plan),
                     SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "stages must be in [1, 65536], got 0");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "stages must be in [1, 65536], got 0");
     SP_CHECK_STATUS(run(p, 1, (sp_objective)7, SP_SOLVER_DP, 0, 0, &plan), SP_ERR_INVALID_ARG);
     SP_CHECK_STATUS(sp_partition(ctx, NULL, NULL, &plan), SP_ERR_INVALID_ARG);
     sp_objective o;

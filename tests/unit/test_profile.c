@@ -18,7 +18,7 @@ static void expect_error(const char *json, sp_status expected, const char *needl
     sp_status st = parse(json, &p);
     SP_CHECK_STATUS(st, expected);
     SP_CHECK(p == NULL);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), needle);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), needle);
     if (st == SP_OK)
         sp_profile_destroy(p);
 }
@@ -32,18 +32,18 @@ static void test_valid(void) {
                             "\"memory_bytes\":900,\"cut_after\":false},"
                             "{\"name\":\"head\",\"fwd_ms\":0,\"bwd_ms\":0}]}";
     SP_CHECK_STATUS(parse(json, &p), SP_OK);
-    SP_CHECK_EQ_INT(sp_profile_layer_count(p), 3);
-    SP_CHECK(strcmp(sp_profile_model(p), "m") == 0);
-    SP_CHECK(strcmp(sp_profile_source(p), "hand") == 0);
-    SP_CHECK_EQ_INT(sp_profile_micro_batch_size(p), 2);
-    const sp_layer *e = sp_profile_layer(p, 0), *t = sp_profile_layer(p, 1);
+    SP_CHECK_EQ_INT(sp_profile_get_layer_count(p), 3);
+    SP_CHECK(strcmp(sp_profile_get_model(p), "m") == 0);
+    SP_CHECK(strcmp(sp_profile_get_source(p), "hand") == 0);
+    SP_CHECK_EQ_INT(sp_profile_get_micro_batch_size(p), 2);
+    const sp_layer *e = sp_profile_get_layer(p, 0), *t = sp_profile_get_layer(p, 1);
     SP_CHECK(strcmp(e->kind, "embedding") == 0 && strcmp(t->kind, "") == 0);
     SP_CHECK_EQ_INT(e->memory_bytes, 100); /* defaults to param_bytes */
     SP_CHECK_EQ_INT(t->memory_bytes, 900);
     SP_CHECK(e->cut_after && !t->cut_after);
     SP_CHECK(e->wgrad_ms == -1 && t->wgrad_ms == 2 && t->recompute_ms == -1);
-    SP_CHECK(sp_profile_layer(p, 3) == NULL);
-    SP_CHECK_EQ_INT(strlen(sp_profile_sha256(p)), 64);
+    SP_CHECK(sp_profile_get_layer(p, 3) == NULL);
+    SP_CHECK_EQ_INT(strlen(sp_profile_get_sha256(p)), 64);
     sp_profile_destroy(p);
     sp_profile_destroy(NULL);
 }
@@ -102,7 +102,7 @@ static void test_bad_inputs(void) {
     sp_profile *p = NULL;
     const char nul[] = "{\"a\":\0 1}";
     SP_CHECK_STATUS(sp_profile_parse(ctx, "nul.json", nul, sizeof nul - 1, &p), SP_ERR_PARSE);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "NUL byte");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "NUL byte");
 }
 
 static void test_every_problem_reported(void) {
@@ -110,7 +110,7 @@ static void test_every_problem_reported(void) {
     const char *json = HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":-1,\"bwd_ms\":\"x\"},"
                             "{\"name\":3,\"fwd_ms\":1,\"bwd_ms\":1,\"memory_bytes\":-5}]}";
     SP_CHECK_STATUS(parse(json, &p), SP_ERR_SCHEMA);
-    const char *m = sp_ctx_errmsg(ctx);
+    const char *m = sp_ctx_get_errmsg(ctx);
     SP_CHECK_CONTAINS(m, "layers[0].fwd_ms");
     SP_CHECK_CONTAINS(m, "layers[0].bwd_ms");
     SP_CHECK_CONTAINS(m, "layers[1].name: expected a string, got 3");
@@ -126,7 +126,7 @@ static void test_every_problem_reported(void) {
                                  i ? "," : "", i);
     b.len += (size_t)sprintf(b.buf + b.len, "]}");
     SP_CHECK_STATUS(sp_profile_parse(ctx, "many.json", b.buf, b.len, &p), SP_ERR_SCHEMA);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "... and 30 more problems");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "... and 30 more problems");
     free(b.buf);
 }
 
@@ -141,14 +141,14 @@ static void test_million_layers(void) {
     len += (size_t)snprintf(buf + len, cap - len, "]}");
     sp_profile *p = NULL;
     SP_CHECK_STATUS(sp_profile_parse(ctx, "big.json", buf, len, &p), SP_OK);
-    SP_CHECK_EQ_INT(sp_profile_layer_count(p), n);
+    SP_CHECK_EQ_INT(sp_profile_get_layer_count(p), n);
     if (p) {
         sp_partition_opts o;
         sp_partition_opts_init(&o);
         o.stages = 64;
         sp_plan *plan = NULL;
         SP_CHECK_STATUS(sp_partition(ctx, p, &o, &plan), SP_OK);
-        SP_CHECK_EQ_INT(sp_plan_stage_count(plan), 64);
+        SP_CHECK_EQ_INT(sp_plan_get_stage_count(plan), 64);
         sp_plan_destroy(plan);
     }
     sp_profile_destroy(p);
@@ -158,7 +158,7 @@ static void test_million_layers(void) {
 static void test_load_errors(void) {
     sp_profile *p = NULL;
     SP_CHECK_STATUS(sp_profile_load(ctx, "/nonexistent/x.json", &p), SP_ERR_IO);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "cannot open '/nonexistent/x.json'");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "cannot open '/nonexistent/x.json'");
     SP_CHECK_STATUS(sp_profile_load(ctx, "/", &p), SP_ERR_IO);
     SP_CHECK_STATUS(sp_profile_load(NULL, "x", &p), SP_ERR_INVALID_ARG);
 }

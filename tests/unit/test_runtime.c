@@ -53,17 +53,17 @@ static void same_as_single_worker(sp_ctx *ctx, struct sp_model *m) {
             o.schedule = sched ? SP_SCHEDULE_1F1B : SP_SCHEDULE_GPIPE;
             sp_run *run = NULL;
             sp_status st = sp_run_plan(ctx, plan, m, &o, &run);
-            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_errmsg(ctx));
+            SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
             if (!run) {
                 sp_plan_destroy(plan);
                 continue;
             }
             double worst = 0.0;
             for (uint32_t s = 0; s < P; s++) {
-                const sp_stage *stage = sp_plan_stage(plan, s);
+                const sp_stage *stage = sp_plan_get_stage(plan, s);
                 for (size_t l = stage->first_layer; l <= stage->last_layer; l++) {
                     size_t n = 0;
-                    const float *w = sp_run_stage_params(run, s, l, &n);
+                    const float *w = sp_run_get_stage_params(run, s, l, &n);
                     SP_CHECK(w && n == m->layers[l].param_elems);
                     for (size_t q = 0; w && q < n; q++)
                         worst = fmax(worst, fabs((double)w[q] - (double)ref->params[l][q]));
@@ -71,14 +71,14 @@ static void same_as_single_worker(sp_ctx *ctx, struct sp_model *m) {
             }
             SP_CHECK_MSG(worst <= 1e-6, "P=%u %s: weights differ by %g", P,
                          sp_schedule_name(o.schedule), worst);
-            SP_CHECK_MSG(fabs(sp_run_step_loss(run, 0) - ref_loss) <= 1e-6 * ref_loss,
-                         "loss %.9f vs %.9f", sp_run_step_loss(run, 0), ref_loss);
+            SP_CHECK_MSG(fabs(sp_run_get_step_loss(run, 0) - ref_loss) <= 1e-6 * ref_loss,
+                         "loss %.9f vs %.9f", sp_run_get_step_loss(run, 0), ref_loss);
             /* the weights moved: the comparison is not of two untouched copies */
             float init[64];
             sp_layer_init_params(m, 1, 1, ref->params[1]);
             memcpy(init, ref->params[1], sizeof init);
             size_t n = 0;
-            const float *w = sp_run_stage_params(run, 0, 1, &n);
+            const float *w = sp_run_get_stage_params(run, 0, 1, &n);
             SP_CHECK(w && memcmp(w, init, sizeof init) != 0);
             sp_run_destroy(run);
             sp_plan_destroy(plan);
@@ -112,9 +112,9 @@ static void learns(sp_ctx *ctx, struct sp_model *m) {
         /* each stage receives 4 micro-batches of B x S x H floats, one way each */
         SP_CHECK_EQ_INT(r0->transfer_bytes, 4 * 2 * 6 * 16 * 4);
         SP_CHECK_EQ_INT(r1->transfer_bytes, 4 * 2 * 6 * 16 * 4);
-        const sp_sim *t = sp_run_timeline(run);
-        SP_CHECK_EQ_INT(sp_sim_op_count(t), 2 * 2 * 4);
-        for (size_t k = 0; k < sp_sim_op_count(t); k++) {
+        const sp_sim *t = sp_run_get_timeline(run);
+        SP_CHECK_EQ_INT(sp_sim_get_op_count(t), 2 * 2 * 4);
+        for (size_t k = 0; k < sp_sim_get_op_count(t); k++) {
             const sp_sim_op *op = sp_sim_get_op(t, k);
             SP_CHECK(op->start_ms >= 0 && op->end_ms >= op->start_ms);
         }
@@ -139,7 +139,7 @@ static void failures(sp_ctx *ctx, struct sp_model *m) {
     sp_run *run = NULL;
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
     SP_CHECK(run == NULL);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "stage 1 failed at step 1, micro-batch 3 (forward)");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "stage 1 failed at step 1, micro-batch 3 (forward)");
     /* a silent stage: its neighbours give up after the timeout */
     o.fault = SP_RUN_FAULT_HANG;
     o.fault_stage = 0, o.fault_step = 0, o.fault_micro_batch = 2;
@@ -147,10 +147,10 @@ static void failures(sp_ctx *ctx, struct sp_model *m) {
     double t0 = sp_now_ms();
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
     double took = sp_now_ms() - t0;
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "waited 300 ms for the activation of micro-batch 2 "
-                                          "(step 0) from stage");
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "stage 0 stopped answering at step 0, micro-batch 2 "
-                                          "(forward)");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "waited 300 ms for the activation of micro-batch 2 "
+                                              "(step 0) from stage");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "stage 0 stopped answering at step 0, micro-batch 2 "
+                                              "(forward)");
     SP_CHECK_MSG(took < 3000, "stopping took %.0f ms", took);
     /* cancelled */
     volatile int cancel = 1;
@@ -165,7 +165,7 @@ static void failures(sp_ctx *ctx, struct sp_model *m) {
     SP_CHECK_STATUS(sp_model_parse(ctx, "o", text, strlen(text), &other), SP_OK);
     o.cancel = NULL;
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, other, &o, &run), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "the plan covers 7 layers and the model o has 8");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "the plan covers 7 layers and the model o has 8");
     sp_model_destroy(other);
     o.schedule = SP_SCHEDULE_ZB_H1;
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_INVALID_ARG);

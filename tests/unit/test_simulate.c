@@ -19,7 +19,7 @@ static sp_sim *run(sp_schedule sched, uint32_t P, uint32_t V, uint32_t M, const 
     sp_sim *sim = NULL;
     sp_status st = sp_simulate_pipeline(ctx, &pl, true, &sim);
     if (st != SP_OK)
-        fprintf(stderr, "simulate: %s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "simulate: %s\n", sp_ctx_get_errmsg(ctx));
     return sim;
 }
 
@@ -68,7 +68,7 @@ static void test_equal_stages(void) {
                      m->iteration_ms, cases[i].expected_iteration);
         SP_CHECK(m->equal_stages && CLOSE(m->closed_form_ms, m->iteration_ms));
         double busy = 0;
-        for (size_t d = 0; d < sp_sim_device_count(sim); d++)
+        for (size_t d = 0; d < sp_sim_get_device_count(sim); d++)
             busy += sp_sim_get_device(sim, d)->busy_ms;
         SP_CHECK(CLOSE(m->bubble_fraction, 1 - busy / (cases[i].P * m->iteration_ms)));
         sp_sim_destroy(sim);
@@ -119,7 +119,7 @@ static void test_transfer_delays(void) {
      * F0 on d0 [0,1], F0 on d1 [1.5,3.5], B0 on d1 [3.5,7.5], B0 on d0 [8,11] */
     double f2[2] = {1, 2}, b2[2] = {3, 4}, c2[2] = {0.5, 0};
     sim = run(SP_SCHEDULE_1F1B, 2, 1, 1, f2, b2, NULL, c2);
-    SP_CHECK(sp_sim_op_count(sim) == 4);
+    SP_CHECK(sp_sim_get_op_count(sim) == 4);
     const sp_sim_op *last = sp_sim_get_op(sim, 1); /* device 0's second op: B */
     SP_CHECK(last->kind == 'B' && CLOSE(last->start_ms, 8) && CLOSE(last->end_ms, 11));
     const sp_sim_op *f1 = sp_sim_get_op(sim, 2);
@@ -189,17 +189,17 @@ static void test_errors(void) {
     struct sp_pipeline pl = {4, 1, 8, SP_SCHEDULE_ZB_H1, f, b, w, f, NULL, NULL};
     sp_sim *sim = NULL;
     SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "zb-h1 needs wgrad_ms");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "zb-h1 needs wgrad_ms");
     pl.schedule = SP_SCHEDULE_INTERLEAVED;
     SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "needs a plan made with --chunks V");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "needs a plan made with --chunks V");
     pl.V = 2;
     pl.M = 6;
     SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "M = 6, P = 4");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "M = 6, P = 4");
     pl.schedule = SP_SCHEDULE_1F1B;
     SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_errmsg(ctx), "simulate it with --schedule interleaved");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "simulate it with --schedule interleaved");
     SP_CHECK(sim == NULL);
 }
 

@@ -175,7 +175,7 @@ static int compare_cpu(sp_ctx *ctx, const struct sp_model *m, struct sp_stage_ex
     size_t n = m->n_layers, B = m->bound_batch;
     struct sp_stage_exec *cpu = NULL;
     if (sp_stage_exec_create(ctx, m, 0, n - 1, 1, seed, &cpu) != SP_OK) {
-        fprintf(stderr, "stagepart-model-cuda: %s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "stagepart-model-cuda: %s\n", sp_ctx_get_errmsg(ctx));
         return 2;
     }
     float *loss_cpu = calloc(B, sizeof *loss_cpu), *loss_gpu = calloc(B, sizeof *loss_gpu);
@@ -292,7 +292,7 @@ int main(int argc, char **argv) {
     if (sp_model_load(ctx, a.model, &model) != SP_OK ||
         ((a.batch || a.seq) &&
          sp_model_set_shape(ctx, model, (uint32_t)a.batch, (uint32_t)a.seq) != SP_OK)) {
-        fprintf(stderr, "stagepart-model-cuda: %s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "stagepart-model-cuda: %s\n", sp_ctx_get_errmsg(ctx));
         sp_model_destroy(model);
         sp_ctx_destroy(ctx);
         return 2;
@@ -318,14 +318,14 @@ int main(int argc, char **argv) {
     }
     code = 0;
     if (sp_batch_make(ctx, m, a.seed, &host_batch) != SP_OK) {
-        fprintf(stderr, "stagepart-model-cuda: %s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "stagepart-model-cuda: %s\n", sp_ctx_get_errmsg(ctx));
         code = 2;
     } else if (!a.cpu && (!sp_batch_alloc_on(&be, m, &dev_batch) ||
                           !sp_batch_upload(&be, m, &host_batch, &dev_batch))) {
         fprintf(stderr, "stagepart-model-cuda: out of device memory for a micro-batch\n");
         code = 4;
     } else if (sp_stage_exec_create_on(ctx, &be, m, 0, m->n_layers - 1, 1, a.seed, &se) != SP_OK) {
-        fprintf(stderr, "stagepart-model-cuda: %s\n", sp_ctx_errmsg(ctx));
+        fprintf(stderr, "stagepart-model-cuda: %s\n", sp_ctx_get_errmsg(ctx));
         code = 4;
     } else if (a.compare) {
         code = compare_cpu(ctx, m, se, &dev, &host_batch, &dev_batch, a.seed, bf16);
