@@ -8,19 +8,6 @@
 #include "layout_impl.h"
 #include "plan_impl.h"
 
-/* segment text: "E", "t" or "t*N", "L" */
-static void segment_text(struct sp_strbuf *sb, bool e, size_t t, bool l) {
-    if (e)
-        sp_strbuf_puts(sb, "E");
-    if (t > 3)
-        sp_strbuf_printf(sb, "t*%zu", t);
-    else
-        for (size_t i = 0; i < t; i++)
-            sp_strbuf_puts(sb, "t");
-    if (l)
-        sp_strbuf_puts(sb, "L");
-}
-
 static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *text,
                           struct sp_strbuf *value) {
     size_t e_end = 0, l_start = 0, n = plan->n_layers, K = plan->n_stages;
@@ -52,25 +39,7 @@ static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *te
     }
     if (st != SP_OK)
         goto out;
-    /* layout: runs of three or more identical segments (not the last) as (seg|)*N */
-    for (size_t k = 0; k < K;) {
-        size_t run = 1;
-        while (k + run < K - 1 && t[k + run] == t[k] && !e[k + run] && !l[k + run] && !e[k] &&
-               !l[k])
-            run++;
-        if (run >= 3) {
-            sp_strbuf_puts(value, "(");
-            segment_text(value, false, t[k], false);
-            sp_strbuf_printf(value, "|)*%zu,", run); /* the comma is cosmetic: it shows the next
-                                                        segment is not part of the repeat */
-            k += run;
-            continue;
-        }
-        segment_text(value, e[k], t[k], l[k]);
-        if (k + 1 < K)
-            sp_strbuf_puts(value, "|");
-        k++;
-    }
+    sp_layout_write(value, K, e, t, l);
     uint32_t P = plan->summary.stages;
     size_t decoders = l_start - e_end;
     sp_strbuf_printf(text,

@@ -258,3 +258,40 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
     *count = segments;
     return SP_OK;
 }
+
+/* ---- writing */
+
+/* segment text: "E", "t" or "t*N", "L" */
+static void segment_text(struct sp_strbuf *sb, bool e, size_t t, bool l) {
+    if (e)
+        sp_strbuf_puts(sb, "E");
+    if (t > 3)
+        sp_strbuf_printf(sb, "t*%zu", t);
+    else
+        for (size_t i = 0; i < t; i++)
+            sp_strbuf_puts(sb, "t");
+    if (l)
+        sp_strbuf_puts(sb, "L");
+}
+
+void sp_layout_write(struct sp_strbuf *value, size_t K, const bool *e, const size_t *t,
+                     const bool *l) {
+    for (size_t k = 0; k < K;) {
+        size_t run = 1;
+        while (k + run < K - 1 && t[k + run] == t[k] && !e[k + run] && !l[k + run] && !e[k] &&
+               !l[k])
+            run++;
+        if (run >= 3) {
+            sp_strbuf_puts(value, "(");
+            segment_text(value, false, t[k], false);
+            sp_strbuf_printf(value, "|)*%zu,", run); /* the comma is cosmetic: it shows the next
+                                                        segment is not part of the repeat */
+            k += run;
+            continue;
+        }
+        segment_text(value, e[k], t[k], l[k]);
+        if (k + 1 < K)
+            sp_strbuf_puts(value, "|");
+        k++;
+    }
+}
