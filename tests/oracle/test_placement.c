@@ -171,6 +171,8 @@ static void orders(const struct inst *in, int *dev, int s, unsigned used, struct
         splits(in, dev, b, 0, best);
         return;
     }
+    if (s >= MAX_D) /* never: P <= MAX_D; said so that gcc -O3 sees dev[s] in bounds */
+        return;
     for (int d = 0; d < in->devices; d++)
         if (!(used & (1u << d))) {
             dev[s] = d;

@@ -1,4 +1,4 @@
-/* models/cuda/model_cuda_main.c: stagepart-model-cuda, a built-in model trained on one GPU.
+/* models/cuda/program/model_cuda_main.c: stagepart-model-cuda, a built-in model trained on one GPU.
  *
  *   stagepart-model-cuda MODEL [--micro-batch-size B] [--seq-len S] [--steps N] [--seed X]
  *                        [--lr LR] [--fp32] [--compare-cpu] [--backend cuda|cpu]
