@@ -1,6 +1,6 @@
 /* cli/attach.h: a program run under the live collector, its event logs attributed (attach.c). */
-#ifndef SP_CLI_ATTACH_H
-#define SP_CLI_ATTACH_H
+#ifndef CLI_ATTACH_H
+#define CLI_ATTACH_H
 
 #include "cli.h"
 

@@ -9,24 +9,24 @@ bool cli_attribution_opt(const struct cli_opt_parser *p, int id, sp_trace_profil
     uint64_t v = 0;
     *taken = true;
     switch (id) {
-    case SP_ATTR_OPT_LAYER:
+    case CLI_ATTR_OPT_LAYER:
         opts->layer_pattern = p->value;
         return true;
-    case SP_ATTR_OPT_PHASE:
+    case CLI_ATTR_OPT_PHASE:
         opts->phase_pattern = p->value;
         return true;
-    case SP_ATTR_OPT_STEP:
+    case CLI_ATTR_OPT_STEP:
         opts->step_pattern = p->value;
         return true;
-    case SP_ATTR_OPT_WARMUP:
+    case CLI_ATTR_OPT_WARMUP:
         if (!cli_opt_uint(p, 0, 1000000, &v))
             return false;
         opts->warmup_steps = (uint32_t)v;
         return true;
-    case SP_ATTR_OPT_MODEL:
+    case CLI_ATTR_OPT_MODEL:
         opts->model = p->value;
         return true;
-    case SP_ATTR_OPT_MBS:
+    case CLI_ATTR_OPT_MBS:
         if (!cli_opt_uint(p, 1, 1u << 30, &v))
             return false;
         opts->micro_batch_size = v;

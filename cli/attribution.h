@@ -1,52 +1,62 @@
 /* cli/attribution.h: what `import` and `profile --attach` share: the attribution options (one
  * macro, so both tables and both --help texts say the same), the profile they make from a trace
  * and the summary they print. */
-#ifndef SP_CLI_ATTRIBUTION_H
-#define SP_CLI_ATTRIBUTION_H
+#ifndef CLI_ATTRIBUTION_H
+#define CLI_ATTRIBUTION_H
 
 #include "cli.h"
 
 /* Option ids 100..105 are the attribution options'. */
 enum {
-    SP_ATTR_OPT_LAYER = 100,
-    SP_ATTR_OPT_PHASE,
-    SP_ATTR_OPT_STEP,
-    SP_ATTR_OPT_WARMUP,
-    SP_ATTR_OPT_MODEL,
-    SP_ATTR_OPT_MBS,
+    CLI_ATTR_OPT_LAYER = 100,
+    CLI_ATTR_OPT_PHASE,
+    CLI_ATTR_OPT_STEP,
+    CLI_ATTR_OPT_WARMUP,
+    CLI_ATTR_OPT_MODEL,
+    CLI_ATTR_OPT_MBS,
 };
 
-#define SP_ATTRIBUTION_OPTS                                                                        \
-    {SP_ATTR_OPT_LAYER,                                                                            \
+/* -o for the commands that write a profile (import, profile) */
+#define CLI_PROFILE_OUTPUT_OPT(id)                                                                 \
+    {                                                                                              \
+        (id), "output", 'o', "<file>",                                                             \
+            "write the profile to <file> (atomically) and print a summary; default: the profile "  \
+            "on "                                                                                  \
+            "stdout",                                                                              \
+            "Output"                                                                               \
+    }
+
+#define CLI_ATTRIBUTION_OPTS                                                                       \
+    {CLI_ATTR_OPT_LAYER,                                                                           \
      "layer-pattern",                                                                              \
      0,                                                                                            \
      "<regex>",                                                                                    \
      "ranges that are layers (POSIX extended regex; group 1 is the layer's name; default: "        \
      "'^(.+)/(fwd|bwd|recompute)$')",                                                              \
      "Attribution"},                                                                               \
-        {SP_ATTR_OPT_PHASE,                                                                        \
+        {CLI_ATTR_OPT_PHASE,                                                                       \
          "phase-pattern",                                                                          \
          0,                                                                                        \
          "<regex>",                                                                                \
          "group 1 is a range's phase: fwd, forward, bwd, backward, recompute, optimizer "          \
          "(default: '/(fwd|bwd|recompute|optimizer)$'; unmarked layer ranges are forward)",        \
          "Attribution"},                                                                           \
-        {SP_ATTR_OPT_STEP,                                                                         \
+        {CLI_ATTR_OPT_STEP,                                                                        \
          "step-pattern",                                                                           \
          0,                                                                                        \
          "<regex>",                                                                                \
          "training-step ranges (default: '^(stagepart/step|ProfilerStep#[0-9]+)')",                \
          "Attribution"},                                                                           \
-        {SP_ATTR_OPT_WARMUP, "warmup-steps", 0, "<N>", "skip the first N steps (default: 0)",      \
+        {CLI_ATTR_OPT_WARMUP, "warmup-steps", 0, "<N>", "skip the first N steps (default: 0)",     \
          "Attribution"},                                                                           \
-        {SP_ATTR_OPT_MODEL,                                                                        \
+        {CLI_ATTR_OPT_MODEL,                                                                       \
          "model",                                                                                  \
          0,                                                                                        \
          "<name>",                                                                                 \
          "the profile's model name (default: the trace file's or the program's name)",             \
          "Profile"},                                                                               \
     {                                                                                              \
-        SP_ATTR_OPT_MBS, "micro-batch-size", 0, "<B>",                                             \
+        CLI_ATTR_OPT_MBS, "micro-batch-size", 0, "<B>",                                            \
             "samples per micro-batch: what a trace was recorded at (default: 1), or what MODEL "   \
             "runs at (default: the model file's)",                                                 \
             "Profile"                                                                              \

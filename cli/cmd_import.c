@@ -8,11 +8,8 @@
 enum { OPT_OUTPUT = 1 };
 
 const struct cli_opt cmd_import_opts[] = {
-    SP_ATTRIBUTION_OPTS,
-    {OPT_OUTPUT, "output", 'o', "<file>",
-     "write the profile to <file> (atomically) and print a summary; default: the profile on "
-     "stdout",
-     "Output"},
+    CLI_ATTRIBUTION_OPTS,
+    CLI_PROFILE_OUTPUT_OPT(OPT_OUTPUT),
     {0, NULL, 0, NULL, NULL, NULL},
 };
 

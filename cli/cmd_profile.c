@@ -46,11 +46,8 @@ const struct cli_opt cmd_profile_opts[] = {
      "keep the event logs (one per process) in <dir>, for `stagepart import events` "
      "(default: a temporary folder, removed)",
      "Collection"},
-    SP_ATTRIBUTION_OPTS,
-    {OPT_OUTPUT, "output", 'o', "<file>",
-     "write the profile to <file> (atomically) and print a summary; default: the profile on "
-     "stdout",
-     "Output"},
+    CLI_ATTRIBUTION_OPTS,
+    CLI_PROFILE_OUTPUT_OPT(OPT_OUTPUT),
     {0, NULL, 0, NULL, NULL, NULL},
 };
 
@@ -122,7 +119,7 @@ int cmd_profile(int argc, char **argv) {
         bool taken = false;
         if (!cli_attribution_opt(&p, id, &opts, &taken))
             return CLI_EXIT_USAGE;
-        if (id == SP_ATTR_OPT_MBS)
+        if (id == CLI_ATTR_OPT_MBS)
             margs.micro_batch_size = (uint32_t)opts.micro_batch_size;
         if (taken)
             continue;

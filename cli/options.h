@@ -1,7 +1,7 @@
 /* cli/options.h: declarative option tables. One table per command gives getopt_long its
  * options and the help text its lines, so the two cannot disagree. */
-#ifndef SP_CLI_OPTIONS_H
-#define SP_CLI_OPTIONS_H
+#ifndef CLI_OPTIONS_H
+#define CLI_OPTIONS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* cli/profile_model.h: `stagepart profile MODEL`: a built-in model measured by stagepart itself. */
-#ifndef SP_CLI_PROFILE_MODEL_H
-#define SP_CLI_PROFILE_MODEL_H
+#ifndef CLI_PROFILE_MODEL_H
+#define CLI_PROFILE_MODEL_H
 
 #include "cli.h"
 

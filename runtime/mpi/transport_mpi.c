@@ -414,10 +414,17 @@ void sp_mpi_stop(int exit_code) {
     MPI_Finalized(&finalized);
     if (!initialized || finalized)
         return;
-    int size = 1;
+    int size = 1, rank = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (exit_code != 0 && size > 1) /* alone, nobody can be left waiting */
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (exit_code != 0 && size > 1) { /* alone, nobody can be left waiting */
+        /* A failure every rank sees at once (a plan for another number of ranks) is reported by
+         * rank 0: another rank's abort would kill it before it says why, so the others give it a
+         * moment first. A rank whose neighbours wait on it still stops the job within 0.5 s. */
+        if (rank != 0)
+            nanosleep(&(struct timespec){0, 500 * 1000 * 1000}, NULL);
         MPI_Abort(MPI_COMM_WORLD, exit_code);
-    else
+    } else {
         MPI_Finalize();
+    }
 }
