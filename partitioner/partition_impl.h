@@ -27,7 +27,7 @@ sp_status sp_chain_for_opts(sp_ctx *ctx, struct sp_chain *c, const sp_profile *p
                             const sp_partition_opts *o, const struct sp_stage_devices *d);
 
 /* why no plan exists: too few allowed cuts, a block that fits nowhere, or how far the best
- * placement gets (SP_ERR_INFEASIBLE with the reason) */
+ * placement reaches (SP_ERR_INFEASIBLE with the reason) */
 sp_status sp_explain_infeasible(sp_ctx *ctx, const sp_profile *profile, const struct sp_chain *c,
                                 const sp_partition_opts *o);
 
