@@ -54,23 +54,16 @@ sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_partition
         return sp_oom(ctx, "the evaluation");
     sp_status st = sp_plan_from_split(ctx, profile, &o, first_layers, count, &e->yours);
     if (st == SP_OK) {
-        /* the warnings of the given split (an ignored option) are the caller's to see */
-        const char *w = sp_ctx_get_warnings(ctx);
-        char *kept = w && *w ? sp_strdup(w) : NULL;
+        /* the given split's warnings (an ignored option) are the caller's to see; the optimal
+         * plan's own are not: they are set aside while it is made, then dropped */
+        struct sp_strbuf split_warnings = ctx->warn;
+        sp_strbuf_init(&ctx->warn);
         sp_partition_opts best = o;
         best.micro_batches = sp_plan_get_summary(e->yours)->micro_batches;
         best.solver = o.chunks > 1 ? SP_SOLVER_UNIFORM : SP_SOLVER_DP;
         st = sp_partition(ctx, profile, &best, &e->optimal);
-        sp_strbuf_reset(&ctx->warn); /* the optimal plan's own are not the user's concern */
-        if (st == SP_OK && kept) {
-            for (char *line = kept, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-                nl = strchr(line, '\n');
-                if (nl)
-                    *nl = '\0';
-                sp_warn(ctx, "%s", line);
-            }
-        }
-        sp_free(kept);
+        sp_strbuf_release(&ctx->warn);
+        ctx->warn = split_warnings;
     }
     if (st != SP_OK) {
         sp_evaluation_destroy(e);

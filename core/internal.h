@@ -92,8 +92,8 @@ sp_status sp_sha256_hex(sp_ctx *ctx, const void *data, size_t len, char out_hex[
 #define SP_COUNT_OF(a) (sizeof(a) / sizeof *(a))
 
 /* ---- the names of every public enum (core/names.c, the one table; the public sp_<enum>_name and
- * sp_<enum>_from_name are made from it): by table, the value of a name or -1, the name of a
- * value or NULL */
+ * sp_<enum>_from_name are made from it): by table, the value of a name or -1, for readers that
+ * take any enum */
 typedef enum sp_names {
     SP_NAMES_SCHEDULE,
     SP_NAMES_SOLVER,
@@ -106,7 +106,6 @@ typedef enum sp_names {
     SP_NAMES_RUN_FAULT
 } sp_names;
 int sp_names_value(sp_names table, const char *name);
-const char *sp_names_name(sp_names table, int value);
 
 /* ---- statistics (core/median.c): the median of v[n], sorting v in place; 0 when n is 0 */
 double sp_median(double *v, size_t n);

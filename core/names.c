@@ -105,9 +105,3 @@ int sp_names_value(sp_names table, const char *name) {
         return -1;
     return value_of(tables[table].names, tables[table].count, name);
 }
-
-const char *sp_names_name(sp_names table, int value) {
-    if ((size_t)table >= SP_COUNT_OF(tables))
-        return NULL;
-    return name_of(tables[table].names, tables[table].count, value);
-}
