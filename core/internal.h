@@ -96,6 +96,7 @@ sp_status sp_sha256_hex(sp_ctx *ctx, const void *data, size_t len, char out_hex[
  * take any enum */
 typedef enum sp_names {
     SP_NAMES_SCHEDULE,
+    SP_NAMES_CHUNK_LAYOUT,
     SP_NAMES_SOLVER,
     SP_NAMES_OBJECTIVE,
     SP_NAMES_COMM,

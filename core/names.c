@@ -11,7 +11,13 @@
     XX(SP_SCHEDULE_GPIPE, "gpipe")                                                                 \
     XX(SP_SCHEDULE_1F1B, "1f1b")                                                                   \
     XX(SP_SCHEDULE_INTERLEAVED, "interleaved")                                                     \
-    XX(SP_SCHEDULE_ZB_H1, "zb-h1")
+    XX(SP_SCHEDULE_ZB_H1, "zb-h1")                                                                 \
+    XX(SP_SCHEDULE_INTERLEAVED_ZB, "interleaved-zb")                                               \
+    XX(SP_SCHEDULE_ZBV, "zbv")                                                                     \
+    XX(SP_SCHEDULE_DUALPIPEV, "dualpipev")
+#define SP_CHUNK_LAYOUT_NAMES(XX)                                                                  \
+    XX(SP_CHUNKS_LOOP, "loop")                                                                     \
+    XX(SP_CHUNKS_V, "v")
 #define SP_SOLVER_NAMES(XX)                                                                        \
     XX(SP_SOLVER_DP, "dp")                                                                         \
     XX(SP_SOLVER_UNIFORM, "uniform")                                                               \
@@ -75,6 +81,7 @@ static int value_of(const char *const *names, size_t count, const char *name) {
     }
 
 SP_DEFINE_NAMES_(schedule, sp_schedule, SP_SCHEDULE_NAMES)
+SP_DEFINE_NAMES_(chunk_layout, sp_chunk_layout, SP_CHUNK_LAYOUT_NAMES)
 SP_DEFINE_NAMES_(solver, sp_solver, SP_SOLVER_NAMES)
 SP_DEFINE_NAMES_(objective, sp_objective, SP_OBJECTIVE_NAMES)
 SP_DEFINE_NAMES_(comm, sp_comm, SP_COMM_NAMES)
@@ -90,6 +97,7 @@ static const struct {
     size_t count;
 } tables[] = {
     [SP_NAMES_SCHEDULE] = {schedule_names, SP_COUNT_OF(schedule_names)},
+    [SP_NAMES_CHUNK_LAYOUT] = {chunk_layout_names, SP_COUNT_OF(chunk_layout_names)},
     [SP_NAMES_SOLVER] = {solver_names, SP_COUNT_OF(solver_names)},
     [SP_NAMES_OBJECTIVE] = {objective_names, SP_COUNT_OF(objective_names)},
     [SP_NAMES_COMM] = {comm_names, SP_COUNT_OF(comm_names)},

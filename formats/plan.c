@@ -113,3 +113,11 @@ sp_status sp_plan_set_command(sp_ctx *ctx, sp_plan *plan, const char *command) {
 bool sp_plan_get_layer_recomputed(const sp_plan *plan, size_t i) {
     return plan && plan->recomputed && i < plan->n_layers && plan->recomputed[i];
 }
+
+uint32_t sp_chunk_device(sp_chunk_layout layout, uint32_t P, uint32_t k) {
+    if (P == 0)
+        return 0;
+    if (layout == SP_CHUNKS_V && k < 2 * P)
+        return k < P ? k : 2 * P - 1 - k;
+    return k % P;
+}

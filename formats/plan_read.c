@@ -102,8 +102,9 @@ static void recompute_summary(sp_plan *plan) {
     double dev_max = 0;
     for (uint32_t d = 0; d < m->stages; d++) {
         double t = 0;
-        for (size_t s = d; s < plan->n_stages; s += m->stages)
-            t += plan->stages[s].time_ms;
+        for (size_t s = 0; s < plan->n_stages; s++)
+            if (sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)s) == d)
+                t += plan->stages[s].time_ms;
         var += (t - mean) * (t - mean);
         dev_max = fmax(dev_max, t);
     }
@@ -138,7 +139,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     const char *model = NULL, *sha = "", *command = NULL;
     uint64_t stages = 0, chunks = 1, micro = 1, layers = 0, limit = 0;
     int solver = SP_SOLVER_DP, objective = SP_OBJECTIVE_BOTTLENECK, comm = SP_COMM_OVERLAP;
-    int placement = SP_PLACEMENT_ORDER;
+    int placement = SP_PLACEMENT_ORDER, layout = SP_CHUNKS_LOOP;
     uint8_t *device_used = NULL; /* placement search: one stage per device */
     if (!cJSON_IsObject(root)) {
         char got[64];
@@ -155,9 +156,14 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     read_enum(&r, root, "objective", SP_NAMES_OBJECTIVE, &objective);
     read_enum(&r, root, "comm", SP_NAMES_COMM, &comm);
     read_enum(&r, root, "placement", SP_NAMES_PLACEMENT, &placement);
+    read_enum(&r, root, "chunk_layout", SP_NAMES_CHUNK_LAYOUT, &layout);
     sp_json_get_bool(&r, root, "", "optimal", false, &m->optimal);
     sp_json_get_uint(&r, root, "", "stage_count", true, 1, &stages);
     sp_json_get_uint(&r, root, "", "chunks", false, 1, &chunks);
+    if (layout == SP_CHUNKS_V && chunks != 2)
+        sp_json_problem(&r, "", "chunk_layout",
+                        "\"v\" places exactly 2 chunks per device; this plan has %llu",
+                        (unsigned long long)chunks);
     sp_json_get_uint(&r, root, "", "micro_batches", true, 1, &micro);
     sp_json_get_uint(&r, root, "", "memory_limit_bytes", false, 1, &limit);
     sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, (double)INFINITY,
@@ -239,23 +245,27 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
             sp_json_problem(&r, where, "first_layer",
                             "expected %zu (stages cover the layers contiguously), got %zu", expect,
                             s->first_layer);
+        uint32_t dev = sp_chunk_device((sp_chunk_layout)layout, (uint32_t)stages, (uint32_t)k);
+        const char *rule = layout == SP_CHUNKS_V ? "k for k < P, else 2P-1-k" : "k mod P";
         if (placement == SP_PLACEMENT_SEARCH && k >= stages) {
-            if (s->device != plan->stages[k % stages].device)
+            if (s->device != plan->stages[dev].device)
                 sp_json_problem(&r, where, "device",
-                                "expected %u, the device of stage %llu (chunk k runs on the "
-                                "device of stage k mod %llu), got %u",
-                                plan->stages[k % stages].device, (unsigned long long)(k % stages),
-                                (unsigned long long)stages, s->device);
+                                "expected %u, the device of stage %u (chunk k runs on the "
+                                "device of stage %s, P = %llu), got %u",
+                                plan->stages[dev].device, dev, rule, (unsigned long long)stages,
+                                s->device);
         } else if (placement == SP_PLACEMENT_SEARCH) {
             if (s->device >= SP_MAX_DEVICES || device_used[s->device]++)
                 sp_json_problem(&r, where, "device",
                                 "expected a device index below %u that no other stage uses "
                                 "(placement \"search\"), got %u",
                                 SP_MAX_DEVICES, s->device);
-        } else if (s->device != k % stages) {
-            sp_json_problem(
-                &r, where, "device", "expected %llu (stage k runs on device k mod %llu), got %u",
-                (unsigned long long)(k % stages), (unsigned long long)stages, s->device);
+        } else if (s->device != dev) {
+            sp_json_problem(&r, where, "device",
+                            "expected %u (chunk_layout \"%s\": stage k runs on device %s, P = "
+                            "%llu), got %u",
+                            dev, sp_chunk_layout_name((sp_chunk_layout)layout), rule,
+                            (unsigned long long)stages, s->device);
         }
     }
     if (!ctx->problems && layers && plan->stages[n - 1].last_layer + 1 != layers)
@@ -275,6 +285,7 @@ done:
     m->placement = (sp_placement)placement;
     m->stages = (uint32_t)stages;
     m->chunks = (uint32_t)chunks;
+    m->chunk_layout = (sp_chunk_layout)layout;
     m->micro_batches = (uint32_t)micro;
     m->memory_limit_bytes = limit;
     plan->n_layers = layers ? (size_t)layers : plan->stages[plan->n_stages - 1].last_layer + 1;

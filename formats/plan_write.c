@@ -61,18 +61,20 @@ static cJSON *plan_tree(const sp_plan *plan) {
     cJSON *root = cJSON_CreateObject();
     if (!root)
         return NULL;
-    bool ok = add_string(root, "format", "stagepart-plan") && add_number(root, "version", 1) &&
-              add_generator(root, plan) && add_string(root, "model", plan->model) &&
-              add_string(root, "profile_sha256", plan->profile_sha256) &&
-              add_number(root, "profile_layers", (double)plan->n_layers) &&
-              add_string(root, "solver", sp_solver_name(m->solver)) &&
-              add_string(root, "objective", sp_objective_name(m->objective)) &&
-              cJSON_AddBoolToObject(root, "optimal", m->optimal) &&
-              add_number(root, "stage_count", m->stages) && add_number(root, "chunks", m->chunks) &&
-              add_number(root, "micro_batches", m->micro_batches) &&
-              add_string(root, "memory_model", "1f1b") &&
-              add_string(root, "comm", sp_comm_name(m->comm)) &&
-              add_string(root, "placement", sp_placement_name(m->placement));
+    bool ok =
+        add_string(root, "format", "stagepart-plan") && add_number(root, "version", 1) &&
+        add_generator(root, plan) && add_string(root, "model", plan->model) &&
+        add_string(root, "profile_sha256", plan->profile_sha256) &&
+        add_number(root, "profile_layers", (double)plan->n_layers) &&
+        add_string(root, "solver", sp_solver_name(m->solver)) &&
+        add_string(root, "objective", sp_objective_name(m->objective)) &&
+        cJSON_AddBoolToObject(root, "optimal", m->optimal) &&
+        add_number(root, "stage_count", m->stages) && add_number(root, "chunks", m->chunks) &&
+        add_number(root, "micro_batches", m->micro_batches) &&
+        add_string(root, "memory_model", "1f1b") &&
+        add_string(root, "comm", sp_comm_name(m->comm)) &&
+        add_string(root, "placement", sp_placement_name(m->placement)) &&
+        (m->chunks < 2 || add_string(root, "chunk_layout", sp_chunk_layout_name(m->chunk_layout)));
     if (ok)
         ok = m->memory_limit_bytes
                  ? add_number(root, "memory_limit_bytes", (double)m->memory_limit_bytes)

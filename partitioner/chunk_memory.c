@@ -1,4 +1,4 @@
-/* partitioner/chunk_memory.c: memory of interleaved plans (partitioner/chunk_memory.h). */
+/* partitioner/chunk_memory.c: memory of plans with chunks (partitioner/chunk_memory.h). */
 #include <string.h>
 
 #include "chunk_memory.h"
@@ -11,12 +11,13 @@ void sp_chunk_memory_release(struct sp_chunk_memory *cm) {
     memset(cm, 0, sizeof *cm);
 }
 
-sp_status sp_chunk_memory_init(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M,
-                               uint64_t memory_limit, const uint64_t *device_memory,
+sp_status sp_chunk_memory_init(sp_ctx *ctx, sp_schedule schedule, uint32_t P, uint32_t V,
+                               uint32_t M, uint64_t memory_limit, const uint64_t *device_memory,
                                struct sp_chunk_memory *out) {
     memset(out, 0, sizeof *out);
     out->P = P;
     out->V = V;
+    out->layout = sp_schedule_chunk_layout(schedule);
     out->offset = sp_calloc((size_t)P + 1, sizeof *out->offset);
     out->cap = sp_calloc(P, sizeof *out->cap);
     if (!out->offset || !out->cap) {
@@ -31,7 +32,7 @@ sp_status sp_chunk_memory_init(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M,
     for (uint32_t d = 0; d < P; d++) {
         uint32_t *states = NULL;
         size_t n = 0;
-        sp_status st = sp_interleaved_states(ctx, P, V, M, d, &states, &n);
+        sp_status st = sp_chunk_states(ctx, schedule, P, V, M, d, &states, &n);
         uint32_t *grown = st == SP_OK
                               ? sp_realloc(out->held, (out->offset[d] + n) * V * sizeof *out->held)
                               : NULL;
@@ -58,7 +59,7 @@ bool sp_chunk_memory_fits(const struct sp_chunk_memory *cm, const sp_profile *pr
     for (size_t i = cm->offset[d]; i < cm->offset[d + 1]; i++) {
         sp_u128 need = 0;
         for (uint32_t ch = 0; ch < cm->V; ch++) {
-            uint32_t k = ch * cm->P + d;
+            uint32_t k = sp_device_chunk_stage(cm->layout, cm->P, d, ch);
             for (size_t l = bounds[k]; l < bounds[k + 1]; l++) {
                 const sp_layer *L = sp_profile_get_layer(profile, l);
                 need += L->memory_bytes;
@@ -78,7 +79,7 @@ void sp_chunk_memory_trim(const struct sp_chunk_memory *cm, const sp_profile *pr
         for (;;) { /* undo the longest recomputation the device can do without */
             size_t best = SIZE_MAX;
             for (uint32_t ch = 0; ch < cm->V; ch++) {
-                uint32_t k = ch * cm->P + d;
+                uint32_t k = sp_device_chunk_stage(cm->layout, cm->P, d, ch);
                 for (size_t l = bounds[k]; l < bounds[k + 1]; l++) {
                     if (!recompute[l])
                         continue;

@@ -1,7 +1,7 @@
-/* partitioner/chunk_memory.h: memory of interleaved plans, for the ilp and its incumbent
- * (partitioner/chunk_memory.c). Device d holds the layers of its V chunks; at each in-flight
- * state of Megatron's interleaved order (sp_interleaved_states) it holds held[c] micro-batches of
- * chunk c, and its peak is the largest state's resident + held x saved sum. */
+/* partitioner/chunk_memory.h: memory of plans with chunks, for the ilp, its incumbent and the
+ * V-shape solver (partitioner/chunk_memory.c). Device d holds the layers of its V chunks; at
+ * each in-flight state of the schedule's order (sp_chunk_states) it holds held[c] micro-batches
+ * of chunk c, and its peak is the largest state's resident + held x saved sum. */
 #ifndef SP_PARTITIONER_CHUNK_MEMORY_H
 #define SP_PARTITIONER_CHUNK_MEMORY_H
 
@@ -10,16 +10,17 @@
 struct sp_chunk_memory {
     struct sp_ilp_chunk_memory ilp; /* points into the arrays below */
     uint32_t P, V;
+    sp_chunk_layout layout; /* where chunk c of device d runs (sp_device_chunk_stage) */
     uint32_t *held;
     size_t *offset;
     uint64_t *cap; /* [P]: the smaller of the memory limit and the device's memory; 0: none */
     bool any_cap;
 };
 
-/* The states and caps of P devices x V chunks with M micro-batches; device_memory[P] may be
- * NULL. */
-sp_status sp_chunk_memory_init(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M,
-                               uint64_t memory_limit, const uint64_t *device_memory,
+/* The states and caps of P devices x V chunks with M micro-batches under the schedule;
+ * device_memory[P] may be NULL. */
+sp_status sp_chunk_memory_init(sp_ctx *ctx, sp_schedule schedule, uint32_t P, uint32_t V,
+                               uint32_t M, uint64_t memory_limit, const uint64_t *device_memory,
                                struct sp_chunk_memory *out);
 void sp_chunk_memory_release(struct sp_chunk_memory *cm);
 

@@ -58,6 +58,7 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
     *out = NULL;
     size_t n = sp_profile_get_layer_count(profile);
     uint32_t p = opts->stages, V = opts->chunks > 1 ? opts->chunks : 1, K = p * V;
+    sp_chunk_layout layout = V > 1 ? sp_schedule_chunk_layout(opts->schedule) : SP_CHUNKS_LOOP;
     sp_plan *plan = sp_calloc(1, sizeof *plan);
     if (!plan)
         return sp_oom(ctx, "building a plan");
@@ -83,7 +84,7 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
     bool blocking = opts->links && opts->comm == SP_COMM_BLOCKING;
     for (uint32_t k = 0; k < K; k++) {
         sp_stage *st = &plan->stages[k];
-        uint32_t d = k % p; /* virtual stage k runs on device k mod P */
+        uint32_t d = sp_chunk_device(layout, p, k); /* virtual stage k's device */
         st->index = k;
         st->device = d;
         st->chunk = k / p;
@@ -118,12 +119,12 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         if (blocking) {
             if (k > 0)
                 comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(
-                                opts->links, (k - 1) % p, d,
+                                opts->links, sp_chunk_device(layout, p, k - 1), d,
                                 sp_profile_get_layer(profile, bounds[k] - 1)->activation_bytes));
             if (k + 1 < K)
                 comm +=
                     2 * sp_ms_to_ticks(sp_links_transfer_ms(
-                            opts->links, d, (k + 1) % p,
+                            opts->links, d, sp_chunk_device(layout, p, k + 1),
                             sp_profile_get_layer(profile, bounds[k + 1] - 1)->activation_bytes));
         }
         st->fwd_ms = sp_ticks_to_ms(fwd);
@@ -135,21 +136,24 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         st->send_ms = 0;
         if (opts->links && k + 1 < K) {
             uint64_t bytes = sp_profile_get_layer(profile, bounds[k + 1] - 1)->activation_bytes;
-            st->send_ms = sp_links_transfer_ms(opts->links, d, (k + 1) % p, bytes);
+            st->send_ms =
+                sp_links_transfer_ms(opts->links, d, sp_chunk_device(layout, p, k + 1), bytes);
         }
         st->inflight = sp_stage_inflight(k, p, opts->micro_batches);
         device_ticks[d] += fwd + bwd + comm;
     }
-    if (V > 1) { /* in-flight counts from the interleaved order, per device */
+    plan->summary.chunk_layout = layout;
+    if (V > 1) { /* in-flight counts from the schedule's order, per device */
         uint64_t *saved = sp_mallocarray(V, sizeof *saved);
         uint32_t *counts = sp_mallocarray(V, sizeof *counts);
         sp_status st = saved && counts ? SP_OK : sp_oom(ctx, "building a plan");
         for (uint32_t d = 0; st == SP_OK && d < p; d++) {
             for (uint32_t c = 0; c < V; c++)
-                saved[c] = plan->stages[c * p + d].saved_bytes;
-            st = sp_interleaved_peak_counts(ctx, p, V, opts->micro_batches, d, saved, counts);
+                saved[c] = plan->stages[sp_device_chunk_stage(layout, p, d, c)].saved_bytes;
+            st = sp_chunk_peak_counts(ctx, opts->schedule, p, V, opts->micro_batches, d, saved,
+                                      counts);
             for (uint32_t c = 0; st == SP_OK && c < V; c++)
-                plan->stages[c * p + d].inflight = counts[c];
+                plan->stages[sp_device_chunk_stage(layout, p, d, c)].inflight = counts[c];
         }
         sp_free(saved);
         sp_free(counts);

@@ -167,11 +167,11 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     for (uint32_t cls = 0; pc && cls < pc->ilp.classes; cls++)
         class_memory |= pc->memory[cls] != 0;
     if (o->chunks > 1 && (o->memory_limit_bytes || d->memory))
-        st = sp_chunk_memory_init(ctx, o->stages, o->chunks, o->micro_batches,
+        st = sp_chunk_memory_init(ctx, o->schedule, o->stages, o->chunks, o->micro_batches,
                                   o->memory_limit_bytes, d->memory, &cm);
     bool chunk_rows = o->chunks > 1 && (pc ? o->memory_limit_bytes || class_memory : cm.any_cap);
     if (st == SP_OK && pc && chunk_rows)
-        st = sp_chunk_memory_init(ctx, o->stages, o->chunks, o->micro_batches,
+        st = sp_chunk_memory_init(ctx, o->schedule, o->stages, o->chunks, o->micro_batches,
                                   o->memory_limit_bytes, NULL, &cm_rows);
     bool have_incumbent = true, inc_recomputes = false;
     double t_lower = 0;

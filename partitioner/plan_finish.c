@@ -135,7 +135,7 @@ sp_status sp_plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_partit
         st = sp_stage_devices_init(ctx, profile, &o2, &d2);
     if (st == SP_OK && recompute && o->chunks > 1) { /* trimmed against the chosen devices */
         struct sp_chunk_memory cm;
-        st = sp_chunk_memory_init(ctx, o->stages, o->chunks, o->micro_batches,
+        st = sp_chunk_memory_init(ctx, o->schedule, o->stages, o->chunks, o->micro_batches,
                                   o->memory_limit_bytes, d2.memory, &cm);
         if (st == SP_OK)
             sp_chunk_memory_trim(&cm, profile, bounds, recompute);

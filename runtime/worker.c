@@ -183,7 +183,7 @@ static bool forward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doubl
     double c1 = sp_now_ms();
     st->cpu_ms += thread_cpu_ms() - cpu0;
     st->fwd_ms += compute_ms(w, c1 - c0);
-    *rec = (sp_sim_op){s, s, mb, 'F', c0 - t0, c1 - t0};
+    *rec = (sp_sim_op){s, s, mb, 'F', c0 - t0, c1 - t0, 0, 0};
     if (s + 1 < w->P) {
         size_t n = w->m->layers[w->se->last].out_elems;
         if (on_device(w) && !deliver(w, out, w->next_device, n, step, mb, st))
@@ -248,7 +248,7 @@ static bool backward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doub
     double c1 = sp_now_ms();
     st->cpu_ms += thread_cpu_ms() - cpu0;
     st->bwd_ms += compute_ms(w, c1 - c0);
-    *rec = (sp_sim_op){s, s, mb, 'B', c0 - t0, c1 - t0};
+    *rec = (sp_sim_op){s, s, mb, 'B', c0 - t0, c1 - t0, 0, 0};
     if (s > 0) {
         size_t n = w->m->layers[w->se->first].in_elems;
         if (on_device(w) && !deliver(w, dx, w->prev_device, n, step, mb, st))

@@ -1,42 +1,54 @@
 /* simulate/schedule.c: the order in which each device runs its ops, per schedule
- * (docs/schedules.md §2; the same code drives the simulator and, later, the runtime).
+ * (docs/schedules.md, "Op orders"; the same lists drive the simulator, the runtime and the
+ * torch schedule export).
  *
  *   gpipe        F0 .. F(M-1), then B0 .. B(M-1)
  *   1f1b         warm-up min(P-1-s, M) forwards, then one forward and one backward in turn,
  *                then the remaining backwards
- *   zb-h1        the 1F1B order with the backward split into B and W; on stage s a W runs
- *                after a B once more than s Bs are waiting for their W; the rest end the list
- *   interleaved  Megatron's order: device d holds chunks c = 0..V-1 (virtual stage c*P + d);
- *                forwards go in groups of P micro-batches per chunk, chunk 0 first; backwards
- *                likewise with the chunk order reversed; warm-up min(2(P-d-1) + (V-1)P, M*V)
- *                chunk forwards, then alternate, then cool down. M must be a multiple of P. */
+ *   zb-h1        the 1F1B order with the backward split into I and W; on stage s a W runs
+ *                after an I once more than s Is are waiting for their W; the rest end the list
+ *   interleaved, interleaved-zb, zbv, dualpipev: torch.distributed.pipelining's orders
+ *                (schedule_torch.c) */
 #include <string.h>
 
+#include "schedule_impl.h"
 #include "sim_impl.h"
 
-static void push(struct sp_sched_op *ops, size_t *n, char kind, uint32_t mb, uint32_t stage) {
-    ops[*n] = (struct sp_sched_op){stage, mb, kind};
-    (*n)++;
+sp_chunk_layout sp_schedule_chunk_layout(sp_schedule schedule) {
+    return schedule == SP_SCHEDULE_ZBV || schedule == SP_SCHEDULE_DUALPIPEV ? SP_CHUNKS_V
+                                                                            : SP_CHUNKS_LOOP;
 }
 
-/* Megatron's interleaved op i of a device: micro-batch and chunk (group size P). */
-static void interleaved_op(uint32_t i, uint32_t P, uint32_t V, bool forward, uint32_t *mb,
-                           uint32_t *chunk) {
-    uint32_t in_group = i % (P * V);
-    uint32_t c = in_group / P;
-    *chunk = forward ? c : V - 1 - c;
-    *mb = (i / (P * V)) * P + in_group % P;
+bool sp_schedule_splits_backward(sp_schedule schedule) {
+    return schedule == SP_SCHEDULE_ZB_H1 || schedule == SP_SCHEDULE_INTERLEAVED_ZB ||
+           schedule == SP_SCHEDULE_ZBV || schedule == SP_SCHEDULE_DUALPIPEV;
 }
 
-static void device_ops(const struct sp_pipeline *pl, uint32_t d, struct sp_sched_op *ops,
-                       size_t *n) {
-    uint32_t P = pl->P, M = pl->M, V = pl->V;
+uint32_t sp_schedule_chunks_needed(sp_schedule schedule) {
+    switch (schedule) {
+    case SP_SCHEDULE_ZBV:
+    case SP_SCHEDULE_DUALPIPEV:
+        return 2;
+    case SP_SCHEDULE_INTERLEAVED:
+    case SP_SCHEDULE_INTERLEAVED_ZB:
+        return 0; /* any V >= 2 */
+    default:
+        return 1;
+    }
+}
+
+void sp_sched_push(struct sp_sched_list *l, char kind, uint32_t stage, uint32_t mb) {
+    l->ops[l->n++] = (struct sp_sched_op){stage, mb, kind, 0, 0};
+}
+
+static void device_ops(const struct sp_pipeline *pl, uint32_t d, struct sp_sched_list *l) {
+    uint32_t P = pl->P, M = pl->M;
     switch (pl->schedule) {
     case SP_SCHEDULE_GPIPE:
         for (uint32_t j = 0; j < M; j++)
-            push(ops, n, 'F', j, d);
+            sp_sched_push(l, 'F', d, j);
         for (uint32_t j = 0; j < M; j++)
-            push(ops, n, 'B', j, d);
+            sp_sched_push(l, 'B', d, j);
         break;
     case SP_SCHEDULE_1F1B:
     case SP_SCHEDULE_ZB_H1: {
@@ -44,77 +56,101 @@ static void device_ops(const struct sp_pipeline *pl, uint32_t d, struct sp_sched
         uint32_t warm = P - 1 - d < M ? P - 1 - d : M;
         uint32_t nf = 0, nb = 0, nw = 0;
         for (; nf < warm; nf++)
-            push(ops, n, 'F', nf, d);
+            sp_sched_push(l, 'F', d, nf);
         while (nb < M) {
             if (nf < M)
-                push(ops, n, 'F', nf++, d);
-            push(ops, n, 'B', nb++, d);
+                sp_sched_push(l, 'F', d, nf++);
+            sp_sched_push(l, split ? 'I' : 'B', d, nb++);
             if (split && nb - nw > d)
-                push(ops, n, 'W', nw++, d);
+                sp_sched_push(l, 'W', d, nw++);
         }
         while (split && nw < M)
-            push(ops, n, 'W', nw++, d);
+            sp_sched_push(l, 'W', d, nw++);
         break;
     }
-    case SP_SCHEDULE_INTERLEAVED: {
-        uint32_t total = M * V;
-        uint32_t warm = 2 * (P - d - 1) + (V - 1) * P;
-        if (warm > total)
-            warm = total;
-        uint32_t nf = 0, nb = 0, mb, c;
-        for (; nf < warm; nf++) {
-            interleaved_op(nf, P, V, true, &mb, &c);
-            push(ops, n, 'F', mb, c * P + d);
-        }
-        while (nb < total) {
-            if (nf < total) {
-                interleaved_op(nf++, P, V, true, &mb, &c);
-                push(ops, n, 'F', mb, c * P + d);
-            }
-            interleaved_op(nb++, P, V, false, &mb, &c);
-            push(ops, n, 'B', mb, c * P + d);
-        }
+    case SP_SCHEDULE_INTERLEAVED:
+    case SP_SCHEDULE_INTERLEAVED_ZB:
+        sp_sched_interleaved(pl, d, l);
+        break;
+    case SP_SCHEDULE_ZBV:
+        sp_sched_zbv(pl, d, l);
+        break;
+    case SP_SCHEDULE_DUALPIPEV:
+        sp_sched_dualpipev(pl, d, l);
         break;
     }
+}
+
+/* What the schedule needs of the pipeline, refused with the reason. */
+static sp_status check_fit(sp_ctx *ctx, const struct sp_pipeline *pl) {
+    uint32_t P = pl->P, V = pl->V, M = pl->M, K = P * V;
+    const char *name = sp_schedule_name(pl->schedule);
+    uint32_t need = sp_schedule_chunks_needed(pl->schedule);
+    if (need == 0 && V < 2)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the %s schedule needs a plan made with --chunks V (V >= 2); this plan "
+                       "has 1 chunk per device",
+                       name);
+    if (need == 2 && (V != 2 || pl->layout != SP_CHUNKS_V))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the %s schedule needs a plan of 2 chunks per device placed V-shape "
+                       "(partition with --schedule %s); this plan has %u chunk%s per device%s",
+                       name, name, V, V == 1 ? "" : "s",
+                       V == 2 && pl->layout != SP_CHUNKS_V ? " placed in a loop" : "");
+    if (need == 1 && V != 1)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the plan has %u chunks per device; simulate it with --schedule %s", V,
+                       pl->layout == SP_CHUNKS_V ? "zbv or dualpipev" : "interleaved");
+    if (need == 0 && pl->layout != SP_CHUNKS_LOOP)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the plan's chunks are placed V-shape (for zbv or dualpipev); the %s "
+                       "schedule places chunk k on device k mod P",
+                       name);
+    if (need == 0) {
+        uint32_t rounds = M / P ? M / P : 1;
+        if (M % rounds)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "the %s schedule needs the micro-batch count to be a multiple of its "
+                           "rounds, max(1, M / P) = %u (torch's rule; Megatron asks for a "
+                           "multiple of P): M = %u, P = %u",
+                           name, rounds, M, P);
     }
+    if (pl->schedule == SP_SCHEDULE_DUALPIPEV && M < 2 * P)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "dualpipev needs at least as many micro-batches as chunks, M >= 2P = %u "
+                       "(its steady phase overlaps a forward of one chunk with a backward of the "
+                       "other): M = %u",
+                       2 * P, M);
+    /* times, when given, must have what the schedule runs (the in-flight counts need none) */
+    if (pl->f && sp_schedule_splits_backward(pl->schedule)) {
+        for (uint32_t k = 0; k < K; k++)
+            if (!pl->w || pl->w[k] < 0)
+                return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                               "%s needs wgrad_ms (the weight-gradient part of the backward) on "
+                               "every stage; stage %u has none: add wgrad_ms to every layer of "
+                               "the profile and partition again",
+                               name, k);
+    }
+    return SP_OK;
 }
 
 sp_status sp_schedule_build(sp_ctx *ctx, const struct sp_pipeline *pl, struct sp_sched_op **ops,
                             size_t **offset) {
     *ops = NULL;
     *offset = NULL;
-    uint32_t P = pl->P, V = pl->V, M = pl->M, K = P * V;
-    if (pl->schedule == SP_SCHEDULE_INTERLEAVED) {
-        if (V < 2)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "the interleaved schedule needs a plan made with --chunks V (V >= 2); "
-                           "this plan has 1 chunk per device");
-        if (M % P)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "the interleaved schedule needs the micro-batch count to be a "
-                           "multiple of the pipeline stages: M = %u, P = %u",
-                           M, P);
-    } else if (V != 1) {
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the plan has %u chunks per device; simulate it with --schedule "
-                       "interleaved",
-                       V);
-    }
-    if (pl->schedule == SP_SCHEDULE_ZB_H1) {
-        for (uint32_t k = 0; k < K; k++)
-            if (!pl->w || pl->w[k] < 0)
-                return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                               "zb-h1 needs wgrad_ms (the weight-gradient part of the backward) "
-                               "on every stage; stage %u has none: add wgrad_ms to every layer "
-                               "of the profile and partition again",
-                               k);
-    }
-    uint64_t per_device = (uint64_t)M * V * (pl->schedule == SP_SCHEDULE_ZB_H1 ? 3 : 2);
-    if (per_device * P > SP_SIM_MAX_OPS)
+    uint32_t P = pl->P, V = pl->V, M = pl->M;
+    sp_status st = check_fit(ctx, pl);
+    if (st != SP_OK)
+        return st;
+    /* at most F, I and W of every micro-batch and chunk per device (ZBV pads M to 2P-1
+     * internally before dropping the padding, so it needs that much room while building) */
+    uint64_t m = pl->schedule == SP_SCHEDULE_ZBV && M < 2 * P - 1 ? 2 * P - 1 : M;
+    uint64_t per_device = m * V * (sp_schedule_splits_backward(pl->schedule) ? 3 : 2);
+    if ((uint64_t)M * V * 3 * P > SP_SIM_MAX_OPS || per_device * P > (uint64_t)SIZE_MAX / 32)
         return sp_fail(ctx, SP_ERR_LIMIT,
-                       "simulating %llu ops is more than the limit of %u; use fewer "
+                       "simulating up to %llu ops is more than the limit of %u; use fewer "
                        "micro-batches or stages",
-                       (unsigned long long)(per_device * P), SP_SIM_MAX_OPS);
+                       (unsigned long long)((uint64_t)M * V * 3 * P), SP_SIM_MAX_OPS);
     *ops = sp_mallocarray((size_t)(per_device * P), sizeof **ops);
     *offset = sp_mallocarray((size_t)P + 1, sizeof **offset);
     if (!*ops || !*offset) {
@@ -124,11 +160,31 @@ sp_status sp_schedule_build(sp_ctx *ctx, const struct sp_pipeline *pl, struct sp
         *offset = NULL;
         return sp_oom(ctx, "building the schedule");
     }
-    size_t n = 0;
-    for (uint32_t d = 0; d < P; d++) {
-        (*offset)[d] = n;
-        device_ops(pl, d, *ops, &n);
+    /* the builders' scratch: 3 counters per chunk (interleaved), or DualPipeV's queue of Ws
+     * waiting, at most 2P + 1 (stage, mb) pairs */
+    size_t scratch_len = 3 * (size_t)V > 4 * (size_t)P + 4 ? 3 * (size_t)V : 4 * (size_t)P + 4;
+    uint32_t *scratch = sp_mallocarray(scratch_len, sizeof *scratch);
+    if (!scratch) {
+        sp_free(*ops);
+        sp_free(*offset);
+        *ops = NULL;
+        *offset = NULL;
+        return sp_oom(ctx, "building the schedule");
     }
-    (*offset)[P] = n;
+    struct sp_sched_list l = {*ops, 0, scratch, scratch_len};
+    for (uint32_t d = 0; d < P; d++) {
+        (*offset)[d] = l.n;
+        size_t begin = l.n;
+        device_ops(pl, d, &l);
+        if (pl->schedule == SP_SCHEDULE_ZBV && m != M) { /* drop the padding micro-batches */
+            size_t w = begin;
+            for (size_t i = begin; i < l.n; i++)
+                if (l.ops[i].mb < M)
+                    l.ops[w++] = l.ops[i];
+            l.n = w;
+        }
+    }
+    (*offset)[P] = l.n;
+    sp_free(scratch);
     return SP_OK;
 }

@@ -5,27 +5,40 @@
 
 #include "internal.h"
 
-/* A pipeline to simulate: K = P * V virtual stages, virtual stage k on device k mod P. */
+/* A pipeline to simulate: K = P * V virtual stages, virtual stage k on device
+ * sp_chunk_device(layout, P, k). */
 struct sp_pipeline {
     uint32_t P, V, M;
     sp_schedule schedule;
+    sp_chunk_layout layout;
     const double *f;          /* f[K]: forward time of one micro-batch */
     const double *b;          /* b[K]: full backward time (input + weight gradients) */
-    const double *w;          /* w[K]: weight-gradient part of b; required for ZB-H1 */
+    const double *w;          /* w[K]: weight-gradient part of b; required when the schedule
+                               * splits backwards (sp_schedule_splits_backward) */
     const double *send;       /* send[K]: delay of the boundary k -> k+1, both directions */
     const uint64_t *saved;    /* saved[K]: bytes held per micro-batch in flight; may be NULL */
     const uint64_t *resident; /* resident[P]: bytes held regardless; may be NULL */
 };
 
-/* One op of a device's list, in the schedule's order. */
+/* One op of a device's list, in the schedule's order. kind: 'F' forward, 'B' full backward,
+ * 'I' its input-gradient part, 'W' its weight-gradient part, 'O' a forward of (stage, mb)
+ * overlapped with a full backward of (stage2, mb2) (DualPipeV). */
 struct sp_sched_op {
     uint32_t stage, mb;
-    char kind; /* 'F', 'B', 'W' */
+    char kind;
+    uint32_t stage2, mb2;
 };
 
+/* sp_schedule_splits_backward: whether the schedule runs I and W apart (needs wgrad_ms). */
+bool sp_schedule_splits_backward(sp_schedule schedule);
+/* sp_schedule_chunks_needed: chunks per device the schedule runs: 1, 2 (V-shape), or 0 for any
+ * V >= 2. */
+uint32_t sp_schedule_chunks_needed(sp_schedule schedule);
+
 /* sp_schedule_build: every device's op list for the pipeline, concatenated: device d's ops are
- * ops[offset[d] .. offset[d+1]). Checks what the schedule needs (wgrad for ZB-H1, M a multiple
- * of P for interleaved) and fails with SP_ERR_INVALID_ARG naming it. */
+ * ops[offset[d] .. offset[d+1]). Checks what the schedule needs (wgrad when it splits backwards,
+ * chunks and their layout, M a multiple of the rounds for the interleaved ones, M >= 2P for
+ * DualPipeV) and fails with SP_ERR_INVALID_ARG naming it. */
 sp_status sp_schedule_build(sp_ctx *ctx, const struct sp_pipeline *pl, struct sp_sched_op **ops,
                             size_t **offset);
 
@@ -47,21 +60,28 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
 
 /* ---- in-flight micro-batches (simulate/inflight.c) */
 
-/* sp_interleaved_states: device d of an interleaved pipeline (P devices, V chunks, M
- * micro-batches, Megatron's op order as the simulator runs it): the in-flight micro-batches of
- * each chunk right after each forward, keeping only states no other state holds at least as much
- * of in every chunk (a memory peak, for any non-negative bytes per chunk, is one of them).
+/* sp_device_chunk_stage: the virtual stage of device d's chunk c (c = stage / P) under the
+ * layout: cP + d in a loop; d, then 2P-1-d V-shape. */
+static inline uint32_t sp_device_chunk_stage(sp_chunk_layout layout, uint32_t P, uint32_t d,
+                                             uint32_t c) {
+    return layout == SP_CHUNKS_V && c == 1 ? 2 * P - 1 - d : c * P + d;
+}
+
+/* sp_chunk_states: device d of a pipeline with chunks (P devices, V chunks, M micro-batches,
+ * the schedule's op order and chunk layout): the in-flight micro-batches of each of its chunks
+ * (c = stage / P) right after each forward, keeping only states no other state holds at least as
+ * much of in every chunk (a memory peak, for any non-negative bytes per chunk, is one of them).
  * *states gets n x V counts (chunk c of state i at [i * V + c]), freed with sp_free. */
-sp_status sp_interleaved_states(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M, uint32_t d,
-                                uint32_t **states, size_t *n_states);
+sp_status sp_chunk_states(sp_ctx *ctx, sp_schedule schedule, uint32_t P, uint32_t V, uint32_t M,
+                          uint32_t d, uint32_t **states, size_t *n_states);
 
 /* sp_stage_inflight: micro-batches whose activations stage s of p holds under 1F1B with m
  * micro-batches: min(p - s, m). */
 uint32_t sp_stage_inflight(uint32_t s, uint32_t p, uint32_t m);
 
-/* sp_interleaved_peak_counts: device d of an interleaved pipeline: how many micro-batches of each
- * chunk it holds at its memory peak for saved[V] bytes per chunk, counts[V] out. */
-sp_status sp_interleaved_peak_counts(sp_ctx *ctx, uint32_t P, uint32_t V, uint32_t M, uint32_t d,
-                                     const uint64_t *saved, uint32_t *counts);
+/* sp_chunk_peak_counts: device d of a pipeline with chunks: how many micro-batches of each of
+ * its chunks it holds at its memory peak for saved[V] bytes per chunk, counts[V] out. */
+sp_status sp_chunk_peak_counts(sp_ctx *ctx, sp_schedule schedule, uint32_t P, uint32_t V,
+                               uint32_t M, uint32_t d, const uint64_t *saved, uint32_t *counts);
 
 #endif

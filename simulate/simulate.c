@@ -20,59 +20,92 @@
 struct sim_state {
     const struct sp_pipeline *pl;
     uint32_t K;
-    bool split;
-    double *end_f, *end_b, *end_w; /* [M * K], NOT_DONE until run */
+    double *end_f, *end_b, *end_w; /* [M * K], NOT_DONE until run; end_b: the input gradient
+                                    * (end of I, or of a full B) */
 };
 
 static double *end_of(struct sim_state *s, char kind, uint32_t mb, uint32_t k) {
-    double *a = kind == 'F' ? s->end_f : kind == 'B' ? s->end_b : s->end_w;
+    double *a = kind == 'F' ? s->end_f : kind == 'W' ? s->end_w : s->end_b;
     return &a[(size_t)mb * s->K + k];
 }
 
 static uint32_t device_of(const struct sim_state *s, uint32_t k) {
-    return k % s->pl->P;
+    return sp_chunk_device(s->pl->layout, s->pl->P, k);
 }
 
 static double duration(const struct sim_state *s, const struct sp_sched_op *op) {
     const struct sp_pipeline *pl = s->pl;
-    if (op->kind == 'F')
+    switch (op->kind) {
+    case 'F':
         return pl->f[op->stage];
-    if (op->kind == 'W')
+    case 'W':
         return pl->w[op->stage];
-    return s->split ? pl->b[op->stage] - pl->w[op->stage] : pl->b[op->stage];
+    case 'I':
+        return pl->b[op->stage] - pl->w[op->stage];
+    case 'O': /* no overlap assumed: the forward's and the full backward's times */
+        return pl->f[op->stage] + pl->b[op->stage2];
+    default:
+        return pl->b[op->stage];
+    }
 }
 
-/* Earliest start allowed by the predecessors, or NAN if one has not run. */
-static double ready_at(struct sim_state *s, const struct sp_sched_op *op) {
-    uint32_t k = op->stage, d = device_of(s, k);
+/* Earliest start of a forward (F) or backward (I, B) part allowed by its predecessor, or NAN
+ * if that has not run. */
+static double part_ready(struct sim_state *s, bool forward, uint32_t k, uint32_t mb) {
     const struct sp_pipeline *pl = s->pl;
-    double t = 0, e;
-    if (op->kind == 'F') {
+    uint32_t d = device_of(s, k);
+    double e;
+    if (forward) {
         if (k == 0)
             return 0;
-        e = *end_of(s, 'F', op->mb, k - 1);
-        if (e < 0)
-            return (double)NAN;
-        t = e + (device_of(s, k - 1) != d ? pl->send[k - 1] : 0);
-    } else if (op->kind == 'B') {
-        if (k + 1 == s->K) {
-            e = *end_of(s, 'F', op->mb, k);
-            if (e < 0)
-                return (double)NAN;
-            t = e;
-        } else {
-            e = *end_of(s, 'B', op->mb, k + 1);
-            if (e < 0)
-                return (double)NAN;
-            t = e + (device_of(s, k + 1) != d ? pl->send[k] : 0);
-        }
-    } else {
-        e = *end_of(s, 'B', op->mb, k);
-        if (e < 0)
-            return (double)NAN;
-        t = e;
+        e = *end_of(s, 'F', mb, k - 1);
+        return e < 0 ? (double)NAN : e + (device_of(s, k - 1) != d ? pl->send[k - 1] : 0);
     }
-    return t;
+    if (k + 1 == s->K) {
+        e = *end_of(s, 'F', mb, k);
+        return e < 0 ? (double)NAN : e;
+    }
+    e = *end_of(s, 'B', mb, k + 1);
+    return e < 0 ? (double)NAN : e + (device_of(s, k + 1) != d ? pl->send[k] : 0);
+}
+
+static double ready_at(struct sim_state *s, const struct sp_sched_op *op) {
+    switch (op->kind) {
+    case 'F':
+        return part_ready(s, true, op->stage, op->mb);
+    case 'W': {
+        double e = *end_of(s, 'B', op->mb, op->stage);
+        return e < 0 ? (double)NAN : e;
+    }
+    case 'O': { /* both inputs; NAN propagates through fmax only if both are NAN */
+        double a = part_ready(s, true, op->stage, op->mb);
+        double b = part_ready(s, false, op->stage2, op->mb2);
+        return isnan(a) || isnan(b) ? (double)NAN : fmax(a, b);
+    }
+    default:
+        return part_ready(s, false, op->stage, op->mb);
+    }
+}
+
+/* The op's results, released at its end; the devices whose ops may wait for them go in wake[]. */
+static int finish(struct sim_state *s, const struct sp_sched_op *op, double t1, uint32_t *wake) {
+    int nw = 0;
+    uint32_t K = s->K;
+    if (op->kind == 'O') {
+        *end_of(s, 'F', op->mb, op->stage) = t1;
+        *end_of(s, 'B', op->mb2, op->stage2) = t1;
+        if (op->stage + 1 < K)
+            wake[nw++] = device_of(s, op->stage + 1);
+        if (op->stage2 > 0)
+            wake[nw++] = device_of(s, op->stage2 - 1);
+        return nw;
+    }
+    *end_of(s, op->kind, op->mb, op->stage) = t1;
+    if (op->kind == 'F' && op->stage + 1 < K)
+        wake[nw++] = device_of(s, op->stage + 1);
+    if ((op->kind == 'B' || op->kind == 'I') && op->stage > 0)
+        wake[nw++] = device_of(s, op->stage - 1);
+    return nw;
 }
 
 void sp_sim_destroy(sp_sim *sim) {
@@ -104,7 +137,7 @@ static bool equal_stages(const struct sp_pipeline *pl, uint32_t K) {
     for (uint32_t k = 0; k < K; k++) {
         if (pl->f[k] != pl->f[0] || pl->b[k] != pl->b[0] || (k + 1 < K && pl->send[k] != 0))
             return false;
-        if (pl->schedule == SP_SCHEDULE_ZB_H1 && pl->w[k] != pl->w[0])
+        if (sp_schedule_splits_backward(pl->schedule) && pl->w[k] != pl->w[0])
             return false;
     }
     return true;
@@ -119,11 +152,22 @@ static double closed_form(const struct sp_pipeline *pl) {
     case SP_SCHEDULE_1F1B:
         return (M + P - 1) * (F + B);
     case SP_SCHEDULE_INTERLEAVED:
+        if (pl->M % pl->P) /* the closed form is Megatron's, with groups of P */
+            return (double)NAN;
         return M * (F + B) + (P - 1) * (F + B) / V;
     case SP_SCHEDULE_ZB_H1: {
         double W = pl->w[0], Bi = pl->b[0] - W;
         return M * (pl->f[0] + pl->b[0]) + (P - 1) * (pl->f[0] + Bi - W);
     }
+    case SP_SCHEDULE_ZBV: { /* zero bubble in the steady phase when F = I = W, M >= 2P - 1 */
+        double f = pl->f[0], i = pl->b[0] - pl->w[0], w = pl->w[0];
+        if (f != i || i != w || pl->M < 2 * pl->P - 1)
+            return (double)NAN;
+        return 6 * M * f + (P - 1) * f;
+    }
+    case SP_SCHEDULE_INTERLEAVED_ZB:
+    case SP_SCHEDULE_DUALPIPEV:
+        return (double)NAN; /* no closed form holds in general: docs/schedules.md */
     }
     return (double)NAN;
 }
@@ -155,26 +199,23 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
         return st;
     uint32_t P = pl->P, K = P * pl->V;
     size_t n_ops = offset[P], cells = (size_t)pl->M * K;
-    struct sim_state s = {pl, K, pl->schedule == SP_SCHEDULE_ZB_H1, NULL, NULL, NULL};
+    struct sim_state s = {pl, K, NULL, NULL, NULL};
     s.end_f = sp_mallocarray(cells, sizeof(double));
     s.end_b = sp_mallocarray(cells, sizeof(double));
-    s.end_w = s.split ? sp_mallocarray(cells, sizeof(double)) : NULL;
+    s.end_w = sp_mallocarray(cells, sizeof(double));
     double *start = sp_mallocarray(n_ops, sizeof *start), *fin = sp_mallocarray(n_ops, sizeof *fin);
     size_t *cursor = sp_calloc(P, sizeof *cursor);
     uint32_t *stack = sp_mallocarray((size_t)P * 4 + 4, sizeof *stack);
     bool *queued = sp_calloc(P, sizeof *queued);
     double *free_at = sp_calloc(P, sizeof *free_at);
     sp_sim *sim = sp_calloc(1, sizeof *sim);
-    if (!s.end_f || !s.end_b || (s.split && !s.end_w) || !start || !fin || !cursor || !stack ||
-        !queued || !free_at || !sim) {
+    if (!s.end_f || !s.end_b || !s.end_w || !start || !fin || !cursor || !stack || !queued ||
+        !free_at || !sim) {
         st = sp_oom(ctx, "simulating the schedule");
         goto out;
     }
-    for (size_t i = 0; i < cells; i++) {
-        s.end_f[i] = s.end_b[i] = NOT_DONE;
-        if (s.split)
-            s.end_w[i] = NOT_DONE;
-    }
+    for (size_t i = 0; i < cells; i++)
+        s.end_f[i] = s.end_b[i] = s.end_w[i] = NOT_DONE;
     for (uint32_t d = 0; d < P; d++)
         cursor[d] = offset[d];
     size_t top = 0;
@@ -194,17 +235,11 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
             double t0 = r > free_at[d] ? r : free_at[d], t1 = t0 + duration(&s, op);
             start[cursor[d]] = t0;
             fin[cursor[d]] = t1;
-            *end_of(&s, op->kind, op->mb, op->stage) = t1;
             free_at[d] = t1;
             cursor[d]++;
             done++;
-            /* wake the devices whose ops wait for this one */
-            uint32_t wake[2];
-            int nw = 0;
-            if (op->kind == 'F' && op->stage + 1 < K)
-                wake[nw++] = device_of(&s, op->stage + 1);
-            if (op->kind == 'B' && op->stage > 0)
-                wake[nw++] = device_of(&s, op->stage - 1);
+            uint32_t wake[2]; /* the devices whose ops wait for this one */
+            int nw = finish(&s, op, t1, wake);
             for (int i = 0; i < nw; i++)
                 if (wake[i] != d && !queued[wake[i]]) {
                     stack[top++] = wake[i];
@@ -231,17 +266,19 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
         for (size_t i = offset[d]; i < offset[d + 1]; i++) {
             const struct sp_sched_op *op = &ops[i];
             dv->busy_ms += fin[i] - start[i];
-            uint64_t saved = pl->saved ? pl->saved[op->stage] : 0;
-            if (op->kind == 'F') {
+            /* +1 per forward, -1 per W or full backward; a pair's forward first */
+            if (op->kind == 'F' || op->kind == 'O') {
                 inflight++;
-                held += saved;
+                held += pl->saved ? pl->saved[op->stage] : 0;
                 if (inflight > dv->peak_inflight)
                     dv->peak_inflight = inflight;
                 if (held > peak_held)
                     peak_held = held;
-            } else if (op->kind == (s.split ? 'W' : 'B')) {
+            }
+            uint32_t freed = op->kind == 'O' ? op->stage2 : op->stage;
+            if (op->kind == 'W' || op->kind == 'B' || op->kind == 'O') {
                 inflight--;
-                held -= saved;
+                held -= pl->saved ? pl->saved[freed] : 0;
             }
         }
         dv->first_start_ms = offset[d + 1] > offset[d] ? start[offset[d]] : 0;
@@ -273,8 +310,8 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
         }
         for (uint32_t d = 0; d < P; d++)
             for (size_t i = offset[d]; i < offset[d + 1]; i++)
-                sim->ops[i] =
-                    (sp_sim_op){d, ops[i].stage, ops[i].mb, ops[i].kind, start[i], fin[i]};
+                sim->ops[i] = (sp_sim_op){d,        ops[i].stage, ops[i].mb,     ops[i].kind,
+                                          start[i], fin[i],       ops[i].stage2, ops[i].mb2};
         sim->n_ops = n_ops;
     }
     *out = sim;
@@ -339,9 +376,10 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
         w[k] = s->wgrad_ms;
         send[k] = k + 1 < K && !blocking ? s->send_ms : 0;
         saved[k] = s->saved_bytes;
-        resident[k % P] += s->resident_bytes;
+        resident[sp_chunk_device(m->chunk_layout, P, k)] += s->resident_bytes;
     }
-    struct sp_pipeline pl = {P, V, M, opts->schedule, f, b, w, send, saved, resident};
+    struct sp_pipeline pl = {P, V, M,    opts->schedule, m->chunk_layout, f,
+                             b, w, send, saved,          resident};
     st = sp_simulate_pipeline(ctx, &pl, opts->keep_ops, out);
     if (st == SP_OK) {
         struct sp_strbuf t;

@@ -14,11 +14,30 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 /* Pipeline schedules the simulator knows (docs/schedules.md). */
 typedef enum sp_schedule {
-    SP_SCHEDULE_GPIPE = 0,       /* all forwards, then all backwards */
-    SP_SCHEDULE_1F1B = 1,        /* PipeDream-Flush / Megatron 1F1B */
-    SP_SCHEDULE_INTERLEAVED = 2, /* Megatron's interleaved 1F1B, V chunks per device */
-    SP_SCHEDULE_ZB_H1 = 3        /* zero bubble H1: backward split into B and W */
+    SP_SCHEDULE_GPIPE = 0,          /* all forwards, then all backwards */
+    SP_SCHEDULE_1F1B = 1,           /* PipeDream-Flush / Megatron 1F1B */
+    SP_SCHEDULE_INTERLEAVED = 2,    /* interleaved 1F1B, V chunks per device (Megatron's order;
+                                     * torch's Interleaved1F1B, whose rounds also allow M not a
+                                     * multiple of P) */
+    SP_SCHEDULE_ZB_H1 = 3,          /* zero bubble H1: backward split into I and W */
+    SP_SCHEDULE_INTERLEAVED_ZB = 4, /* torch's InterleavedZeroBubble (ZB1P), V chunks per device */
+    SP_SCHEDULE_ZBV = 5,            /* torch's ZBVZeroBubble: 2 chunks per device, V-shape */
+    SP_SCHEDULE_DUALPIPEV = 6       /* torch's DualPipeV (DeepSeek): 2 chunks per device, V-shape,
+                                     * a forward overlapped with a backward; M >= 2P */
 } sp_schedule;
+
+/* Where chunk k of a plan with P devices and V chunks per device runs. */
+typedef enum sp_chunk_layout {
+    SP_CHUNKS_LOOP = 0, /* device k mod P (Megatron, Interleaved1F1B, LoopedBFS, InterleavedZB) */
+    SP_CHUNKS_V = 1     /* V = 2: device k for k < P, else 2P-1-k (ZBVZeroBubble, DualPipeV) */
+} sp_chunk_layout;
+/* sp_chunk_layout_name: "loop", "v"; sp_chunk_layout_from_name: the reverse. */
+SP_API const char *sp_chunk_layout_name(sp_chunk_layout layout);
+SP_API sp_status sp_chunk_layout_from_name(const char *name, sp_chunk_layout *out);
+/* sp_chunk_device: the device of chunk k (0 <= k < P x V) under the layout. */
+SP_API uint32_t sp_chunk_device(sp_chunk_layout layout, uint32_t P, uint32_t k);
+/* sp_schedule_chunk_layout: the layout a schedule runs (SP_CHUNKS_V for zbv and dualpipev). */
+SP_API sp_chunk_layout sp_schedule_chunk_layout(sp_schedule schedule);
 
 typedef enum sp_objective {
     /* minimum possible largest stage time; among the partitions reaching it, the one with the

@@ -14,8 +14,8 @@ SP_API void sp_plan_destroy(sp_plan *plan);
 /* One stage of a plan. Layer indices are 0-based and inclusive. */
 typedef struct sp_stage {
     uint32_t index;
-    uint32_t device; /* index in the device list: s (k mod P when interleaved), or the device the
-                      * placement search chose */
+    uint32_t device; /* index in the device list: s, or with chunks sp_chunk_device(chunk_layout,
+                      * P, k), or the device the placement search chose */
     const char *device_name; /* that device's name; "" without a device list */
     size_t first_layer, last_layer;
     const char *first_name, *last_name;
@@ -24,7 +24,8 @@ typedef struct sp_stage {
     uint64_t param_bytes;
     uint64_t resident_bytes; /* sum of the layers' memory_bytes */
     uint64_t saved_bytes;    /* sum of saved_bytes, per micro-batch in flight */
-    uint32_t inflight;       /* micro-batches in flight under 1F1B: min(P - index, M) */
+    uint32_t inflight;       /* micro-batches in flight at its device's memory peak: under 1F1B
+                              * min(P - index, M); with chunks, read off the schedule's order */
     uint64_t memory_bytes;   /* resident_bytes + inflight * saved_bytes */
     double wgrad_ms;         /* weight-gradient part of bwd_ms; -1 when a layer lacks it */
     double send_ms;          /* transfer of this stage's output to the next stage, and of the
@@ -57,6 +58,8 @@ typedef struct sp_plan_summary {
     double even_split_bottleneck_ms; /* bottleneck of equal layer counts, same P */
     double solve_ms;                 /* wall time spent in the solver */
     uint32_t chunks;                 /* model chunks per device: 1, or V for interleaved */
+    sp_chunk_layout chunk_layout;    /* where the chunks run: in a loop, or V-shape (zbv and
+                                      * dualpipev plans) */
     double target_efficiency;        /* with --micro-batches auto: the target; else 0 */
     sp_comm comm;                    /* how the plan's transfers are charged */
     double formula_iteration_ms;     /* (M-1) x bottleneck + sum of device times (Alpa's formula,

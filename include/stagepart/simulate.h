@@ -19,7 +19,8 @@ extern "C" {
  * and of M, communication a pure delay on the dependency edge.
  * ------------------------------------------------------------------------------------------- */
 
-/* sp_schedule_name: "gpipe", "1f1b", "interleaved", "zb-h1" (NULL when out of range);
+/* sp_schedule_name: "gpipe", "1f1b", "interleaved", "zb-h1", "interleaved-zb", "zbv",
+ * "dualpipev" (NULL when out of range);
  * sp_schedule_from_name: the reverse, SP_ERR_INVALID_ARG when unknown. */
 SP_API const char *sp_schedule_name(sp_schedule schedule);
 SP_API sp_status sp_schedule_from_name(const char *name, sp_schedule *out);
@@ -56,19 +57,22 @@ typedef struct sp_sim_device {
     uint64_t peak_memory_bytes; /* resident + the saved bytes of what is in flight, at the peak */
 } sp_sim_device;
 
-/* One executed op. kind is 'F' (forward), 'B' (backward, or its input-gradient part when the
- * schedule splits it) or 'W' (weight gradient). */
+/* One executed op. kind is 'F' (forward), 'B' (full backward), 'I' (its input-gradient part),
+ * 'W' (its weight-gradient part) or 'O' (DualPipeV: the forward of stage / micro_batch
+ * overlapped with the full backward of stage2 / micro_batch2, one op on the device). */
 typedef struct sp_sim_op {
     uint32_t device, stage, micro_batch;
     char kind;
     double start_ms, end_ms;
+    uint32_t stage2, micro_batch2; /* the backward of an 'O'; 0 otherwise */
 } sp_sim_op;
 
 /* sp_simulate: simulate the plan under opts. Returns SP_ERR_INVALID_ARG when the schedule does
- * not fit the plan, with the reason: ZB-H1 needs wgrad_ms on every stage; interleaved needs a
- * plan made with chunks and M a multiple of P; SP_ERR_LIMIT beyond SP_SIM_MAX_OPS;
- * SP_ERR_INTERNAL if the op order deadlocks (the message names the first blocked op of each
- * device). */
+ * not fit the plan, with the reason: the zero-bubble schedules need wgrad_ms on every stage;
+ * interleaved ones a plan made with chunks placed in a loop and M a multiple of max(1, M/P);
+ * zbv and dualpipev a plan of 2 chunks per device placed V-shape, and dualpipev M >= 2P;
+ * SP_ERR_LIMIT beyond SP_SIM_MAX_OPS; SP_ERR_INTERNAL if the op order deadlocks (the message names
+ * the first blocked op of each device). */
 SP_API sp_status sp_simulate(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts,
                              sp_sim **out);
 SP_API void sp_sim_destroy(sp_sim *sim);

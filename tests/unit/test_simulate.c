@@ -15,7 +15,8 @@ static sp_sim *run(sp_schedule sched, uint32_t P, uint32_t V, uint32_t M, const 
     uint64_t saved[4096];
     for (int i = 0; i < 4096; i++)
         saved[i] = 10;
-    struct sp_pipeline pl = {P, V, M, sched, f, b, w, send ? send : zeros, saved, NULL};
+    struct sp_pipeline pl = {
+        P, V, M, sched, sp_schedule_chunk_layout(sched), f, b, w, send ? send : zeros, saved, NULL};
     sp_sim *sim = NULL;
     sp_status st = sp_simulate_pipeline(ctx, &pl, true, &sim);
     if (st != SP_OK)
@@ -186,7 +187,7 @@ static void test_errors(void) {
     fill(f, 8, 1);
     fill(b, 8, 2);
     fill(w, 8, -1);
-    struct sp_pipeline pl = {4, 1, 8, SP_SCHEDULE_ZB_H1, f, b, w, f, NULL, NULL};
+    struct sp_pipeline pl = {4, 1, 8, SP_SCHEDULE_ZB_H1, SP_CHUNKS_LOOP, f, b, w, f, NULL, NULL};
     sp_sim *sim = NULL;
     SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
     SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "zb-h1 needs wgrad_ms");
@@ -194,9 +195,30 @@ static void test_errors(void) {
     SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
     SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "needs a plan made with --chunks V");
     pl.V = 2;
-    pl.M = 6;
+    pl.M = 6; /* torch's rounds: max(1, 6 / 4) = 1 divides 6 */
+    SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_OK);
+    sp_sim_destroy(sim);
+    sim = NULL;
+    pl.M = 9; /* 2 rounds do not divide 9 */
     SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "M = 6, P = 4");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "M = 9, P = 4");
+    pl.schedule = SP_SCHEDULE_ZBV; /* chunks in a loop */
+    pl.M = 8;
+    SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "placed in a loop");
+    pl.layout = SP_CHUNKS_V;
+    pl.schedule = SP_SCHEDULE_INTERLEAVED;
+    SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "placed V-shape");
+    pl.schedule = SP_SCHEDULE_ZBV; /* no wgrad */
+    SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "zbv needs wgrad_ms");
+    fill(w, 8, 0.5);
+    pl.schedule = SP_SCHEDULE_DUALPIPEV;
+    pl.M = 7;
+    SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "M >= 2P = 8");
+    pl.layout = SP_CHUNKS_LOOP;
     pl.schedule = SP_SCHEDULE_1F1B;
     SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
     SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "simulate it with --schedule interleaved");
