@@ -40,8 +40,9 @@ const struct cli_opt cmd_partition_opts[] = {
      "uniform or parameters (baselines)",
      "Plan"},
     {OPT_SCHEDULE, "schedule", 0, "<name>",
-     "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1; interleaved with "
-     "--chunks",
+     "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1; interleaved or "
+     "interleaved-zb with --chunks; zbv or dualpipev (2 chunks per device, V-shape, "
+     "partitioned exactly); compare (every schedule that fits, in one table)",
      "Plan"},
     {OPT_TIME_LIMIT, "time-limit", 0, "<s>",
      "ilp solver: stop after s seconds with the best plan found and its gap (default: 30)", "Plan"},
@@ -50,7 +51,9 @@ const struct cli_opt cmd_partition_opts[] = {
      "(default: off)",
      "Constraints"},
     {OPT_CHUNKS, "chunks", 0, "<V>",
-     "V model chunks per device for the interleaved schedule (with --solver uniform)", "Plan"},
+     "V model chunks per device for the interleaved schedules (solved by the ilp solver, or "
+     "--solver uniform)",
+     "Plan"},
     {OPT_MEMORY_LIMIT, "memory-limit", 0, "<bytes>",
      "per-stage memory cap, e.g. 80GB or 80GiB (default: none)", "Constraints"},
     {OPT_DEVICES, "devices", 0, "<file>",
@@ -113,7 +116,11 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
     }
     if (namew > 48)
         namew = 48;
-    if (m->chunks > 1)
+    if (m->chunks > 1 && m->chunk_layout == SP_CHUNKS_V)
+        printf("V-shape: 2 chunks per device, chunk k on device k for k < %u, else %u-k; the "
+               "bottleneck is a device's load (the sum of its chunks)\n\n",
+               m->stages, 2 * m->stages - 1);
+    else if (m->chunks > 1)
         printf("interleaved: %u chunks per device, chunk k on device k mod %u; the bottleneck is "
                "a device's load (the sum of its chunks)\n\n",
                m->chunks, m->stages);
@@ -135,8 +142,10 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
         else
             snprintf(range, sizeof range, "%s .. %s", st->first_name, st->last_name);
         double device_ms = 0; /* the stage's device load: itself, or the sum of its chunks */
-        for (size_t k = s % m->stages; k < sp_plan_get_stage_count(plan); k += m->stages)
-            device_ms += sp_plan_get_stage(plan, k)->time_ms;
+        uint32_t dev = sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)s);
+        for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
+            if (sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)k) == dev)
+                device_ms += sp_plan_get_stage(plan, k)->time_ms;
         bar(b, 20, m->bottleneck_ms > 0 ? device_ms / m->bottleneck_ms : 1.0);
         printf("%5zu  %-*.*s %6zu %10.3f %10.3f %10.3f %10s  %s %3.0f%%\n", s, (int)namew,
                (int)namew, range, st->last_layer - st->first_layer + 1, st->fwd_ms, st->bwd_ms,

@@ -70,7 +70,7 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
     sp_json_get_uint(r, obj, where, "param_bytes", false, 0, &st->param_bytes);
     sp_json_get_uint(r, obj, where, "resident_bytes", false, 0, &st->resident_bytes);
     sp_json_get_uint(r, obj, where, "saved_bytes", false, 0, &st->saved_bytes);
-    sp_json_get_uint(r, obj, where, "inflight_micro_batches", false, 1, &inflight);
+    sp_json_get_uint(r, obj, where, "inflight_micro_batches", false, 0, &inflight);
     st->memory_bytes = st->resident_bytes + inflight * st->saved_bytes;
     sp_json_get_uint(r, obj, where, "memory_bytes", false, 0, &st->memory_bytes);
     sp_json_get_uint(r, obj, where, "chunk", false, 0, &chunk);

@@ -148,7 +148,9 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
         st = sp_parameters_bounds(ctx, profile, o->stages, bounds);
         break;
     default:
-        st = sp_solve_dp(ctx, profile, o, d, bounds);
+        st = o->chunks == 2 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_V
+                 ? sp_solve_vshape(ctx, profile, o, d, bounds)
+                 : sp_solve_dp(ctx, profile, o, d, bounds);
         break;
     }
     double solve_ms = sp_now_ms() - t0;
@@ -188,7 +190,13 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_
     unsigned n_tried = 0;
     sp_plan *best = NULL;
     uint32_t lo = 0, hi = 0, m = o.stages;
-    uint32_t step = o.chunks > 1 ? o.stages : 1; /* interleaved: multiples of P only */
+    /* interleaved: multiples of P only (torch's and Megatron's rules both hold); dualpipev
+     * needs M >= 2P */
+    uint32_t step = o.chunks > 1 && sp_schedule_chunk_layout(o.schedule) == SP_CHUNKS_LOOP
+                        ? o.stages
+                        : 1;
+    if (o.schedule == SP_SCHEDULE_DUALPIPEV)
+        m = 2 * o.stages;
     uint64_t limit = (uint64_t)o.stages * SP_AUTO_MAX_FACTOR;
     if (limit > SP_MAX_MICRO_BATCHES)
         limit = SP_MAX_MICRO_BATCHES;
@@ -320,6 +328,15 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     if (o.chunks > SP_MAX_STAGES || (uint64_t)o.chunks * o.stages > SP_MAX_STAGES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages x chunks must be at most %u, got %u x %u",
                        SP_MAX_STAGES, o.stages, o.chunks);
+    if (o.chunks > 1 && o.solver == SP_SOLVER_DP &&
+        sp_schedule_chunk_layout(o.schedule) == SP_CHUNKS_LOOP) {
+        /* no exact DP balances chunks placed in a loop: the program does, exactly */
+        sp_warn(ctx,
+                "--chunks %u: each device's load sums %u non-contiguous chunks, no chain "
+                "problem; solved exactly by the ilp solver (GLPK) instead of the DP",
+                o.chunks, o.chunks);
+        o.solver = SP_SOLVER_ILP;
+    }
     if (o.solver == SP_SOLVER_ILP) {
         if (o.objective == SP_OBJECTIVE_VARIANCE)
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
@@ -339,28 +356,48 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "--objective %s needs --solver ilp",
                        sp_objective_name(o.objective));
     }
-    if (o.chunks > 1) {
+    bool vshape = sp_schedule_chunk_layout(o.schedule) == SP_CHUNKS_V;
+    if (vshape) {
+        if (o.chunks != 1 && o.chunks != 2)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "%s runs 2 chunks per device, V-shape; --chunks %u does not fit",
+                           sp_schedule_name(o.schedule), o.chunks);
+        o.chunks = 2;
+        if (o.solver != SP_SOLVER_DP && o.solver != SP_SOLVER_UNIFORM)
+            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                           "--schedule %s with --solver %s: V-shape plans are made by the exact "
+                           "V-shape solver (the default, --solver dp) or as equal layer counts "
+                           "(--solver uniform)",
+                           sp_schedule_name(o.schedule), sp_solver_name(o.solver));
+        if (o.placement == SP_PLACEMENT_SEARCH || (o.links && o.comm == SP_COMM_BLOCKING))
+            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                           "--schedule %s: V-shape plans take the devices in order and "
+                           "overlapped transfers (no --placement search, no --comm blocking)",
+                           sp_schedule_name(o.schedule));
+    } else if (o.chunks > 1) {
         if (o.solver != SP_SOLVER_UNIFORM && o.solver != SP_SOLVER_ILP)
             return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                            "--chunks %u with --solver %s: balancing interleaved chunks exactly "
                            "is not a chain problem (each device's load sums %u non-contiguous "
-                           "chunks) and no exact dynamic program is known for it. --solver ilp "
-                           "balances them exactly (GLPK); --solver uniform --chunks %u makes "
-                           "Megatron-LM's equal split",
+                           "chunks). --solver ilp balances them exactly (GLPK); --solver uniform "
+                           "--chunks %u makes Megatron-LM's equal split",
                            o.chunks, sp_solver_name(o.solver), o.chunks, o.chunks);
-        o.schedule = SP_SCHEDULE_INTERLEAVED; /* a chunked plan runs the interleaved schedule */
-    } else if (o.schedule == SP_SCHEDULE_INTERLEAVED) {
+        if (o.schedule != SP_SCHEDULE_INTERLEAVED_ZB) /* chunks in a loop run interleaved */
+            o.schedule = SP_SCHEDULE_INTERLEAVED;
+    } else if (sp_schedule_chunks_needed(o.schedule) == 0) {
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the interleaved schedule needs a plan with chunks (--chunks V, V >= 2)");
+                       "the %s schedule needs a plan with chunks (--chunks V, V >= 2)",
+                       sp_schedule_name(o.schedule));
     }
     bool automatic = o.micro_batches == SP_MICRO_BATCHES_AUTO;
     if (o.micro_batches == 0)
         o.micro_batches = o.stages * 4;
-    if (!automatic && o.chunks > 1 && o.micro_batches % o.stages)
+    uint32_t rounds = o.micro_batches / o.stages ? o.micro_batches / o.stages : 1;
+    if (!automatic && o.chunks > 1 && !vshape && o.micro_batches % rounds)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the interleaved schedule needs the micro-batch count to be a multiple of "
-                       "the pipeline stages: M = %u, P = %u",
-                       o.micro_batches, o.stages);
+                       "the %s schedule needs the micro-batch count to be a multiple of its "
+                       "rounds, max(1, M / P) = %u: M = %u, P = %u",
+                       sp_schedule_name(o.schedule), rounds, o.micro_batches, o.stages);
     if (!automatic && o.micro_batches > SP_MAX_MICRO_BATCHES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, %u], got %u",
                        SP_MAX_MICRO_BATCHES, o.micro_batches);
