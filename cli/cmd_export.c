@@ -7,7 +7,9 @@
 enum { OPT_TO = 1, OPT_PREFIX, OPT_OUTPUT, OPT_JSON };
 
 const struct cli_opt cmd_export_opts[] = {
-    {OPT_TO, "to", 't', "<framework>", "megatron, deepspeed, torchgpipe, pippy or torchtitan",
+    {OPT_TO, "to", 't', "<framework>",
+     "megatron, deepspeed, torchgpipe, pippy, torchtitan, or torch-schedule-csv (the simulated "
+     "op order)",
      "Export"},
     {OPT_PREFIX, "module-prefix", 0, "<prefix>",
      "put <prefix> before layer names to make module names (e.g. model.)", "Export"},
@@ -25,12 +27,15 @@ const struct cli_command_help cmd_export_help = {
     "  loss; chunk-major for interleaved plans), and the first/last-stage counts when the plan\n"
     "  has that shape. deepspeed: PipelineModule parts and a subclass that applies them.\n"
     "  torchgpipe: the balance list (also fairscale). pippy: torch.distributed.pipelining\n"
-    "  split_spec. torchtitan: module_fqns_per_model_part. Module names are the profile's layer\n"
+    "  split_spec. torchtitan: module_fqns_per_model_part. torch-schedule-csv: the op order of\n"
+    "  the plan's simulated schedule, one row per rank, as torch.distributed.pipelining's\n"
+    "  _load_csv reads it (simulate --order reads it back). Module names are the profile's layer\n"
     "  names with --module-prefix in front; layers of kind \"loss\" are no modules. A plan a\n"
     "  format cannot express is refused (exit 2) with the stage named. docs/export.md.",
     "  stagepart export plan.json --to megatron\n"
     "  stagepart export plan.json --to deepspeed -o pipeline_parts.py\n"
-    "  stagepart export plan.json --to pippy --module-prefix model.\n",
+    "  stagepart export plan.json --to pippy --module-prefix model.\n"
+    "  stagepart export plan.json --to torch-schedule-csv -o schedule.csv\n",
 };
 
 int cmd_export(int argc, char **argv) {
@@ -60,8 +65,8 @@ int cmd_export(int argc, char **argv) {
         return cli_usage_error("export", "missing --to FRAMEWORK");
     if (sp_export_format_from_name(to, &format) != SP_OK)
         return cli_usage_error("export",
-                               "--to expects megatron, deepspeed, torchgpipe, pippy or "
-                               "torchtitan, got '%s'",
+                               "--to expects megatron, deepspeed, torchgpipe, pippy, "
+                               "torchtitan or torch-schedule-csv, got '%s'",
                                to);
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)

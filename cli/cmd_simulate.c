@@ -6,11 +6,17 @@
 
 #include "cli.h"
 
-enum { OPT_SCHEDULE = 1, OPT_MICRO_BATCHES, OPT_JSON, OPT_TRACE, OPT_SVG };
+enum { OPT_SCHEDULE = 1, OPT_MICRO_BATCHES, OPT_ORDER, OPT_JSON, OPT_TRACE, OPT_SVG };
 
 const struct cli_opt cmd_simulate_opts[] = {
     {OPT_SCHEDULE, "schedule", 0, "<name>",
-     "gpipe, 1f1b, interleaved or zb-h1 (default: the plan's, else 1f1b)", "Simulation"},
+     "gpipe, 1f1b, zb-h1, interleaved, interleaved-zb, zbv or dualpipev (default: the plan's, "
+     "else 1f1b)",
+     "Simulation"},
+    {OPT_ORDER, "order", 0, "<file.csv>",
+     "simulate this op order instead (torch's schedule CSV: one row per rank, actions like 1F0, "
+     "1I0, 1W0, 1B0; as export --to torch-schedule-csv writes it)",
+     "Simulation"},
     {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M>",
      "micro-batches per iteration (default: the plan's)", "Simulation"},
     {OPT_JSON, "json", 0, NULL, "print the result as JSON instead of the table", "Output"},
@@ -29,22 +35,26 @@ const struct cli_command_help cmd_simulate_help = {
     "device). Reports the iteration time, the bubble fraction (1 - busy / (devices x\n"
     "iteration)), and per device the busy and idle time and the peak number of micro-batches\n"
     "whose activations are held. For equal stages the closed form is printed beside the\n"
-    "simulated value. zb-h1 needs wgrad_ms in the profile; interleaved needs a plan made with\n"
-    "--chunks and M a multiple of the stage count.",
+    "simulated value. The zero-bubble schedules (zb-h1, interleaved-zb, zbv, dualpipev) need\n"
+    "wgrad_ms in the profile; interleaved ones a plan made with --chunks and M a multiple of\n"
+    "max(1, M/P); zbv and dualpipev a plan partitioned for them (2 chunks per device, V-shape),\n"
+    "dualpipev M >= 2P. docs/schedules.md has every order.",
     "  stagepart simulate plan.json\n"
     "  stagepart simulate plan.json --schedule gpipe --micro-batches 64\n"
-    "  stagepart simulate plan.json --svg timeline.svg --trace timeline.json\n",
+    "  stagepart simulate plan.json --svg timeline.svg --trace timeline.json\n"
+    "  stagepart simulate plan.json --order schedule.csv\n",
 };
 
 static void print_table(const sp_sim *sim, const char *model) {
     const sp_sim_summary *m = sp_sim_get_summary(sim);
-    printf("%s: %s, %u devices", model, sp_schedule_name(m->schedule), m->devices);
+    printf("%s: %s, %u devices", model,
+           m->given_order ? "the given order" : sp_schedule_name(m->schedule), m->devices);
     if (m->chunks > 1)
         printf(" x %u chunks", m->chunks);
     printf(", %u micro-batches, %llu ops\n\n", m->micro_batches, (unsigned long long)m->ops);
     printf("iteration   %.3f ms   bubble %.2f%%   efficiency %.2f%%\n", m->iteration_ms,
            100 * m->bubble_fraction, 100 * m->efficiency);
-    if (m->equal_stages)
+    if (m->equal_stages && isfinite(m->closed_form_ms))
         printf("closed form %.3f ms for equal stages (simulated %.3f ms)\n", m->closed_form_ms,
                m->iteration_ms);
     printf("ideal       %.3f ms (the busiest device's work)\n\n", m->ideal_ms);
@@ -68,6 +78,7 @@ int cmd_simulate(int argc, char **argv) {
     const char *trace = NULL, *svg = NULL;
     const struct cli_bind binds[] = {
         CLI_U32(OPT_MICRO_BATCHES, &opts.micro_batches, 1, SP_MAX_MICRO_BATCHES),
+        CLI_STRING(OPT_ORDER, &opts.order_path),
         CLI_FLAG(OPT_JSON, &json),
         CLI_STRING(OPT_TRACE, &trace),
         CLI_STRING(OPT_SVG, &svg),
@@ -80,8 +91,8 @@ int cmd_simulate(int argc, char **argv) {
         case OPT_SCHEDULE:
             if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
                 return cli_usage_error("simulate",
-                                       "--schedule expects gpipe, 1f1b, interleaved or zb-h1, "
-                                       "got '%s'",
+                                       "--schedule expects gpipe, 1f1b, zb-h1, interleaved, "
+                                       "interleaved-zb, zbv or dualpipev, got '%s'",
                                        p.value);
             schedule_given = true;
             break;
@@ -107,9 +118,10 @@ int cmd_simulate(int argc, char **argv) {
     sp_status st = sp_plan_load(ctx, p.positional[0], &plan);
     if (st == SP_OK && !schedule_given) {
         const sp_plan_summary *m = sp_plan_get_summary(plan);
-        opts.schedule = m->schedule.present ? m->schedule.schedule
-                        : m->chunks > 1     ? SP_SCHEDULE_INTERLEAVED
-                                            : SP_SCHEDULE_1F1B;
+        opts.schedule = m->schedule.present              ? m->schedule.schedule
+                        : m->chunk_layout == SP_CHUNKS_V ? SP_SCHEDULE_ZBV
+                        : m->chunks > 1                  ? SP_SCHEDULE_INTERLEAVED
+                                                         : SP_SCHEDULE_1F1B;
     }
     if (st == SP_OK)
         st = sp_simulate(ctx, plan, &opts, &sim);

@@ -41,7 +41,8 @@
     XX(SP_EXPORT_DEEPSPEED, "deepspeed")                                                           \
     XX(SP_EXPORT_TORCHGPIPE, "torchgpipe")                                                         \
     XX(SP_EXPORT_PIPPY, "pippy")                                                                   \
-    XX(SP_EXPORT_TORCHTITAN, "torchtitan")
+    XX(SP_EXPORT_TORCHTITAN, "torchtitan")                                                         \
+    XX(SP_EXPORT_TORCH_SCHEDULE_CSV, "torch-schedule-csv")
 #define SP_TRANSPORT_NAMES(XX)                                                                     \
     XX(SP_TRANSPORT_THREADS, "threads")                                                            \
     XX(SP_TRANSPORT_MPI, "mpi")

@@ -74,6 +74,47 @@ static sp_status no_chunks(sp_ctx *ctx, const sp_plan *plan, const char *what) {
     return SP_OK;
 }
 
+/* the op order of the plan's schedule as torch's CSV, and its rows as JSON */
+static sp_status torch_schedule(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *text,
+                                struct sp_strbuf *value) {
+    const sp_plan_summary *m = &plan->summary;
+    sp_sim_opts so;
+    sp_sim_opts_init(&so);
+    if (m->schedule.present) {
+        so.schedule = m->schedule.schedule;
+        so.micro_batches = m->schedule.micro_batches;
+    } else if (m->chunks > 1) {
+        so.schedule = m->chunk_layout == SP_CHUNKS_V ? SP_SCHEDULE_ZBV : SP_SCHEDULE_INTERLEAVED;
+    }
+    char *csv = NULL;
+    sp_status st = sp_schedule_to_torch_csv(ctx, plan, &so, &csv);
+    if (st != SP_OK)
+        return st;
+    sp_strbuf_puts(text, csv);
+    sp_strbuf_puts(value, "[");
+    bool row_open = false;
+    for (const char *c = csv; *c;) {
+        size_t len = strcspn(c, ",\n");
+        if (!row_open)
+            sp_strbuf_puts(value, value->len > 1 ? ", [" : "[");
+        else
+            sp_strbuf_puts(value, ", ");
+        row_open = true;
+        if (len)
+            sp_strbuf_printf(value, "\"%.*s\"", (int)len, c);
+        c += len;
+        if (*c == '\n') {
+            sp_strbuf_puts(value, "]");
+            row_open = false;
+        }
+        if (*c)
+            c++;
+    }
+    sp_strbuf_puts(value, "]");
+    sp_free(csv);
+    return SP_OK;
+}
+
 static bool is_module(const sp_plan *plan, size_t l) {
     return strcmp(plan->layer_kinds[l], "loss") != 0;
 }
@@ -189,6 +230,9 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
         }
         sp_strbuf_puts(&text, "}\npipe = pipeline(model, mb_args=(example_micro_batch,), "
                               "split_spec=split_spec)\n");
+        break;
+    case SP_EXPORT_TORCH_SCHEDULE_CSV:
+        st = torch_schedule(ctx, plan, &text, &value);
         break;
     case SP_EXPORT_TORCHTITAN:
         sp_strbuf_puts(&value, "[");

@@ -192,9 +192,8 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_
     uint32_t lo = 0, hi = 0, m = o.stages;
     /* interleaved: multiples of P only (torch's and Megatron's rules both hold); dualpipev
      * needs M >= 2P */
-    uint32_t step = o.chunks > 1 && sp_schedule_chunk_layout(o.schedule) == SP_CHUNKS_LOOP
-                        ? o.stages
-                        : 1;
+    uint32_t step =
+        o.chunks > 1 && sp_schedule_chunk_layout(o.schedule) == SP_CHUNKS_LOOP ? o.stages : 1;
     if (o.schedule == SP_SCHEDULE_DUALPIPEV)
         m = 2 * o.stages;
     uint64_t limit = (uint64_t)o.stages * SP_AUTO_MAX_FACTOR;

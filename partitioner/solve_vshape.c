@@ -30,9 +30,9 @@
 
 struct vshape {
     uint32_t P;
-    size_t n, w;                  /* layers; w = n + 1, the states' row length */
-    int64_t *T;                   /* prefix ticks [n + 1] */
-    const bool *cut_ok;           /* cut_ok[i]: a boundary may sit at i (before layer i) */
+    size_t n, w;                      /* layers; w = n + 1, the states' row length */
+    int64_t *T;                       /* prefix ticks [n + 1] */
+    const bool *cut_ok;               /* cut_ok[i]: a boundary may sit at i (before layer i) */
     const struct sp_chunk_memory *cm; /* NULL: no memory limit */
     uint64_t *pre_mem, *pre_saved;    /* prefix memory_bytes, saved_bytes [n + 1] */
 };
@@ -48,8 +48,7 @@ static bool device_fits(const struct vshape *v, uint32_t d, size_t a, size_t a2,
     const struct sp_chunk_memory *cm = v->cm;
     if (!cm || !cm->cap[d])
         return true;
-    sp_u128 resident =
-        (sp_u128)(v->pre_mem[a2] - v->pre_mem[a]) + (v->pre_mem[b] - v->pre_mem[b2]);
+    sp_u128 resident = (sp_u128)(v->pre_mem[a2] - v->pre_mem[a]) + (v->pre_mem[b] - v->pre_mem[b2]);
     uint64_t s0 = v->pre_saved[a2] - v->pre_saved[a], s1 = v->pre_saved[b] - v->pre_saved[b2];
     for (size_t i = cm->offset[d]; i < cm->offset[d + 1]; i++) {
         sp_u128 need = resident + (sp_u128)cm->held[2 * i] * s0 + (sp_u128)cm->held[2 * i + 1] * s1;
@@ -66,7 +65,7 @@ static bool feasible(const struct vshape *v, int64_t L, uint8_t **reach, int64_t
     memset(reach[0], 0, (w * w + 7) / 8);
     reach[0][(0 * w + n) / 8] |= (uint8_t)(1u << ((0 * w + n) % 8));
     const int64_t INF = INT64_MAX / 4;
-#define BIT(r, a, b) (((r)[((a) * w + (b)) / 8] >> (((a) * w + (b)) % 8)) & 1u)
+#define BIT(r, a, b) (((r)[((a)*w + (b)) / 8] >> (((a)*w + (b)) % 8)) & 1u)
     for (uint32_t d = 0; d < v->P; d++) {
         const uint8_t *R = reach[d];
         uint8_t *R2 = reach[d + 1];
@@ -118,8 +117,7 @@ static void trace_back(const struct vshape *v, int64_t L, uint8_t *const *reach,
         bool found = false;
         for (size_t a = 0; a < a2 && !found; a++)
             for (size_t b = n; b > b2 && !found; b--)
-                if (BIT(reach[d], a, b) &&
-                    (v->T[a2] - v->T[a]) + (v->T[b] - v->T[b2]) <= L) {
+                if (BIT(reach[d], a, b) && (v->T[a2] - v->T[a]) + (v->T[b] - v->T[b2]) <= L) {
                     bounds[d] = a;
                     bounds[2 * P - d] = b;
                     a2 = a;

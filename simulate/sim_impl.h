@@ -42,6 +42,16 @@ uint32_t sp_schedule_chunks_needed(sp_schedule schedule);
 sp_status sp_schedule_build(sp_ctx *ctx, const struct sp_pipeline *pl, struct sp_sched_op **ops,
                             size_t **offset);
 
+/* sp_schedule_to_csv: the pipeline's op order as torch's schedule CSV, one row per rank
+ * (schedule_csv.c). *out is freed with sp_free. */
+sp_status sp_schedule_to_csv(sp_ctx *ctx, const struct sp_pipeline *pl, char **out);
+/* sp_schedule_parse_csv: a torch schedule CSV read as op lists for the pipeline (P rows; every
+ * forward once, every backward once as B or as I and W, on its stage's rank), as
+ * sp_schedule_build gives them. SP_ERR_PARSE naming the row and action. */
+sp_status sp_schedule_parse_csv(sp_ctx *ctx, const char *name, const char *text, size_t len,
+                                const struct sp_pipeline *pl, struct sp_sched_op **ops,
+                                size_t **offset);
+
 struct sp_sim {
     sp_sim_summary summary;
     sp_sim_device *devices; /* [P] */
@@ -50,7 +60,10 @@ struct sp_sim {
     char *title; /* model and plan, for timelines */
 };
 
-/* sp_simulate_pipeline: the event simulation itself (sp_simulate wraps it for plans). */
+/* sp_simulate_ops: the event simulation of given op lists (borrowed); sp_simulate_pipeline
+ * builds the schedule's lists first (sp_simulate wraps it for plans). */
+sp_status sp_simulate_ops(sp_ctx *ctx, const struct sp_pipeline *pl, const struct sp_sched_op *ops,
+                          const size_t *offset, bool keep_ops, sp_sim **out);
 sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool keep_ops,
                                sp_sim **out);
 

@@ -197,6 +197,16 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
     sp_status st = sp_schedule_build(ctx, pl, &ops, &offset);
     if (st != SP_OK)
         return st;
+    st = sp_simulate_ops(ctx, pl, ops, offset, keep_ops, out);
+    sp_free(ops);
+    sp_free(offset);
+    return st;
+}
+
+sp_status sp_simulate_ops(sp_ctx *ctx, const struct sp_pipeline *pl, const struct sp_sched_op *ops,
+                          const size_t *offset, bool keep_ops, sp_sim **out) {
+    *out = NULL;
+    sp_status st = SP_OK;
     uint32_t P = pl->P, K = P * pl->V;
     size_t n_ops = offset[P], cells = (size_t)pl->M * K;
     struct sim_state s = {pl, K, NULL, NULL, NULL};
@@ -318,8 +328,6 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
     sim = NULL;
 out:
     sp_sim_destroy(sim);
-    sp_free(ops);
-    sp_free(offset);
     sp_free(s.end_f);
     sp_free(s.end_b);
     sp_free(s.end_w);
@@ -345,6 +353,36 @@ sp_status sp_simulate(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts,
     if (!plan || !opts || !out)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_simulate: NULL argument");
     return sp_simulate_plan(ctx, plan, opts, out);
+}
+
+/* A schedule CSV (torch's format, schedule_csv.c) simulated as given: the op lists it holds,
+ * with the times of the plan. */
+static sp_status simulate_given_order(sp_ctx *ctx, const struct sp_pipeline *pl, const char *path,
+                                      bool keep_ops, sp_sim **out) {
+    char *text = NULL;
+    size_t len = 0;
+    struct sp_sched_op *ops = NULL;
+    size_t *offset = NULL;
+    sp_status st = sp_read_file(ctx, path, (size_t)1 << 30, &text, &len);
+    if (st == SP_OK)
+        st = sp_schedule_parse_csv(ctx, path, text, len, pl, &ops, &offset);
+    for (size_t i = 0; st == SP_OK && i < offset[pl->P]; i++)
+        if ((ops[i].kind == 'I' || ops[i].kind == 'W') && pl->w[ops[i].stage] < 0)
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "%s splits the backward of stage %u into I and W, and the plan has no "
+                         "wgrad_ms for it: add wgrad_ms to the profile and partition again",
+                         path, ops[i].stage);
+    if (st == SP_OK)
+        st = sp_simulate_ops(ctx, pl, ops, offset, keep_ops, out);
+    if (st == SP_OK) {
+        (*out)->summary.given_order = true;
+        (*out)->summary.equal_stages = false;
+        (*out)->summary.closed_form_ms = (double)NAN;
+    }
+    sp_free(text);
+    sp_free(ops);
+    sp_free(offset);
+    return st;
 }
 
 sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts,
@@ -380,11 +418,15 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
     }
     struct sp_pipeline pl = {P, V, M,    opts->schedule, m->chunk_layout, f,
                              b, w, send, saved,          resident};
-    st = sp_simulate_pipeline(ctx, &pl, opts->keep_ops, out);
+    if (opts->order_path)
+        st = simulate_given_order(ctx, &pl, opts->order_path, opts->keep_ops, out);
+    else
+        st = sp_simulate_pipeline(ctx, &pl, opts->keep_ops, out);
     if (st == SP_OK) {
         struct sp_strbuf t;
         sp_strbuf_init(&t);
-        sp_strbuf_printf(&t, "%s: %s, P = %u", plan->model, sp_schedule_name(opts->schedule), P);
+        sp_strbuf_printf(&t, "%s: %s, P = %u", plan->model,
+                         opts->order_path ? "given order" : sp_schedule_name(opts->schedule), P);
         if (V > 1)
             sp_strbuf_printf(&t, ", V = %u", V);
         sp_strbuf_printf(&t, ", M = %u, efficiency %.1f%%", M, 100 * (*out)->summary.efficiency);

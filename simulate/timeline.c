@@ -40,9 +40,10 @@ sp_status sp_sim_to_json(sp_ctx *ctx, const sp_sim *sim, char **out) {
               cJSON_AddNumberToObject(root, "bubble_fraction", m->bubble_fraction) &&
               cJSON_AddNumberToObject(root, "efficiency", m->efficiency) &&
               cJSON_AddNumberToObject(root, "ideal_ms", m->ideal_ms) &&
-              cJSON_AddBoolToObject(root, "equal_stages", m->equal_stages);
+              cJSON_AddBoolToObject(root, "equal_stages", m->equal_stages) &&
+              cJSON_AddBoolToObject(root, "given_order", m->given_order);
     if (ok)
-        ok = m->equal_stages
+        ok = m->equal_stages && isfinite(m->closed_form_ms)
                  ? cJSON_AddNumberToObject(root, "closed_form_ms", m->closed_form_ms) != NULL
                  : cJSON_AddNullToObject(root, "closed_form_ms") != NULL;
     cJSON *as = ok ? cJSON_AddArrayToObject(root, "assumptions") : NULL;
@@ -123,21 +124,43 @@ sp_status sp_sim_write_trace(sp_ctx *ctx, const sp_sim *sim, const char *path) {
                          d, d, d, d);
     for (size_t i = 0; i < sim->n_ops; i++) {
         const sp_sim_op *op = &sim->ops[i];
-        sp_strbuf_printf(&sb,
-                         ",\n{\"name\":\"%c s%u mb%u\",\"cat\":\"%c\",\"ph\":\"X\",\"pid\":0,"
-                         "\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"stage\":%u,"
-                         "\"micro_batch\":%u}}",
-                         op->kind, op->stage, op->micro_batch, op->kind, op->device,
-                         op->start_ms * 1e3, (op->end_ms - op->start_ms) * 1e3, op->stage,
-                         op->micro_batch);
+        if (op->kind == 'O') /* DualPipeV's overlapped pair: one op, both parts named */
+            sp_strbuf_printf(&sb,
+                             ",\n{\"name\":\"F s%u mb%u | B s%u mb%u\",\"cat\":\"O\",\"ph\":"
+                             "\"X\",\"pid\":0,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{"
+                             "\"stage\":%u,\"micro_batch\":%u,\"backward_stage\":%u,"
+                             "\"backward_micro_batch\":%u}}",
+                             op->stage, op->micro_batch, op->stage2, op->micro_batch2, op->device,
+                             op->start_ms * 1e3, (op->end_ms - op->start_ms) * 1e3, op->stage,
+                             op->micro_batch, op->stage2, op->micro_batch2);
+        else
+            sp_strbuf_printf(&sb,
+                             ",\n{\"name\":\"%c s%u mb%u\",\"cat\":\"%c\",\"ph\":\"X\","
+                             "\"pid\":0,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{"
+                             "\"stage\":%u,\"micro_batch\":%u}}",
+                             op->kind, op->stage, op->micro_batch, op->kind, op->device,
+                             op->start_ms * 1e3, (op->end_ms - op->start_ms) * 1e3, op->stage,
+                             op->micro_batch);
     }
     sp_strbuf_puts(&sb, "\n]}\n");
     return finish(ctx, &sb, path, "writing the trace");
 }
 
-/* colours: forward blue, backward green (input-gradient part when split), weight grad orange */
+/* colours: forward blue, full backward green, input-gradient part light green, weight
+ * gradient orange, DualPipeV's overlapped forward + backward purple */
 static const char *op_colour(char kind) {
-    return kind == 'F' ? "#4c72b0" : kind == 'B' ? "#55a868" : "#dd8452";
+    switch (kind) {
+    case 'F':
+        return "#4c72b0";
+    case 'B':
+        return "#55a868";
+    case 'I':
+        return "#8fd19e";
+    case 'O':
+        return "#8172b3";
+    default:
+        return "#dd8452";
+    }
 }
 
 static double nice_step(double span) { /* 1, 2 or 5 x 10^k, about 8 ticks */
@@ -217,13 +240,18 @@ sp_status sp_sim_write_svg(sp_ctx *ctx, const sp_sim *sim, const char *title, co
                      "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">ms</text>\n",
                      left + plot_w, axis_y + 32);
     double ly = axis_y + 32;
-    const char *labels[3] = {"forward",
-                             m->schedule == SP_SCHEDULE_ZB_H1 ? "backward (input)" : "backward",
-                             "backward (weights)"};
-    const char kinds[3] = {'F', 'B', 'W'};
-    int n_labels = m->schedule == SP_SCHEDULE_ZB_H1 ? 3 : 2;
-    for (int i = 0; i < n_labels; i++) {
-        double lx = left + i * 170;
+    (void)m;
+    const char *labels[5] = {"forward", "backward", "backward (input)", "backward (weights)",
+                             "forward | backward"};
+    const char kinds[5] = {'F', 'B', 'I', 'W', 'O'};
+    bool present[5] = {false};
+    for (size_t i = 0; i < sim->n_ops; i++)
+        for (int k = 0; k < 5; k++)
+            present[k] |= sim->ops[i].kind == kinds[k];
+    for (int i = 0, shown = 0; i < 5; i++) {
+        if (!present[i])
+            continue;
+        double lx = left + shown++ * 170;
         sp_strbuf_printf(&sb,
                          "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"%s\"/>"
                          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">%s</text>\n",

@@ -2,7 +2,7 @@
 #ifndef STAGEPART_EXPORT_H
 #define STAGEPART_EXPORT_H
 
-#include "stagepart/plan.h"
+#include "stagepart/simulate.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -10,11 +10,13 @@ extern "C" {
 
 /* Frameworks a plan can be exported to (docs/export.md). */
 typedef enum sp_export_format {
-    SP_EXPORT_MEGATRON = 0,   /* --pipeline-model-parallel-layout (and first/last counts) */
-    SP_EXPORT_DEEPSPEED = 1,  /* PipelineModule parts and a subclass applying them */
-    SP_EXPORT_TORCHGPIPE = 2, /* balance list (torchgpipe, fairscale) */
-    SP_EXPORT_PIPPY = 3,      /* torch.distributed.pipelining split_spec */
-    SP_EXPORT_TORCHTITAN = 4  /* module_fqns_per_model_part */
+    SP_EXPORT_MEGATRON = 0,          /* --pipeline-model-parallel-layout (and first/last counts) */
+    SP_EXPORT_DEEPSPEED = 1,         /* PipelineModule parts and a subclass applying them */
+    SP_EXPORT_TORCHGPIPE = 2,        /* balance list (torchgpipe, fairscale) */
+    SP_EXPORT_PIPPY = 3,             /* torch.distributed.pipelining split_spec */
+    SP_EXPORT_TORCHTITAN = 4,        /* module_fqns_per_model_part */
+    SP_EXPORT_TORCH_SCHEDULE_CSV = 5 /* the simulated op order, one row per rank, as
+                                      * torch.distributed.pipelining's schedule CSV */
 } sp_export_format;
 SP_API const char *sp_export_format_name(sp_export_format format);
 SP_API sp_status sp_export_format_from_name(const char *name, sp_export_format *out);
@@ -25,7 +27,9 @@ SP_API sp_status sp_export_format_from_name(const char *name, sp_export_format *
  * names with module_prefix (may be NULL) in front; layers of kind "loss" are no modules and are
  * left out of module lists. SP_ERR_INVALID_ARG when the format cannot express the plan (the
  * message names the stage), e.g. a boundary inside Megatron's E or L group, chunks for DeepSpeed.
- */
+ * SP_EXPORT_TORCH_SCHEDULE_CSV writes the order the plan's recorded schedule runs (its "schedule"
+ * object, else the default for its chunks) as sp_schedule_to_torch_csv does; *value gets the
+ * rows as a JSON list of lists of action strings. */
 SP_API sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
                                 const char *module_prefix, char **text, char **value);
 

@@ -31,6 +31,11 @@ typedef struct sp_sim_opts {
     sp_schedule schedule;   /* default SP_SCHEDULE_1F1B */
     uint32_t micro_batches; /* M; 0: the plan's micro_batches (the default) */
     bool keep_ops;          /* keep every op's times for traces (default true) */
+    const char *order_path; /* a torch schedule CSV (one row per rank, actions like 1F0, 1I0,
+                             * 1W0, 1B0, (0F3;7B1)OVERLAP_F_B) to simulate instead of the
+                             * schedule's own order; NULL: the schedule's (default). Read, checked
+                             * complete (SP_ERR_PARSE naming the row and action) and timed with
+                             * the plan's times. Borrowed. */
 } sp_sim_opts;
 SP_API void sp_sim_opts_init(sp_sim_opts *opts);
 
@@ -46,6 +51,7 @@ typedef struct sp_sim_summary {
     bool equal_stages;      /* every stage has the same times and no transfer delay */
     double closed_form_ms;  /* the schedule's closed form for equal stages; NaN otherwise */
     double ideal_ms;        /* the busiest device's total work */
+    bool given_order;       /* the op order came from opts.order_path */
 } sp_sim_summary;
 
 /* Figures of one device (a device runs one stage, or V chunks when interleaved). */
@@ -86,6 +92,13 @@ SP_API const sp_sim_op *sp_sim_get_op(const sp_sim *sim, size_t i);
 /* sp_plan_attach_schedule: record the simulation's schedule figures in the plan (written as
  * the plan's "schedule" object). */
 SP_API void sp_plan_attach_schedule(sp_plan *plan, const sp_sim *sim);
+
+/* sp_schedule_to_torch_csv: the op order sp_simulate runs for the plan under opts (schedule, M) as
+ * torch.distributed.pipelining's schedule CSV, one row per rank (docs/schedules.md): what
+ * PipelineScheduleMulti._load_csv reads, so a run executes the order that was predicted.
+ * *out is freed with sp_free(). */
+SP_API sp_status sp_schedule_to_torch_csv(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *opts,
+                                          char **out);
 
 /* sp_sim_to_json: a "stagepart-simulation" version 1 document (docs/formats.md). *out is freed
  * with sp_free(). */

@@ -3,8 +3,9 @@
 # the reason, simulated with Megatron's interleaved order; memory agrees with the simulator.
 . "$(dirname "$0")/lib.sh"
 P=samples/profiles
-expect_code "dp cannot balance chunks exactly" 4 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2
-expect_stderr_contains "the reason is named" "--solver ilp balances them exactly"
+expect_code "chunks with the default solver go to the exact ilp" 0 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --json -o "$TMP/dp-chunks.json"
+expect_stderr_contains "the switch is named" "solved exactly by the ilp solver (GLPK) instead of the DP"
+expect_code "the plan says ilp" 0 grep -q '"solver":[[:space:]]*"ilp"' "$TMP/dp-chunks.json"
 expect_code "uniform chunks" 0 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --solver uniform -o "$TMP/il.json"
 expect_stdout_contains "interleaved is simulated" "schedule    interleaved, 16 micro-batches"
 expect_stdout_contains "the bottleneck is a device" "(device 3)"
@@ -25,8 +26,9 @@ print(all(ok), sim["stages"][0]["peak_inflight"])
 PY
 )
 if [ "$agree" = "True 11" ]; then pass "plan memory equals the simulated peak (device 0 holds 2(P-1)+(V-1)P+1 = 11)"; else fail "plan memory vs simulation" "$agree"; fi
-expect_code "M must be a multiple of P" 2 "$STAGEPART" partition $P/equal-64.json -s 4 --chunks 2 --solver uniform -m 6
-expect_stderr_contains "both numbers named" "M = 6, P = 4"
+expect_code "M need not be a multiple of P (torch's rounds: max(1, 6/4) = 1)" 0 "$STAGEPART" partition $P/equal-64.json -s 4 --chunks 2 --solver uniform -m 6
+expect_code "M must be a multiple of the rounds" 2 "$STAGEPART" partition $P/equal-64.json -s 4 --chunks 2 --solver uniform -m 9
+expect_stderr_contains "both numbers named" "max(1, M / P) = 2: M = 9, P = 4"
 expect_code "interleaved needs chunks" 2 "$STAGEPART" partition $P/equal-64.json -s 4 --schedule interleaved
 expect_code "auto M in multiples of P" 0 "$STAGEPART" partition $P/equal-64.json -s 4 --chunks 2 --solver uniform -m auto
 expect_stdout_contains "searched multiples of 4" "M=4 72.7%, M=8 84.2%, M=12 88.9%, M=16 91.4%"

@@ -42,6 +42,32 @@ else
     fail "svg renders" "rsvg-convert is missing (Debian librsvg2-bin; scripts/bootstrap.sh installs it)"
 fi
 
+# V-shape schedules: partitioned for, simulated, exported as torch's schedule CSV and read back
+for s in zbv dualpipev; do
+    expect_code "partition --schedule $s" 0 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 --schedule $s -o "$TMP/$s.json"
+    expect_stdout_contains "$s: V-shape named" "V-shape: 2 chunks per device"
+    expect_code "plan for $s matches its schema" 0 python3 tests/tools/schema_check.py docs/schema/plan.schema.json "$TMP/$s.json"
+    expect_code "simulate $s --json" 0 "$STAGEPART" simulate "$TMP/$s.json" --json
+    cp "$TMP/stdout" "$TMP/$s-sim.json"
+    expect_code "$s simulation matches its schema" 0 python3 tests/tools/schema_check.py docs/schema/simulation.schema.json "$TMP/$s-sim.json"
+    expect_code "export $s as torch schedule CSV" 0 "$STAGEPART" export "$TMP/$s.json" --to torch-schedule-csv -o "$TMP/$s.csv"
+    expect_code "simulate the CSV read back" 0 "$STAGEPART" simulate "$TMP/$s.json" --order "$TMP/$s.csv" --json
+    same=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); print(a["iteration_ms"]==b["iteration_ms"] and [d["busy_ms"] for d in a["stages"]]==[d["busy_ms"] for d in b["stages"]] and b["given_order"])' "$TMP/$s-sim.json" "$TMP/stdout")
+    if [ "$same" = "True" ]; then pass "$s: the CSV round-trips to the same simulation"; else fail "$s: the CSV round-trips" "got $same"; fi
+    expect_code "$s: trace and svg" 0 "$STAGEPART" simulate "$TMP/$s.json" --trace "$TMP/$s-trace.json" --svg "$TMP/$s.svg"
+done
+expect_code "dualpipev pairs in the CSV" 0 grep -qF "OVERLAP_F_B" "$TMP/dualpipev.csv"
+expect_code "dualpipev needs M >= 2P" 2 "$STAGEPART" simulate "$TMP/dualpipev.json" -m 7
+expect_stderr_contains "dualpipev: reason named" "M >= 2P = 8"
+expect_code "zbv plan refuses 1f1b" 2 "$STAGEPART" simulate "$TMP/zbv.json" --schedule 1f1b
+expect_code "zbv needs wgrad_ms" 2 "$STAGEPART" partition "$TMP/nowgrad.json" -s 1 --schedule zbv
+printf '0F0,1F0\n' >"$TMP/bad.csv"
+expect_code "a CSV with a stage on the wrong rank" 2 "$STAGEPART" simulate "$TMP/zbv.json" --order "$TMP/bad.csv"
+expect_stderr_contains "bad CSV: row and action named" "row 1 (rank 0), action 2 '1F0'"
+head -n 3 "$TMP/zbv.csv" >"$TMP/short.csv"
+expect_code "a CSV missing a rank" 2 "$STAGEPART" simulate "$TMP/zbv.json" --order "$TMP/short.csv"
+expect_stderr_contains "missing rank named" "3 rows, the plan has 4 ranks"
+
 # bad input
 expect_code "a profile is not a plan" 2 "$STAGEPART" simulate samples/profiles/llama3-8b.json
 expect_stderr_contains "wrong format named" 'format: expected "stagepart-plan", got "stagepart-profile"'

@@ -10,9 +10,9 @@
  *
  * Usage: test_vshape [instances] [seed]  (defaults 1500 and 1). */
 #include <inttypes.h>
+#include <stagepart/stagepart.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stagepart/stagepart.h>
 
 #include "../test.h"
 #include "sim_impl.h"
@@ -81,7 +81,7 @@ static int split_fits(const struct inst *in, const int *b) {
             resident[k < P ? k : K - 1 - k] += in->mem[l];
         }
     }
-    struct sp_pipeline pl = {(uint32_t)P, 2,  (uint32_t)in->M, in->schedule, SP_CHUNKS_V, f, bw,
+    struct sp_pipeline pl = {(uint32_t)P, 2,    (uint32_t)in->M, in->schedule, SP_CHUNKS_V, f, bw,
                              w,           send, saved,           resident};
     sp_sim *sim = NULL;
     if (sp_simulate_pipeline(ctx, &pl, false, &sim) != SP_OK)
@@ -109,9 +109,9 @@ static void brute_rec(const struct inst *in, int *b, int k, struct best *best) {
         }
         if (!split_fits(in, b))
             return;
-        int better = !best->found ||
-                     (in->variance ? sq < best->sq
-                                   : (mx < best->max || (mx == best->max && sq < best->sq)));
+        int better =
+            !best->found ||
+            (in->variance ? sq < best->sq : (mx < best->max || (mx == best->max && sq < best->sq)));
         if (better) {
             best->found = 1;
             best->max = mx;
@@ -198,8 +198,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr,
                         "instance %d: n=%d P=%d M=%d %s cap=%" PRIu64
                         " variance=%d: library max %" PRId64 " brute %" PRId64 "\n",
-                        it, in.n, in.P, in.M, sp_schedule_name(in.schedule), in.cap,
-                        in.variance, mx, best.max);
+                        it, in.n, in.P, in.M, sp_schedule_name(in.schedule), in.cap, in.variance,
+                        mx, best.max);
             SP_CHECK(ok);
             compared++;
             sp_plan_destroy(plan);

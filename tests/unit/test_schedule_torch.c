@@ -357,6 +357,29 @@ static int compare(sp_schedule sched, int P, int V, int M, int random_times, int
         free(ranks[d].a);
     }
     ok &= at == sp_sim_get_op_count(sim);
+    /* the order written as torch's CSV reads back to the same op lists */
+    char *csv = NULL;
+    struct sp_sched_op *built = NULL, *read = NULL;
+    size_t *boff = NULL, *roff = NULL;
+    SP_CHECK_STATUS(sp_schedule_to_csv(ctx, &pl, &csv), SP_OK);
+    SP_CHECK_STATUS(sp_schedule_build(ctx, &pl, &built, &boff), SP_OK);
+    if (csv && built) {
+        SP_CHECK_STATUS(sp_schedule_parse_csv(ctx, "rt.csv", csv, strlen(csv), &pl, &read, &roff),
+                        SP_OK);
+        int same = read && roff[P] == boff[P];
+        for (size_t i = 0; same && i < boff[P]; i++)
+            same = read[i].kind == built[i].kind && read[i].stage == built[i].stage &&
+                   read[i].mb == built[i].mb && read[i].stage2 == built[i].stage2 &&
+                   read[i].mb2 == built[i].mb2;
+        for (int d = 0; same && d <= P; d++)
+            same = roff[d] == boff[d];
+        ok &= same;
+    }
+    sp_free(csv);
+    sp_free(built);
+    sp_free(boff);
+    sp_free(read);
+    sp_free(roff);
     if (!ok)
         fprintf(stderr, "%s P=%d V=%d M=%d random=%d send=%d: differs (iteration %.9g vs %.9g)\n",
                 sp_schedule_name(sched), P, V, M, random_times, with_send,
