@@ -165,8 +165,14 @@ static double closed_form(const struct sp_pipeline *pl) {
             return (double)NAN;
         return 6 * M * f + (P - 1) * f;
     }
+    case SP_SCHEDULE_DUALPIPEV: { /* DualPipe's bubble, (PP/2-1)(F&B + B - 3W) with PP = 2P
+                                   * ranks of DualPipe, F&B = f + b: only when f = i and w <= f */
+        double f = pl->f[0], b = pl->b[0], w = pl->w[0];
+        if (f != b - w || w > f)
+            return (double)NAN;
+        return 2 * M * (f + b) + (P - 1) * ((f + b) + b - 3 * w);
+    }
     case SP_SCHEDULE_INTERLEAVED_ZB:
-    case SP_SCHEDULE_DUALPIPEV:
         return (double)NAN; /* no closed form holds in general: docs/schedules.md */
     }
     return (double)NAN;

@@ -211,7 +211,7 @@ static double relax(struct rank_list *ranks, int P, int K, int M, int layout_v, 
     for (int pass = 0;; pass++) {
         int changed = 0;
         for (int i = 0; i < M * K; i++)
-            fe[i] = be[i] = INFINITY;
+            fe[i] = be[i] = (double)INFINITY;
         for (int d = 0; d < P; d++)
             for (int i = 0; i < ranks[d].n; i++) {
                 struct act *a = &ranks[d].a[i];
@@ -432,10 +432,45 @@ static void test_zbv_closed_form(void) {
         }
 }
 
+/* DualPipeV with equal chunks, f = i and w <= f: each device idles (P-1)(F&B + B - 3W), the
+ * DualPipe README's bubble with its PP = 2P ranks, F&B = f + b, B = b the full backward; and
+ * where it fails (f != i, or w > f) the simulation says otherwise */
+static void test_dualpipev_bubble(void) {
+    double f[32], b[32], w[32], send[32] = {0};
+    const double cases[][4] = {/* f, i, w, holds */ {1, 1, 1, 1},
+                               {1, 1, 0.5, 1},
+                               {1.5, 1.5, 0.2, 1},
+                               {2, 1, 0.5, 0},
+                               {1, 2, 1, 0},
+                               {1, 0.5, 0.5, 0},
+                               {1, 1, 1.5, 0}};
+    for (uint32_t P = 2; P <= 8; P++)
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+            uint32_t M = 2 * P + P % 3;
+            for (uint32_t k = 0; k < 2 * P; k++)
+                f[k] = cases[c][0], w[k] = cases[c][2], b[k] = cases[c][1] + cases[c][2];
+            struct sp_pipeline pl = {P,    2,    M,   SP_SCHEDULE_DUALPIPEV, SP_CHUNKS_V, f, b, w,
+                                     send, NULL, NULL};
+            sp_sim *sim = NULL;
+            SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, false, &sim), SP_OK);
+            if (!sim)
+                continue;
+            double FB = f[0] + b[0], bubble = (P - 1) * (FB + b[0] - 3 * w[0]);
+            double it = sp_sim_get_summary(sim)->iteration_ms, busy = 2 * M * FB;
+            bool equal = CLOSE(it - busy, bubble);
+            SP_CHECK(equal == (cases[c][3] != 0));
+            SP_CHECK(cases[c][3] == 0 || CLOSE(sp_sim_get_summary(sim)->closed_form_ms, it));
+            for (uint32_t d = 0; d < P; d++) /* every device is idle the same */
+                SP_CHECK(CLOSE(it - sp_sim_get_device(sim, d)->busy_ms, it - busy));
+            sp_sim_destroy(sim);
+        }
+}
+
 int main(void) {
     sp_ctx_create(&ctx);
     test_against_transcription();
     test_zbv_closed_form();
+    test_dualpipev_bubble();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_schedule_torch");
 }
