@@ -47,7 +47,12 @@ sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_partition
                        "%zu segments cannot be %u stages of equal chunk count", count,
                        opts->stages);
     sp_partition_opts o = *opts;
-    o.stages = (uint32_t)(opts->stages ? opts->stages : count);
+    /* V-shape schedules run two chunks per device: 2P segments are P devices */
+    bool vshape = sp_schedule_chunk_layout(opts->schedule) == SP_CHUNKS_V;
+    if (vshape && !opts->stages && count % 2 == 0)
+        o.stages = (uint32_t)(count / 2);
+    else
+        o.stages = (uint32_t)(opts->stages ? opts->stages : count);
     o.chunks = (uint32_t)(count / o.stages);
     sp_evaluation *e = sp_calloc(1, sizeof *e);
     if (!e)
@@ -60,7 +65,11 @@ sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_partition
         sp_strbuf_init(&ctx->warn);
         sp_partition_opts best = o;
         best.micro_batches = sp_plan_get_summary(e->yours)->micro_batches;
-        best.solver = o.chunks > 1 ? SP_SOLVER_UNIFORM : SP_SOLVER_DP;
+        /* the exact method for the layout (the DP or the V-shape solver); chunks in a loop are
+         * compared with Megatron-LM's equal split: the ilp balances their device loads, not the
+         * interleaved iteration, and takes its time limit */
+        best.solver = o.chunks > 1 && !vshape ? SP_SOLVER_UNIFORM : SP_SOLVER_DP;
+        best.schedule = sp_plan_get_summary(e->yours)->schedule.schedule;
         st = sp_partition(ctx, profile, &best, &e->optimal);
         sp_strbuf_release(&ctx->warn);
         ctx->warn = split_warnings;

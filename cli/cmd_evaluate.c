@@ -24,7 +24,10 @@ const struct cli_opt cmd_evaluate_opts[] = {
     {OPT_PARTS, "parts", 0, "<0,a,...,n>", "stage boundaries (DeepSpeed's parts)", "Split"},
     {OPT_STAGES, "stages", 's', "<P>",
      "pipeline stages, when a layout has virtual stages (default: one per segment)", "Split"},
-    {OPT_SCHEDULE, "schedule", 0, "<name>", "gpipe, 1f1b (default), zb-h1", "Simulation"},
+    {OPT_SCHEDULE, "schedule", 0, "<name>",
+     "gpipe, 1f1b (default), zb-h1; with virtual stages interleaved (their default), "
+     "interleaved-zb, zbv, dualpipev (zbv and dualpipev: 2 x stages segments, V-shape)",
+     "Simulation"},
     {OPT_MICRO_BATCHES, "micro-batches", 'm', "<M>", "micro-batches (default: 4 x stages)",
      "Simulation"},
     {OPT_OUTPUT, "output", 'o', "<file>", "write the split as a plan file (for check)", "Output"},
@@ -42,6 +45,7 @@ const struct cli_command_help cmd_evaluate_help = {
     "writes the split as a plan file that `stagepart check` can gate.",
     "  stagepart evaluate model.json --megatron-layout \"Et*8|t*8|t*8|t*8L\"\n"
     "  stagepart evaluate model.json --balance 9,9,9,8 --micro-batches 32\n"
+    "  stagepart evaluate model.json --balance 5,4,4,4,4,4,4,6 --schedule zbv\n"
     "  stagepart import-plan model.json --parts 0,9,18,27,35 -o current-plan.json\n",
 };
 
@@ -116,9 +120,10 @@ static int run(int argc, char **argv, const char *command) {
     for (int id; (id = cli_opt_parse(&p, &cmd_evaluate_help, binds)) > 0;) {
         switch (id) {
         case OPT_SCHEDULE:
-            if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK ||
-                opts.schedule == SP_SCHEDULE_INTERLEAVED)
-                return cli_usage_error(command, "--schedule expects gpipe, 1f1b or zb-h1, got '%s'",
+            if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
+                return cli_usage_error(command,
+                                       "--schedule expects gpipe, 1f1b, zb-h1, interleaved, "
+                                       "interleaved-zb, zbv or dualpipev, got '%s'",
                                        p.value);
             break;
         }

@@ -73,18 +73,30 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     o.placement = SP_PLACEMENT_ORDER; /* a given split keeps stage s on device s */
     if (o.micro_batches == 0 || o.micro_batches == SP_MICRO_BATCHES_AUTO)
         o.micro_batches = 4 * o.stages;
-    if (o.chunks > 1)
-        o.schedule = SP_SCHEDULE_INTERLEAVED;
+    bool vshape = sp_schedule_chunk_layout(o.schedule) == SP_CHUNKS_V;
+    if (vshape && o.chunks != 2)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "%s runs 2 chunks per device, V-shape: the split needs 2 x %u segments, "
+                       "got %zu",
+                       sp_schedule_name(o.schedule), o.stages, count);
+    if (!vshape && o.chunks > 1 && o.schedule != SP_SCHEDULE_INTERLEAVED_ZB)
+        o.schedule = SP_SCHEDULE_INTERLEAVED; /* chunks in a loop run interleaved */
+    if (o.chunks == 1 && sp_schedule_chunks_needed(o.schedule) == 0)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the %s schedule needs virtual stages: a split of stages x chunks "
+                       "segments with --stages P",
+                       sp_schedule_name(o.schedule));
     size_t n = sp_profile_get_layer_count(profile);
     if (o.stages < 1 || (uint64_t)o.stages * o.chunks != count || count > SP_MAX_STAGES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "the split has %zu stages; expected stages x chunks = %u x %u", count,
                        o.stages, o.chunks);
-    if (o.chunks > 1 && o.micro_batches % o.stages)
+    uint32_t rounds = o.micro_batches / o.stages ? o.micro_batches / o.stages : 1;
+    if (o.chunks > 1 && !vshape && o.micro_batches % rounds)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the interleaved schedule needs the micro-batch count to be a multiple of "
-                       "the pipeline stages: M = %u, P = %u",
-                       o.micro_batches, o.stages);
+                       "the %s schedule needs the micro-batch count to be a multiple of its "
+                       "rounds, max(1, M / P) = %u: M = %u, P = %u",
+                       sp_schedule_name(o.schedule), rounds, o.micro_batches, o.stages);
     size_t *bounds = sp_mallocarray(count + 1, sizeof *bounds);
     if (!bounds)
         return sp_oom(ctx, "evaluating a split");

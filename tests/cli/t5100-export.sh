@@ -50,4 +50,14 @@ expect_code "balance that does not add up" 2 "$STAGEPART" evaluate $P/llama3-8b.
 expect_code "two splits" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,8 --parts 0,35
 expect_code "bad symbol" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Ex*8|t*24L"
 expect_stderr_contains "symbol named" "unknown symbol 'x'"
+# the V-shape schedules: 2P segments on P devices, against the exact V-shape plan
+expect_code "evaluate a zbv split" 0 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,5 --schedule zbv
+expect_stdout_contains "zbv: 4 devices" "4 stages (interleaved), zbv, 16 micro-batches"
+expect_stdout_contains "zbv: the V-shape optimum" "optimal: 93%, +2% throughput"
+expect_code "a zbv split needs 2P segments" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,5 --schedule zbv -s 8
+expect_stderr_contains "zbv: reason named" "the split needs 2 x 8 segments, got 8"
+expect_code "dualpipev needs M >= 2P" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,5 --schedule dualpipev -m 4
+expect_code "interleaved-zb with virtual stages" 0 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,5 -s 4 --schedule interleaved-zb -m 8
+expect_code "interleaved-zb without" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,8 --schedule interleaved-zb
+expect_stderr_contains "interleaved-zb: reason named" "needs virtual stages"
 test_done

@@ -3,10 +3,10 @@
  * Random small chains (whole-ms times with many ties, zeros, forbidden cuts, memory limits) are
  * partitioned through the public API with --schedule zbv or dualpipev and compared, by value,
  * with every split into 2P non-empty chunks: device d holds chunks d and 2P-1-d; the bottleneck
- * objective wants the least largest device load, then the least sum of squared loads; variance
- * the least sum of squares. Under a memory limit a split is allowed when every device's peak
- * memory, taken from a separate simulation of the schedule (the simulator's own in-flight
- * count, not the partitioner's states), fits.
+ * objective wants the least largest device load, then the least sum of squared chunk loads;
+ * variance the least sum of squared device loads. Under a memory limit a split is allowed when
+ * every device's peak memory, taken from a separate simulation of the schedule (the simulator's own
+ * in-flight count, not the partitioner's states), fits.
  *
  * Usage: test_vshape [instances] [seed]  (defaults 1500 and 1). */
 #include <inttypes.h>
@@ -101,11 +101,17 @@ static void brute_rec(const struct inst *in, int *b, int k, struct best *best) {
         for (int d = 0; d < in->P; d++) {
             int64_t load = 0;
             int chunks[2] = {d, K - 1 - d};
-            for (int c = 0; c < 2; c++)
+            for (int c = 0; c < 2; c++) {
+                int64_t chunk = 0;
                 for (int l = b[chunks[c]]; l < b[chunks[c] + 1]; l++)
-                    load += in->fwd[l] + in->bwd[l];
+                    chunk += in->fwd[l] + in->bwd[l];
+                load += chunk;
+                if (!in->variance) /* the bottleneck's tie-break: balanced chunks */
+                    sq += (__int128)chunk * chunk;
+            }
             mx = load > mx ? load : mx;
-            sq += (__int128)load * load;
+            if (in->variance)
+                sq += (__int128)load * load;
         }
         if (!split_fits(in, b))
             return;
@@ -188,9 +194,10 @@ int main(int argc, char **argv) {
                 const sp_stage *s0 = sp_plan_get_stage(plan, (size_t)d),
                                *s1 = sp_plan_get_stage(plan, (size_t)(2 * in.P - 1 - d));
                 SP_CHECK(s0->device == (uint32_t)d && s1->device == (uint32_t)d);
-                int64_t load = (int64_t)((s0->time_ms + s1->time_ms) + 0.5);
+                int64_t c0 = (int64_t)(s0->time_ms + 0.5), c1 = (int64_t)(s1->time_ms + 0.5);
+                int64_t load = c0 + c1;
                 mx = load > mx ? load : mx;
-                sq += (__int128)load * load;
+                sq += in.variance ? (__int128)load * load : (__int128)c0 * c0 + (__int128)c1 * c1;
             }
             int ok = best.found && (in.variance || mx == best.max) && sq == best.sq &&
                      split_fits(&in, bb);
