@@ -82,7 +82,10 @@ static sp_status block_layers(sp_ctx *ctx, const sp_profile *profile, uint32_t s
 sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
                             size_t *bounds) {
     struct sp_chain c;
-    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME, .stages = stages, .micro_batches = 1};
+    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
+                                   .stages = stages,
+                                   .micro_batches = 1,
+                                   .schedule = SP_SCHEDULE_1F1B};
     sp_status st = sp_chain_init(ctx, &c, profile, &model);
     if (st != SP_OK)
         return st;
@@ -114,8 +117,10 @@ sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t sta
 sp_status sp_parameters_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
                                size_t *bounds) {
     struct sp_chain c;
-    struct sp_chain_model model = {
-        .weight = SP_WEIGHT_PARAMS, .stages = stages, .micro_batches = 1};
+    struct sp_chain_model model = {.weight = SP_WEIGHT_PARAMS,
+                                   .stages = stages,
+                                   .micro_batches = 1,
+                                   .schedule = SP_SCHEDULE_1F1B};
     sp_status st = sp_chain_init(ctx, &c, profile, &model);
     if (st != SP_OK)
         return st;

@@ -97,7 +97,7 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
         return sp_oom(ctx, "building the partitioner's chain");
     }
     for (uint32_t s = 0; s < stages; s++) {
-        c->inflight[s] = sp_stage_inflight(s, stages, micro_batches);
+        c->inflight[s] = sp_stage_inflight(model->schedule, s, stages, micro_batches);
         uint64_t cap = model->mem_cap, dm = model->device_mem ? model->device_mem[s] : 0;
         if (dm && (!cap || dm < cap))
             cap = dm;

@@ -51,6 +51,7 @@ struct sp_chain {
 struct sp_chain_model {
     enum sp_chain_weight weight;
     uint32_t stages, micro_batches;
+    sp_schedule schedule;       /* the in-flight counts' (sp_stage_inflight), one chunk each */
     uint64_t mem_cap;           /* 0: none */
     const double *speed;        /* [stages] or NULL */
     const uint64_t *device_mem; /* [stages] or NULL; 0 entries: not limited */

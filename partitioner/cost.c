@@ -139,7 +139,8 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
             st->send_ms =
                 sp_links_transfer_ms(opts->links, d, sp_chunk_device(layout, p, k + 1), bytes);
         }
-        st->inflight = sp_stage_inflight(k, p, opts->micro_batches);
+        st->inflight = sp_stage_inflight(V > 1 ? SP_SCHEDULE_1F1B : opts->schedule, k, p,
+                                         opts->micro_batches); /* chunks: below */
         device_ticks[d] += fwd + bwd + comm;
     }
     plan->summary.chunk_layout = layout;

@@ -111,6 +111,7 @@ sp_status sp_chain_for_opts(sp_ctx *ctx, struct sp_chain *c, const sp_profile *p
     struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
                                    .stages = o->stages,
                                    .micro_batches = o->micro_batches,
+                                   .schedule = o->schedule,
                                    .mem_cap = o->memory_limit_bytes,
                                    .speed = d->speed,
                                    .device_mem = d->memory,

@@ -6,8 +6,8 @@
 
 #include "sim_impl.h"
 
-uint32_t sp_stage_inflight(uint32_t s, uint32_t p, uint32_t m) {
-    uint32_t k = p - s;
+uint32_t sp_stage_inflight(sp_schedule schedule, uint32_t s, uint32_t p, uint32_t m) {
+    uint32_t k = schedule == SP_SCHEDULE_GPIPE ? m : schedule == SP_SCHEDULE_ZB_H1 ? p : p - s;
     return k < m ? k : m;
 }
 

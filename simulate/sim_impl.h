@@ -88,9 +88,12 @@ static inline uint32_t sp_device_chunk_stage(sp_chunk_layout layout, uint32_t P,
 sp_status sp_chunk_states(sp_ctx *ctx, sp_schedule schedule, uint32_t P, uint32_t V, uint32_t M,
                           uint32_t d, uint32_t **states, size_t *n_states);
 
-/* sp_stage_inflight: micro-batches whose activations stage s of p holds under 1F1B with m
- * micro-batches: min(p - s, m). */
-uint32_t sp_stage_inflight(uint32_t s, uint32_t p, uint32_t m);
+/* sp_stage_inflight: micro-batches whose activations stage s of p holds at its peak with m
+ * micro-batches, one chunk per device, counted as the simulator counts (+1 per forward, -1 per
+ * full backward or W): GPipe m; 1F1B min(p - s, m); ZB-H1 min(p, m), since its deferred Ws keep
+ * the later stages' activations as long as stage 0 keeps its own. tests/unit/test_simulate.c
+ * checks each against the simulation. */
+uint32_t sp_stage_inflight(sp_schedule schedule, uint32_t s, uint32_t p, uint32_t m);
 
 /* sp_chunk_peak_counts: device d of a pipeline with chunks: how many micro-batches of each of
  * its chunks it holds at its memory peak for saved[V] bytes per chunk, counts[V] out. */

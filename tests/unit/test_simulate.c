@@ -99,6 +99,25 @@ static void test_inflight(void) {
     for (uint32_t d = 0; d < 4; d++)
         SP_CHECK_EQ_INT(sp_sim_get_device(sim, d)->peak_inflight, 16);
     sp_sim_destroy(sim);
+    /* the partitioner's memory model (sp_stage_inflight) is the simulator's count, schedule by
+     * schedule: a plan made for GPipe holds M micro-batches, not 1F1B's P - s */
+    static double w[16];
+    fill(w, 16, 0.5);
+    const sp_schedule one_chunk[] = {SP_SCHEDULE_GPIPE, SP_SCHEDULE_1F1B, SP_SCHEDULE_ZB_H1};
+    for (size_t i = 0; i < 3; i++)
+        for (uint32_t P = 1; P <= 8; P++)
+            for (uint32_t M = 1; M <= 20; M++) {
+                sim = run(one_chunk[i], P, 1, M, f, b, w, NULL);
+                bool ok = sim != NULL;
+                for (uint32_t d = 0; ok && d < P; d++)
+                    ok = sp_sim_get_device(sim, d)->peak_inflight ==
+                         sp_stage_inflight(one_chunk[i], d, P, M);
+                if (!ok)
+                    fprintf(stderr, "  in flight: %s P=%u M=%u differs\n",
+                            sp_schedule_name(one_chunk[i]), P, M);
+                SP_CHECK(ok);
+                sp_sim_destroy(sim);
+            }
 }
 
 static void test_transfer_delays(void) {
