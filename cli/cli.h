@@ -33,6 +33,9 @@ extern const struct cli_command cli_commands[];
 int cli_exit_code(sp_status status);
 /* Report a failed library call: "stagepart: error: <detail>" on stderr (one line per problem),
  * or, with json, an {"error": {...}} document on stdout as well. Returns the exit code. */
+/* `partition --schedule compare`: every schedule's plan in one table or JSON; the exit code */
+int cli_partition_compare(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                          bool json);
 int cli_report(sp_ctx *ctx, sp_status status, bool json);
 void cli_print_warnings(const sp_ctx *ctx);
 /* "stagepart " + the command's argv (argv[0] is the command name) as one shell-quoted string,

@@ -89,7 +89,8 @@ const struct cli_command_help cmd_partition_help = {
     "\"cut_after\": false are never followed by a stage boundary.",
     "  stagepart partition samples/profiles/llama3-8b.json --stages 4\n"
     "  stagepart partition model.json -s 8 --memory-limit 80GB -o plan.json\n"
-    "  stagepart partition model.json -s 8 --solver uniform --json\n",
+    "  stagepart partition model.json -s 8 --solver uniform --json\n"
+    "  stagepart partition model.json -s 4 -m 16 --schedule compare\n",
 };
 
 static void bar(char *buf, size_t width, double share) {
@@ -201,7 +202,7 @@ int cmd_partition(int argc, char **argv) {
     sp_partition_opts opts;
     sp_partition_opts_init(&opts);
     const char *output = NULL, *memory_text = NULL;
-    bool json = false, target_given = false;
+    bool json = false, target_given = false, compare = false;
     const char *devices_path = NULL, *links_path = NULL;
     uint64_t v = 0;
     const struct cli_bind binds[] = {
@@ -276,10 +277,11 @@ int cmd_partition(int argc, char **argv) {
                                        p.value);
             break;
         case OPT_SCHEDULE:
-            if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
+            compare = strcmp(p.value, "compare") == 0;
+            if (!compare && sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
                 return cli_usage_error("partition",
-                                       "--schedule expects gpipe, 1f1b, zb-h1 or interleaved, "
-                                       "got '%s'",
+                                       "--schedule expects gpipe, 1f1b, zb-h1, interleaved, "
+                                       "interleaved-zb, zbv, dualpipev or compare, got '%s'",
                                        p.value);
             break;
         }
@@ -293,6 +295,12 @@ int cmd_partition(int argc, char **argv) {
                                p.n_positional);
     if (target_given && opts.micro_batches != SP_MICRO_BATCHES_AUTO)
         return cli_usage_error("partition", "--target-efficiency needs --micro-batches auto");
+    if (compare && output)
+        return cli_usage_error("partition", "--schedule compare writes no plan: compare, then "
+                                            "run again with --schedule NAME -o PLAN");
+    if (compare && opts.micro_batches == SP_MICRO_BATCHES_AUTO)
+        return cli_usage_error("partition", "--schedule compare simulates every schedule with "
+                                            "the same micro-batch count: give -m M, not auto");
     const char *inputs[] = {p.positional[0], devices_path, links_path};
     int clash = cli_check_output_not_input("partition", "--output", output, inputs, 3);
     if (clash)
@@ -330,6 +338,13 @@ int cmd_partition(int argc, char **argv) {
     }
     opts.devices = devices;
     opts.links = links;
+    if (compare) {
+        if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK)
+            code = cli_report(ctx, st, json);
+        else
+            code = cli_partition_compare(ctx, profile, &opts, json);
+        goto out;
+    }
     if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK ||
         (st = sp_partition(ctx, profile, &opts, &plan)) != SP_OK) {
         code = cli_report(ctx, st, json);

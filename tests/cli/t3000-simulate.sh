@@ -61,6 +61,19 @@ expect_code "dualpipev needs M >= 2P" 2 "$STAGEPART" simulate "$TMP/dualpipev.js
 expect_stderr_contains "dualpipev: reason named" "M >= 2P = 8"
 expect_code "zbv plan refuses 1f1b" 2 "$STAGEPART" simulate "$TMP/zbv.json" --schedule 1f1b
 expect_code "zbv needs wgrad_ms" 2 "$STAGEPART" partition "$TMP/nowgrad.json" -s 1 --schedule zbv
+# every schedule's own plan in one table
+expect_code "partition --schedule compare" 0 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 -m 16 --schedule compare
+expect_stdout_contains "compare: zbv fastest" "4578.899     7.5%       92.5%      76.3 GB  fastest"
+expect_stdout_contains "compare: gpipe holds M micro-batches" "81.0%       207 GB"
+expect_stdout_contains "compare: interleaved needs chunks" "interleaved      -  give --chunks V (V >= 2) to compare it"
+expect_code "compare --json" 0 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 -m 4 --chunks 2 --solver uniform --schedule compare --json
+cp "$TMP/stdout" "$TMP/compare.json"
+expect_code "comparison matches its schema" 0 python3 tests/tools/schema_check.py docs/schema/schedule-comparison.schema.json "$TMP/compare.json"
+got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join(e["schedule"] + ("!" if "error" in e else "") for e in d["schedules"]))' "$TMP/compare.json")
+if [ "$got" = "gpipe 1f1b zb-h1 interleaved interleaved-zb zbv dualpipev!" ]; then pass "compare: dualpipev refused at M < 2P, the rest planned"; else fail "compare rows" "got $got"; fi
+expect_code "compare writes no plan" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 --schedule compare -o "$TMP/x.json"
+expect_code "compare needs one M" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 --schedule compare -m auto
+expect_code "compare: nothing fits" 3 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 --schedule compare --memory-limit 1GB
 printf '0F0,1F0\n' >"$TMP/bad.csv"
 expect_code "a CSV with a stage on the wrong rank" 2 "$STAGEPART" simulate "$TMP/zbv.json" --order "$TMP/bad.csv"
 expect_stderr_contains "bad CSV: row and action named" "row 1 (rank 0), action 2 '1F0'"
