@@ -85,7 +85,8 @@ sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_partition
 static cJSON *side(cJSON *root, const char *key, const sp_plan *plan) {
     const sp_plan_summary *s = sp_plan_get_summary(plan);
     cJSON *o = cJSON_AddObjectToObject(root, key);
-    return o && cJSON_AddNumberToObject(o, "bottleneck_ms", s->bottleneck_ms) &&
+    return o && cJSON_AddStringToObject(o, "solver", sp_solver_name(s->solver)) &&
+                   cJSON_AddNumberToObject(o, "bottleneck_ms", s->bottleneck_ms) &&
                    cJSON_AddNumberToObject(o, "bottleneck_stage", s->bottleneck_stage) &&
                    cJSON_AddNumberToObject(o, "imbalance", s->imbalance) &&
                    cJSON_AddNumberToObject(o, "iteration_ms", s->schedule.iteration_ms) &&

@@ -8,9 +8,36 @@
 #include "layout_impl.h"
 #include "plan_impl.h"
 
+/* torch.distributed.pipelining's name for a schedule (get_schedule_class; torchtitan's
+ * pipeline_parallel_schedule), NULL where torch has none */
+static const char *torch_schedule_name(sp_schedule s) {
+    switch (s) {
+    case SP_SCHEDULE_GPIPE:
+        return "GPipe";
+    case SP_SCHEDULE_1F1B:
+        return "1F1B";
+    case SP_SCHEDULE_INTERLEAVED:
+        return "Interleaved1F1B";
+    case SP_SCHEDULE_INTERLEAVED_ZB:
+        return "InterleavedZeroBubble";
+    case SP_SCHEDULE_ZBV:
+        return "ZBVZeroBubble";
+    case SP_SCHEDULE_DUALPIPEV:
+        return "DualPipeV";
+    default:
+        return NULL;
+    }
+}
+
 static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *text,
                           struct sp_strbuf *value) {
     size_t e_end = 0, l_start = 0, n = plan->n_layers, K = plan->n_stages;
+    if (plan->summary.chunks > 1 && plan->summary.chunk_layout == SP_CHUNKS_V)
+        return sp_fail(
+            ctx, SP_ERR_INVALID_ARG,
+            "this plan places its chunks V-shape (chunk k on device 2P-1-k for k >= "
+            "P, for zbv or dualpipev); Megatron-LM's layout puts virtual stage k on rank "
+            "k mod P. Export it --to torchtitan, pippy or torch-schedule-csv");
     sp_status st = sp_layout_groups(ctx, n, plan->layer_kinds, plan->layer_names, &e_end, &l_start);
     if (st != SP_OK)
         return st;
@@ -220,9 +247,11 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
                          "from torch.distributed.pipelining import SplitPoint, pipeline\n\n"
                          "split_spec = {",
                          plan->model, K,
-                         plan->summary.chunks > 1
-                             ? " (interleaved: stage k on rank k % P, e.g. Interleaved1F1B)"
-                             : "");
+                         plan->summary.chunks == 1 ? ""
+                         : plan->summary.chunk_layout == SP_CHUNKS_V
+                             ? " (V-shape: stage k on rank k for k < P, else 2P-1-k; "
+                               "ScheduleZBVZeroBubble or ScheduleDualPipeV)"
+                             : " (interleaved: stage k on rank k % P, e.g. Interleaved1F1B)");
         for (size_t k = 1; k < K; k++) {
             sp_strbuf_puts(&text, k > 1 ? ", " : "");
             module_name(&text, module_prefix, plan->layer_names[plan->stages[k].first_layer]);
@@ -251,9 +280,18 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
         sp_strbuf_puts(&value, "]");
         sp_strbuf_printf(&text,
                          "# stagepart plan for %s: [parallelism] in the torchtitan job config\n"
-                         "pipeline_parallel_degree = %u\n"
-                         "module_fqns_per_model_part = %s\n",
-                         plan->model, plan->summary.stages, sp_strbuf_str(&value));
+                         "pipeline_parallel_degree = %u\n",
+                         plan->model, plan->summary.stages);
+        if (plan->summary.schedule.present) {
+            sp_schedule sched = plan->summary.schedule.schedule;
+            if (torch_schedule_name(sched))
+                sp_strbuf_printf(&text, "pipeline_parallel_schedule = \"%s\"\n",
+                                 torch_schedule_name(sched));
+            else
+                sp_strbuf_printf(&text, "# pipeline_parallel_schedule: torch has no %s\n",
+                                 sp_schedule_name(sched));
+        }
+        sp_strbuf_printf(&text, "module_fqns_per_model_part = %s\n", sp_strbuf_str(&value));
         break;
     }
     if (st == SP_OK && (text.oom || value.oom))

@@ -31,6 +31,20 @@ expect_stderr_contains "stage named" "stage 34 starts inside the output group (l
 expect_code "pippy cannot split at the loss" 2 "$STAGEPART" export "$TMP/p35.json" --to pippy
 expect_stderr_contains "loss named" "stage 34 begins at layer 'loss' of kind \"loss\""
 
+# V-shape plans: torch's schedule named, Megatron's loop layout refused
+"$STAGEPART" partition $P/llama3-8b.json -s 4 --schedule zbv -o "$TMP/zbv.json" >/dev/null
+expect_code "torchtitan: a zbv plan" 0 "$STAGEPART" export "$TMP/zbv.json" --to torchtitan
+expect_stdout_contains "torchtitan: schedule named" 'pipeline_parallel_schedule = "ZBVZeroBubble"'
+expect_code "pippy: a zbv plan" 0 "$STAGEPART" export "$TMP/zbv.json" --to pippy
+expect_stdout_contains "pippy: V placement said" "V-shape: stage k on rank k for k < P, else 2P-1-k"
+expect_code "megatron refuses a V-shape plan" 2 "$STAGEPART" export "$TMP/zbv.json" --to megatron
+expect_stderr_contains "megatron: reason named" "Megatron-LM's layout puts virtual stage k on rank k mod P"
+"$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --solver uniform -m 8 -o "$TMP/interleaved.json" >/dev/null
+expect_code "megatron: interleaved layout" 0 "$STAGEPART" export "$TMP/interleaved.json" --to megatron
+expect_stdout_contains "megatron: chunk-major layout" '"Et*4|(t*4|)*6,t*4L"'
+expect_code "torchtitan: interleaved schedule named" 0 "$STAGEPART" export "$TMP/interleaved.json" --to torchtitan
+expect_stdout_contains "torchtitan: Interleaved1F1B" 'pipeline_parallel_schedule = "Interleaved1F1B"'
+
 # evaluate and import-plan
 expect_code "evaluate a megatron layout" 0 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*8|t*8|t*8|t*8L"
 expect_stdout_contains "the comparison" "your split: efficiency 73%, bottleneck stage 3; optimal: 81%, +12% throughput"
