@@ -84,8 +84,11 @@ const struct cli_command_help cmd_partition_help = {
     "finds the smallest possible largest stage time (exact), and among the plans reaching it the\n"
     "one with the smallest stage-time variance. --objective variance minimizes variance alone,\n"
     "which can lose throughput; --objective iteration minimizes (M-1) x bottleneck + the sum of\n"
-    "stage times. Under --memory-limit, stage s of P holds its memory_bytes plus\n"
-    "min(P - s, M) times its saved_bytes (1F1B with M micro-batches). Layers with\n"
+    "stage times. zbv and dualpipev cut 2P chunks, V-shape: the bottleneck is the largest\n"
+    "device load (its two chunks), then balanced chunks; --objective iteration there keeps the\n"
+    "least simulated iteration over device-load caps up to 25% above the least bottleneck.\n"
+    "Under --memory-limit, stage s of P holds its memory_bytes plus its saved_bytes times the\n"
+    "micro-batches in flight under the schedule (1F1B: min(P - s, M); GPipe: M). Layers with\n"
     "\"cut_after\": false are never followed by a stage boundary.",
     "  stagepart partition samples/profiles/llama3-8b.json --stages 4\n"
     "  stagepart partition model.json -s 8 --memory-limit 80GB -o plan.json\n"
@@ -189,7 +192,12 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
                sp_schedule_name(m->schedule.schedule), m->schedule.micro_batches,
                m->schedule.iteration_ms, 100 * m->schedule.bubble_fraction,
                100 * m->schedule.efficiency);
-    if (m->objective == SP_OBJECTIVE_ITERATION)
+    if (m->objective == SP_OBJECTIVE_ITERATION && m->chunk_layout == SP_CHUNKS_V &&
+        m->chunks == 2 && m->solver == SP_SOLVER_DP)
+        printf("objective   the least simulated iteration among balanced-chunk plans with device "
+               "loads capped from the least bottleneck to +25%% (a search, not an exact "
+               "optimum)\n");
+    else if (m->objective == SP_OBJECTIVE_ITERATION)
         printf("objective   (M-1) x bottleneck + sum = %.3f ms (the formula minimized; the "
                "simulated iteration above is what to expect)\n",
                m->formula_iteration_ms);

@@ -38,9 +38,11 @@ int64_t sp_max_stage_time(const struct sp_chain *c, const size_t *bounds);
 sp_status sp_solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                       const struct sp_stage_devices *d, size_t *bounds);
 
-/* the exact V-shape partition (zbv, dualpipev) into 2P chunks: bounds[2P + 1] (solve_vshape.c) */
+/* the exact V-shape partition (zbv, dualpipev) into 2P chunks: bounds[2P + 1] (solve_vshape.c).
+ * slack_64ths > 0 relaxes the device-load cap to the least bottleneck x (1 + slack_64ths / 64),
+ * under which the chunks are balanced (--objective iteration searches over it). */
 sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                          const struct sp_stage_devices *d, size_t *bounds);
+                          const struct sp_stage_devices *d, unsigned slack_64ths, size_t *bounds);
 
 /* SP_ERR_INFEASIBLE naming the stage when a built plan passes a memory limit */
 sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,

@@ -204,7 +204,7 @@ out:
 }
 
 sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                          const struct sp_stage_devices *d, size_t *bounds) {
+                          const struct sp_stage_devices *d, unsigned slack_64ths, size_t *bounds) {
     size_t n = sp_profile_get_layer_count(profile);
     uint32_t P = o->stages;
     if (d->speed)
@@ -283,7 +283,7 @@ sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_parti
             else
                 lo = mid;
         }
-        L = hi;
+        L = hi + (int64_t)((double)hi * slack_64ths / 64.0);
         if (n > SP_VSHAPE_DP_MAX_LAYERS) {
             feasible(&v, L, reach, Q);
             trace_back(&v, L, reach, bounds);
@@ -319,7 +319,7 @@ sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_parti
             else
                 lo = mid;
         }
-        L = hi;
+        L = hi + (int64_t)((double)hi * slack_64ths / 64.0);
     }
     int r = min_sumsq(&v, L, chunk_squares, bounds);
     if (r < 0)

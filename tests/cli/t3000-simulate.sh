@@ -61,6 +61,16 @@ expect_code "dualpipev needs M >= 2P" 2 "$STAGEPART" simulate "$TMP/dualpipev.js
 expect_stderr_contains "dualpipev: reason named" "M >= 2P = 8"
 expect_code "zbv plan refuses 1f1b" 2 "$STAGEPART" simulate "$TMP/zbv.json" --schedule 1f1b
 expect_code "zbv needs wgrad_ms" 2 "$STAGEPART" partition "$TMP/nowgrad.json" -s 1 --schedule zbv
+# --objective iteration for V-shape plans: never slower than the bottleneck's plan, and on
+# bert-large (M = 4P) it avoids the bottleneck plan's lopsided chunks
+for p in bert-large llama3-8b gpt3-2.7b resnet50; do
+    a=$("$STAGEPART" partition samples/profiles/$p.json -s 4 -m 16 --schedule zbv --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["schedule"]["iteration_ms"])')
+    "$STAGEPART" partition samples/profiles/$p.json -s 4 -m 16 --schedule zbv --objective iteration -o "$TMP/it.json" >/dev/null
+    b=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["schedule"]["iteration_ms"])' "$TMP/it.json")
+    if python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if 0 < b <= a + 1e-9 else 1)' "$a" "$b"; then pass "$p: zbv iteration search $b <= $a"; else fail "$p: zbv iteration search" "$b > $a"; fi
+done
+expect_code "bert-large: the search" 0 "$STAGEPART" partition samples/profiles/bert-large.json -s 4 -m 16 --schedule zbv --objective iteration
+expect_stdout_contains "bert-large: balanced chunks win" "iteration 88.442 ms"
 # every schedule's own plan in one table
 expect_code "partition --schedule compare" 0 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 -m 16 --schedule compare
 expect_stdout_contains "compare: zbv fastest" "4578.899     7.5%       92.5%      76.3 GB  fastest"
