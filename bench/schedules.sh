@@ -1,9 +1,10 @@
 #!/bin/sh
 # bench/schedules.sh BUILD: every schedule's simulated efficiency on the sample profiles, each
-# with its own exact plan (`partition --schedule compare`), as the Markdown table that
-# docs/benchmarks.md shows. P = 4 and 8 devices, M = 4P micro-batches. The loop-chunk schedules
-# (interleaved, interleaved-zb) run with 2 chunks per device and Megatron-LM's equal split (their
-# exact plan is the ilp's, time-boxed); the other rows are exact.
+# with its own plan (`partition --schedule compare --objective iteration`: the DP's iteration
+# formula for one chunk per device, the cap search for zbv and dualpipev), as the Markdown table
+# that docs/benchmarks.md shows. P = 4 and 8 devices, M = 4P micro-batches. The loop-chunk
+# schedules (interleaved, interleaved-zb) run with 2 chunks per device and Megatron-LM's equal
+# split (their exact plan is the ilp's, time-boxed). The fastest schedule of a row is in bold.
 set -eu
 build=${1:-build}
 stagepart="$build/cli/stagepart"
@@ -15,7 +16,7 @@ for profile in bert-large gpt3-2.7b llama3-8b resnet50 equal-64; do
     for P in 4 8; do
         M=$((4 * P))
         "$stagepart" partition "samples/profiles/$profile.json" -s "$P" -m "$M" \
-            --schedule compare --json >"$dir/exact.json"
+            --schedule compare --objective iteration --json >"$dir/exact.json"
         "$stagepart" partition "samples/profiles/$profile.json" -s "$P" -m "$M" --chunks 2 \
             --solver uniform --schedule compare --json >"$dir/loop.json"
         python3 - "$dir/exact.json" "$dir/loop.json" "$profile" "$P" "$M" <<'PY'

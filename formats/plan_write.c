@@ -71,7 +71,9 @@ static cJSON *plan_tree(const sp_plan *plan) {
         cJSON_AddBoolToObject(root, "optimal", m->optimal) &&
         add_number(root, "stage_count", m->stages) && add_number(root, "chunks", m->chunks) &&
         add_number(root, "micro_batches", m->micro_batches) &&
-        add_string(root, "memory_model", "1f1b") &&
+        /* whose op order the in-flight counts follow: the simulated schedule's */
+        add_string(root, "memory_model",
+                   m->schedule.present ? sp_schedule_name(m->schedule.schedule) : "1f1b") &&
         add_string(root, "comm", sp_comm_name(m->comm)) &&
         add_string(root, "placement", sp_placement_name(m->placement)) &&
         (m->chunks < 2 || add_string(root, "chunk_layout", sp_chunk_layout_name(m->chunk_layout)));
