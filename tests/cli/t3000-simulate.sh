@@ -71,6 +71,11 @@ for p in bert-large llama3-8b gpt3-2.7b resnet50; do
 done
 expect_code "bert-large: the search" 0 "$STAGEPART" partition samples/profiles/bert-large.json -s 4 -m 16 --schedule zbv --objective iteration
 expect_stdout_contains "bert-large: balanced chunks win" "iteration 88.442 ms"
+# -m auto with the V-shape schedules: DualPipeV's search starts at M = 2P
+expect_code "zbv -m auto" 0 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 --schedule zbv -m auto
+expect_stdout_contains "zbv: M searched" "micro-batches searched for 90.0% efficiency (zbv): M=4"
+expect_code "dualpipev -m auto" 0 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 --schedule dualpipev -m auto
+expect_stdout_contains "dualpipev: from M = 2P" "micro-batches searched for 90.0% efficiency (dualpipev): M=8"
 # every schedule's own plan in one table
 expect_code "partition --schedule compare" 0 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 -m 16 --schedule compare
 expect_stdout_contains "compare: zbv fastest" "4578.899     7.5%       92.5%      76.3 GB  fastest"
