@@ -76,7 +76,8 @@ static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *te
     /* the first/last form, when the plan has exactly that shape: free first and last counts,
      * the middle ranks equal (Megatron splits the rest evenly over them) */
     if (plan->summary.chunks == 1 && P >= 2) {
-        bool shape = e[0] && l[K - 1];
+        /* Megatron wants both counts > 0 */
+        bool shape = e[0] && l[K - 1] && t[0] > 0 && t[K - 1] > 0;
         for (size_t k = 1; k + 1 < K; k++)
             shape = shape && t[k] == t[1];
         if (shape)

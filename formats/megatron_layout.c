@@ -1,11 +1,14 @@
 /* formats/megatron_layout.c: Megatron-LM's --pipeline-model-parallel-layout strings
  * (megatron/core/transformer/pipeline_parallel_layer_layout.py; docs/export.md).
  *
- * Grammar, as Megatron parses it: commas are cosmetic; "(...)*N" repeats its text N times (no
- * nesting); "X*N" repeats one symbol; "|" separates segments (virtual stages, chunk-major:
- * segment i is chunk i / P on pipeline rank i mod P). Symbols: E embedding, t transformer
- * layer, m multi-token prediction, L loss and output. Parsing here follows the same steps so the
- * strings stagepart writes are checked against the reader users' Megatron will apply. */
+ * Grammar, as Megatron parses it (parse_str_to_list): commas are cosmetic and removed first;
+ * "(...)*N" repeats its non-empty text N times, N = 0 included (no nesting); then "X*N" repeats
+ * any one character, "|" included; "|" separates segments (virtual stages, chunk-major: segment
+ * i is chunk i / P on pipeline rank i mod P). Symbols: E embedding, t transformer layer, m
+ * multi-token prediction, L loss and output; anything else, a space or "()" included, is an
+ * error naming the first such character. Megatron's validation then wants E first and L last,
+ * each exactly once. Parsing here follows the same steps so the strings stagepart writes are
+ * checked against the reader users' Megatron will apply. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +33,19 @@ static sp_status expand(sp_ctx *ctx, const char *in, struct sp_strbuf *out, bool
                                "nest repeats)",
                                i);
             size_t body = (size_t)(close - in) - i - 1;
+            if (body == 0)
+                return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                               "layout: '()' at offset %zu repeats nothing (Megatron reads an "
+                               "empty group as the characters '(' and ')', which are no layers)",
+                               i);
             if (close[1] != '*' || !isdigit((unsigned char)close[2]))
                 return sp_fail(ctx, SP_ERR_INVALID_ARG,
                                "layout: '(...)' at offset %zu must be followed by *N", i);
             char *end = NULL;
             unsigned long times = strtoul(close + 2, &end, 10);
-            if (times == 0 || times > 1000000)
+            if (times > 1000000)
                 return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                               "layout: repeat count at offset %zu must be in [1, 1000000]",
+                               "layout: repeat count at offset %zu must be in [0, 1000000]",
                                (size_t)(close + 2 - in));
             /* refuse before expanding: the work must stay proportional to what is kept */
             if (body && times > (SP_LAYOUT_MAX_EXPANDED - out->len) / body)
@@ -46,7 +54,7 @@ static sp_status expand(sp_ctx *ctx, const char *in, struct sp_strbuf *out, bool
             for (unsigned long k = 0; k < times; k++)
                 sp_strbuf_append(out, in + i + 1, body);
             i = (size_t)(end - in);
-        } else if (!groups && in[i] != '|' && in[i + 1] == '*') {
+        } else if (!groups && in[i + 1] == '*') { /* any character, '|' too, as Megatron */
             char *end = NULL;
             if (!isdigit((unsigned char)in[i + 2]))
                 return sp_fail(ctx, SP_ERR_INVALID_ARG,
@@ -85,8 +93,8 @@ sp_status sp_layout_parse(sp_ctx *ctx, const char *text, struct sp_layout *out) 
     sp_strbuf_init(&nocomma);
     sp_strbuf_init(&groups);
     sp_strbuf_init(&flat);
-    for (const char *c = text; *c; c++)
-        if (*c != ',' && !isspace((unsigned char)*c))
+    for (const char *c = text; *c; c++) /* commas only: a space is an error, as in Megatron */
+        if (*c != ',')
             sp_strbuf_append(&nocomma, c, 1);
     sp_status st = nocomma.oom ? sp_oom(ctx, "parsing a layout") : SP_OK;
     if (st == SP_OK)
@@ -96,14 +104,19 @@ sp_status sp_layout_parse(sp_ctx *ctx, const char *text, struct sp_layout *out) 
     if (st == SP_OK) {
         const char *s = sp_strbuf_str(&flat);
         size_t len = strlen(s), segments = 1;
-        for (size_t i = 0; i < len; i++) {
+        for (size_t i = 0; i < len && st == SP_OK; i++) { /* the first bad character */
             if (s[i] == '|')
                 segments++;
-            else if (!strchr("EtmL", s[i]))
+            else if (!strchr("EtmL", s[i]) && isprint((unsigned char)s[i]))
                 st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                              "layout: unknown symbol '%c' (expected E, t, m, L, |, (...)*N or "
                              "X*N)",
                              s[i]);
+            else if (!strchr("EtmL", s[i]))
+                st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                             "layout: unknown symbol, byte 0x%02x (expected E, t, m, L, |, "
+                             "(...)*N or X*N)",
+                             (unsigned)(unsigned char)s[i]);
         }
         out->symbols = sp_strdup(s);
         out->start = sp_mallocarray(segments + 1, sizeof *out->start);
@@ -149,12 +162,24 @@ sp_status sp_layout_groups(sp_ctx *ctx, size_t n, const char *const *kinds,
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "Megatron layouts count transformer layers, and no layer has \"kind\": "
                        "\"transformer\"");
+    /* Megatron's layout begins with the embedding and ends with the loss, each exactly once
+     * (validate_layer_layout), so the profile needs a layer for each */
+    if (first == 0)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "a Megatron layout begins with the embedding (E), and the profile's first "
+                       "layer '%s' is already a transformer layer: profile the embedding too",
+                       names[0]);
     for (size_t l = first; l <= last; l++)
         if (strcmp(kinds[l], "transformer") != 0)
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
                            "layer '%s' (kind \"%s\") lies between transformer layers; a Megatron "
                            "layout has only E, t and L",
                            names[l], kinds[l]);
+    if (last + 1 == n)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "a Megatron layout ends with the output and loss (L), and the profile's "
+                       "last layer '%s' is a transformer layer: profile the output layers too",
+                       names[n - 1]);
     *e_end = first;
     *l_start = last + 1;
     return SP_OK;
@@ -216,16 +241,17 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
                 e_seen = true;
                 pos = e_end;
             } else if (c == 't') {
-                if (!e_seen && e_end > 0)
-                    st = sp_fail(ctx, SP_ERR_INVALID_ARG, "layout: t before E (segment %zu)", k);
+                if (!e_seen)
+                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                                 "layout: t before E (segment %zu); Megatron's layout begins "
+                                 "with E",
+                                 k);
                 else if (t_seen == decoders)
                     st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                                  "layout: more t than the profile's %zu transformer layers",
                                  decoders);
-                else {
+                else
                     pos = e_end + ++t_seen;
-                    e_seen = true;
-                }
             } else if (c == 'L') {
                 if (l_seen || t_seen != decoders)
                     st = sp_fail(ctx, SP_ERR_INVALID_ARG,
@@ -242,12 +268,11 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
                          "plans need at least one layer per stage",
                          k);
     }
-    if (st == SP_OK && (t_seen != decoders || !l_seen || (!e_seen && e_end > 0)))
+    if (st == SP_OK && (t_seen != decoders || !l_seen || !e_seen))
         st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                     "layout: has %zu t%s%s; the profile has %zu transformer layers, %s and %s",
-                     t_seen, e_seen ? "" : ", no E", l_seen ? "" : ", no L", decoders,
-                     e_end ? "an embedding group" : "no embedding",
-                     l_start < n ? "an output group" : "no output");
+                     "layout: has %zu t%s%s; Megatron's layout needs E first, then the profile's "
+                     "%zu transformer layers, then L",
+                     t_seen, e_seen ? "" : ", no E", l_seen ? "" : ", no L", decoders);
     size_t segments = lay.segments;
     sp_layout_release(&lay);
     if (st != SP_OK) {

@@ -31,6 +31,24 @@ expect_stderr_contains "stage named" "stage 34 starts inside the output group (l
 expect_code "pippy cannot split at the loss" 2 "$STAGEPART" export "$TMP/p35.json" --to pippy
 expect_stderr_contains "loss named" "stage 34 begins at layer 'loss' of kind \"loss\""
 
+# Megatron's rules: both first/last counts > 0, E first and L last, on the profile too
+expect_code "import E|t*32|L" 0 "$STAGEPART" import-plan $P/llama3-8b.json --megatron-layout 'E|t*32|L' -s 3 -o "$TMP/e-t-l.json"
+expect_code "export it" 0 "$STAGEPART" export "$TMP/e-t-l.json" --to megatron
+expect_stdout_contains "the layout round-trips" '"E|t*32|L"'
+if grep -q "first-pipeline-num-layers 0\|last-pipeline-num-layers 0" "$TMP/stdout"; then fail "never a first/last count of 0" "$(cat "$TMP/stdout")"; else pass "never a first/last count of 0"; fi
+"$STAGEPART" partition $P/equal-64.json -s 4 -o "$TMP/equal.json" >/dev/null
+expect_code "no embedding: export refused" 2 "$STAGEPART" export "$TMP/equal.json" --to megatron
+expect_stderr_contains "export: reason named" "a Megatron layout begins with the embedding (E), and the profile's first layer 'block.0'"
+expect_code "no embedding: import refused the same way" 2 "$STAGEPART" evaluate $P/equal-64.json --megatron-layout '(t*16|)*3,t*16'
+expect_stderr_contains "import: same reason" "a Megatron layout begins with the embedding (E), and the profile's first layer 'block.0'"
+expect_code "a layout without E" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout 't*8|t*8|t*8|t*8L'
+expect_stderr_contains "no E: named" "t before E (segment 0)"
+expect_code "a layout without L" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout 'Et*8|t*8|t*8|t*8'
+expect_stderr_contains "no L: named" "no L"
+expect_code "(...)*0 is nothing" 0 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout 'Et*8|t*8|(t*4|)*0,t*8|t*8L'
+expect_code "a space is no layer" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout 'Et*8| t*8|t*8|t*8L'
+expect_stderr_contains "space named" "unknown symbol ' '"
+
 # V-shape plans: torch's schedule named, Megatron's loop layout refused
 "$STAGEPART" partition $P/llama3-8b.json -s 4 --schedule zbv -o "$TMP/zbv.json" >/dev/null
 expect_code "torchtitan: a zbv plan" 0 "$STAGEPART" export "$TMP/zbv.json" --to torchtitan

@@ -48,6 +48,23 @@ static void test_megatron_examples(void) {
     SP_CHECK_STATUS(sp_layout_parse(ctx, "(Et*100000|)*10", &l), SP_OK); /* just inside */
     SP_CHECK_MSG(l.segments == 11 && total(&l, 't') == 1000000, "%zu segments", l.segments);
     sp_layout_release(&l);
+    /* Megatron's parse_str_to_list, character for character: (...)*0 is nothing, X*N repeats any
+     * character ('|' too), a space or an empty group is no layer, the first bad one is named */
+    SP_CHECK_STATUS(sp_layout_parse(ctx, "Et|(t|)*0,tL", &l), SP_OK);
+    SP_CHECK(l.segments == 2 && total(&l, 't') == 2);
+    sp_layout_release(&l);
+    SP_CHECK_STATUS(sp_layout_parse(ctx, "Et*0t|tL", &l), SP_OK);
+    SP_CHECK(l.segments == 2 && total(&l, 't') == 2);
+    sp_layout_release(&l);
+    SP_CHECK_STATUS(sp_layout_parse(ctx, "Et|*3tL", &l), SP_OK); /* "Et|||tL" */
+    SP_CHECK(l.segments == 4 && total(&l, 't') == 2);
+    sp_layout_release(&l);
+    SP_CHECK_STATUS(sp_layout_parse(ctx, "Et |tL", &l), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "unknown symbol ' '");
+    SP_CHECK_STATUS(sp_layout_parse(ctx, "E()*2t|tL", &l), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "'()' at offset 1 repeats nothing");
+    SP_CHECK_STATUS(sp_layout_parse(ctx, "Exty|tzL", &l), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "unknown symbol 'x'");
 }
 
 static uint64_t rng = 3;
