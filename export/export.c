@@ -147,6 +147,32 @@ static bool is_module(const sp_plan *plan, size_t l) {
     return strcmp(plan->layer_kinds[l], "loss") != 0;
 }
 
+/* modules before layer l: a framework's index of the module that layer l is (the loss is the
+ * framework's loss_fn, no module of the model) */
+static size_t modules_before(const sp_plan *plan, size_t l) {
+    size_t n = 0;
+    for (size_t i = 0; i < l; i++)
+        n += is_module(plan, i);
+    return n;
+}
+
+/* every stage must hold a module: a stage of nothing but the loss is no pipeline stage in any
+ * framework */
+static sp_status every_stage_a_module(sp_ctx *ctx, const sp_plan *plan) {
+    for (size_t k = 0; k < plan->n_stages; k++) {
+        bool any = false;
+        for (size_t l = plan->stages[k].first_layer; l <= plan->stages[k].last_layer; l++)
+            any |= is_module(plan, l);
+        if (!any)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "stage %zu holds only layers of kind \"loss\" ('%s'), which no "
+                           "framework runs as a pipeline stage (the loss is its loss_fn): "
+                           "partition again with the loss on the stage before",
+                           k, plan->layer_names[plan->stages[k].first_layer]);
+    }
+    return SP_OK;
+}
+
 static void module_name(struct sp_strbuf *sb, const char *prefix, const char *name) {
     sp_strbuf_printf(sb, "\"%s%s\"", prefix ? prefix : "", name);
 }
@@ -175,8 +201,8 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
     sp_strbuf_init(&text);
     sp_strbuf_init(&value);
     size_t K = plan->n_stages;
-    sp_status st = SP_OK;
-    switch (format) {
+    sp_status st = every_stage_a_module(ctx, plan);
+    switch (st == SP_OK ? (int)format : -1) {
     case SP_EXPORT_MEGATRON: {
         struct sp_strbuf layout;
         sp_strbuf_init(&layout);
@@ -188,15 +214,17 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
     case SP_EXPORT_DEEPSPEED:
         if ((st = no_chunks(ctx, plan, "DeepSpeed's PipelineModule")) != SP_OK)
             break;
-        sp_strbuf_puts(&value, "[");
+        sp_strbuf_puts(&value, "["); /* module indices: the loss is loss_fn, no layer spec */
         for (size_t k = 0; k <= K; k++)
-            sp_strbuf_printf(&value, "%s%zu", k ? ", " : "",
-                             k < K ? plan->stages[k].first_layer : plan->n_layers);
+            sp_strbuf_printf(
+                &value, "%s%zu", k ? ", " : "",
+                modules_before(plan, k < K ? plan->stages[k].first_layer : plan->n_layers));
         sp_strbuf_puts(&value, "]");
         sp_strbuf_printf(
             &text,
             "# stagepart plan for %s (profile sha256 %.12s): stage s owns "
             "layers[parts[s]:parts[s+1]]\n"
+            "# (the layer specs, without the loss: pass it as loss_fn)\n"
             "from deepspeed.pipe import PipelineModule\n\n\n"
             "class PlannedPipelineModule(PipelineModule):\n"
             "    PARTS = %s\n\n"
@@ -208,15 +236,17 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
             "layers\"\n"
             "        self.parts = list(self.PARTS)\n"
             "        self._set_bounds(start=self.parts[stage_id], stop=self.parts[stage_id + 1])\n",
-            plan->model, plan->profile_sha256, sp_strbuf_str(&value), K, plan->n_layers);
+            plan->model, plan->profile_sha256, sp_strbuf_str(&value), K,
+            modules_before(plan, plan->n_layers));
         break;
     case SP_EXPORT_TORCHGPIPE:
         if ((st = no_chunks(ctx, plan, "torchgpipe's GPipe")) != SP_OK)
             break;
-        sp_strbuf_puts(&value, "[");
+        sp_strbuf_puts(&value, "["); /* modules of the nn.Sequential: the loss is none */
         for (size_t k = 0; k < K; k++)
             sp_strbuf_printf(&value, "%s%zu", k ? ", " : "",
-                             plan->stages[k].last_layer - plan->stages[k].first_layer + 1);
+                             modules_before(plan, plan->stages[k].last_layer + 1) -
+                                 modules_before(plan, plan->stages[k].first_layer));
         sp_strbuf_puts(&value, "]");
         sp_strbuf_printf(
             &text,
@@ -224,6 +254,12 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
             "balance = %s\n"
             "model = GPipe(model, balance=balance, chunks=%u)  # or fairscale Pipe\n",
             plan->model, sp_strbuf_str(&value), plan->summary.micro_batches);
+        if (plan->summary.schedule.present && plan->summary.schedule.schedule != SP_SCHEDULE_GPIPE)
+            sp_strbuf_printf(&text,
+                             "# torchgpipe runs GPipe's fill-drain order (with checkpointing by "
+                             "default); this plan was simulated under %s: partition with "
+                             "--schedule gpipe for a prediction of what torchgpipe runs\n",
+                             sp_schedule_name(plan->summary.schedule.schedule));
         break;
     case SP_EXPORT_PIPPY:
         sp_strbuf_puts(&value, "{");
@@ -250,16 +286,25 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
                          plan->model, K,
                          plan->summary.chunks == 1 ? ""
                          : plan->summary.chunk_layout == SP_CHUNKS_V
-                             ? " (V-shape: stage k on rank k for k < P, else 2P-1-k; "
-                               "ScheduleZBVZeroBubble or ScheduleDualPipeV)"
-                             : " (interleaved: stage k on rank k % P, e.g. Interleaved1F1B)");
+                             ? " (V-shape: stage k on rank k for k < P, else 2P-1-k, as "
+                               "ScheduleZBVZeroBubble and ScheduleDualPipeV place them; not the "
+                               "looped schedules)"
+                             : " (looped: stage k on rank k % P, as ScheduleInterleaved1F1B, "
+                               "ScheduleLoopedBFS and ScheduleInterleavedZeroBubble place them; "
+                               "not ZBV or DualPipeV)");
         for (size_t k = 1; k < K; k++) {
             sp_strbuf_puts(&text, k > 1 ? ", " : "");
             module_name(&text, module_prefix, plan->layer_names[plan->stages[k].first_layer]);
             sp_strbuf_puts(&text, ": SplitPoint.BEGINNING");
         }
-        sp_strbuf_puts(&text, "}\npipe = pipeline(model, mb_args=(example_micro_batch,), "
-                              "split_spec=split_spec)\n");
+        sp_strbuf_printf(&text,
+                         "}\npipe = pipeline(model, mb_args=(example_micro_batch,), "
+                         "split_spec=split_spec)\n"
+                         "# a split module not called through __call__, or called twice, changes "
+                         "the stage count silently\n"
+                         "assert pipe.num_stages == %zu, f\"the plan has %zu stages, the split "
+                         "made {pipe.num_stages}\"\n",
+                         K, K);
         break;
     case SP_EXPORT_TORCH_SCHEDULE_CSV:
         st = torch_schedule(ctx, plan, &text, &value);

@@ -169,6 +169,22 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     return SP_OK;
 }
 
+/* The layer index of each module, in order: frameworks count modules, and a layer of kind
+ * "loss" is none (DeepSpeed's loss_fn, the criterion outside torchgpipe's nn.Sequential); a loss
+ * layer rides with the stage of the module before it. */
+static sp_status module_layers(sp_ctx *ctx, const sp_profile *profile, size_t **out, size_t *n) {
+    size_t layers = sp_profile_get_layer_count(profile);
+    size_t *idx = sp_mallocarray(layers ? layers : 1, sizeof *idx);
+    if (!idx)
+        return sp_oom(ctx, "the split");
+    *n = 0;
+    for (size_t l = 0; l < layers; l++)
+        if (strcmp(sp_profile_get_layer(profile, l)->kind, "loss") != 0)
+            idx[(*n)++] = l;
+    *out = idx;
+    return SP_OK;
+}
+
 sp_status sp_split_from_counts(sp_ctx *ctx, const sp_profile *profile, const size_t *counts,
                                size_t n, size_t **first_layers) {
     if (!ctx)
@@ -177,28 +193,36 @@ sp_status sp_split_from_counts(sp_ctx *ctx, const sp_profile *profile, const siz
     if (!profile || !first_layers || (n && !counts))
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_split_from_counts: NULL argument");
     *first_layers = NULL;
-    size_t layers = sp_profile_get_layer_count(profile), at = 0;
     if (!n)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "the balance names no stage");
-    bool more = false; /* the sum passes the layer count (counted no further: no overflow) */
-    for (size_t s = 0; s < n && !more; s++) {
+    size_t *mod = NULL, modules = 0, at = 0;
+    sp_status st = module_layers(ctx, profile, &mod, &modules);
+    if (st != SP_OK)
+        return st;
+    bool more = false; /* the sum passes the module count (counted no further: no overflow) */
+    for (size_t s = 0; s < n && !more && st == SP_OK; s++) {
         if (counts[s] == 0)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG, "the balance gives stage %zu no layer", s);
-        more = counts[s] > layers - at;
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG, "the balance gives stage %zu no module", s);
+        more = counts[s] > modules - at;
         at += more ? 0 : counts[s];
     }
-    if (more || at != layers)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the balance adds up to %s%zu layers; the profile has %zu",
-                       more ? "more than " : "", more ? layers : at, layers);
-    size_t *first = sp_mallocarray(n, sizeof *first);
-    if (!first)
-        return sp_oom(ctx, "the split");
+    if (st == SP_OK && (more || at != modules))
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                     "the balance adds up to %s%zu modules; the profile has %zu (its layers, "
+                     "less the %zu of kind \"loss\", which is no module of the nn.Sequential)",
+                     more ? "more than " : "", more ? modules : at, modules,
+                     sp_profile_get_layer_count(profile) - modules);
+    size_t *first = st == SP_OK ? sp_mallocarray(n, sizeof *first) : NULL;
+    if (st == SP_OK && !first)
+        st = sp_oom(ctx, "the split");
     at = 0;
-    for (size_t s = 0; s < n; s++) {
-        first[s] = at;
+    for (size_t s = 0; st == SP_OK && s < n; s++) {
+        first[s] = s ? mod[at] : 0;
         at += counts[s];
     }
+    sp_free(mod);
+    if (st != SP_OK)
+        return st;
     *first_layers = first;
     return SP_OK;
 }
@@ -212,19 +236,28 @@ sp_status sp_split_from_parts(sp_ctx *ctx, const sp_profile *profile, const size
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_split_from_parts: NULL argument");
     *first_layers = NULL;
     *count = 0;
-    size_t layers = sp_profile_get_layer_count(profile);
-    if (n < 2 || parts[0] != 0 || parts[n - 1] != layers)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the parts must run from 0 to the layer count (%zu)", layers);
-    for (size_t s = 0; s + 1 < n; s++)
+    size_t *mod = NULL, modules = 0;
+    sp_status st = module_layers(ctx, profile, &mod, &modules);
+    if (st != SP_OK)
+        return st;
+    if (n < 2 || parts[0] != 0 || parts[n - 1] != modules)
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                     "the parts must run from 0 to the module count (%zu: the profile's layers, "
+                     "less the %zu of kind \"loss\", which DeepSpeed takes as loss_fn)",
+                     modules, sp_profile_get_layer_count(profile) - modules);
+    for (size_t s = 0; st == SP_OK && s + 1 < n; s++)
         if (parts[s + 1] <= parts[s])
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "the parts must increase: stage %zu runs from %zu to %zu", s, parts[s],
-                           parts[s + 1]);
-    size_t *first = sp_mallocarray(n - 1, sizeof *first);
-    if (!first)
-        return sp_oom(ctx, "the split");
-    memcpy(first, parts, (n - 1) * sizeof *first);
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "the parts must increase: stage %zu runs from %zu to %zu", s, parts[s],
+                         parts[s + 1]);
+    size_t *first = st == SP_OK ? sp_mallocarray(n - 1, sizeof *first) : NULL;
+    if (st == SP_OK && !first)
+        st = sp_oom(ctx, "the split");
+    for (size_t s = 0; st == SP_OK && s + 1 < n; s++)
+        first[s] = s ? mod[parts[s]] : 0;
+    sp_free(mod);
+    if (st != SP_OK)
+        return st;
     *first_layers = first;
     *count = n - 1;
     return SP_OK;

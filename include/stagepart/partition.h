@@ -165,14 +165,17 @@ SP_API sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile,
                                     const sp_partition_opts *opts, const size_t *first_layers,
                                     size_t count, sp_plan **out);
 
-/* sp_split_from_counts: the split a list of layer counts per stage describes (torchgpipe's and
- * fairscale's `balance`): *first_layers (freed with sp_free) gets the n stages' first layers.
- * SP_ERR_INVALID_ARG when a stage has no layer or the counts do not add up to the profile's. */
+/* sp_split_from_counts: the split a list of module counts per stage describes (torchgpipe's and
+ * fairscale's `balance`, which count the nn.Sequential's modules: layers of kind "loss" are none
+ * and ride with the module before them): *first_layers (freed with sp_free) gets the n stages'
+ * first layers. SP_ERR_INVALID_ARG when a stage has no module or the counts do not add up to the
+ * profile's modules. */
 SP_API sp_status sp_split_from_counts(sp_ctx *ctx, const sp_profile *profile, const size_t *counts,
                                       size_t n, size_t **first_layers);
-/* sp_split_from_parts: the split stage boundaries describe (DeepSpeed's `parts`: 0 = parts[0] <
- * ... < parts[n-1] = layers): *count = n - 1 stages, *first_layers (sp_free) their first layers.
- * SP_ERR_INVALID_ARG when they do not run from 0 to the layer count or do not increase. */
+/* sp_split_from_parts: the split stage boundaries describe (DeepSpeed's `parts`, indices into
+ * its layer specs: 0 = parts[0] < ... < parts[n-1] = modules, the loss being loss_fn and no
+ * spec): *count = n - 1 stages, *first_layers (sp_free) their first layers. SP_ERR_INVALID_ARG
+ * when they do not run from 0 to the module count or do not increase. */
 SP_API sp_status sp_split_from_parts(sp_ctx *ctx, const sp_profile *profile, const size_t *parts,
                                      size_t n, size_t **first_layers, size_t *count);
 

@@ -7,10 +7,10 @@ expect_code "megatron" 0 "$STAGEPART" export "$TMP/plan.json" --to megatron
 expect_stdout_contains "layout" '--pipeline-model-parallel-layout "Et*8|t*9|t*9|t*6L"'
 expect_stdout_contains "first/last form" "--decoder-first-pipeline-num-layers 8 --decoder-last-pipeline-num-layers 6"
 expect_code "deepspeed" 0 "$STAGEPART" export "$TMP/plan.json" --to deepspeed
-expect_stdout_contains "parts" "PARTS = [0, 9, 18, 27, 35]"
+expect_stdout_contains "parts" "PARTS = [0, 9, 18, 27, 34]"
 expect_code "deepspeed snippet is Python" 0 python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "$TMP/stdout"
 expect_code "torchgpipe" 0 "$STAGEPART" export "$TMP/plan.json" --to torchgpipe
-expect_stdout_contains "balance" "balance = [9, 9, 9, 8]"
+expect_stdout_contains "balance" "balance = [9, 9, 9, 7]"
 expect_code "pippy with a prefix" 0 "$STAGEPART" export "$TMP/plan.json" --to pippy --module-prefix model.
 expect_stdout_contains "split_spec" 'split_spec = {"model.layers.8": SplitPoint.BEGINNING, "model.layers.17": SplitPoint.BEGINNING, "model.layers.26": SplitPoint.BEGINNING}'
 expect_code "pippy snippet is Python" 0 python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "$TMP/stdout"
@@ -26,10 +26,31 @@ expect_stderr_contains "chunks named" "this plan has 2 chunks per device"
 expect_code "megatron interleaved layout" 0 "$STAGEPART" export "$TMP/il.json" --to megatron
 expect_stdout_contains "chunk-major layout" '"Et*4|(t*4|)*6,t*4L"'
 "$STAGEPART" partition $P/llama3-8b.json -s 35 -o "$TMP/p35.json" >/dev/null
-expect_code "a cut inside L" 2 "$STAGEPART" export "$TMP/p35.json" --to megatron
-expect_stderr_contains "stage named" "stage 34 starts inside the output group (layers lm_head..loss)"
-expect_code "pippy cannot split at the loss" 2 "$STAGEPART" export "$TMP/p35.json" --to pippy
-expect_stderr_contains "loss named" "stage 34 begins at layer 'loss' of kind \"loss\""
+# a stage of nothing but the loss is no pipeline stage in any framework
+for t in megatron deepspeed torchgpipe pippy torchtitan torch-schedule-csv; do
+    expect_code "$t: a loss-only stage refused" 2 "$STAGEPART" export "$TMP/p35.json" --to $t
+    expect_stderr_contains "$t: the stage named" "stage 34 holds only layers of kind \"loss\" ('loss')"
+done
+cat >"$TMP/norm.json" <<'JSON'
+{"format": "stagepart-profile", "version": 1, "model": "m", "micro_batch_size": 1, "layers": [
+ {"name": "tok_embeddings", "kind": "embedding", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "layers.0", "kind": "transformer", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "layers.1", "kind": "transformer", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "layers.2", "kind": "transformer", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "layers.3", "kind": "transformer", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "norm", "kind": "norm", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "output", "kind": "head", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "loss", "kind": "loss", "fwd_ms": 1, "bwd_ms": 2}]}
+JSON
+expect_code "import a split inside L" 0 "$STAGEPART" import-plan "$TMP/norm.json" --parts 0,3,5,6,7 -o "$TMP/norm-plan.json"
+expect_code "a cut inside L" 2 "$STAGEPART" export "$TMP/norm-plan.json" --to megatron
+expect_stderr_contains "stage named" "stage 3 starts inside the output group (layers norm..loss)"
+expect_code "torchgpipe counts modules" 0 "$STAGEPART" export "$TMP/norm-plan.json" --to torchgpipe
+expect_stdout_contains "the loss rides with the head" "balance = [3, 2, 1, 1]"
+parts=$(python3 -c 'print(",".join(str(i) for i in range(35)))')
+expect_code "import one module a stage" 0 "$STAGEPART" import-plan $P/llama3-8b.json --parts "$parts" -o "$TMP/p34.json"
+expect_code "deepspeed: one module a stage" 0 "$STAGEPART" export "$TMP/p34.json" --to deepspeed --json
+if python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["value"]; sys.exit(0 if v == list(range(35)) else 1)' "$TMP/stdout"; then pass "deepspeed parts count modules: 0..34"; else fail "deepspeed parts" "$(cat "$TMP/stdout")"; fi
 
 # Megatron's rules: both first/last counts > 0, E first and L last, on the profile too
 expect_code "import E|t*32|L" 0 "$STAGEPART" import-plan $P/llama3-8b.json --megatron-layout 'E|t*32|L' -s 3 -o "$TMP/e-t-l.json"
@@ -66,30 +87,30 @@ expect_stdout_contains "torchtitan: Interleaved1F1B" 'pipeline_parallel_schedule
 # evaluate and import-plan
 expect_code "evaluate a megatron layout" 0 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*8|t*8|t*8|t*8L"
 expect_stdout_contains "the comparison" "your split: efficiency 73%, bottleneck stage 3; optimal: 81%, +12% throughput"
-expect_code "evaluate a balance list" 0 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,8
+expect_code "evaluate a balance list" 0 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,7
 expect_stdout_contains "already optimal" "+0% throughput"
-expect_code "evaluate parts as json" 0 "$STAGEPART" evaluate $P/llama3-8b.json --parts 0,9,17,25,35 --json
+expect_code "evaluate parts as json" 0 "$STAGEPART" evaluate $P/llama3-8b.json --parts 0,9,17,25,34 --json
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert abs(d["throughput_gain"]-0.1157)<0.001' "$TMP/stdout"; then pass "evaluation json"; else fail "evaluation json" "$(cat "$TMP/stdout")"; fi
 expect_code "import-plan" 0 "$STAGEPART" import-plan $P/llama3-8b.json --megatron-layout "(Et*7|)*1,t*9|t*8|t*8L" -o "$TMP/imported.json"
 expect_code "the imported plan exports back" 0 "$STAGEPART" export "$TMP/imported.json" --to megatron
 expect_stdout_contains "round trip" '"Et*7|t*9|t*8|t*8L"'
-expect_code "import-plan needs -o" 2 "$STAGEPART" import-plan $P/llama3-8b.json --balance 9,9,9,8
+expect_code "import-plan needs -o" 2 "$STAGEPART" import-plan $P/llama3-8b.json --balance 9,9,9,7
 expect_code "wrong t count" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*8|t*8|t*8|t*7L"
 expect_stderr_contains "count named" "after all 32 t (segment 3 has it after 31)"
 expect_code "empty stage" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*16||t*16L"
 expect_stderr_contains "empty segment named" "segment 1 is empty"
 expect_code "balance that does not add up" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9
-expect_code "two splits" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,8 --parts 0,35
+expect_code "two splits" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,7 --parts 0,34
 expect_code "bad symbol" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Ex*8|t*24L"
 expect_stderr_contains "symbol named" "unknown symbol 'x'"
 # the V-shape schedules: 2P segments on P devices, against the exact V-shape plan
-expect_code "evaluate a zbv split" 0 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,5 --schedule zbv
+expect_code "evaluate a zbv split" 0 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,4 --schedule zbv
 expect_stdout_contains "zbv: 4 devices" "4 stages (interleaved), zbv, 16 micro-batches"
 expect_stdout_contains "zbv: the V-shape optimum" "optimal: 93%, +2% throughput"
-expect_code "a zbv split needs 2P segments" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,5 --schedule zbv -s 8
+expect_code "a zbv split needs 2P segments" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,4 --schedule zbv -s 8
 expect_stderr_contains "zbv: reason named" "the split needs 2 x 8 segments, got 8"
-expect_code "dualpipev needs M >= 2P" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,5 --schedule dualpipev -m 4
-expect_code "interleaved-zb with virtual stages" 0 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,5 -s 4 --schedule interleaved-zb -m 8
-expect_code "interleaved-zb without" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,8 --schedule interleaved-zb
+expect_code "dualpipev needs M >= 2P" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,4 --schedule dualpipev -m 4
+expect_code "interleaved-zb with virtual stages" 0 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,4 -s 4 --schedule interleaved-zb -m 8
+expect_code "interleaved-zb without" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,7 --schedule interleaved-zb
 expect_stderr_contains "interleaved-zb: reason named" "needs virtual stages"
 test_done

@@ -35,7 +35,7 @@ full "simulate --trace" trace.json "$STAGEPART" simulate "$TMP/plan.json" --trac
 full "simulate --svg" t.svg "$STAGEPART" simulate "$TMP/plan.json" --svg "$TMP/out/t.svg"
 full "export -o" parts.py "$STAGEPART" export "$TMP/plan.json" --to deepspeed -o \
     "$TMP/out/parts.py"
-full "import-plan -o" cur.json "$STAGEPART" import-plan "$P" --balance 9,9,9,8 -o \
+full "import-plan -o" cur.json "$STAGEPART" import-plan "$P" --balance 9,9,9,7 -o \
     "$TMP/out/cur.json"
 full "check --junit" check.xml "$STAGEPART" check --plan "$TMP/plan.json" --profile "$P" \
     --junit "$TMP/out/check.xml"

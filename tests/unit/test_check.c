@@ -125,9 +125,9 @@ static void test_evaluate(void) {
         SP_CHECK(first[s] == 3 * s && first2[s] == first[s]);
     size_t bad[] = {3, 3, 3}, huge[] = {3, SIZE_MAX, 3}, *none = NULL;
     SP_CHECK_STATUS(sp_split_from_counts(ctx, p, bad, 3, &none), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "adds up to 9 layers; the profile has 12");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "adds up to 9 modules; the profile has 12");
     SP_CHECK_STATUS(sp_split_from_counts(ctx, p, huge, 3, &none), SP_ERR_INVALID_ARG);
-    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "more than 12 layers");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "more than 12 modules");
     size_t flat[] = {0, 3, 3, 12};
     SP_CHECK_STATUS(sp_split_from_parts(ctx, p, flat, 4, &none, &n), SP_ERR_INVALID_ARG);
     SP_CHECK(none == NULL);
