@@ -324,20 +324,43 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
             sp_strbuf_puts(&value, "]");
         }
         sp_strbuf_puts(&value, "]");
+        /* torchtitan's job config is Python now (Trainer.Config); its splitter keeps only the
+         * modules listed, top-level ones and layers.N */
         sp_strbuf_printf(&text,
-                         "# stagepart plan for %s: [parallelism] in the torchtitan job config\n"
-                         "pipeline_parallel_degree = %u\n",
+                         "# stagepart plan for %s: torchtitan's job config (Python, "
+                         "Trainer.Config)\n"
+                         "config.parallelism.pipeline_parallel_degree = %u\n",
                          plan->model, plan->summary.stages);
         if (plan->summary.schedule.present) {
             sp_schedule sched = plan->summary.schedule.schedule;
             if (torch_schedule_name(sched))
-                sp_strbuf_printf(&text, "pipeline_parallel_schedule = \"%s\"\n",
+                sp_strbuf_printf(&text,
+                                 "config.parallelism.pipeline_parallel_schedule = \"%s\"\n",
                                  torch_schedule_name(sched));
             else
-                sp_strbuf_printf(&text, "# pipeline_parallel_schedule: torch has no %s\n",
+                sp_strbuf_printf(&text,
+                                 "# pipeline_parallel_schedule: torch has no %s for one stage "
+                                 "per rank\n",
                                  sp_schedule_name(sched));
         }
-        sp_strbuf_printf(&text, "module_fqns_per_model_part = %s\n", sp_strbuf_str(&value));
+        sp_strbuf_printf(&text,
+                         "config.parallelism.num_pp_microbatches = %u\n"
+                         "config.parallelism.module_fqns_per_model_part = %s\n"
+                         "# torchtitan drops every top-level module no part lists (a final norm "
+                         "left out is skipped on every stage): the profile must name them all\n",
+                         plan->summary.micro_batches, sp_strbuf_str(&value));
+        for (size_t l = 0; l < plan->n_layers; l++) {
+            const char *name = plan->layer_names[l], *dot = strchr(name, '.');
+            /* "name" or "name.N" (layers.N); anything deeper is no module the splitter finds */
+            bool flat = !dot || (dot[1] && strspn(dot + 1, "0123456789") == strlen(dot + 1));
+            if (is_module(plan, l) && !flat) {
+                sp_strbuf_printf(&text,
+                                 "# '%s' is nested: torchtitan's splitter takes top-level "
+                                 "modules and layers.N only\n",
+                                 name);
+                break;
+            }
+        }
         break;
     }
     if (st == SP_OK && (text.oom || value.oom))
