@@ -173,6 +173,15 @@ static int run(int argc, char **argv, const char *command) {
     if ((st = sp_evaluate(ctx, profile, &opts, first, count, &e)) != SP_OK)
         goto report;
     cli_print_warnings(ctx);
+    if (layout) { /* what Megatron refuses of a layout's placement (the MTP layers' virtual
+                   * stage) is what its export refuses: one set of rules */
+        char *back = NULL;
+        st = sp_plan_export(ctx, sp_evaluation_get_yours(e), SP_EXPORT_MEGATRON, NULL, &back,
+                            NULL);
+        sp_free(back);
+        if (st != SP_OK)
+            goto report;
+    }
     if (output) {
         char *cmdline = cli_command_line(argc, argv);
         if (cmdline)

@@ -31,53 +31,79 @@ static const char *torch_schedule_name(sp_schedule s) {
 
 static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *text,
                           struct sp_strbuf *value) {
-    size_t e_end = 0, l_start = 0, n = plan->n_layers, K = plan->n_stages;
+    size_t n = plan->n_layers, K = plan->n_stages;
     if (plan->summary.chunks > 1 && plan->summary.chunk_layout == SP_CHUNKS_V)
         return sp_fail(
             ctx, SP_ERR_INVALID_ARG,
             "this plan places its chunks V-shape (chunk k on device 2P-1-k for k >= "
             "P, for zbv or dualpipev); Megatron-LM's layout puts virtual stage k on rank "
             "k mod P. Export it --to torchtitan, pippy or torch-schedule-csv");
-    sp_status st = sp_layout_groups(ctx, n, plan->layer_kinds, plan->layer_names, &e_end, &l_start);
+    struct sp_layout_groups g;
+    sp_status st = sp_layout_groups(ctx, n, plan->layer_kinds, plan->layer_names, &g);
     if (st != SP_OK)
         return st;
-    size_t *t = sp_calloc(K, sizeof *t);
+    size_t *t = sp_calloc(K, sizeof *t), *m = sp_calloc(K, sizeof *m);
     bool *e = sp_calloc(K, sizeof *e), *l = sp_calloc(K, sizeof *l);
-    if (!t || !e || !l) {
+    if (!t || !m || !e || !l) {
         st = sp_oom(ctx, "exporting a plan");
         goto out;
     }
+    uint32_t P = plan->summary.stages, V = plan->summary.chunks;
+    size_t mtp_stage = SIZE_MAX;
     for (size_t k = 0; k < K && st == SP_OK; k++) {
         size_t a = plan->stages[k].first_layer, b = plan->stages[k].last_layer + 1;
-        if (a > 0 && a < e_end)
+        if (a > 0 && a < g.e_end)
             st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                          "stage %zu starts inside the embedding group (layers %s..%s): Megatron's "
                          "E cannot be split",
-                         k, plan->layer_names[0], plan->layer_names[e_end - 1]);
-        else if (a > l_start && a < n)
+                         k, plan->layer_names[0], plan->layer_names[g.e_end - 1]);
+        else if (a > g.t_end && a < g.l_start)
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "stage %zu starts inside the MTP layers (%s..%s): Megatron wants all "
+                         "of them in one virtual stage",
+                         k, plan->layer_names[g.t_end], plan->layer_names[g.l_start - 1]);
+        else if (a > g.l_start && a < n)
             st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                          "stage %zu starts inside the output group (layers %s..%s): Megatron's L "
                          "cannot be split",
-                         k, plan->layer_names[l_start], plan->layer_names[n - 1]);
-        e[k] = a == 0 && e_end > 0;
-        l[k] = b == n && l_start < n;
-        size_t lo = a > e_end ? a : e_end, hi = b < l_start ? b : l_start;
+                         k, plan->layer_names[g.l_start], plan->layer_names[n - 1]);
+        e[k] = a == 0;
+        l[k] = b == n;
+        size_t lo = a > g.e_end ? a : g.e_end, hi = b < g.t_end ? b : g.t_end;
         t[k] = hi > lo ? hi - lo : 0;
+        lo = a > g.t_end ? a : g.t_end;
+        hi = b < g.l_start ? b : g.l_start;
+        m[k] = hi > lo ? hi - lo : 0;
+        if (m[k])
+            mtp_stage = k;
     }
+    /* Megatron: the MTP layers in the last virtual stage of their rank (validate_layer_layout) */
+    if (st == SP_OK && mtp_stage != SIZE_MAX && mtp_stage / P != V - 1)
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                     "the MTP layers are in stage %zu, chunk %zu of rank %zu; Megatron wants them "
+                     "in the last virtual stage of their rank (chunk %u)",
+                     mtp_stage, mtp_stage / P, mtp_stage % P, V - 1);
     if (st != SP_OK)
         goto out;
-    sp_layout_write(value, K, e, t, l);
-    uint32_t P = plan->summary.stages;
-    size_t decoders = l_start - e_end;
+    sp_layout_write(value, K, e, t, m, l);
+    size_t decoders = g.t_end - g.e_end, mtps = g.l_start - g.t_end;
     sp_strbuf_printf(text,
                      "--pipeline-model-parallel-size %u --num-layers %zu "
-                     "--pipeline-model-parallel-layout \"%s\"\n",
+                     "--pipeline-model-parallel-layout \"%s\"",
                      P, decoders, sp_strbuf_str(value));
+    if (mtps)
+        sp_strbuf_printf(text, " --mtp-num-layers %zu", mtps);
+    sp_strbuf_puts(text, "\n");
+    if (mtps && mtp_stage % P != P - 1) /* as Megatron detects it */
+        sp_strbuf_printf(text,
+                         "# standalone MTP: the MTP layers run on rank %zu, not on the last "
+                         "rank with the loss\n",
+                         mtp_stage % P);
     /* the first/last form, when the plan has exactly that shape: free first and last counts,
      * the middle ranks equal (Megatron splits the rest evenly over them) */
-    if (plan->summary.chunks == 1 && P >= 2) {
+    if (V == 1 && P >= 2 && !mtps) {
         /* Megatron wants both counts > 0 */
-        bool shape = e[0] && l[K - 1] && t[0] > 0 && t[K - 1] > 0;
+        bool shape = t[0] > 0 && t[K - 1] > 0;
         for (size_t k = 1; k + 1 < K; k++)
             shape = shape && t[k] == t[1];
         if (shape)
@@ -89,6 +115,7 @@ static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *te
     }
 out:
     sp_free(t);
+    sp_free(m);
     sp_free(e);
     sp_free(l);
     return st;
@@ -334,8 +361,7 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
         if (plan->summary.schedule.present) {
             sp_schedule sched = plan->summary.schedule.schedule;
             if (torch_schedule_name(sched))
-                sp_strbuf_printf(&text,
-                                 "config.parallelism.pipeline_parallel_schedule = \"%s\"\n",
+                sp_strbuf_printf(&text, "config.parallelism.pipeline_parallel_schedule = \"%s\"\n",
                                  torch_schedule_name(sched));
             else
                 sp_strbuf_printf(&text,

@@ -147,10 +147,9 @@ size_t sp_layout_count(const struct sp_layout *l, size_t segment, char symbol) {
     return n;
 }
 
-/* The layers as Megatron sees them: those before the first transformer are E, those after the
- * last are L, and only transformer layers lie between. */
+/* Megatron's chain: E, the transformer layers, the MTP layers after them, L. */
 sp_status sp_layout_groups(sp_ctx *ctx, size_t n, const char *const *kinds,
-                           const char *const *names, size_t *e_end, size_t *l_start) {
+                           const char *const *names, struct sp_layout_groups *g) {
     size_t first = n, last = 0;
     for (size_t l = 0; l < n; l++)
         if (strcmp(kinds[l], "transformer") == 0) {
@@ -173,20 +172,32 @@ sp_status sp_layout_groups(sp_ctx *ctx, size_t n, const char *const *kinds,
         if (strcmp(kinds[l], "transformer") != 0)
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
                            "layer '%s' (kind \"%s\") lies between transformer layers; a Megatron "
-                           "layout has only E, t and L",
+                           "layout has only E, t, m and L",
                            names[l], kinds[l]);
-    if (last + 1 == n)
+    size_t l_start = last + 1; /* the MTP layers follow the decoder ("decoder layers must be
+                                * placed before MTP layers") */
+    while (l_start < n && strcmp(kinds[l_start], "mtp") == 0)
+        l_start++;
+    for (size_t l = 0; l < n; l++)
+        if (strcmp(kinds[l], "mtp") == 0 && (l <= last || l >= l_start))
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layer '%s' (kind \"mtp\") is not among the layers right after the "
+                           "last transformer layer, where Megatron places multi-token prediction",
+                           names[l]);
+    if (l_start == n)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "a Megatron layout ends with the output and loss (L), and the profile's "
-                       "last layer '%s' is a transformer layer: profile the output layers too",
-                       names[n - 1]);
-    *e_end = first;
-    *l_start = last + 1;
+                       "last layer '%s' is a %s layer: profile the output layers too",
+                       names[n - 1],
+                       l_start == last + 1 ? "transformer" : "multi-token prediction");
+    g->e_end = first;
+    g->t_end = last + 1;
+    g->l_start = l_start;
     return SP_OK;
 }
 
-static sp_status profile_groups(sp_ctx *ctx, const sp_profile *profile, size_t *e_end,
-                                size_t *l_start) {
+static sp_status profile_groups(sp_ctx *ctx, const sp_profile *profile,
+                                struct sp_layout_groups *g) {
     size_t n = sp_profile_get_layer_count(profile);
     const char **kinds = sp_mallocarray(n, sizeof *kinds),
                **names = sp_mallocarray(n, sizeof *names);
@@ -196,7 +207,7 @@ static sp_status profile_groups(sp_ctx *ctx, const sp_profile *profile, size_t *
         names[l] = sp_profile_get_layer(profile, l)->name;
     }
     if (st == SP_OK)
-        st = sp_layout_groups(ctx, n, kinds, names, e_end, l_start);
+        st = sp_layout_groups(ctx, n, kinds, names, g);
     sp_free(kinds);
     sp_free(names);
     return st;
@@ -211,53 +222,80 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_megatron_layout_split: NULL argument");
     *first_layers = NULL;
     *count = 0;
-    size_t e_end = 0, l_start = 0;
-    sp_status st = profile_groups(ctx, profile, &e_end, &l_start);
+    struct sp_layout_groups g;
+    sp_status st = profile_groups(ctx, profile, &g);
     if (st != SP_OK)
         return st;
     struct sp_layout lay;
     if ((st = sp_layout_parse(ctx, layout, &lay)) != SP_OK)
         return st;
-    size_t n = sp_profile_get_layer_count(profile), decoders = l_start - e_end;
+    size_t n = sp_profile_get_layer_count(profile), decoders = g.t_end - g.e_end,
+           mtps = g.l_start - g.t_end;
     size_t *first = sp_mallocarray(lay.segments, sizeof *first);
     if (!first) {
         sp_layout_release(&lay);
         return sp_oom(ctx, "reading a layout");
     }
-    size_t pos = 0, t_seen = 0;
+    size_t pos = 0, t_seen = 0, m_seen = 0, m_segment = SIZE_MAX;
     bool e_seen = false, l_seen = false;
     for (size_t k = 0; k < lay.segments && st == SP_OK; k++) {
         first[k] = pos;
         size_t before = pos;
         for (size_t i = lay.start[k]; i + 1 < lay.start[k + 1] && st == SP_OK; i++) {
             char c = lay.symbols[i];
-            if (c == 'm')
-                st = sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                             "layout: multi-token prediction (m) layers are not modelled");
-            else if (c == 'E') {
+            if (c == 'E') {
                 if (e_seen || pos != 0)
                     st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                                  "layout: E must come first, exactly once (segment %zu)", k);
                 e_seen = true;
-                pos = e_end;
+                pos = g.e_end;
             } else if (c == 't') {
                 if (!e_seen)
                     st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                                  "layout: t before E (segment %zu); Megatron's layout begins "
                                  "with E",
                                  k);
+                else if (m_seen)
+                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                                 "layout: t after m (segment %zu); Megatron places the decoder "
+                                 "layers before the MTP layers",
+                                 k);
                 else if (t_seen == decoders)
                     st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                                  "layout: more t than the profile's %zu transformer layers",
                                  decoders);
                 else
-                    pos = e_end + ++t_seen;
+                    pos = g.e_end + ++t_seen;
+            } else if (c == 'm') {
+                if (t_seen != decoders)
+                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                                 "layout: m in segment %zu after %zu t; Megatron places the MTP "
+                                 "layers after all %zu decoder layers",
+                                 k, t_seen, decoders);
+                else if (m_seen == mtps)
+                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                                 "layout: more m than the profile's %zu layers of kind \"mtp\"",
+                                 mtps);
+                else if (m_segment != SIZE_MAX && m_segment != k)
+                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                                 "layout: m in segments %zu and %zu; Megatron wants all MTP layers "
+                                 "in one virtual stage",
+                                 m_segment, k);
+                else {
+                    m_segment = k;
+                    pos = g.t_end + ++m_seen;
+                }
             } else if (c == 'L') {
-                if (l_seen || t_seen != decoders)
+                if ((l_seen || t_seen != decoders || m_seen != mtps) && !mtps)
                     st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                                  "layout: L must come last, exactly once, after all %zu t "
                                  "(segment %zu has it after %zu)",
                                  decoders, k, t_seen);
+                else if (l_seen || t_seen != decoders || m_seen != mtps)
+                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                                 "layout: L must come last, exactly once, after all %zu t and %zu "
+                                 "m (segment %zu has it after %zu t and %zu m)",
+                                 decoders, mtps, k, t_seen, m_seen);
                 l_seen = true;
                 pos = n;
             }
@@ -268,11 +306,12 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
                          "plans need at least one layer per stage",
                          k);
     }
-    if (st == SP_OK && (t_seen != decoders || !l_seen || !e_seen))
-        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                     "layout: has %zu t%s%s; Megatron's layout needs E first, then the profile's "
-                     "%zu transformer layers, then L",
-                     t_seen, e_seen ? "" : ", no E", l_seen ? "" : ", no L", decoders);
+    if (st == SP_OK && (t_seen != decoders || m_seen != mtps || !l_seen || !e_seen))
+        st =
+            sp_fail(ctx, SP_ERR_INVALID_ARG,
+                    "layout: has %zu t and %zu m%s%s; Megatron's layout needs E first, then the "
+                    "profile's %zu transformer layers, its %zu MTP layers, then L",
+                    t_seen, m_seen, e_seen ? "" : ", no E", l_seen ? "" : ", no L", decoders, mtps);
     size_t segments = lay.segments;
     sp_layout_release(&lay);
     if (st != SP_OK) {
@@ -286,35 +325,41 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
 
 /* ---- writing */
 
-/* segment text: "E", "t" or "t*N", "L" */
-static void segment_text(struct sp_strbuf *sb, bool e, size_t t, bool l) {
+/* a symbol n times: "t" .. "ttt", then "t*N" */
+static void symbols_text(struct sp_strbuf *sb, char c, size_t n) {
+    if (n > 3)
+        sp_strbuf_printf(sb, "%c*%zu", c, n);
+    else
+        for (size_t i = 0; i < n; i++)
+            sp_strbuf_printf(sb, "%c", c);
+}
+
+/* segment text: "E", the t, the m, "L" */
+static void segment_text(struct sp_strbuf *sb, bool e, size_t t, size_t m, bool l) {
     if (e)
         sp_strbuf_puts(sb, "E");
-    if (t > 3)
-        sp_strbuf_printf(sb, "t*%zu", t);
-    else
-        for (size_t i = 0; i < t; i++)
-            sp_strbuf_puts(sb, "t");
+    symbols_text(sb, 't', t);
+    symbols_text(sb, 'm', m);
     if (l)
         sp_strbuf_puts(sb, "L");
 }
 
 void sp_layout_write(struct sp_strbuf *value, size_t K, const bool *e, const size_t *t,
-                     const bool *l) {
+                     const size_t *m, const bool *l) {
     for (size_t k = 0; k < K;) {
         size_t run = 1;
         while (k + run < K - 1 && t[k + run] == t[k] && !e[k + run] && !l[k + run] && !e[k] &&
-               !l[k])
+               !l[k] && !m[k] && !m[k + run])
             run++;
         if (run >= 3) {
             sp_strbuf_puts(value, "(");
-            segment_text(value, false, t[k], false);
+            segment_text(value, false, t[k], 0, false);
             sp_strbuf_printf(value, "|)*%zu,", run); /* the comma is cosmetic: it shows the next
                                                         segment is not part of the repeat */
             k += run;
             continue;
         }
-        segment_text(value, e[k], t[k], l[k]);
+        segment_text(value, e[k], t[k], m[k], l[k]);
         if (k + 1 < K)
             sp_strbuf_puts(value, "|");
         k++;

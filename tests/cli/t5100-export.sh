@@ -70,6 +70,36 @@ expect_code "(...)*0 is nothing" 0 "$STAGEPART" evaluate $P/llama3-8b.json --meg
 expect_code "a space is no layer" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout 'Et*8| t*8|t*8|t*8L'
 expect_stderr_contains "space named" "unknown symbol ' '"
 
+# multi-token prediction: a profile layer of kind "mtp" is an m, after the decoder, before L
+cat >"$TMP/mtp.json" <<'JSON'
+{"format": "stagepart-profile", "version": 1, "model": "m", "micro_batch_size": 1, "layers": [
+ {"name": "embedding", "kind": "embedding", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "layers.0", "kind": "transformer", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "layers.1", "kind": "transformer", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "layers.2", "kind": "transformer", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "layers.3", "kind": "transformer", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "mtp.0", "kind": "mtp", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "mtp.1", "kind": "mtp", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "lm_head", "kind": "head", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "loss", "kind": "loss", "fwd_ms": 1, "bwd_ms": 2}]}
+JSON
+expect_code "mtp: import Ett|ttmmL" 0 "$STAGEPART" import-plan "$TMP/mtp.json" --megatron-layout 'Ett|ttmmL' -o "$TMP/mtp-plan.json"
+expect_code "mtp: export" 0 "$STAGEPART" export "$TMP/mtp-plan.json" --to megatron
+expect_stdout_contains "mtp: the layout and the count" '--pipeline-model-parallel-layout "Ett|ttmmL" --mtp-num-layers 2'
+expect_code "mtp: standalone" 0 "$STAGEPART" import-plan "$TMP/mtp.json" --megatron-layout 'Ett|tt|mm|L' -o "$TMP/mtp-standalone.json"
+expect_code "mtp: standalone export" 0 "$STAGEPART" export "$TMP/mtp-standalone.json" --to megatron
+expect_stdout_contains "mtp: standalone said" "# standalone MTP: the MTP layers run on rank 2"
+expect_stdout_contains "mtp: standalone layout" '"Ett|tt|mm|L"'
+expect_code "mtp: interleaved, last virtual stage" 0 "$STAGEPART" evaluate "$TMP/mtp.json" --megatron-layout 'Ett|t|t|mmL' -s 2
+expect_code "mtp: t after m" 2 "$STAGEPART" evaluate "$TMP/mtp.json" --megatron-layout 'Ettm|ttmL'
+expect_stderr_contains "mtp: m before the last t named" "m in segment 0 after 2 t"
+expect_code "mtp: m split over stages" 2 "$STAGEPART" evaluate "$TMP/mtp.json" --megatron-layout 'Ett|ttm|mL'
+expect_stderr_contains "mtp: one virtual stage named" "m in segments 1 and 2"
+expect_code "mtp: not the rank's last virtual stage" 2 "$STAGEPART" evaluate "$TMP/mtp.json" --megatron-layout 'Ettttmm|L' -s 1
+expect_stderr_contains "mtp: last virtual stage named" "in the last virtual stage of their rank (chunk 1)"
+expect_code "mtp: a missing m" 2 "$STAGEPART" evaluate "$TMP/mtp.json" --megatron-layout 'Ett|ttmL'
+expect_stderr_contains "mtp: count named" "after all 4 t and 2 m"
+
 # V-shape plans: torch's schedule named, Megatron's loop layout refused
 "$STAGEPART" partition $P/llama3-8b.json -s 4 --schedule zbv -o "$TMP/zbv.json" >/dev/null
 expect_code "torchtitan: a zbv plan" 0 "$STAGEPART" export "$TMP/zbv.json" --to torchtitan

@@ -76,11 +76,12 @@ static unsigned rnd(unsigned n) {
 static void test_round_trip(void) {
     int trials = 500, checked = 0;
     for (int t = 0; t < trials; t++) {
-        unsigned decoders = 2 + rnd(40), P = 1 + rnd(8), V = 1 + rnd(3);
+        unsigned decoders = 2 + rnd(40), P = 1 + rnd(8), V = 1 + rnd(3), mtps = rnd(3);
         unsigned K = P * V;
         if (K > decoders)
             continue;
-        /* embedding, decoders, head, loss */
+        /* embedding, decoders, MTP layers (on the last stage, the last virtual stage of its
+         * rank), head, loss */
         char json[16384];
         size_t len =
             (size_t)snprintf(json, sizeof json,
@@ -93,6 +94,11 @@ static void test_round_trip(void) {
                                  ",{\"name\":\"layers.%u\",\"kind\":\"transformer\",\"fwd_ms\":1,"
                                  "\"bwd_ms\":2}",
                                  i);
+        for (unsigned i = 0; i < mtps; i++)
+            len += (size_t)snprintf(json + len, sizeof json - len,
+                                    ",{\"name\":\"mtp.%u\",\"kind\":\"mtp\",\"fwd_ms\":1,"
+                                    "\"bwd_ms\":2}",
+                                    i);
         snprintf(json + len, sizeof json - len,
                  ",{\"name\":\"head\",\"kind\":\"head\",\"fwd_ms\":2,\"bwd_ms\":4},{\"name\":"
                  "\"loss\",\"kind\":\"loss\",\"fwd_ms\":0.1,\"bwd_ms\":0.1}]}");
@@ -133,6 +139,7 @@ static void test_round_trip(void) {
                 for (size_t i = s->first_layer; i <= s->last_layer; i++)
                     t_in_stage += i >= 1 && i <= decoders;
                 same = sp_layout_count(&l, k, 't') == t_in_stage &&
+                       sp_layout_count(&l, k, 'm') == (k == K - 1 ? mtps : 0) &&
                        sp_layout_count(&l, k, 'E') == (k == 0) &&
                        sp_layout_count(&l, k, 'L') == (k == K - 1);
             }
