@@ -176,8 +176,7 @@ static int run(int argc, char **argv, const char *command) {
     if (layout) { /* what Megatron refuses of a layout's placement (the MTP layers' virtual
                    * stage) is what its export refuses: one set of rules */
         char *back = NULL;
-        st = sp_plan_export(ctx, sp_evaluation_get_yours(e), SP_EXPORT_MEGATRON, NULL, &back,
-                            NULL);
+        st = sp_plan_export(ctx, sp_evaluation_get_yours(e), SP_EXPORT_MEGATRON, NULL, &back, NULL);
         sp_free(back);
         if (st != SP_OK)
             goto report;
