@@ -223,7 +223,8 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     if (!sp_json_check_header(&r, root, "stagepart-profile", 1))
         goto done; /* another kind of document: its fields would only add noise */
     sp_json_get_string(&r, root, "", "model", true, SP_NAME_MAX_BYTES, &model);
-    sp_json_get_uint(&r, root, "", "micro_batch_size", true, 1, &p->micro_batch_size);
+    /* optional: published profiles often do not record it (0: unknown) */
+    sp_json_get_uint(&r, root, "", "micro_batch_size", false, 1, &p->micro_batch_size);
     sp_json_get_string(&r, root, "", "source", false, (size_t)1 << 20, &source);
     sp_json_get_string(&r, root, "", "device", false, SP_NAME_MAX_BYTES, &device);
 

@@ -35,7 +35,8 @@ sp_status sp_profile_doc_to_json(sp_ctx *ctx, struct sp_profile_doc *doc, char *
     cJSON *root = cJSON_CreateObject(), *layers = NULL;
     bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-profile") &&
               num(root, "version", 1) && cJSON_AddStringToObject(root, "model", doc->model) &&
-              num(root, "micro_batch_size", (double)doc->micro_batch_size) &&
+              (doc->micro_batch_size ? num(root, "micro_batch_size", (double)doc->micro_batch_size)
+                                     : cJSON_AddNullToObject(root, "micro_batch_size") != NULL) &&
               cJSON_AddStringToObject(root, "source", doc->source) &&
               (!doc->device || cJSON_AddStringToObject(root, "device", doc->device));
     if (ok && doc->measurement) {

@@ -58,7 +58,8 @@ SP_API const sp_layer *sp_profile_get_layer(const sp_profile *profile, size_t i)
 SP_API const char *sp_profile_get_model(const sp_profile *profile);
 /* sp_profile_get_source: the profile's "source" text, "" when absent. */
 SP_API const char *sp_profile_get_source(const sp_profile *profile);
-/* sp_profile_get_micro_batch_size: the profile's micro_batch_size (samples per micro-batch). */
+/* sp_profile_get_micro_batch_size: the profile's micro_batch_size (samples per micro-batch);
+ * 0 when the profile does not say (absent or null). */
 SP_API uint64_t sp_profile_get_micro_batch_size(const sp_profile *profile);
 /* sp_profile_get_sha256: lowercase hex SHA-256 of the bytes the profile was read from. */
 SP_API const char *sp_profile_get_sha256(const sp_profile *profile);

@@ -79,4 +79,13 @@ expect_code "export -o the plan" 2 "$STAGEPART" export "$TMP/plan.json" --to meg
 expect_code "check --junit the profile" 2 "$STAGEPART" check --plan "$TMP/plan.json" --profile "$TMP/in.json" --junit "$TMP/in.json"
 expect_code "import-plan -o the profile" 2 "$STAGEPART" import-plan "$TMP/in.json" --balance 10,17 -o "$TMP/in.json"
 if cmp -s "$TMP/in.json" "$TMP/keep.json" && cmp -s "$TMP/plan.json" "$TMP/plan-keep.json"; then pass "inputs intact after every refusal"; else fail "inputs intact after every refusal"; fi
+# a profile that does not record its micro-batch size (PipeDream's GNMT, Piper's BERT): unknown
+cat >"$TMP/no-mbs.json" <<'JSON'
+{"format": "stagepart-profile", "version": 1, "model": "gnmt",
+ "layers": [{"name": "a", "fwd_ms": 1, "bwd_ms": 2}, {"name": "b", "fwd_ms": 2, "bwd_ms": 3}]}
+JSON
+expect_code "no micro_batch_size" 0 "$STAGEPART" partition "$TMP/no-mbs.json" -s 2
+sed 's/"gnmt",/"gnmt", "micro_batch_size": null,/' "$TMP/no-mbs.json" >"$TMP/null-mbs.json"
+expect_code "micro_batch_size null" 0 "$STAGEPART" partition "$TMP/null-mbs.json" -s 2
+expect_code "it matches the schema" 0 python3 tests/tools/schema_check.py docs/schema/profile.schema.json "$TMP/no-mbs.json" "$TMP/null-mbs.json"
 test_done

@@ -48,6 +48,25 @@ static void test_valid(void) {
     sp_profile_destroy(NULL);
 }
 
+/* micro_batch_size is optional (published profiles often lack it): absent or null is 0,
+ * "unknown"; 0 itself is no batch size; a profile that lacks it writes it back as null */
+static void test_micro_batch_size_unknown(void) {
+    const char *tail = "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1,\"bwd_ms\":2}]}";
+    char json[512];
+    const char *heads[] = {"{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"m\",",
+                           "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"m\","
+                           "\"micro_batch_size\":null,"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(json, sizeof json, "%s%s", heads[i], tail);
+        sp_profile *p = NULL;
+        SP_CHECK_STATUS(parse(json, &p), SP_OK);
+        SP_CHECK_EQ_INT(sp_profile_get_micro_batch_size(p), 0);
+        sp_profile_destroy(p);
+    }
+    snprintf(json, sizeof json, "%s\"micro_batch_size\":0,%s", heads[0], tail);
+    expect_error(json, SP_ERR_SCHEMA, "micro_batch_size: expected an integer >= 1, got 0");
+}
+
 static void test_bad_inputs(void) {
     expect_error("", SP_ERR_PARSE, "model.json: empty file");
     expect_error(HEAD "\"layers\":[{\"name\":\"a\",\"fwd_ms\":1", SP_ERR_PARSE, "model.json:1:");
@@ -97,7 +116,7 @@ static void test_bad_inputs(void) {
     expect_error(HEAD "\"layers\":[7]}", SP_ERR_SCHEMA, "layers[0]: expected an object, got 7");
     expect_error("{\"format\":\"stagepart-profile\",\"version\":1,\"layers\":[{\"name\":\"a\","
                  "\"fwd_ms\":1,\"bwd_ms\":1}]}",
-                 SP_ERR_SCHEMA, "micro_batch_size: missing");
+                 SP_ERR_SCHEMA, "model: missing, expected a string");
     /* NUL inside the text */
     sp_profile *p = NULL;
     const char nul[] = "{\"a\":\0 1}";
@@ -167,6 +186,7 @@ int main(void) {
     sp_ctx_create(&ctx);
     test_valid();
     test_bad_inputs();
+    test_micro_batch_size_unknown();
     test_every_problem_reported();
     test_load_errors();
     test_million_layers();
