@@ -31,7 +31,8 @@ enum {
      "layer-pattern",                                                                              \
      0,                                                                                            \
      "<regex>",                                                                                    \
-     "ranges that are layers (POSIX extended regex; group 1 is the layer's name; default: "        \
+     "ranges that are layers (POSIX extended regex, Python's \\d \\w \\s accepted; group 1 is "    \
+     "the layer's name; default: "                                                                 \
      "'^(.+)/(fwd|bwd|recompute)$')",                                                              \
      "Attribution"},                                                                               \
         {CLI_ATTR_OPT_PHASE,                                                                       \

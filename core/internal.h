@@ -87,6 +87,11 @@ sp_status sp_read_file(sp_ctx *ctx, const char *path, size_t max_bytes, char **o
                        size_t *out_len);
 
 /* ---- hashing (core/sha256.c): out_hex gets 64 lowercase hex digits and a NUL. */
+/* sp_ere_translate: a user's pattern as a POSIX extended regex: Python's \d \w \s (and \D \W
+ * \S outside brackets) become bracket classes, Python's escaped literals inside [...] the
+ * literals; (?...), lazy quantifiers and \b-like anchors are refused naming `what` and the
+ * pattern. *out is freed with sp_free (core/regex_ere.c). */
+sp_status sp_ere_translate(sp_ctx *ctx, const char *what, const char *in, char **out);
 sp_status sp_sha256_hex(sp_ctx *ctx, const void *data, size_t len, char out_hex[65]);
 
 #define SP_COUNT_OF(a) (sizeof(a) / sizeof *(a))

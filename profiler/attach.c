@@ -75,9 +75,14 @@ static int run_program(sp_ctx *ctx, const sp_attach_opts *o, const char *dir) {
     char warmup[24] = "";
     if (o->warmup_steps)
         snprintf(warmup, sizeof warmup, "%u", o->warmup_steps);
+    char *step_pattern = NULL; /* the collector compiles it as POSIX: Python's \d translated */
+    if (o->step_pattern &&
+        sp_ere_translate(ctx, "--step-pattern", o->step_pattern, &step_pattern) != SP_OK)
+        return -1;
     int report[2];
     if (pipe(report) != 0) {
         sp_fail(ctx, SP_ERR_IO, "pipe: %s", strerror(errno));
+        sp_free(step_pattern);
         return -1;
     }
     fcntl(report[1], F_SETFD, FD_CLOEXEC);
@@ -87,6 +92,7 @@ static int run_program(sp_ctx *ctx, const sp_attach_opts *o, const char *dir) {
         sp_fail(ctx, SP_ERR_IO, "fork: %s", strerror(errno));
         close(report[0]);
         close(report[1]);
+        sp_free(step_pattern);
         return -1;
     }
     if (pid == 0) { /* the child: only async-signal-safe calls and exec from here */
@@ -98,7 +104,7 @@ static int run_program(sp_ctx *ctx, const sp_attach_opts *o, const char *dir) {
         setenv("STAGEPART_INJECT_DIR", dir, 1);
         set_env("STAGEPART_INJECT_STEPS", o->steps);
         set_env("STAGEPART_INJECT_WARMUP", warmup[0] ? warmup : NULL);
-        set_env("STAGEPART_INJECT_STEP_PATTERN", o->step_pattern);
+        set_env("STAGEPART_INJECT_STEP_PATTERN", step_pattern);
         execvp(o->cmd[0], o->cmd);
         int e = errno;
         ssize_t w = write(report[1], &e, sizeof e);
@@ -106,6 +112,7 @@ static int run_program(sp_ctx *ctx, const sp_attach_opts *o, const char *dir) {
         _exit(127);
     }
     close(report[1]);
+    sp_free(step_pattern);
     /* Ctrl-C reaches the program (same process group); we wait for it and clean up */
     void (*old_int)(int) = signal(SIGINT, SIG_IGN);
     void (*old_quit)(int) = signal(SIGQUIT, SIG_IGN);

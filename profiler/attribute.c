@@ -33,10 +33,16 @@ static void patterns_free(struct patterns *p) {
 
 static sp_status compile(sp_ctx *ctx, regex_t *re, bool *have, const char *what,
                          const char *pattern) {
-    int rc = regcomp(re, pattern, REG_EXTENDED);
+    char *ere = NULL; /* Python's \d \w \s as POSIX classes (core/regex_ere.c) */
+    sp_status st = sp_ere_translate(ctx, what, pattern, &ere);
+    if (st != SP_OK)
+        return st;
+    int rc = regcomp(re, ere, REG_EXTENDED);
+    sp_free(ere);
     if (rc != 0) {
         char msg[128];
         regerror(rc, re, msg, sizeof msg);
+        regfree(re);
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "%s '%s': %s", what, pattern, msg);
     }
     *have = true;

@@ -65,6 +65,11 @@ if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["model"
 # another naming: every range with a slash is a layer, the phase from a custom pattern
 expect_code "layer and phase patterns" 0 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(layers\.[0-9]+)/' --phase-pattern '/(bwd)$' --warmup-steps 1
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["layers.%d"%i for i in range(4)]' "$TMP/stdout"; then pass "only the matching layers, named by group 1"; else fail "patterns"; fi
+# Python's shorthands mean what a Python user means (they matched nothing before)
+expect_code "Python's \\d and \\w" 0 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(\w+\.\d+)/' --phase-pattern '/(bwd)$' --warmup-steps 1
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["layers.%d"%i for i in range(4)]' "$TMP/stdout"; then pass "the same layers as with [0-9]"; else fail "shorthands"; fi
+expect_code "Python-only syntax refused" 2 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(?:layers)\.\d+'
+expect_stderr_contains "refusal says why" "has no POSIX extended equivalent"
 expect_code "a pattern matching nothing" 2 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern 'nomatch'
 expect_stderr_contains "range names shown" 'e.g. "embedding/fwd"'
 expect_code "a bad pattern" 2 "$STAGEPART" import kineto "$T/trace.json" --step-pattern '('

@@ -1,11 +1,13 @@
 /* tests/unit/test_core.c: status table, byte counts, atomic writes, allocator hooks and the
  * plan document's fields. */
 #include <cjson/cJSON.h>
+#include <regex.h>
 #include <stagepart/stagepart.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../test.h"
+#include "internal.h"
 
 static sp_ctx *ctx;
 
@@ -193,8 +195,57 @@ static void test_memory_budget(void) {
     free(text);
 }
 
+/* Python users' patterns as POSIX extended regexes: translated, then matched by regcomp as Python's
+ * re would match them; Python-only syntax refused by name */
+static void test_ere_translate(void) {
+    const struct {
+        const char *in, *out, *match, *miss;
+    } ok[] = {
+        {"layers\\.\\d+", "layers\\.[0-9]+", "layers.12", "layers.x"},
+        {"^\\w+/fwd$", "^[[:alnum:]_]+/fwd$", "block_3/fwd", "block-3/fwd"},
+        {"a\\sb", "a[[:space:]]b", "a b", "ab"},
+        {"[\\d.]+", "[0-9.]+", "1.5", "x"},
+        {"[^\\s]x", "[^[:space:]]x", "ax", " x"},
+        {"[[:alpha:]\\d]", "[[:alpha:]0-9]", "7", "-"},
+        {"[]\\w]", "[][:alnum:]_]", "]", "-"},
+        {"\\D\\W\\S", "[^0-9][^[:alnum:]_][^[:space:]]", "a-b", "1-b"},
+        {"x\\*?", "x\\*?", "x*", "y"}, /* an escaped star then ?: no lazy quantifier */
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        char *out = NULL;
+        SP_CHECK_STATUS(sp_ere_translate(ctx, "--layer-pattern", ok[i].in, &out), SP_OK);
+        SP_CHECK_MSG(out && strcmp(out, ok[i].out) == 0, "%s -> %s", ok[i].in, out ? out : "");
+        regex_t re;
+        if (out && regcomp(&re, out, REG_EXTENDED | REG_NOSUB) == 0) {
+            SP_CHECK_MSG(regexec(&re, ok[i].match, 0, NULL, 0) == 0, "%s vs %s", out, ok[i].match);
+            SP_CHECK_MSG(regexec(&re, ok[i].miss, 0, NULL, 0) != 0, "%s vs %s", out, ok[i].miss);
+            regfree(&re);
+        } else {
+            SP_CHECK_MSG(0, "%s does not compile", out ? out : "");
+        }
+        sp_free(out);
+    }
+    const struct {
+        const char *in, *why;
+    } bad[] = {
+        {"(?:ab)+", "'(?' (Python's (?:...)"},
+        {"a+?", "'+?' (a lazy quantifier)"},
+        {"\\bword", "'\\b' (a Python anchor)"},
+        {"[\\D]", "'\\D' inside [...]"},
+        {"[a\\]]", "put ']' first"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *out = (char *)1;
+        SP_CHECK_STATUS(sp_ere_translate(ctx, "--layer-pattern", bad[i].in, &out),
+                        SP_ERR_INVALID_ARG);
+        SP_CHECK(out == NULL);
+        SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), bad[i].why);
+    }
+}
+
 int main(void) {
     sp_ctx_create(&ctx);
+    test_ere_translate();
     test_memory_budget();
     test_status();
     test_bytes();
