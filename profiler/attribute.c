@@ -377,11 +377,20 @@ static sp_status no_layer_error(sp_ctx *ctx, const struct sp_trace *t,
         len += (size_t)w;
         shown_names[shown++] = nm;
     }
+    bool modules = false; /* torch.profiler's with_modules=True ranges: say how to use them */
+    for (size_t r = 0; r < t->n_ranges && !modules; r++)
+        modules = strncmp(t->strings[t->ranges[r].name], "nn.Module: ", 11) == 0;
     return sp_fail(ctx, SP_ERR_SCHEMA,
                    "%s: no range matches the layer pattern '%s' (%zu ranges%s%s); name ranges "
-                   "'<layer>/fwd' and '<layer>/bwd' (docs/profiling.md) or pass --layer-pattern",
+                   "'<layer>/fwd' and '<layer>/bwd' (docs/profiling.md, or the PyTorch helper "
+                   "profiler/python/stagepart_torch.py) or pass --layer-pattern%s",
                    t->file, opts->layer_pattern ? opts->layer_pattern : SP_DEFAULT_LAYER_PATTERN,
-                   t->n_ranges, shown ? ", e.g. " : "", seen);
+                   t->n_ranges, shown ? ", e.g. " : "", seen,
+                   modules ? "; this trace has module ranges (with_modules=True): "
+                             "--layer-pattern '^nn\\.Module: (.*)$' takes them as layers, "
+                             "forward only (the backward runs outside them)"
+                           : "; or record with torch.profiler's with_modules=True and take its "
+                             "module ranges with --layer-pattern '^nn\\.Module: (.*)$'");
 }
 
 sp_status sp_attrib_begin(sp_ctx *ctx, const struct sp_trace *t, const struct sp_attrib_opts *opts,

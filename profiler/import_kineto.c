@@ -106,7 +106,7 @@ static uint64_t correlation_of(const struct kineto_state *k, const cJSON *ev, co
 }
 
 static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *events,
-                             size_t *n_ranges, size_t *n_gpu) {
+                             size_t *n_ranges, size_t *n_gpu, size_t *n_legacy) {
     struct sp_trace *t = k->t;
     sp_status st = SP_OK;
     /* flows first, so events before their flow in the file find it */
@@ -132,6 +132,9 @@ static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *e
             dur < 0)
             continue;
         const char *c = cat->valuestring;
+        /* the 2021 format's categories, since renamed: counted, to name the format */
+        *n_legacy += strcmp(c, "Kernel") == 0 || strcmp(c, "Runtime") == 0 ||
+                     strcmp(c, "Memcpy") == 0 || strcmp(c, "Memset") == 0;
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
         if (!cJSON_IsObject(args))
             args = NULL;
@@ -223,15 +226,22 @@ static sp_status parse_into(sp_ctx *ctx, struct kineto_state *k, const char *nam
                        "tensorboard_trace_handler)",
                        name);
     }
-    size_t n_ranges = 0, n_gpu = 0;
+    size_t n_ranges = 0, n_gpu = 0, n_legacy = 0;
     sp_u64_map_release(&k->flows); /* flow ids are the file's own */
-    st = read_events(ctx, k, events, &n_ranges, &n_gpu);
+    st = read_events(ctx, k, events, &n_ranges, &n_gpu, &n_legacy);
     if (st == SP_OK && !k->t->versions) { /* devices and versions: the first file's */
         read_devices_and_versions(ctx, k->t, root);
         if (!k->t->versions)
             st = sp_oom(ctx, "reading a trace");
     }
-    if (st == SP_OK && n_gpu == 0)
+    if (st == SP_OK && n_gpu == 0 && n_legacy > 0)
+        st = sp_fail(ctx, SP_ERR_SCHEMA,
+                     "%s: the 2021 Kineto trace format (%zu events of cat Kernel, Runtime, Memcpy "
+                     "or Memset, the names before Kineto renamed them kernel, cuda_runtime, "
+                     "gpu_memcpy and gpu_memset): not read; record the trace again with a current "
+                     "PyTorch",
+                     name, n_legacy);
+    else if (st == SP_OK && n_gpu == 0)
         st = sp_fail(ctx, SP_ERR_SCHEMA,
                      "%s: no GPU events (cat kernel, gpu_memcpy or gpu_memset): record the trace "
                      "with ProfilerActivity.CUDA",

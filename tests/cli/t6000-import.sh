@@ -70,6 +70,11 @@ expect_code "Python's \\d and \\w" 0 "$STAGEPART" import kineto "$T/trace.json" 
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["layers.%d"%i for i in range(4)]' "$TMP/stdout"; then pass "the same layers as with [0-9]"; else fail "shorthands"; fi
 expect_code "Python-only syntax refused" 2 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(?:layers)\.\d+'
 expect_stderr_contains "refusal says why" "has no POSIX extended equivalent"
+printf '%s\n' '{"traceEvents": [' \
+ '{"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"correlation": 5}},' \
+ '{"ph": "X", "cat": "Kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 5, "dur": 20, "args": {"correlation": 5}}]}' >"$TMP/old-format.json"
+expect_code "the 2021 trace format" 2 "$STAGEPART" import kineto "$TMP/old-format.json"
+expect_stderr_contains "the format named" "the 2021 Kineto trace format (2 events of cat Kernel, Runtime"
 expect_code "a pattern matching nothing" 2 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern 'nomatch'
 expect_stderr_contains "range names shown" 'e.g. "embedding/fwd"'
 expect_code "a bad pattern" 2 "$STAGEPART" import kineto "$T/trace.json" --step-pattern '('
