@@ -70,8 +70,23 @@ def transformer_layer(i, tokens, seq, h, heads, kv_dim, ffn, gated, causal, pref
                  saved, params)
 
 
+def mtp_layer(i, tokens, seq, h, heads, kv_dim, ffn, gated, vocab):
+    """A DeepSeek-V3-style multi-token prediction module: two norms, a 2h -> h projection, one
+    transformer block and the output head again (its own logits for the next-next token); the
+    embedding is shared. Its stage keeps a copy of the head's weights, as Megatron's standalone
+    MTP does."""
+    block = transformer_layer(i, tokens, seq, h, heads, kv_dim, ffn, gated, True, prefix="mtp")
+    proj = 2 * h * h
+    head = vocab * h
+    params = block["param_bytes"] / BF16 + proj + head + 4 * h
+    fwd_flops = (block["fwd_ms"] / 1e3) * TFLOPS + 2 * tokens * (proj + head)
+    wgrad_flops = (block["wgrad_ms"] / 1e3) * TFLOPS + 2 * tokens * (proj + head)
+    saved = block["saved_bytes"] + tokens * (2 * h * BF16 + vocab * FP32)
+    return layer(f"mtp.{i}", "mtp", fwd_flops, wgrad_flops, tokens * h * BF16, saved, params)
+
+
 def decoder_profile(model, L, h, heads, kv_heads, ffn, vocab, seq, mbs, gated, tied_note,
-                    learned_pos):
+                    learned_pos, mtp=0):
     tokens = seq * mbs
     kv_dim = h // heads * kv_heads
     layers = []
@@ -86,6 +101,8 @@ def decoder_profile(model, L, h, heads, kv_heads, ffn, vocab, seq, mbs, gated, t
     layers.append(emb)
     for i in range(L):
         layers.append(transformer_layer(i, tokens, seq, h, heads, kv_dim, ffn, gated, True))
+    for i in range(mtp):  # after the decoder, before the output: Megatron's layout order
+        layers.append(mtp_layer(i, tokens, seq, h, heads, kv_dim, ffn, gated, vocab))
     head_params = vocab * h + h
     head_flops = 2 * tokens * h * vocab
     layers.append(layer("lm_head", "head", head_flops, head_flops, tokens * vocab * FP32,
@@ -233,6 +250,14 @@ def profiles():
             "Llama-3-8B configuration (untied 128256 x 4096 embedding and LM head, grouped-query "
             "attention, RoPE); the embedding, the LM head and the loss are layers of their own.",
             False),
+        "llama3-8b-mtp.json": decoder_profile(
+            "llama3-8b-mtp", 32, 4096, 32, 8, 14336, 128256, 8192, 1, True,
+            "Llama-3-8B configuration with one DeepSeek-V3-style multi-token prediction module "
+            "(kind \"mtp\": two norms, a 2h x h projection, one transformer block and the output "
+            "head again, with a copy of the head's weights) between the last layer and the LM "
+            "head, as Megatron's layout orders them (an m before L); Llama-3 itself has no MTP: "
+            "this sample is for MTP layouts.",
+            False, mtp=1),
         "bert-large.json": bert_large(),
         "resnet50.json": resnet50(),
     }

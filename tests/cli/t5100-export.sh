@@ -100,6 +100,12 @@ expect_stderr_contains "mtp: last virtual stage named" "in the last virtual stag
 expect_code "mtp: a missing m" 2 "$STAGEPART" evaluate "$TMP/mtp.json" --megatron-layout 'Ett|ttmL'
 expect_stderr_contains "mtp: count named" "after all 4 t and 2 m"
 
+# the MTP sample: partitioned, exported with m and --mtp-num-layers, evaluated from a recipe layout
+"$STAGEPART" partition $P/llama3-8b-mtp.json -s 4 -o "$TMP/mtp4.json" >/dev/null
+expect_code "mtp sample: export" 0 "$STAGEPART" export "$TMP/mtp4.json" --to megatron
+expect_stdout_contains "mtp sample: m on the last rank" '"Et*9|t*9|t*10|t*4mL" --mtp-num-layers 1'
+expect_code "mtp sample: a standalone-MTP recipe layout" 0 "$STAGEPART" evaluate $P/llama3-8b-mtp.json --megatron-layout 'Et*11|t*11|t*10|mL'
+
 # V-shape plans: torch's schedule named, Megatron's loop layout refused
 "$STAGEPART" partition $P/llama3-8b.json -s 4 --schedule zbv -o "$TMP/zbv.json" >/dev/null
 expect_code "torchtitan: a zbv plan" 0 "$STAGEPART" export "$TMP/zbv.json" --to torchtitan
