@@ -91,12 +91,8 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "the split has %zu stages; expected stages x chunks = %u x %u", count,
                        o.stages, o.chunks);
-    uint32_t rounds = o.micro_batches / o.stages ? o.micro_batches / o.stages : 1;
-    if (o.chunks > 1 && !vshape && o.micro_batches % rounds)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the %s schedule needs the micro-batch count to be a multiple of its "
-                       "rounds, max(1, M / P) = %u: M = %u, P = %u",
-                       sp_schedule_name(o.schedule), rounds, o.micro_batches, o.stages);
+    if (sp_check_rounds(ctx, &o) != SP_OK)
+        return SP_ERR_INVALID_ARG;
     size_t *bounds = sp_mallocarray(count + 1, sizeof *bounds);
     if (!bounds)
         return sp_oom(ctx, "evaluating a split");

@@ -106,6 +106,17 @@ sp_status sp_stage_devices_init(sp_ctx *ctx, const sp_profile *profile, const sp
     return SP_OK;
 }
 
+sp_status sp_check_rounds(sp_ctx *ctx, const sp_partition_opts *o) {
+    uint32_t rounds = o->micro_batches / o->stages ? o->micro_batches / o->stages : 1;
+    if (o->chunks > 1 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_LOOP &&
+        o->micro_batches % rounds)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the %s schedule needs the micro-batch count to be a multiple of its "
+                       "rounds, max(1, M / P) = %u: M = %u, P = %u",
+                       sp_schedule_name(o->schedule), rounds, o->micro_batches, o->stages);
+    return SP_OK;
+}
+
 sp_status sp_chain_for_opts(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
                             const sp_partition_opts *o, const struct sp_stage_devices *d) {
     struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
@@ -442,12 +453,8 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     bool automatic = o.micro_batches == SP_MICRO_BATCHES_AUTO;
     if (o.micro_batches == 0)
         o.micro_batches = o.stages * 4;
-    uint32_t rounds = o.micro_batches / o.stages ? o.micro_batches / o.stages : 1;
-    if (!automatic && o.chunks > 1 && !vshape && o.micro_batches % rounds)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the %s schedule needs the micro-batch count to be a multiple of its "
-                       "rounds, max(1, M / P) = %u: M = %u, P = %u",
-                       sp_schedule_name(o.schedule), rounds, o.micro_batches, o.stages);
+    if (!automatic && sp_check_rounds(ctx, &o) != SP_OK)
+        return SP_ERR_INVALID_ARG;
     if (!automatic && o.micro_batches > SP_MAX_MICRO_BATCHES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, %u], got %u",
                        SP_MAX_MICRO_BATCHES, o.micro_batches);

@@ -38,6 +38,10 @@ int64_t sp_max_stage_time(const struct sp_chain *c, const size_t *bounds);
 sp_status sp_solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                       const struct sp_stage_devices *d, size_t *bounds);
 
+/* SP_ERR_INVALID_ARG unless M fits a loop-chunk schedule's rounds (torch's rule: M a multiple of
+ * max(1, M / P)); SP_OK for one chunk or a V layout (partition.c) */
+sp_status sp_check_rounds(sp_ctx *ctx, const sp_partition_opts *o);
+
 /* the exact V-shape partition (zbv, dualpipev) into 2P chunks: bounds[2P + 1] (solve_vshape.c).
  * slack_64ths > 0 relaxes the device-load cap to the least bottleneck x (1 + slack_64ths / 64),
  * under which the chunks are balanced (--objective iteration searches over it). */
