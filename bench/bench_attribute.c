@@ -58,11 +58,11 @@ static void generate(struct gen *g) {
                 }
                 now = (gpu > now ? gpu : now) + 10;
                 struct sp_trace_range r = {
-                    r0, now, (uint32_t)(1 + ph), g->names[2 * l + (size_t)ph], 0, false};
+                    r0, now, (uint32_t)(1 + ph), g->names[2 * l + (size_t)ph], 0, false, 0};
                 if (g->ranges && sp_trace_add_range(g->ctx, g->t, &r) != SP_OK)
                     g->st = SP_ERR_NOMEM;
             }
-        struct sp_trace_range r = {step_start, now + 1, 1, g->step_name, 0, false};
+        struct sp_trace_range r = {step_start, now + 1, 1, g->step_name, 0, false, 0};
         if (g->ranges && sp_trace_add_range(g->ctx, g->t, &r) != SP_OK)
             g->st = SP_ERR_NOMEM;
         now += 100;

@@ -12,6 +12,9 @@ bool cli_attribution_opt(const struct cli_opt_parser *p, int id, sp_trace_profil
     case CLI_ATTR_OPT_LAYER:
         opts->layer_pattern = p->value;
         return true;
+    case CLI_ATTR_OPT_LAYERS:
+        opts->layers = p->value;
+        return true;
     case CLI_ATTR_OPT_PHASE:
         opts->phase_pattern = p->value;
         return true;
@@ -44,6 +47,7 @@ static void print_summary(const sp_trace_summary *s, const char *written) {
                s->steps_total - s->steps_used);
     else
         printf(", one pass (no step ranges)");
+    printf("\nlayers: %s", s->layers_chosen);
     printf("\n\nGPU time     %10.3f ms in %llu activities\n", s->gpu_ms,
            (unsigned long long)s->activities);
     printf("  layers     %10.3f ms (%.1f%%)\n", s->layer_ms,
@@ -84,10 +88,12 @@ int cli_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_pr
         return cli_report(ctx, st, false);
     }
     cli_print_warnings(ctx);
-    if (output)
+    if (output) {
         print_summary(&sum, output);
-    else
+    } else {
         fputs(json, stdout);
+        fprintf(stderr, "stagepart: layers: %s\n", sum.layers_chosen);
+    }
     if (sum.unattributed_share > 0.02)
         fprintf(stderr,
                 "stagepart: warning: %.1f%% of GPU time is in no range: kernels launched "

@@ -6,7 +6,7 @@
 
 #include "cli.h"
 
-/* Option ids 100..105 are the attribution options'. */
+/* Option ids 100..106 are the attribution options'. */
 enum {
     CLI_ATTR_OPT_LAYER = 100,
     CLI_ATTR_OPT_PHASE,
@@ -14,6 +14,7 @@ enum {
     CLI_ATTR_OPT_WARMUP,
     CLI_ATTR_OPT_MODEL,
     CLI_ATTR_OPT_MBS,
+    CLI_ATTR_OPT_LAYERS,
 };
 
 /* -o for the commands that write a profile (import, profile) */
@@ -27,14 +28,23 @@ enum {
     }
 
 #define CLI_ATTRIBUTION_OPTS                                                                       \
-    {CLI_ATTR_OPT_LAYER,                                                                           \
-     "layer-pattern",                                                                              \
+    {CLI_ATTR_OPT_LAYERS,                                                                          \
+     "layers",                                                                                     \
      0,                                                                                            \
-     "<regex>",                                                                                    \
-     "ranges that are layers (POSIX extended regex, Python's \\d \\w \\s accepted; group 1 is "    \
-     "the layer's name; default: "                                                                 \
-     "'^(.+)/(fwd|bwd|recompute)$')",                                                              \
+     "<how>",                                                                                      \
+     "which ranges are layers: auto (a level of the PyTorch module tree, from with_modules=True "  \
+     "ranges), a depth in that tree (0, 1, ...), or a regex (as --layer-pattern); default: the "   \
+     "ranges named '<layer>/fwd|bwd', else auto",                                                  \
      "Attribution"},                                                                               \
+        {CLI_ATTR_OPT_LAYER,                                                                       \
+         "layer-pattern",                                                                          \
+         0,                                                                                        \
+         "<regex>",                                                                                \
+         "ranges that are layers (POSIX extended regex, Python's \\d \\w \\s accepted; group 1 "   \
+         "is "                                                                                     \
+         "the layer's name; default: "                                                             \
+         "'^(.+)/(fwd|bwd|recompute)$')",                                                          \
+         "Attribution"},                                                                           \
         {CLI_ATTR_OPT_PHASE,                                                                       \
          "phase-pattern",                                                                          \
          0,                                                                                        \

@@ -5,10 +5,14 @@
 
 #include "attribution.h"
 
-enum { OPT_OUTPUT = 1 };
+enum { OPT_OUTPUT = 1, OPT_LIST_MODULES };
 
 const struct cli_opt cmd_import_opts[] = {
     CLI_ATTRIBUTION_OPTS,
+    {OPT_LIST_MODULES, "list-modules", 0, NULL,
+     "print the trace's PyTorch module tree (GPU time with descendants and own, share; '*' on "
+     "the modules --layers auto or DEPTH makes layers) instead of a profile",
+     "Output"},
     CLI_PROFILE_OUTPUT_OPT(OPT_OUTPUT),
     {0, NULL, 0, NULL, NULL, NULL},
 };
@@ -25,14 +29,18 @@ const struct cli_command_help cmd_import_help = {
     "  copy and memset goes to the host range that launched it (correlation ids, the launching\n"
     "  thread, the innermost enclosing range), and from there to the nearest layer range.\n"
     "  Layers are ranges named '<layer>/fwd' and '<layer>/bwd' (a forward inside a backward is\n"
-    "  recomputation); steps are ranges named 'stagepart/step' or 'ProfilerStep#N'. fwd_ms and\n"
+    "  recomputation); without those, a level of the PyTorch module tree (torch.profiler's\n"
+    "  with_modules=True ranges, 'nn.Module: Name_N'), chosen as --layers auto says, with each\n"
+    "  autograd op's GPU work going to the layer its forward op ran in (the trace's fwdbwd\n"
+    "  links). Steps are ranges named 'stagepart/step' or 'ProfilerStep#N'. fwd_ms and\n"
     "  bwd_ms are the median over the steps of each layer's merged GPU busy time; NCCL kernels\n"
     "  and copies are reported apart. The summary says how much GPU time no layer got.\n"
     "  docs/profiling.md.",
     "  stagepart import kineto trace.json.gz -o profile.json --warmup-steps 2\n"
     "  stagepart import kineto rank0.pt.trace.json rank1.pt.trace.json -o profile.json\n"
     "  stagepart import nsys report.sqlite -o profile.json\n"
-    "  stagepart import kineto trace.json --layer-pattern '^nn\\.Module: (.*)$' -o profile.json\n"
+    "  stagepart import kineto trace.json --list-modules\n"
+    "  stagepart import kineto trace.json --layers 2 -o profile.json\n"
     "  stagepart import events run/events-*.splog -o profile.json\n",
 };
 
@@ -40,7 +48,9 @@ int cmd_import(int argc, char **argv) {
     sp_trace_profile_opts opts;
     sp_trace_profile_opts_init(&opts);
     const char *output = NULL;
-    const struct cli_bind binds[] = {CLI_STRING(OPT_OUTPUT, &output), CLI_BIND_END};
+    bool list_modules = false;
+    const struct cli_bind binds[] = {CLI_STRING(OPT_OUTPUT, &output),
+                                     CLI_FLAG(OPT_LIST_MODULES, &list_modules), CLI_BIND_END};
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "import", cmd_import_opts, argc, argv);
     for (int id; (id = cli_opt_parse(&p, &cmd_import_help, binds)) > 0;) {
@@ -78,6 +88,15 @@ int cmd_import(int argc, char **argv) {
     int code;
     if (st != SP_OK) {
         code = cli_report(ctx, st, false);
+    } else if (list_modules) {
+        char *text = NULL;
+        st = sp_trace_list_modules(ctx, trace, &opts, &text);
+        code = st == SP_OK ? CLI_EXIT_OK : cli_report(ctx, st, false);
+        if (st == SP_OK) {
+            cli_print_warnings(ctx);
+            fputs(text, stdout);
+        }
+        sp_free(text);
     } else {
         cli_print_warnings(ctx);
         code = cli_attribution_finish(ctx, trace, &opts, output, false);

@@ -15,6 +15,8 @@ struct range_class {
     int32_t layer; /* layer id, or -1 */
     uint8_t phase; /* for layer ranges: fwd, bwd or recompute */
     bool step, optimizer;
+    bool backward_op; /* an autograd op linked to its forward op: a forward range inside it is
+                       * recomputation, whether or not its forward ran in a layer */
 };
 
 struct patterns {
@@ -75,8 +77,18 @@ static int name_phase(const struct patterns *p, const char *name) {
     return phase_of_word(name + m[g].rm_so, (size_t)(m[g].rm_eo - m[g].rm_so));
 }
 
+/* PyTorch's optimizer annotations (record_function "Optimizer.step#SGD.step" and
+ * "Optimizer.zero_grad#SGD.zero_grad", written by torch.optim itself) */
+static bool is_torch_optimizer(const char *name) {
+    return strncmp(name, "Optimizer.step#", 15) == 0 ||
+           strncmp(name, "Optimizer.zero_grad#", 20) == 0;
+}
+
+#define MODULE_PREFIX "nn.Module: "
+
 static sp_status classify(sp_ctx *ctx, const struct sp_trace *t, const struct patterns *p,
-                          struct sp_attribution *out, struct range_class *cls) {
+                          const uint8_t *layer_names, struct sp_attribution *out,
+                          struct range_class *cls) {
     /* names repeat (every step), so classify each distinct name once */
     struct range_class *by_name = sp_mallocarray(t->n_strings ? t->n_strings : 1, sizeof *by_name);
     uint8_t *seen = sp_calloc(t->n_strings ? t->n_strings : 1, 1);
@@ -85,11 +97,22 @@ static sp_status classify(sp_ctx *ctx, const struct sp_trace *t, const struct pa
         uint32_t nm = t->ranges[i].name;
         if (!seen[nm]) {
             const char *name = t->strings[nm];
-            struct range_class c = {-1, SP_PHASE_FWD, false, false};
+            struct range_class c = {-1, SP_PHASE_FWD, false, false, false};
             regmatch_t m[2];
             c.step = regexec(&p->step, name, 0, NULL, 0) == 0;
             int ph = name_phase(p, name);
-            if (!c.step && regexec(&p->layer, name, 2, m, 0) == 0) {
+            if (!c.step && layer_names) { /* chosen by name (modules.c): forward ranges */
+                if (layer_names[nm]) {
+                    size_t skip = strncmp(name, MODULE_PREFIX, strlen(MODULE_PREFIX)) == 0
+                                      ? strlen(MODULE_PREFIX)
+                                      : 0;
+                    uint32_t id = 0;
+                    st = sp_trace_intern(ctx, &out->names, name + skip, strlen(name + skip), &id);
+                    c.layer = (int32_t)id;
+                } else {
+                    c.optimizer = ph == SP_PHASE_OPTIMIZER || is_torch_optimizer(name);
+                }
+            } else if (!c.step && regexec(&p->layer, name, 2, m, 0) == 0) {
                 int g = m[1].rm_so >= 0 ? 1 : 0;
                 uint32_t id = 0;
                 st = sp_trace_intern(ctx, &out->names, name + m[g].rm_so,
@@ -99,7 +122,7 @@ static sp_status classify(sp_ctx *ctx, const struct sp_trace *t, const struct pa
                 c.phase =
                     ph == SP_PHASE_BWD || ph == SP_PHASE_RECOMPUTE ? (uint8_t)ph : SP_PHASE_FWD;
             } else {
-                c.optimizer = ph == SP_PHASE_OPTIMIZER;
+                c.optimizer = ph == SP_PHASE_OPTIMIZER || is_torch_optimizer(name);
             }
             by_name[nm] = c;
             seen[nm] = 1;
@@ -202,6 +225,7 @@ static sp_status build_timeline(struct sp_attrib_stream *s, const struct range_c
                 e.phase = c->phase == SP_PHASE_FWD && e.in_bwd ? SP_PHASE_RECOMPUTE : c->phase;
                 e.in_bwd |= c->phase == SP_PHASE_BWD;
             }
+            e.in_bwd |= c->backward_op;
             e.optimizer |= c->optimizer;
             stack[depth++] = e;
             s->seg_time[n_seg] = R->start_ns;
@@ -228,6 +252,39 @@ struct launch_result sp_attrib_lookup(const struct sp_attrib_stream *s, uint32_t
             hi = mid;
     }
     return lo == first ? none : s->seg_res[lo - 1];
+}
+
+static void free_timeline(struct sp_attrib_stream *s) {
+    sp_free(s->seg_time);
+    sp_free(s->seg_res);
+    sp_free(s->thread_seg);
+    s->seg_time = NULL;
+    s->seg_res = NULL;
+    s->thread_seg = NULL;
+    s->n_seg_threads = 0;
+}
+
+/* A linked backward op (trace.h, sp_trace_link) is the backward of the layer its forward op ran
+ * in: the innermost layer range open on the forward op's thread at its start, read from a
+ * timeline of the ranges by name alone. Its own range then says so, so the work launched inside
+ * it (innermost first, like any range) goes to that layer's backward. */
+static sp_status apply_links(struct sp_attrib_stream *s, struct range_class *cls) {
+    const struct sp_trace *t = s->t;
+    sp_status st = build_timeline(s, cls);
+    for (size_t i = 0; st == SP_OK && i < t->n_ranges; i++) {
+        uint32_t ref = t->ranges[i].link;
+        if (!ref || ref > t->n_links || cls[i].step || cls[i].layer >= 0)
+            continue;
+        const struct sp_trace_link *l = &t->links[ref - 1];
+        struct launch_result fwd = sp_attrib_lookup(s, l->fwd_tid, l->fwd_ns);
+        cls[i].backward_op = true;
+        if (fwd.layer >= 0) {
+            cls[i].layer = fwd.layer;
+            cls[i].phase = SP_PHASE_BWD;
+        }
+    }
+    free_timeline(s);
+    return st;
 }
 
 /* ---- steps, chain order, payloads */
@@ -358,39 +415,68 @@ static bool is_nccl(const char *name) {
            strncmp(name, "void ncclDevKernel", 18) == 0;
 }
 
+/* The layer pattern matched nothing: say which range names the trace has (the most frequent
+ * ones, to write a pattern from) and what else to do. */
 static sp_status no_layer_error(sp_ctx *ctx, const struct sp_trace *t,
                                 const struct sp_attrib_opts *opts) {
-    char seen[512] = "";
+    size_t *count = sp_calloc(t->n_strings ? t->n_strings : 1, sizeof *count);
+    char seen[640] = "";
     size_t len = 0, shown = 0;
-    uint32_t shown_names[5];
-    for (size_t r = 0; r < t->n_ranges && shown < 5; r++) { /* a few distinct names */
-        uint32_t nm = t->ranges[r].name;
-        bool dup = false;
-        for (size_t j = 0; j < shown; j++)
-            dup |= shown_names[j] == nm;
-        if (dup)
-            continue;
-        int w = snprintf(seen + len, sizeof seen - len, "%s\"%.60s\"", shown ? ", " : "",
-                         t->strings[nm]);
+    bool modules = false; /* torch.profiler's with_modules=True ranges */
+    for (size_t r = 0; r < t->n_ranges; r++) {
+        if (count && !t->ranges[r].link) /* autograd ops: no names to write a pattern from */
+            count[t->ranges[r].name]++;
+        modules = modules ||
+                  strncmp(t->strings[t->ranges[r].name], MODULE_PREFIX, strlen(MODULE_PREFIX)) == 0;
+    }
+    while (count && shown < 5) { /* the five most frequent, each once */
+        size_t best = SIZE_MAX;
+        for (size_t i = 0; i < t->n_strings; i++)
+            if (count[i] && (best == SIZE_MAX || count[i] > count[best]))
+                best = i;
+        if (best == SIZE_MAX)
+            break;
+        int w = snprintf(seen + len, sizeof seen - len, "%s\"%.60s\" (%zu)", shown ? ", " : "",
+                         t->strings[best], count[best]);
+        count[best] = 0;
         if (w < 0 || (size_t)w >= sizeof seen - len)
             break;
         len += (size_t)w;
-        shown_names[shown++] = nm;
+        shown++;
     }
-    bool modules = false; /* torch.profiler's with_modules=True ranges: say how to use them */
-    for (size_t r = 0; r < t->n_ranges && !modules; r++)
-        modules = strncmp(t->strings[t->ranges[r].name], "nn.Module: ", 11) == 0;
+    sp_free(count);
     return sp_fail(ctx, SP_ERR_SCHEMA,
                    "%s: no range matches the layer pattern '%s' (%zu ranges%s%s); name ranges "
                    "'<layer>/fwd' and '<layer>/bwd' (docs/profiling.md, or the PyTorch helper "
-                   "profiler/python/stagepart_torch.py) or pass --layer-pattern%s",
+                   "profiler/python/stagepart_torch.py) or pass --layers REGEX%s",
                    t->file, opts->layer_pattern ? opts->layer_pattern : SP_DEFAULT_LAYER_PATTERN,
-                   t->n_ranges, shown ? ", e.g. " : "", seen,
-                   modules ? "; this trace has module ranges (with_modules=True): "
-                             "--layer-pattern '^nn\\.Module: (.*)$' takes them as layers, "
-                             "forward only (the backward runs outside them)"
-                           : "; or record with torch.profiler's with_modules=True and take its "
-                             "module ranges with --layer-pattern '^nn\\.Module: (.*)$'");
+                   t->n_ranges, shown ? ", most frequent: " : "", seen,
+                   modules ? "; this trace has module ranges (with_modules=True): --layers auto "
+                             "takes a level of its module tree, --list-modules shows the tree"
+                           : "; or record with torch.profiler's with_modules=True, and stagepart "
+                             "finds the layers in its module ranges");
+}
+
+sp_status sp_attrib_count_layer_ranges(sp_ctx *ctx, const struct sp_trace *t, const char *pattern,
+                                       size_t *n) {
+    *n = 0;
+    regex_t re;
+    bool have = false;
+    sp_status st =
+        compile(ctx, &re, &have, "--layer-pattern", pattern ? pattern : SP_DEFAULT_LAYER_PATTERN);
+    uint8_t *seen = st == SP_OK ? sp_calloc(t->n_strings ? t->n_strings : 1, 1) : NULL;
+    if (st == SP_OK && !seen)
+        st = sp_oom(ctx, "attributing kernels");
+    for (size_t i = 0; st == SP_OK && i < t->n_ranges; i++) {
+        uint32_t nm = t->ranges[i].name;
+        if (!seen[nm]) /* 1: tried, 2: matches */
+            seen[nm] = regexec(&re, t->strings[nm], 0, NULL, 0) == 0 ? 2 : 1;
+        *n += seen[nm] == 2;
+    }
+    sp_free(seen);
+    if (have)
+        regfree(&re);
+    return st;
 }
 
 sp_status sp_attrib_begin(sp_ctx *ctx, const struct sp_trace *t, const struct sp_attrib_opts *opts,
@@ -417,8 +503,10 @@ sp_status sp_attrib_begin(sp_ctx *ctx, const struct sp_trace *t, const struct sp
     if (st == SP_OK && !(cls = sp_mallocarray(t->n_ranges ? t->n_ranges : 1, sizeof *cls)))
         st = sp_oom(ctx, "attributing kernels");
     if (st == SP_OK)
-        st = classify(ctx, t, &p, &s->out, cls);
+        st = classify(ctx, t, &p, opts->layer_names, &s->out, cls);
     patterns_free(&p);
+    if (st == SP_OK && t->n_links)
+        st = apply_links(s, cls);
     s->L = s->out.names.n_strings;
     if (st == SP_OK && s->L == 0)
         st = no_layer_error(ctx, t, opts);

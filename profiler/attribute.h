@@ -37,6 +37,9 @@ struct sp_attrib_opts {
     const char *layer_pattern; /* POSIX ERE; group 1, when present, is the layer's name */
     const char *phase_pattern; /* group 1: fwd, forward, bwd, backward, recompute, optimizer */
     const char *step_pattern;
+    /* NULL, or a flag per string of the trace: the ranges of that name are the layers (forward;
+     * named without a leading "nn.Module: "), and layer_pattern is not used (modules.c) */
+    const uint8_t *layer_names;
     uint32_t warmup_steps;
     /* the windows (0: the defaults below); tests make them small to reach their edges */
     size_t launch_window, pending_window, reorder_window;
@@ -86,6 +89,11 @@ struct sp_attribution {
 sp_status sp_attribute(sp_ctx *ctx, const struct sp_trace *t, const struct sp_attrib_opts *opts,
                        struct sp_attribution *out);
 void sp_attribution_release(struct sp_attribution *a);
+
+/* How many ranges the layer pattern (NULL: the default) matches; SP_ERR_INVALID_ARG when it does
+ * not compile. */
+sp_status sp_attrib_count_layer_ranges(sp_ctx *ctx, const struct sp_trace *t, const char *pattern,
+                                       size_t *n);
 
 /* ---- the same in steps, for a source that produces launches and activities itself. The trace
  * passed to sp_attrib_begin holds the ranges and strings (its launch and activity arrays are not

@@ -7,8 +7,12 @@
  *   cat kernel, gpu_memcpy, gpu_memset              -> activities, args.correlation, device,
  *                                                      stream, bytes
  * When a launch or a GPU event carries no args.correlation, the ac2g flow events (ph "s" at the
- * launch, "f" at the GPU event, the same id) supply it. deviceProperties names the devices.
- * Other events (cpu_op, gpu_user_annotation, ...) are ignored.
+ * launch, "f" at the GPU event, the same id) supply it. The fwdbwd flow events link a forward
+ * op (ph "s" at its start) to the autograd op that runs its backward (ph "f" at that op's start):
+ *   cat cpu_op at the start of a fwdbwd "f"         -> a host range with the link, so the
+ *                                                      backward's work finds its forward's layer
+ * deviceProperties names the devices. Other events (other cpu_ops, gpu_user_annotation, ...) are
+ * ignored.
  *
  * Several files (one per rank, as torch.profiler writes them) merge into one trace: each file's
  * threads are a process of their own (steps are matched per process), and its correlation ids,
@@ -66,7 +70,9 @@ static int64_t us_to_ns(double us) {
 struct kineto_state {
     struct sp_trace *t;
     struct sp_u64_map threads; /* hash(file, pid, tid) -> thread index */
-    struct sp_u64_map flows;   /* hash(kind, pid, tid, ts) -> flow id; per file */
+    struct sp_u64_map flows;   /* per file: hash(kind, pid, tid, ts) -> flow id (ac2g 's' and
+                                * 'f', fwdbwd 'b' at a backward op); hash('S', id) -> the link
+                                * ref of fwdbwd flow id (its forward op) */
     uint32_t file;             /* the file's index among those merged */
 };
 
@@ -105,6 +111,19 @@ static uint64_t correlation_of(const struct kineto_state *k, const cJSON *ev, co
     return UINT64_MAX;
 }
 
+static uint64_t fwd_link_key(uint64_t flow_id) {
+    return mix(mix(11, 'S'), flow_id);
+}
+
+/* the link ref of a cpu_op that starts where a fwdbwd flow ends (a backward op), or 0 */
+static uint32_t backward_link_of(const struct kineto_state *k, const cJSON *ev, int64_t ts) {
+    uint64_t id = 0, ref = 0;
+    if (!sp_u64_map_get(&k->flows, flow_key('b', ev, ts), &id) ||
+        !sp_u64_map_get(&k->flows, fwd_link_key(id), &ref))
+        return 0;
+    return (uint32_t)ref;
+}
+
 static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *events,
                              size_t *n_ranges, size_t *n_gpu, size_t *n_legacy) {
     struct sp_trace *t = k->t;
@@ -114,13 +133,27 @@ static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *e
         const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
         const cJSON *cat = cJSON_GetObjectItemCaseSensitive(ev, "cat");
         double ts = 0, id = 0;
-        if (!cJSON_IsString(ph) || !cJSON_IsString(cat) || strcmp(cat->valuestring, "ac2g") != 0 ||
-            !get_number(ev, "ts", &ts) || !get_number(ev, "id", &id) || id < 0 || id >= 1.8e19)
+        if (!cJSON_IsString(ph) || !cJSON_IsString(cat) || !get_number(ev, "ts", &ts) ||
+            !get_number(ev, "id", &id) || id < 0 || id >= 1.8e19)
             continue;
-        int kind = ph->valuestring[0] == 's' ? 's' : ph->valuestring[0] == 'f' ? 'f' : 0;
-        if (kind &&
-            !sp_u64_map_insert(&k->flows, flow_key(kind, ev, us_to_ns(ts)), (uint64_t)id, NULL))
-            st = sp_oom(ctx, "reading a trace");
+        char p = ph->valuestring[0];
+        if (strcmp(cat->valuestring, "ac2g") == 0) {
+            int kind = p == 's' ? 's' : p == 'f' ? 'f' : 0;
+            if (kind &&
+                !sp_u64_map_insert(&k->flows, flow_key(kind, ev, us_to_ns(ts)), (uint64_t)id, NULL))
+                st = sp_oom(ctx, "reading a trace");
+        } else if (strcmp(cat->valuestring, "fwdbwd") == 0 && p == 'f') {
+            if (!sp_u64_map_insert(&k->flows, flow_key('b', ev, us_to_ns(ts)), (uint64_t)id, NULL))
+                st = sp_oom(ctx, "reading a trace");
+        } else if (strcmp(cat->valuestring, "fwdbwd") == 0 && p == 's') {
+            struct sp_trace_link l = {us_to_ns(ts), 0};
+            uint32_t ref = 0;
+            st = thread_of(ctx, k, ev, &l.fwd_tid);
+            if (st == SP_OK)
+                st = sp_trace_add_link(ctx, t, &l, &ref);
+            if (st == SP_OK && !sp_u64_map_insert(&k->flows, fwd_link_key((uint64_t)id), ref, NULL))
+                st = sp_oom(ctx, "reading a trace");
+        }
     }
     for (const cJSON *ev = events->child; ev && st == SP_OK; ev = ev->next) {
         const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
@@ -139,14 +172,16 @@ static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *e
         if (!cJSON_IsObject(args))
             args = NULL;
         int64_t start = us_to_ns(ts), end = us_to_ns(ts + dur);
-        if (strcmp(c, "user_annotation") == 0 || strcmp(c, "python_function") == 0) {
-            struct sp_trace_range r = {start, end, 0, 0, 0, false};
+        bool annotation = strcmp(c, "user_annotation") == 0 || strcmp(c, "python_function") == 0;
+        uint32_t link = strcmp(c, "cpu_op") == 0 ? backward_link_of(k, ev, start) : 0;
+        if (annotation || link) {
+            struct sp_trace_range r = {start, end, 0, 0, 0, false, link};
             st = thread_of(ctx, k, ev, &r.tid);
             if (st == SP_OK)
                 st = sp_trace_intern(ctx, t, name->valuestring, strlen(name->valuestring), &r.name);
             if (st == SP_OK)
                 st = sp_trace_add_range(ctx, t, &r);
-            ++*n_ranges;
+            *n_ranges += annotation;
         } else if (strcmp(c, "cuda_runtime") == 0 || strcmp(c, "cuda_driver") == 0) {
             struct sp_trace_launch l = {start,
                                         file_corr(k, correlation_of(k, ev, args, 's', start)), 0};

@@ -112,7 +112,8 @@ static sp_status read_ranges(sp_ctx *ctx, const char *path, sqlite3 *db, struct 
                                    0,
                                    0,
                                    0,
-                                   sqlite3_column_type(q, 4) != SQLITE_NULL};
+                                   sqlite3_column_type(q, 4) != SQLITE_NULL,
+                                   0};
         r.payload = r.has_payload ? (uint64_t)sqlite3_column_int64(q, 4) : 0;
         st = tid_of(ctx, ids, sqlite3_column_int64(q, 3), &r.tid);
         if (st == SP_OK)

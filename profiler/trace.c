@@ -39,6 +39,7 @@ void sp_trace_release(struct sp_trace *t) {
     sp_free(t->ranges);
     sp_free(t->launches);
     sp_free(t->activities);
+    sp_free(t->links);
     for (size_t i = 0; i < t->n_strings; i++)
         sp_free(t->strings[i]);
     sp_free(t->strings);
@@ -127,6 +128,17 @@ static bool usable(int64_t start, int64_t end) {
 /* An activity at 0, 0 has no timestamp (CUPTI writes that) */
 bool sp_trace_times_usable(int64_t start_ns, int64_t end_ns, bool activity) {
     return usable(start_ns, end_ns) && !(activity && start_ns == 0 && end_ns == 0);
+}
+
+sp_status sp_trace_add_link(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_link *l,
+                            uint32_t *ref) {
+    if (t->n_links >= UINT32_MAX - 1)
+        return sp_fail(ctx, SP_ERR_LIMIT, "%s: more than 2^32 forward-backward links", t->file);
+    if (!grow((void **)&t->links, &t->cap_links, t->n_links + 1, sizeof *l))
+        return sp_oom(ctx, "reading a trace");
+    t->links[t->n_links++] = *l;
+    *ref = (uint32_t)t->n_links;
+    return SP_OK;
 }
 
 sp_status sp_trace_add_range(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_range *r) {
@@ -229,6 +241,8 @@ void sp_trace_rebase(struct sp_trace *t, int64_t replayed_earliest_ns) {
     }
     for (size_t i = 0; i < t->n_launches; i++)
         t->launches[i].time_ns -= o;
+    for (size_t i = 0; i < t->n_links; i++)
+        t->links[i].fwd_ns -= o;
     for (size_t i = 0; i < t->n_activities; i++) {
         t->activities[i].start_ns -= o;
         t->activities[i].end_ns -= o;

@@ -16,6 +16,15 @@ struct sp_trace_range {
     uint32_t tid, name;
     uint64_t payload; /* an NVTX u64 payload: the layer's output bytes; with has_payload */
     bool has_payload;
+    uint32_t link; /* a backward op's link (index + 1 into trace->links), 0: none */
+};
+
+/* Where the forward op of a backward op ran (PyTorch's fwdbwd flow events link each autograd
+ * node's op to the forward op that made it): its thread and start. The backward's GPU work
+ * belongs to the layer that forward op ran in. */
+struct sp_trace_link {
+    int64_t fwd_ns;
+    uint32_t fwd_tid;
 };
 
 /* A host API call that makes GPU work (kernel launch, copy, memset, graph launch). */
@@ -58,6 +67,8 @@ struct sp_trace {
     size_t n_launches, cap_launches;
     struct sp_trace_activity *activities;
     size_t n_activities, cap_activities;
+    struct sp_trace_link *links;
+    size_t n_links, cap_links;
     char **strings; /* strings[n_strings], owned */
     size_t n_strings;
     struct sp_intern *intern;
@@ -87,6 +98,9 @@ sp_status sp_trace_intern(sp_ctx *ctx, struct sp_trace *t, const char *s, size_t
 sp_status sp_trace_add_range(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_range *r);
 sp_status sp_trace_add_launch(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_launch *l);
 sp_status sp_trace_add_activity(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_activity *a);
+/* Add a link; *ref gets what a range's link field takes (index + 1). */
+sp_status sp_trace_add_link(sp_ctx *ctx, struct sp_trace *t, const struct sp_trace_link *l,
+                            uint32_t *ref);
 /* Whether a record's times can be used (trace.c says why some cannot); a source that skips
  * records itself counts them in zero_time_records the same way. */
 bool sp_trace_times_usable(int64_t start_ns, int64_t end_ns, bool activity);

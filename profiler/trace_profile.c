@@ -12,6 +12,7 @@
 
 #include "attribute.h"
 #include "json_util.h"
+#include "modules.h"
 #include "profile_doc.h"
 #include "stagepart/stagepart.h"
 
@@ -72,6 +73,79 @@ static const char *base_name(const char *path) {
     return slash ? slash + 1 : path;
 }
 
+static bool is_depth(const char *how) {
+    if (!*how)
+        return false;
+    for (const char *p = how; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    return true;
+}
+
+/* Which ranges are layers (sp_trace_profile_opts.layers): into ao, and *modules (freed by the
+ * caller) when a level of the module tree; said says how, for a person. */
+static sp_status choose_layers(sp_ctx *ctx, const sp_trace *trace,
+                               const sp_trace_profile_opts *opts, struct sp_attrib_opts *ao,
+                               uint8_t **modules, char *said, size_t said_size) {
+    *modules = NULL;
+    const char *how = opts->layers;
+    if (how && opts->layer_pattern)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--layers and --layer-pattern both given: --layers REGEX is "
+                       "--layer-pattern REGEX; give one");
+    if (how && strcmp(how, "auto") != 0 && !is_depth(how)) {
+        ao->layer_pattern = how;
+        snprintf(said, said_size, "ranges matching '%.200s'", how);
+        return SP_OK;
+    }
+    if (!how && opts->layer_pattern) {
+        snprintf(said, said_size, "ranges matching '%.200s'", opts->layer_pattern);
+        return SP_OK;
+    }
+    if (!how) { /* the naming convention, else the module tree when the trace has one */
+        size_t n = 0;
+        sp_status st = sp_attrib_count_layer_ranges(ctx, trace, NULL, &n);
+        if (st != SP_OK)
+            return st;
+        if (n > 0 || !sp_trace_has_modules(trace)) {
+            snprintf(said, said_size, "ranges named '<layer>/fwd|bwd|recompute'");
+            return SP_OK;
+        }
+        how = "auto";
+    }
+    struct sp_module_tree tree;
+    sp_status st = sp_module_tree_build(ctx, trace, ao, &tree);
+    if (st == SP_OK)
+        st = sp_module_choose(ctx, trace, &tree, how, modules, said, said_size);
+    sp_module_tree_release(&tree);
+    ao->layer_names = *modules;
+    return st;
+}
+
+sp_status sp_trace_list_modules(sp_ctx *ctx, const sp_trace *trace,
+                                const sp_trace_profile_opts *opts, char **text) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!trace || !opts || !text)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_list_modules: NULL argument");
+    *text = NULL;
+    const char *how = opts->layers ? opts->layers : "auto";
+    if (strcmp(how, "auto") != 0 && !is_depth(how))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--list-modules marks the modules of --layers auto or a depth, not a "
+                       "pattern ('%s')",
+                       how);
+    struct sp_attrib_opts ao = {.step_pattern = opts->step_pattern,
+                                .warmup_steps = opts->warmup_steps};
+    struct sp_module_tree tree;
+    sp_status st = sp_module_tree_build(ctx, trace, &ao, &tree);
+    if (st == SP_OK)
+        st = sp_module_tree_text(ctx, trace, &tree, how, text);
+    sp_module_tree_release(&tree);
+    return st;
+}
+
 sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace_profile_opts *opts,
                               char **json, sp_trace_summary *summary) {
     if (!ctx)
@@ -87,7 +161,14 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
                                 .step_pattern = opts->step_pattern,
                                 .warmup_steps = opts->warmup_steps};
     struct sp_attribution a;
-    sp_status st = sp_attribute(ctx, trace, &ao, &a);
+    uint8_t *modules = NULL;
+    char chosen[256] = "";
+    sp_status st = choose_layers(ctx, trace, opts, &ao, &modules, chosen, sizeof chosen);
+    if (st == SP_OK)
+        st = sp_attribute(ctx, trace, &ao, &a);
+    bool modules_chosen = modules != NULL;
+    sp_free(modules);
+    ao.layer_names = NULL;
     if (st != SP_OK)
         return st;
     for (size_t i = 0; i < a.n_layers; i++) { /* what a profile can hold (docs/formats.md) */
@@ -142,6 +223,7 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     sum.dropped_records = trace->dropped_records;
     sum.late = a.late;
     sum.late_ms = a.late_ms;
+    snprintf(sum.layers_chosen, sizeof sum.layers_chosen, "%s", chosen);
     if (a.late)
         sp_warn(ctx,
                 "%s: %llu activities (%.3f ms) came more than %zu records out of time order; "
@@ -197,9 +279,10 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
         }
     ok = ok && num(m, "steps_total", a.steps_total) && num(m, "steps_used", a.steps_used) &&
          num(m, "warmup_steps", opts->warmup_steps) &&
-         cJSON_AddStringToObject(m, "layer_pattern",
-                                 opts->layer_pattern ? opts->layer_pattern
-                                                     : SP_DEFAULT_LAYER_PATTERN) &&
+         cJSON_AddStringToObject(m, "layers", chosen) &&
+         (modules_chosen || cJSON_AddStringToObject(m, "layer_pattern",
+                                                    ao.layer_pattern ? ao.layer_pattern
+                                                                     : SP_DEFAULT_LAYER_PATTERN)) &&
          num(m, "activities", (double)a.activities) && num(m, "unmatched", (double)a.unmatched) &&
          num(m, "gpu_ms", a.gpu_ms) && num(m, "layer_ms", sum.layer_ms) &&
          num(m, "optimizer_ms", sum.optimizer_ms) && num(m, "other_ms", sum.other_ms) &&
@@ -227,6 +310,11 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
                                           .has_activation_bytes = L->has_bytes,
                                           .activation_bytes = L->activation_bytes,
                                           .measured = meas};
+        if (modules_chosen) /* a kind from the module's class, where that is clear */
+            doc.layers[i].kind = sp_module_kind(L->name);
+        if (modules_chosen && i + 1 == a.n_layers && !doc.layers[i].kind &&
+            strncmp(L->name, "Linear_", 7) == 0)
+            doc.layers[i].kind = "head"; /* the model's last module, a projection */
         ok = meas && num(meas, "samples", a.steps_used) &&
              add_phase(meas, "fwd", &L->phase[SP_PHASE_FWD]) &&
              add_phase(meas, "bwd", &L->phase[SP_PHASE_BWD]) &&

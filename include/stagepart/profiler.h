@@ -116,6 +116,12 @@ SP_API void sp_trace_destroy(sp_trace *trace);
 typedef struct sp_trace_profile_opts {
     const char *layer_pattern; /* POSIX extended regex selecting layer ranges; group 1 (if any) is
                                 * the layer's name. NULL: "<layer>/fwd|bwd|recompute" */
+    /* which ranges are layers, when not layer_pattern: "auto" (a level of the PyTorch module
+     * tree, from torch.profiler's with_modules=True ranges), a depth in that tree ("0", "1",
+     * ...), or a regex (as layer_pattern). NULL: ranges that follow the naming convention, else,
+     * when none does and the trace has module ranges, "auto". Setting both is
+     * SP_ERR_INVALID_ARG. docs/profiling.md */
+    const char *layers;
     const char *phase_pattern; /* group 1 is the phase word (fwd, forward, bwd, backward,
                                 * recompute, optimizer); NULL: the suffix of the convention */
     const char *step_pattern; /* training-step ranges; NULL: "stagepart/step" or "ProfilerStep#N" */
@@ -146,6 +152,7 @@ typedef struct sp_trace_summary {
     uint64_t late;                    /* activities that came too far out of time order to
                                        * merge exactly (their busy time may be over-counted) */
     double late_ms;                   /* their summed duration */
+    char layers_chosen[256];          /* how the layers were chosen, for a person */
 } sp_trace_summary;
 
 /* sp_trace_to_profile: the profile (a "stagepart-profile" document, docs/formats.md) and the
@@ -155,6 +162,13 @@ typedef struct sp_trace_summary {
 SP_API sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace,
                                      const sp_trace_profile_opts *opts, char **json,
                                      sp_trace_summary *summary);
+
+/* sp_trace_list_modules: the trace's PyTorch module tree as text, a line a module: its GPU time
+ * (forward, backward and recomputation; with its descendants, and its own), its share, and a
+ * '*' on those opts->layers (NULL: "auto") makes layers. *text is freed with sp_free.
+ * SP_ERR_SCHEMA when the trace has no module ranges. */
+SP_API sp_status sp_trace_list_modules(sp_ctx *ctx, const sp_trace *trace,
+                                       const sp_trace_profile_opts *opts, char **text);
 
 /* ---- a program run under the live collector (profiler/attach.c) */
 

@@ -76,7 +76,7 @@ printf '%s\n' '{"traceEvents": [' \
 expect_code "the 2021 trace format" 2 "$STAGEPART" import kineto "$TMP/old-format.json"
 expect_stderr_contains "the format named" "the 2021 Kineto trace format (2 events of cat Kernel, Runtime"
 expect_code "a pattern matching nothing" 2 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern 'nomatch'
-expect_stderr_contains "range names shown" 'e.g. "embedding/fwd"'
+expect_stderr_contains "the most frequent range names shown" 'most frequent: "layers.2/fwd" (8), "embedding/fwd" (4)'
 expect_code "a bad pattern" 2 "$STAGEPART" import kineto "$T/trace.json" --step-pattern '('
 expect_stderr_contains "pattern named" "--step-pattern '('"
 expect_code "every step warm-up" 2 "$STAGEPART" import kineto "$T/trace.json" --warmup-steps 4

@@ -20,7 +20,7 @@ static uint32_t name(struct sp_trace *t, const char *s) {
     return id;
 }
 static void range(struct sp_trace *t, const char *n, uint32_t tid, int64_t s, int64_t e) {
-    struct sp_trace_range r = {s, e, tid, name(t, n), 0, false};
+    struct sp_trace_range r = {s, e, tid, name(t, n), 0, false, 0};
     SP_CHECK_STATUS(sp_trace_add_range(ctx, t, &r), SP_OK);
 }
 /* a launch at `at` on tid and its kernel [s, e) on device dev */

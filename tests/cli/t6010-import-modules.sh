@@ -1,0 +1,65 @@
+#!/bin/sh
+# t6010-import-modules: `stagepart import kineto` of traces with PyTorch module ranges and no
+# naming convention (tests/tools/make_module_traces.py, answers computed there on their own): the
+# layer level chosen by itself, backward work by the trace's fwdbwd links, recomputation under
+# activation checkpointing, two ranks, NCCL apart, --layers DEPTH|REGEX, --list-modules, and both
+# ways of naming layers agreeing on one trace.
+. "$(dirname "$0")/lib.sh"
+python3 tests/tools/make_module_traces.py "$TMP/mt" || { fail "make_module_traces.py"; test_done; exit 1; }
+T=$TMP/mt
+# check PROFILE KEY: every layer's fwd_ms, bwd_ms, recompute_ms as expected.json[KEY] says
+check() {
+    python3 - "$1" "$T/expected.json" "$2" <<'PY'
+import json, sys
+p, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))[sys.argv[3]]
+assert [l["name"] for l in p["layers"]] == [l["name"] for l in e], [l["name"] for l in p["layers"]]
+for got, want in zip(p["layers"], e):
+    for k in ("fwd_ms", "bwd_ms", "recompute_ms"):
+        assert abs(got.get(k, 0) - want[k]) <= 1e-9 * max(1, want[k]), (got["name"], k, got.get(k), want[k])
+    assert got["bwd_ms"] > 0, got["name"]
+PY
+}
+expect_code "zero-config import of two ranks" 0 "$STAGEPART" import kineto "$T/rank0.json" "$T/rank1.json" --warmup-steps 1 -o "$T/auto.json"
+expect_stdout_contains "says what it chose" "layers: 7 modules (chosen automatically; opened Model_0, Sequential_0)"
+if check "$T/auto.json" auto >"$TMP/check" 2>&1; then pass "auto: every layer's fwd, bwd (fwdbwd links) and recompute exact"; else fail "auto values" "$(cat "$TMP/check")"; fi
+if python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert [l.get("kind") for l in p["layers"]] == ["embedding"] + ["transformer"] * 4 + ["norm", "head"], p["layers"]
+m = p["measurement"]
+assert "layer_pattern" not in m and m["layers"].startswith("7 modules"), m
+assert p["layers"][4]["measured"]["bwd"]["nccl_ms"] > 0, "nccl reported apart"
+' "$T/auto.json"; then pass "kinds from class names, how chosen recorded, NCCL apart"; else fail "kinds and measurement"; fi
+expect_code "a depth" 0 "$STAGEPART" import kineto "$T/rank0.json" "$T/rank1.json" --warmup-steps 1 --layers 3 -o "$T/d3.json"
+if check "$T/d3.json" depth3 >"$TMP/check" 2>&1; then pass "--layers 3: the Linears, and shallower leaves, exact"; else fail "depth values" "$(cat "$TMP/check")"; fi
+expect_code "a regex" 0 "$STAGEPART" import kineto "$T/rank0.json" --warmup-steps 1 --layers '^nn\.Module: (Block_\d)$'
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["Block_%d"%i for i in range(4)] and all(l["bwd_ms"]>0 for l in p["layers"])' "$TMP/stdout"; then pass "--layers REGEX: module ranges by pattern, with their backward"; else fail "regex layers"; fi
+expect_code "both ways, convention" 0 "$STAGEPART" import kineto "$T/both.json" --warmup-steps 1 -o "$T/b1.json"
+expect_code "both ways, modules" 0 "$STAGEPART" import kineto "$T/both.json" --warmup-steps 1 --layers auto -o "$T/b2.json"
+if check "$T/b1.json" both >"$TMP/check" 2>&1 && check "$T/b2.json" both >>"$TMP/check" 2>&1; then pass "'<layer>/fwd|bwd' ranges and module ranges give the same times"; else fail "cross-check" "$(cat "$TMP/check")"; fi
+expect_code "--list-modules" 0 "$STAGEPART" import kineto "$T/rank0.json" --list-modules
+if python3 - "$TMP/stdout" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines[0].startswith("module (* = a layer with --layers auto)"), lines[0]
+rows = {l[2:].split()[0]: l for l in lines[1:]}
+assert len(rows) == 17 and lines[1].split()[0] == "Model_0", lines
+assert rows["Block_0"].startswith("*     Block_0") and rows["Sequential_0"].startswith("    Sequential_0")
+assert rows["Linear_0"].startswith("        Linear_0")
+share = float(rows["Model_0"].split()[-1].rstrip("%"))
+assert share == 100.0, rows["Model_0"]
+PY
+then pass "the tree, indented, with times, shares and the chosen level"; else fail "--list-modules" "$(head -5 "$TMP/stdout")"; fi
+expect_code "--list-modules marks a depth" 0 "$STAGEPART" import kineto "$T/rank0.json" --list-modules --layers 3
+expect_stdout_contains "depth 3 marked" "*       Linear_0"
+expect_code "--list-modules takes no pattern" 2 "$STAGEPART" import kineto "$T/rank0.json" --list-modules --layers 'Block'
+expect_code "--layers and --layer-pattern" 2 "$STAGEPART" import kineto "$T/rank0.json" --layers auto --layer-pattern 'x'
+expect_stderr_contains "says give one" "give one"
+expect_code "a depth with no module" 2 "$STAGEPART" import kineto "$T/rank0.json" --layers 9
+expect_stderr_contains "depth named" "--layers 9: no module at that depth"
+# the convention's trace has no module ranges
+python3 tests/tools/make_traces.py "$TMP/tr" >/dev/null || fail "make_traces.py"
+expect_code "--layers auto without module ranges" 2 "$STAGEPART" import kineto "$TMP/tr/trace.json" --layers auto
+expect_stderr_contains "says what to do" "no module ranges (\"nn.Module: ...\"): record the trace with torch.profiler's with_modules=True"
+expect_code "--list-modules without module ranges" 2 "$STAGEPART" import kineto "$TMP/tr/trace.json" --list-modules
+test_done
