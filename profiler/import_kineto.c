@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -74,7 +75,20 @@ struct kineto_state {
                                 * 'f', fwdbwd 'b' at a backward op); hash('S', id) -> the link
                                 * ref of fwdbwd flow id (its forward op) */
     uint32_t file;             /* the file's index among those merged */
+    /* the file's autograd engine ops ("autograd::engine::evaluate_function: X"): each is given
+     * the link of the op X inside it (the engine's reduction of a gradient to its input's shape
+     * and the summing of gradients run there, outside X's own op) */
+    struct eval_op *evals;
+    size_t n_evals, cap_evals;
+    size_t first_linked; /* ranges from here on are the file's */
 };
+
+struct eval_op {
+    int64_t start, end;
+    uint32_t tid, name, inner; /* inner: the string id of X */
+};
+
+#define EVALUATE_FUNCTION "autograd::engine::evaluate_function: "
 
 static sp_status thread_of(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev, uint32_t *tid) {
     uint64_t key = mix(mix(mix(7, k->file), id_of(cJSON_GetObjectItemCaseSensitive(ev, "pid"))),
@@ -122,6 +136,74 @@ static uint32_t backward_link_of(const struct kineto_state *k, const cJSON *ev, 
         !sp_u64_map_get(&k->flows, fwd_link_key(id), &ref))
         return 0;
     return (uint32_t)ref;
+}
+
+static sp_status add_eval(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev, const char *name,
+                          int64_t start, int64_t end) {
+    if (k->n_evals == k->cap_evals) {
+        size_t cap = k->cap_evals ? 2 * k->cap_evals : 256;
+        struct eval_op *g = sp_mallocarray(cap, sizeof *g);
+        if (!g)
+            return sp_oom(ctx, "reading a trace");
+        if (k->n_evals)
+            memcpy(g, k->evals, k->n_evals * sizeof *g);
+        sp_free(k->evals);
+        k->evals = g;
+        k->cap_evals = cap;
+    }
+    struct eval_op *e = &k->evals[k->n_evals];
+    const char *inner = name + strlen(EVALUATE_FUNCTION);
+    sp_status st = thread_of(ctx, k, ev, &e->tid);
+    if (st == SP_OK)
+        st = sp_trace_intern(ctx, k->t, name, strlen(name), &e->name);
+    if (st == SP_OK)
+        st = sp_trace_intern(ctx, k->t, inner, strlen(inner), &e->inner);
+    e->start = start;
+    e->end = end;
+    k->n_evals += st == SP_OK;
+    return st;
+}
+
+static int cmp_eval(const void *a, const void *b) {
+    const struct eval_op *x = a, *y = b;
+    if (x->tid != y->tid)
+        return x->tid < y->tid ? -1 : 1;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Give each linked op's evaluate_function op the same link: the innermost one named after the
+ * op that encloses it (they nest when a backward runs inside a backward) */
+static sp_status link_evals(sp_ctx *ctx, struct kineto_state *k) {
+    struct sp_trace *t = k->t;
+    qsort(k->evals, k->n_evals, sizeof *k->evals, cmp_eval);
+    size_t n_ranges = t->n_ranges;
+    sp_status st = SP_OK;
+    for (size_t i = k->first_linked; i < n_ranges && st == SP_OK; i++) {
+        struct sp_trace_range r = t->ranges[i];
+        if (!r.link)
+            continue;
+        size_t lo = 0, hi = k->n_evals; /* the first eval after (tid, start) */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            const struct eval_op *e = &k->evals[mid];
+            if (e->tid < r.tid || (e->tid == r.tid && e->start <= r.start_ns))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (size_t j = lo, walked = 0; j-- > 0 && walked < 16; walked++) {
+            const struct eval_op *e = &k->evals[j];
+            if (e->tid != r.tid)
+                break;
+            if (e->end >= r.end_ns && e->inner == r.name) {
+                struct sp_trace_range er = {e->start, e->end, r.tid, e->name, 0, false, r.link};
+                st = sp_trace_add_range(ctx, t, &er);
+                break;
+            }
+        }
+    }
+    k->n_evals = 0;
+    return st;
 }
 
 static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *events,
@@ -173,7 +255,13 @@ static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *e
             args = NULL;
         int64_t start = us_to_ns(ts), end = us_to_ns(ts + dur);
         bool annotation = strcmp(c, "user_annotation") == 0 || strcmp(c, "python_function") == 0;
-        uint32_t link = strcmp(c, "cpu_op") == 0 ? backward_link_of(k, ev, start) : 0;
+        bool cpu_op = strcmp(c, "cpu_op") == 0;
+        uint32_t link = cpu_op ? backward_link_of(k, ev, start) : 0;
+        if (cpu_op && !link &&
+            strncmp(name->valuestring, EVALUATE_FUNCTION, strlen(EVALUATE_FUNCTION)) == 0) {
+            st = add_eval(ctx, k, ev, name->valuestring, start, end);
+            continue;
+        }
         if (annotation || link) {
             struct sp_trace_range r = {start, end, 0, 0, 0, false, link};
             st = thread_of(ctx, k, ev, &r.tid);
@@ -263,7 +351,10 @@ static sp_status parse_into(sp_ctx *ctx, struct kineto_state *k, const char *nam
     }
     size_t n_ranges = 0, n_gpu = 0, n_legacy = 0;
     sp_u64_map_release(&k->flows); /* flow ids are the file's own */
+    k->first_linked = k->t->n_ranges;
     st = read_events(ctx, k, events, &n_ranges, &n_gpu, &n_legacy);
+    if (st == SP_OK)
+        st = link_evals(ctx, k);
     if (st == SP_OK && !k->t->versions) { /* devices and versions: the first file's */
         read_devices_and_versions(ctx, k->t, root);
         if (!k->t->versions)
@@ -304,6 +395,7 @@ static sp_status new_trace(sp_ctx *ctx, const char *name, struct sp_trace **out)
 }
 
 static sp_status finish(struct kineto_state *k, sp_status st, sp_trace **out) {
+    sp_free(k->evals);
     sp_u64_map_release(&k->threads);
     sp_u64_map_release(&k->flows);
     if (st != SP_OK) {

@@ -57,6 +57,21 @@ expect_code "--layers and --layer-pattern" 2 "$STAGEPART" import kineto "$T/rank
 expect_stderr_contains "says give one" "give one"
 expect_code "a depth with no module" 2 "$STAGEPART" import kineto "$T/rank0.json" --layers 9
 expect_stderr_contains "depth named" "--layers 9: no module at that depth"
+# A real trace (samples/torch/train.py on an H200, the helper's '<layer>/fwd|bwd' ranges, no
+# module ranges): the backward found by the fwdbwd links from the forward ranges alone is the
+# backward the helper's ranges measured, layer by layer
+R=tests/data/gpu/h200-torch-sample.kineto.json.gz
+expect_code "real trace, helper's ranges" 0 "$STAGEPART" import kineto "$R" --warmup-steps 1 -o "$T/real-ranges.json"
+expect_code "real trace, forward ranges and links" 0 "$STAGEPART" import kineto "$R" --warmup-steps 1 --layer-pattern '^(.+)/fwd$' -o "$T/real-links.json"
+if python3 - "$T/real-ranges.json" "$T/real-links.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert len(a["layers"]) == 10 and [l["name"] for l in a["layers"]] == [l["name"] for l in b["layers"]]
+for x, y in zip(a["layers"], b["layers"]):
+    assert x["bwd_ms"] > 0 and abs(x["bwd_ms"] - y["bwd_ms"]) <= 1e-9 * x["bwd_ms"], (x["name"], x["bwd_ms"], y["bwd_ms"])
+    assert x["fwd_ms"] == y["fwd_ms"], x["name"]
+PY
+then pass "real trace: backward by links equals the helper's backward ranges"; else fail "real trace links"; fi
 # the convention's trace has no module ranges
 python3 tests/tools/make_traces.py "$TMP/tr" >/dev/null || fail "make_traces.py"
 expect_code "--layers auto without module ranges" 2 "$STAGEPART" import kineto "$TMP/tr/trace.json" --layers auto

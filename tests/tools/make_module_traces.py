@@ -11,7 +11,8 @@ The traces have the structure torch.profiler(with_modules=True) writes for a tra
     a residual add of its own), LayerNorm_0, Linear_8 (the head) and the loss (no module);
   * every forward op (cat cpu_op) launches its kernels (cuda_runtime + kernel, args.correlation);
     its autograd op runs on a second thread, linked by a fwdbwd flow ("s" at the forward op's
-    start, "f" at the backward op's start), inside an "autograd::engine::evaluate_function" op;
+    start, "f" at the backward op's start), inside an "autograd::engine::evaluate_function" op
+    that, for a Linear, launches the bias gradient's reduction after the op itself;
   * Block_2 is checkpointed: its forward runs under no_grad inside a CheckpointFunction op (in
     Sequential_0, outside Block_2), and CheckpointFunctionBackward recomputes it (module ranges
     inside the backward: recomputation) before the recomputed ops' own backward ops;
@@ -126,11 +127,19 @@ class Rank:
             return fn()
         return self.rng("python_function", f"nn.Module: {name}", tid, body)
 
-    def bwd(self, name, layer, fn):
+    def bwd(self, name, layer, fn, module=None):
         """a backward op on the autograd thread, in evaluate_function, in '<layer>/bwd' when
-        naming"""
+        naming; for a Linear (module) the engine reduces the bias gradient to its shape after
+        the op, in evaluate_function but outside the op (as autograd's validate_outputs does)"""
+        def body():
+            r = fn()
+            if module and module.startswith("Linear"):
+                self.kernel(2, self.host, 7, 0.05, module, "bwd")
+                self.host += 8 * US
+            return r
+
         def inner():
-            return self.rng("cpu_op", f"autograd::engine::evaluate_function: {name}", 2, fn)
+            return self.rng("cpu_op", f"autograd::engine::evaluate_function: {name}", 2, body)
         if self.naming and layer in AUTO:
             return self.rng("user_annotation", f"{layer}/bwd", 2, inner)
         return inner()
@@ -164,7 +173,8 @@ def backward_of(r, links, overlap=False, nccl=False):
             kernels.append((9, 0.3, "nccl"))
         name = "AddmmBackward0" if module.startswith("Linear") else "AddBackward0"
         layer = chosen_of(module, AUTO)
-        r.bwd(name, layer, lambda k=kernels, m=module, f=fid: r.op(2, name, m, "bwd", k, link=f))
+        r.bwd(name, layer, lambda k=kernels, m=module, f=fid: r.op(2, name, m, "bwd", k, link=f),
+              module)
 
 
 def run_step(r, step, scale):
@@ -215,7 +225,8 @@ def run_step(r, step, scale):
     r.bwd("NllLossBackward0", None,
           lambda: r.op(2, "NllLossBackward0", "Model_0", "bwd", [(7, 0.05)], link=links["loss"]))
     r.bwd("AddmmBackward0", "Linear_8",
-          lambda: r.op(2, "AddmmBackward0", "Linear_8", "bwd", [(7, 1.0)], link=links["head"]))
+          lambda: r.op(2, "AddmmBackward0", "Linear_8", "bwd", [(7, 1.0)], link=links["head"]),
+          "Linear_8")
     r.bwd("NativeLayerNormBackward0", "LayerNorm_0",
           lambda: r.op(2, "NativeLayerNormBackward0", "LayerNorm_0", "bwd", [(7, 0.2)],
                        link=links["ln"]))
