@@ -53,4 +53,14 @@ void fuzz_check_trace(sp_ctx *ctx, const sp_trace *trace) {
         sp_profile_destroy(p);
     }
     sp_free(json);
+    /* the module tree: listed, and a depth of it made the layers */
+    char *text = NULL;
+    st = sp_trace_list_modules(ctx, trace, &opts, &text);
+    fuzz_require_message(ctx, st);
+    sp_free(text);
+    json = NULL;
+    opts.layers = "1";
+    st = sp_trace_to_profile(ctx, trace, &opts, &json, NULL);
+    fuzz_require_message(ctx, st);
+    sp_free(json);
 }
