@@ -29,6 +29,13 @@ sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
         snprintf(what, sizeof what, "parsing %s", name);
         return sp_oom(ctx, what);
     }
+    if (len == 0)
+        return sp_fail(ctx, SP_ERR_PARSE, "%s: empty file, expected a JSON object", name);
+    return sp_json_fail_at(ctx, name, data, len, end, nul != len);
+}
+
+sp_status sp_json_fail_at(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                          const char *end, bool nul_byte) {
     if (!end || end < data || end > data + len)
         end = data + len;
     /* cJSON may stop one byte into a bad token: point at the token's start */
@@ -44,9 +51,7 @@ sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
             col++;
         }
     }
-    if (len == 0)
-        return sp_fail(ctx, SP_ERR_PARSE, "%s: empty file, expected a JSON object", name);
-    if (nul != len)
+    if (nul_byte)
         return sp_fail(ctx, SP_ERR_PARSE, "%s:%zu:%zu: malformed JSON: NUL byte in the text", name,
                        line, col);
     if (end >= data + len)
@@ -54,7 +59,7 @@ sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
                        name, line, col);
     char near[24];
     size_t k = 0;
-    for (const char *p = end; *p && *p != '\n' && k < sizeof near - 1; p++)
+    for (const char *p = end; p < data + len && *p && *p != '\n' && k < sizeof near - 1; p++)
         near[k++] = (*p >= 32 && *p < 127) ? *p : '?';
     near[k] = '\0';
     return sp_fail(ctx, SP_ERR_PARSE, "%s:%zu:%zu: malformed JSON near '%s'", name, line, col,

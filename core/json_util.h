@@ -13,6 +13,29 @@
  * SP_ERR_PARSE and "name:line:column: malformed JSON near '...'". Embedded NUL bytes and
  * trailing content are malformed. */
 sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t len, cJSON **out);
+/* The same message for malformed JSON at `at` in data[0..len) (nul_byte: a NUL byte there). */
+sp_status sp_json_fail_at(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                          const char *at, bool nul_byte);
+
+/* ---- a large document a piece at a time (core/json_split.c). cJSON builds a whole document
+ * in memory, a node per value; a trace of millions of events is instead split into its
+ * members and array elements by their brackets and strings, and each piece is parsed (and so
+ * validated) by cJSON on its own. Positions in messages are the document's. */
+
+/* Each member of the root object of doc[0..len): key as written between its quotes (escapes
+ * not undone), the value's text. Stops at the first status fn returns that is not SP_OK. */
+typedef sp_status (*sp_json_member_fn)(void *arg, const char *key, size_t key_len,
+                                       const char *value, size_t value_len);
+sp_status sp_json_split_object(sp_ctx *ctx, const char *name, const char *doc, size_t len,
+                               sp_json_member_fn fn, void *arg);
+/* Each element of the array at array[0..array_len) (a value of doc). */
+typedef sp_status (*sp_json_element_fn)(void *arg, const char *value, size_t value_len);
+sp_status sp_json_split_array(sp_ctx *ctx, const char *name, const char *doc, size_t doc_len,
+                              const char *array, size_t array_len, sp_json_element_fn fn,
+                              void *arg);
+/* Parse one piece (a value's text within doc). */
+sp_status sp_json_parse_piece(sp_ctx *ctx, const char *name, const char *doc, size_t doc_len,
+                              const char *piece, size_t piece_len, cJSON **out);
 
 /* sp_json_describe: short text for a value in "got ..." messages: "abc" (quoted, cut at 40
  * bytes), 12.5, true, null, an object, an array. Writes into buf. */

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "json_util.h"
@@ -206,101 +207,102 @@ static sp_status link_evals(sp_ctx *ctx, struct kineto_state *k) {
     return st;
 }
 
-static sp_status read_events(sp_ctx *ctx, struct kineto_state *k, const cJSON *events,
-                             size_t *n_ranges, size_t *n_gpu, size_t *n_legacy) {
+/* a flow event (ac2g, fwdbwd): into the flow maps and links */
+static sp_status read_flow(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev) {
     struct sp_trace *t = k->t;
     sp_status st = SP_OK;
-    /* flows first, so events before their flow in the file find it */
-    for (const cJSON *ev = events->child; ev && st == SP_OK; ev = ev->next) {
-        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
-        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(ev, "cat");
-        double ts = 0, id = 0;
-        if (!cJSON_IsString(ph) || !cJSON_IsString(cat) || !get_number(ev, "ts", &ts) ||
-            !get_number(ev, "id", &id) || id < 0 || id >= 1.8e19)
-            continue;
-        char p = ph->valuestring[0];
-        if (strcmp(cat->valuestring, "ac2g") == 0) {
-            int kind = p == 's' ? 's' : p == 'f' ? 'f' : 0;
-            if (kind &&
-                !sp_u64_map_insert(&k->flows, flow_key(kind, ev, us_to_ns(ts)), (uint64_t)id, NULL))
-                st = sp_oom(ctx, "reading a trace");
-        } else if (strcmp(cat->valuestring, "fwdbwd") == 0 && p == 'f') {
-            if (!sp_u64_map_insert(&k->flows, flow_key('b', ev, us_to_ns(ts)), (uint64_t)id, NULL))
-                st = sp_oom(ctx, "reading a trace");
-        } else if (strcmp(cat->valuestring, "fwdbwd") == 0 && p == 's') {
-            struct sp_trace_link l = {us_to_ns(ts), 0};
-            uint32_t ref = 0;
-            st = thread_of(ctx, k, ev, &l.fwd_tid);
-            if (st == SP_OK)
-                st = sp_trace_add_link(ctx, t, &l, &ref);
-            if (st == SP_OK && !sp_u64_map_insert(&k->flows, fwd_link_key((uint64_t)id), ref, NULL))
-                st = sp_oom(ctx, "reading a trace");
-        }
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
+    const cJSON *cat = cJSON_GetObjectItemCaseSensitive(ev, "cat");
+    double ts = 0, id = 0;
+    if (!cJSON_IsString(ph) || !cJSON_IsString(cat) || !get_number(ev, "ts", &ts) ||
+        !get_number(ev, "id", &id) || id < 0 || id >= 1.8e19)
+        return SP_OK;
+    char p = ph->valuestring[0];
+    if (strcmp(cat->valuestring, "ac2g") == 0) {
+        int kind = p == 's' ? 's' : p == 'f' ? 'f' : 0;
+        if (kind &&
+            !sp_u64_map_insert(&k->flows, flow_key(kind, ev, us_to_ns(ts)), (uint64_t)id, NULL))
+            st = sp_oom(ctx, "reading a trace");
+    } else if (strcmp(cat->valuestring, "fwdbwd") == 0 && p == 'f') {
+        if (!sp_u64_map_insert(&k->flows, flow_key('b', ev, us_to_ns(ts)), (uint64_t)id, NULL))
+            st = sp_oom(ctx, "reading a trace");
+    } else if (strcmp(cat->valuestring, "fwdbwd") == 0 && p == 's') {
+        struct sp_trace_link l = {us_to_ns(ts), 0};
+        uint32_t ref = 0;
+        st = thread_of(ctx, k, ev, &l.fwd_tid);
+        if (st == SP_OK)
+            st = sp_trace_add_link(ctx, t, &l, &ref);
+        if (st == SP_OK && !sp_u64_map_insert(&k->flows, fwd_link_key((uint64_t)id), ref, NULL))
+            st = sp_oom(ctx, "reading a trace");
     }
-    for (const cJSON *ev = events->child; ev && st == SP_OK; ev = ev->next) {
-        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
-        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(ev, "cat");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(ev, "name");
-        double ts = 0, dur = 0;
-        if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") != 0 || !cJSON_IsString(cat) ||
-            !cJSON_IsString(name) || !get_number(ev, "ts", &ts) || !get_number(ev, "dur", &dur) ||
-            dur < 0)
-            continue;
-        const char *c = cat->valuestring;
-        /* the 2021 format's categories, since renamed: counted, to name the format */
-        *n_legacy += strcmp(c, "Kernel") == 0 || strcmp(c, "Runtime") == 0 ||
-                     strcmp(c, "Memcpy") == 0 || strcmp(c, "Memset") == 0;
-        const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
-        if (!cJSON_IsObject(args))
-            args = NULL;
-        int64_t start = us_to_ns(ts), end = us_to_ns(ts + dur);
-        bool annotation = strcmp(c, "user_annotation") == 0 || strcmp(c, "python_function") == 0;
-        bool cpu_op = strcmp(c, "cpu_op") == 0;
-        uint32_t link = cpu_op ? backward_link_of(k, ev, start) : 0;
-        if (cpu_op && !link &&
-            strncmp(name->valuestring, EVALUATE_FUNCTION, strlen(EVALUATE_FUNCTION)) == 0) {
-            st = add_eval(ctx, k, ev, name->valuestring, start, end);
-            continue;
+    return st;
+}
+
+/* any other event */
+static sp_status read_event(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev, size_t *n_ranges,
+                            size_t *n_gpu, size_t *n_legacy) {
+    struct sp_trace *t = k->t;
+    sp_status st = SP_OK;
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(ev, "ph");
+    const cJSON *cat = cJSON_GetObjectItemCaseSensitive(ev, "cat");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(ev, "name");
+    double ts = 0, dur = 0;
+    if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") != 0 || !cJSON_IsString(cat) ||
+        !cJSON_IsString(name) || !get_number(ev, "ts", &ts) || !get_number(ev, "dur", &dur) ||
+        dur < 0)
+        return SP_OK;
+    const char *c = cat->valuestring;
+    /* the 2021 format's categories, since renamed: counted, to name the format */
+    *n_legacy += strcmp(c, "Kernel") == 0 || strcmp(c, "Runtime") == 0 ||
+                 strcmp(c, "Memcpy") == 0 || strcmp(c, "Memset") == 0;
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+    if (!cJSON_IsObject(args))
+        args = NULL;
+    int64_t start = us_to_ns(ts), end = us_to_ns(ts + dur);
+    bool annotation = strcmp(c, "user_annotation") == 0 || strcmp(c, "python_function") == 0;
+    bool cpu_op = strcmp(c, "cpu_op") == 0;
+    uint32_t link = cpu_op ? backward_link_of(k, ev, start) : 0;
+    if (cpu_op && !link &&
+        strncmp(name->valuestring, EVALUATE_FUNCTION, strlen(EVALUATE_FUNCTION)) == 0) {
+        return add_eval(ctx, k, ev, name->valuestring, start, end);
+    }
+    if (annotation || link) {
+        struct sp_trace_range r = {start, end, 0, 0, 0, false, link};
+        st = thread_of(ctx, k, ev, &r.tid);
+        if (st == SP_OK)
+            st = sp_trace_intern(ctx, t, name->valuestring, strlen(name->valuestring), &r.name);
+        if (st == SP_OK)
+            st = sp_trace_add_range(ctx, t, &r);
+        *n_ranges += annotation;
+    } else if (strcmp(c, "cuda_runtime") == 0 || strcmp(c, "cuda_driver") == 0) {
+        struct sp_trace_launch l = {start, file_corr(k, correlation_of(k, ev, args, 's', start)),
+                                    0};
+        if (l.corr == UINT64_MAX)
+            return SP_OK; /* a call that made no GPU work (cudaGetDevice, ...) */
+        st = thread_of(ctx, k, ev, &l.tid);
+        if (st == SP_OK)
+            st = sp_trace_add_launch(ctx, t, &l);
+    } else if (strcmp(c, "kernel") == 0 || strcmp(c, "gpu_memcpy") == 0 ||
+               strcmp(c, "gpu_memset") == 0) {
+        double device = 0, stream = 0, bytes = 0;
+        if (args) {
+            get_number(args, "device", &device);
+            get_number(args, "stream", &stream);
+            get_number(args, "bytes", &bytes);
         }
-        if (annotation || link) {
-            struct sp_trace_range r = {start, end, 0, 0, 0, false, link};
-            st = thread_of(ctx, k, ev, &r.tid);
-            if (st == SP_OK)
-                st = sp_trace_intern(ctx, t, name->valuestring, strlen(name->valuestring), &r.name);
-            if (st == SP_OK)
-                st = sp_trace_add_range(ctx, t, &r);
-            *n_ranges += annotation;
-        } else if (strcmp(c, "cuda_runtime") == 0 || strcmp(c, "cuda_driver") == 0) {
-            struct sp_trace_launch l = {start,
-                                        file_corr(k, correlation_of(k, ev, args, 's', start)), 0};
-            if (l.corr == UINT64_MAX)
-                continue; /* a call that made no GPU work (cudaGetDevice, ...) */
-            st = thread_of(ctx, k, ev, &l.tid);
-            if (st == SP_OK)
-                st = sp_trace_add_launch(ctx, t, &l);
-        } else if (strcmp(c, "kernel") == 0 || strcmp(c, "gpu_memcpy") == 0 ||
-                   strcmp(c, "gpu_memset") == 0) {
-            double device = 0, stream = 0, bytes = 0;
-            if (args) {
-                get_number(args, "device", &device);
-                get_number(args, "stream", &stream);
-                get_number(args, "bytes", &bytes);
-            }
-            struct sp_trace_activity a = {
-                start, end, file_corr(k, correlation_of(k, ev, args, 'f', start)),
-                bytes > 0 && bytes < 9e18 ? (uint64_t)bytes : 0,
-                /* each rank's device ordinals are its own */
-                sp_trace_process_device(k->file,
-                                        device >= 0 && device < 65536 ? (uint32_t)device : 0),
-                stream >= 0 && stream < 4e9 ? (uint32_t)stream : 0, 0,
-                c[0] == 'k'                    ? SP_ACTIVITY_KERNEL
-                : strcmp(c, "gpu_memcpy") == 0 ? SP_ACTIVITY_MEMCPY
-                                               : SP_ACTIVITY_MEMSET};
-            st = sp_trace_intern(ctx, t, name->valuestring, strlen(name->valuestring), &a.name);
-            if (st == SP_OK)
-                st = sp_trace_add_activity(ctx, t, &a);
-            ++*n_gpu;
-        }
+        struct sp_trace_activity a = {
+            start, end, file_corr(k, correlation_of(k, ev, args, 'f', start)),
+            bytes > 0 && bytes < 9e18 ? (uint64_t)bytes : 0,
+            /* each rank's device ordinals are its own */
+            sp_trace_process_device(k->file, device >= 0 && device < 65536 ? (uint32_t)device : 0),
+            stream >= 0 && stream < 4e9 ? (uint32_t)stream : 0, 0,
+            c[0] == 'k'                    ? SP_ACTIVITY_KERNEL
+            : strcmp(c, "gpu_memcpy") == 0 ? SP_ACTIVITY_MEMCPY
+                                           : SP_ACTIVITY_MEMSET};
+        st = sp_trace_intern(ctx, t, name->valuestring, strlen(name->valuestring), &a.name);
+        if (st == SP_OK)
+            st = sp_trace_add_activity(ctx, t, &a);
+        ++*n_gpu;
     }
     return st;
 }
@@ -333,51 +335,156 @@ static void read_devices_and_versions(sp_ctx *ctx, struct sp_trace *t, const cJS
     t->versions = sp_strdup(buf);
 }
 
+/* The file a piece at a time (core/json_split.c): a trace of millions of events never becomes
+ * one cJSON tree. The root's members other than traceEvents are parsed whole (small); the
+ * events twice: the flows first, so events before their flow in the file find it, then the
+ * rest, each event parsed on its own and freed. */
+struct file_pass {
+    sp_ctx *ctx;
+    struct kineto_state *k;
+    const char *name, *doc;
+    size_t doc_len;
+    cJSON *root; /* the members other than traceEvents */
+    const char *events;
+    size_t events_len;
+    uint8_t *flow_bits; /* per event: a flow, read in the first pass */
+    size_t cap_bits, index;
+    size_t n_ranges, n_gpu, n_legacy;
+};
+
+static sp_status top_member(void *arg, const char *key, size_t key_len, const char *value,
+                            size_t value_len) {
+    struct file_pass *f = arg;
+    if (key_len == 11 && memcmp(key, "traceEvents", 11) == 0 && !f->events) {
+        f->events = value;
+        f->events_len = value_len;
+        return SP_OK;
+    }
+    cJSON *v = NULL; /* parsed, so a malformed member is refused as a whole-file parse would */
+    sp_status st = sp_json_parse_piece(f->ctx, f->name, f->doc, f->doc_len, value, value_len, &v);
+    if (st != SP_OK)
+        return st;
+    char k[64];
+    if (key_len >= sizeof k || memchr(key, '\\', key_len)) {
+        cJSON_Delete(v); /* not a member the importer reads */
+        return SP_OK;
+    }
+    memcpy(k, key, key_len);
+    k[key_len] = '\0';
+    if (cJSON_GetObjectItemCaseSensitive(f->root, k) || !cJSON_AddItemToObject(f->root, k, v)) {
+        cJSON_Delete(v); /* a repeated key: the first one counts, as cJSON reads it */
+        return cJSON_GetObjectItemCaseSensitive(f->root, k) ? SP_OK
+                                                            : sp_oom(f->ctx, "reading a trace");
+    }
+    return SP_OK;
+}
+
+static bool piece_has(const char *s, size_t len, const char *word) {
+    size_t w = strlen(word);
+    for (const char *p = s, *end = s + len; (size_t)(end - p) >= w;) {
+        const char *q = memchr(p, word[0], (size_t)(end - p) - w + 1);
+        if (!q)
+            return false;
+        if (memcmp(q, word, w) == 0)
+            return true;
+        p = q + 1;
+    }
+    return false;
+}
+
+static sp_status flow_element(void *arg, const char *value, size_t len) {
+    struct file_pass *f = arg;
+    size_t i = f->index++;
+    if (i / 8 >= f->cap_bits) {
+        size_t cap = f->cap_bits ? 2 * f->cap_bits : 4096;
+        uint8_t *g = sp_realloc(f->flow_bits, cap);
+        if (!g)
+            return sp_oom(f->ctx, "reading a trace");
+        memset(g + f->cap_bits, 0, cap - f->cap_bits);
+        f->flow_bits = g;
+        f->cap_bits = cap;
+    }
+    if (!piece_has(value, len, "ac2g") && !piece_has(value, len, "fwdbwd"))
+        return SP_OK;
+    cJSON *ev = NULL;
+    sp_status st = sp_json_parse_piece(f->ctx, f->name, f->doc, f->doc_len, value, len, &ev);
+    const cJSON *cat = st == SP_OK ? cJSON_GetObjectItemCaseSensitive(ev, "cat") : NULL;
+    if (cJSON_IsString(cat) &&
+        (strcmp(cat->valuestring, "ac2g") == 0 || strcmp(cat->valuestring, "fwdbwd") == 0)) {
+        f->flow_bits[i / 8] |= (uint8_t)(1u << (i % 8));
+        st = read_flow(f->ctx, f->k, ev);
+    }
+    cJSON_Delete(ev);
+    return st;
+}
+
+static sp_status other_element(void *arg, const char *value, size_t len) {
+    struct file_pass *f = arg;
+    size_t i = f->index++;
+    if (f->flow_bits[i / 8] & (1u << (i % 8)))
+        return SP_OK;
+    cJSON *ev = NULL;
+    sp_status st = sp_json_parse_piece(f->ctx, f->name, f->doc, f->doc_len, value, len, &ev);
+    if (st == SP_OK)
+        st = read_event(f->ctx, f->k, ev, &f->n_ranges, &f->n_gpu, &f->n_legacy);
+    cJSON_Delete(ev);
+    return st;
+}
+
 /* one file's events into the trace k->t */
 static sp_status parse_into(sp_ctx *ctx, struct kineto_state *k, const char *name, const char *data,
                             size_t len) {
-    cJSON *root = NULL;
-    sp_status st = sp_json_parse(ctx, name, data, len, &root);
-    if (st != SP_OK)
-        return st;
-    const cJSON *events = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
-    if (!cJSON_IsArray(events)) {
-        cJSON_Delete(root);
-        return sp_fail(ctx, SP_ERR_SCHEMA,
-                       "%s: traceEvents: expected an array of trace events (a PyTorch profiler "
-                       "trace, from torch.profiler's export_chrome_trace or "
-                       "tensorboard_trace_handler)",
-                       name);
+    struct file_pass f = {ctx, k, name, data, len, cJSON_CreateObject(), NULL, 0, NULL,
+                          0,   0, 0,    0,    0};
+    if (!f.root)
+        return sp_oom(ctx, "reading a trace");
+    const char *nul = memchr(data, '\0', len); /* refused anywhere, as a whole-file parse does */
+    if (nul) {
+        cJSON_Delete(f.root);
+        return sp_json_fail_at(ctx, name, data, len, nul, true);
     }
-    size_t n_ranges = 0, n_gpu = 0, n_legacy = 0;
+    sp_status st = sp_json_split_object(ctx, name, data, len, top_member, &f);
+    if (st == SP_OK && (!f.events || f.events[0] != '['))
+        st = sp_fail(ctx, SP_ERR_SCHEMA,
+                     "%s: traceEvents: expected an array of trace events (a PyTorch profiler "
+                     "trace, from torch.profiler's export_chrome_trace or "
+                     "tensorboard_trace_handler)",
+                     name);
     sp_u64_map_release(&k->flows); /* flow ids are the file's own */
     k->first_linked = k->t->n_ranges;
-    st = read_events(ctx, k, events, &n_ranges, &n_gpu, &n_legacy);
+    if (st == SP_OK)
+        st = sp_json_split_array(ctx, name, data, len, f.events, f.events_len, flow_element, &f);
+    f.index = 0;
+    if (st == SP_OK && f.flow_bits == NULL && !(f.flow_bits = sp_calloc(1, 1)))
+        st = sp_oom(ctx, "reading a trace");
+    if (st == SP_OK)
+        st = sp_json_split_array(ctx, name, data, len, f.events, f.events_len, other_element, &f);
+    sp_free(f.flow_bits);
     if (st == SP_OK)
         st = link_evals(ctx, k);
     if (st == SP_OK && !k->t->versions) { /* devices and versions: the first file's */
-        read_devices_and_versions(ctx, k->t, root);
+        read_devices_and_versions(ctx, k->t, f.root);
         if (!k->t->versions)
             st = sp_oom(ctx, "reading a trace");
     }
-    if (st == SP_OK && n_gpu == 0 && n_legacy > 0)
+    cJSON_Delete(f.root);
+    if (st == SP_OK && f.n_gpu == 0 && f.n_legacy > 0)
         st = sp_fail(ctx, SP_ERR_SCHEMA,
                      "%s: the 2021 Kineto trace format (%zu events of cat Kernel, Runtime, Memcpy "
                      "or Memset, the names before Kineto renamed them kernel, cuda_runtime, "
                      "gpu_memcpy and gpu_memset): not read; record the trace again with a current "
                      "PyTorch",
-                     name, n_legacy);
-    else if (st == SP_OK && n_gpu == 0)
+                     name, f.n_legacy);
+    else if (st == SP_OK && f.n_gpu == 0)
         st = sp_fail(ctx, SP_ERR_SCHEMA,
                      "%s: no GPU events (cat kernel, gpu_memcpy or gpu_memset): record the trace "
                      "with ProfilerActivity.CUDA",
                      name);
-    else if (st == SP_OK && n_ranges == 0)
+    else if (st == SP_OK && f.n_ranges == 0)
         st = sp_fail(ctx, SP_ERR_SCHEMA,
                      "%s: no host ranges (cat user_annotation or python_function): wrap layers in "
                      "record_function or annotate the model (docs/profiling.md)",
                      name);
-    cJSON_Delete(root);
     return st;
 }
 
@@ -429,7 +536,13 @@ static sp_status read_trace_file(sp_ctx *ctx, const char *path, char **data, siz
     gzFile f = gzopen(path, "rb");
     if (!f)
         return sp_fail(ctx, SP_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    /* the file's size first: exact for a plain trace (no copies as the buffer grows), a start
+     * for a compressed one */
     size_t cap = 1 << 20, len = 0;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size + 1 > cap)
+        cap = (uint64_t)sb.st_size + 1 < SP_TRACE_MAX_FILE_BYTES ? (size_t)sb.st_size + 1
+                                                                 : SP_TRACE_MAX_FILE_BYTES;
     char *buf = sp_malloc(cap + 1);
     sp_status st = buf ? SP_OK : sp_oom(ctx, "reading a trace");
     while (st == SP_OK) {

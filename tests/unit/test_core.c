@@ -1,5 +1,5 @@
-/* tests/unit/test_core.c: status table, byte counts, atomic writes, allocator hooks and the
- * plan document's fields. */
+/* tests/unit/test_core.c: status table, byte counts, atomic writes, allocator hooks, the
+ * plan document's fields and the JSON splitter. */
 #include <cjson/cJSON.h>
 #include <regex.h>
 #include <stagepart/stagepart.h>
@@ -8,6 +8,7 @@
 
 #include "../test.h"
 #include "internal.h"
+#include "json_util.h"
 
 static sp_ctx *ctx;
 
@@ -243,8 +244,93 @@ static void test_ere_translate(void) {
     }
 }
 
+/* ---- the splitter (core/json_split.c) against cJSON's whole-document parse */
+
+struct split_count {
+    const char *doc;
+    size_t len, members, elements;
+};
+
+static sp_status count_element(void *arg, const char *v, size_t n) {
+    struct split_count *c = arg;
+    cJSON *x = NULL;
+    sp_status st = sp_json_parse_piece(ctx, "doc", c->doc, c->len, v, n, &x);
+    cJSON_Delete(x);
+    c->elements++;
+    return st;
+}
+
+/* every member parsed as a piece, and an array member's elements one by one */
+static sp_status count_member(void *arg, const char *key, size_t key_len, const char *v, size_t n) {
+    (void)key;
+    (void)key_len;
+    struct split_count *c = arg;
+    c->members++;
+    if (n && v[0] == '[')
+        return sp_json_split_array(ctx, "doc", c->doc, c->len, v, n, count_element, c);
+    cJSON *x = NULL;
+    sp_status st = sp_json_parse_piece(ctx, "doc", c->doc, c->len, v, n, &x);
+    cJSON_Delete(x);
+    return st;
+}
+
+static bool split_accepts(const char *doc, size_t len, struct split_count *c) {
+    *c = (struct split_count){doc, len, 0, 0};
+    return !memchr(doc, 0, len) &&
+           sp_json_split_object(ctx, "doc", doc, len, count_member, c) == SP_OK;
+}
+
+static void test_json_split(void) {
+    const char *doc = "{\"a\": [1, {\"b\": \"]}\\\"[\"}, [2, [3]], \"x\\\\\"], \"traceEvents\""
+                      ": [{\"ph\": \"X\", \"args\": {\"k\": [true, null, -1.5e3]}}, {}], \"n\": 7}";
+    struct split_count c;
+    SP_CHECK(split_accepts(doc, strlen(doc), &c));
+    SP_CHECK(c.members == 3 && c.elements == 6); /* a: 4 elements, traceEvents: 2 */
+    /* a malformed piece is reported where it is in the document */
+    const char *bad = "{\"traceEvents\": [{\"ph\": \"X\"},\n {\"ph\": tru}]}";
+    SP_CHECK(!split_accepts(bad, strlen(bad), &c));
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "doc:2:9: malformed JSON near 'tru}]}'");
+    /* Mutations of the document: dropping, doubling or replacing one byte by a structural one
+     * must be accepted by the splitter exactly when cJSON accepts the whole document (an object
+     * at the root; the splitter takes the first of repeated keys, as cJSON reads them). */
+    const char repl[] = "{}[]\",:\\ 0a";
+    size_t n = strlen(doc), tried = 0, disagree = 0;
+    char *m = malloc(2 * n + 2);
+    for (size_t i = 0; i < n; i++)
+        for (size_t r = 0; r < sizeof repl + 1; r++) {
+            size_t len = 0;
+            if (r == sizeof repl - 1) { /* drop byte i */
+                memcpy(m, doc, i);
+                memcpy(m + i, doc + i + 1, n - i - 1);
+                len = n - 1;
+            } else if (r == sizeof repl) { /* double byte i */
+                memcpy(m, doc, i + 1);
+                memcpy(m + i + 1, doc + i, n - i);
+                len = n + 1;
+            } else {
+                memcpy(m, doc, n);
+                m[i] = repl[r];
+                len = n;
+            }
+            m[len] = '\0';
+            cJSON *whole = cJSON_ParseWithLengthOpts(m, len + 1, NULL, 1);
+            bool want = whole && cJSON_IsObject(whole);
+            cJSON_Delete(whole);
+            bool got = split_accepts(m, len, &c);
+            tried++;
+            if (want != got) {
+                disagree++;
+                fprintf(stderr, "splitter %s, cJSON %s: %s\n", got ? "accepts" : "refuses",
+                        want ? "accepts" : "refuses", m);
+            }
+        }
+    free(m);
+    SP_CHECK(tried > 1000 && disagree == 0);
+}
+
 int main(void) {
     sp_ctx_create(&ctx);
+    test_json_split();
     test_ere_translate();
     test_memory_budget();
     test_status();
