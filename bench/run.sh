@@ -37,6 +37,28 @@ echo "| python3 json.load (parse only) | $py | 1.00x |"
 echo "| stagepart partition -s 128 -o plan.json | $cli | $(python3 -c "print(f'{$cli/$py:.2f}x')") |"
 echo "| same with --memory-limit $limit | $clim | $(python3 -c "print(f'{$clim/$py:.2f}x')") |"
 
+# Import of a large PyTorch profiler trace: the real H200 trace of samples/torch/train.py copied
+# 15 times one after another (bench/gen_trace.py, about 77 MB), against json.load of the same
+# file: wall time (median of 5) and peak resident memory, each in a process of its own.
+python3 bench/gen_trace.py tests/data/gpu/h200-torch-sample.kineto.json.gz 15 "$TMP/trace.json"
+peak_kb() { # peak resident KB of "$@" (a child of its own)
+    python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
+}
+tsize=$(wc -c <"$TMP/trace.json")
+tpy=$(median5 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/trace.json")
+timp=$(median5 "$STAGEPART" import kineto "$TMP/trace.json" -o "$TMP/trace-profile.json")
+mpy=$(peak_kb python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/trace.json")
+mimp=$(peak_kb "$STAGEPART" import kineto "$TMP/trace.json" -o "$TMP/trace-profile.json")
+echo
+echo "## Import of a $((tsize / 1000000)) MB PyTorch profiler trace, median of 5"
+echo
+echo "| command | wall ms | vs json.load | peak MB | vs json.load |"
+echo "|---|---|---|---|---|"
+echo "| python3 json.load (parse only) | $tpy | 1.00x | $((mpy / 1024)) | 1.00x |"
+echo "| stagepart import kineto -o profile.json | $timp | $(python3 -c "print(f'{$timp/$tpy:.2f}x')") | $((mimp / 1024)) | $(python3 -c "print(f'{$mimp/$mpy:.2f}x')") |"
+
 # Recomputation: a 128-layer GPT-like chain (gpt3-2.7b's block repeated) under a memory limit
 # that binds. The DP keeps every activation; the ILP may recompute chosen layers instead.
 python3 - "$TMP/gpt128.json" <<'PY'
