@@ -409,9 +409,10 @@ static sp_status build_layers(struct sp_attrib_stream *s, const struct range_cla
     return SP_OK;
 }
 
+/* NCCL's kernels, and RCCL's (ROCm keeps NCCL's names; its own start "rccl") */
 static bool is_nccl(const char *name) {
     return strncmp(name, "ncclDevKernel", 13) == 0 || strncmp(name, "ncclKernel", 10) == 0 ||
-           strncmp(name, "void ncclKernel", 15) == 0 ||
+           strncmp(name, "rccl", 4) == 0 || strncmp(name, "void ncclKernel", 15) == 0 ||
            strncmp(name, "void ncclDevKernel", 18) == 0;
 }
 
