@@ -4,12 +4,14 @@
  * with only a backward, recomputation, and random traces against a brute-force recount; the
  * per-thread timeline against a brute-force search of the ranges; the streaming windows (records
  * out of order within them give the in-order result exactly; beyond them every activity is still
- * accounted for, as late or unmatched); the id map's removal against a plain array. */
+ * accounted for, as late or unmatched); the id map's removal against a plain array; the module
+ * tree's level chosen for ResNet- and decoder-shaped models, and linked backward ops. */
 #include <math.h>
 #include <stagepart/stagepart.h>
 
 #include "../test.h"
 #include "attribute_impl.h"
+#include "modules.h"
 #include "u64_map.h"
 
 static sp_ctx *ctx;
@@ -382,8 +384,171 @@ static void test_map_remove(void) {
     sp_u64_map_release(&m);
 }
 
+/* ---- module ranges: a tree given as (name, depth, own kernel ms), in call order */
+struct mod {
+    const char *name;
+    int depth;
+    double own_ms;
+};
+
+static void module_trace(struct sp_trace *t, const struct mod *m, size_t n) {
+    SP_CHECK_STATUS(sp_trace_init(ctx, t), SP_OK);
+    t->file = sp_strdup("unit");
+    t->collector = sp_strdup("unit");
+    const int64_t us = 1000;
+    int64_t now = 0, gpu = 0;
+    uint64_t corr = 1;
+    /* each module: [start, end) covering its descendants; its own kernel launched first */
+    int64_t start[64];
+    int open_depth[64];
+    size_t open = 0;
+    char full[64][80];
+    for (size_t i = 0; i <= n; i++) {
+        int d = i < n ? m[i].depth : -1;
+        while (open && open_depth[open - 1] >= d) { /* close the ones this is not inside */
+            open--;
+            range(t, full[open], 1, start[open], now);
+            now += us;
+        }
+        if (i == n)
+            break;
+        snprintf(full[open], sizeof full[open], "nn.Module: %s", m[i].name);
+        start[open] = now;
+        open_depth[open++] = d;
+        now += us;
+        if (m[i].own_ms > 0) {
+            int64_t dur = (int64_t)(m[i].own_ms * 1e6);
+            gpu = gpu > now ? gpu : now;
+            kernel(t, 1, now, corr++, 0, gpu, gpu + dur);
+            gpu += dur;
+            now += us;
+        }
+    }
+}
+
+static void check_chosen(const struct mod *m, size_t n, const char *how, const char *want) {
+    struct sp_trace t;
+    module_trace(&t, m, n);
+    struct sp_attrib_opts o = {0};
+    struct sp_module_tree tree;
+    uint8_t *flags = NULL;
+    char said[256];
+    SP_CHECK_STATUS(sp_module_tree_build(ctx, &t, &o, &tree), SP_OK);
+    SP_CHECK_STATUS(sp_module_choose(ctx, &t, &tree, how, &flags, said, sizeof said), SP_OK);
+    char got[512] = "";
+    for (size_t i = 0; flags && i < n; i++) { /* call order is the list's */
+        char full[80];
+        snprintf(full, sizeof full, "nn.Module: %s", m[i].name);
+        uint32_t id = 0;
+        SP_CHECK_STATUS(sp_trace_intern(ctx, &t, full, strlen(full), &id), SP_OK);
+        if (id < t.n_strings && flags[id])
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%s", *got ? " " : "",
+                     m[i].name);
+    }
+    SP_CHECK_MSG(strcmp(got, want) == 0, "%s: chose '%s', expected '%s'", how, got, want);
+    sp_free(flags);
+    sp_module_tree_release(&tree);
+    sp_trace_release(&t);
+}
+
+static void test_module_level(void) {
+    /* a ResNet: the stem's modules, each block (its Sequential opened), pooling, the head */
+    const struct mod resnet[] = {
+        {"ResNet_0", 0, 0},       {"Conv2d_0", 1, 2},      {"BatchNorm2d_0", 1, 1},
+        {"ReLU_0", 1, 0.5},       {"MaxPool2d_0", 1, 0.5}, {"Sequential_0", 1, 0},
+        {"Bottleneck_0", 2, 0.2}, {"Conv2d_1", 3, 3},      {"Conv2d_2", 3, 3},
+        {"Bottleneck_1", 2, 0.2}, {"Conv2d_3", 3, 3},      {"Sequential_1", 1, 0},
+        {"Bottleneck_2", 2, 0.2}, {"Conv2d_4", 3, 3},      {"AdaptiveAvgPool2d_0", 1, 0.1},
+        {"Linear_0", 1, 0.5}};
+    size_t nr = sizeof resnet / sizeof resnet[0];
+    check_chosen(resnet, nr, "auto",
+                 "Conv2d_0 BatchNorm2d_0 ReLU_0 MaxPool2d_0 Bottleneck_0 Bottleneck_1 "
+                 "Bottleneck_2 AdaptiveAvgPool2d_0 Linear_0");
+    check_chosen(resnet, nr, "1",
+                 "Conv2d_0 BatchNorm2d_0 ReLU_0 MaxPool2d_0 Sequential_0 Sequential_1 "
+                 "AdaptiveAvgPool2d_0 Linear_0");
+    check_chosen(resnet, nr, "3",
+                 "Conv2d_0 BatchNorm2d_0 ReLU_0 MaxPool2d_0 Conv2d_1 Conv2d_2 Conv2d_3 Conv2d_4 "
+                 "AdaptiveAvgPool2d_0 Linear_0");
+    /* a decoder: the model's body holds more than half and is opened (it has work of its own,
+     * so it is no container); its blocks hold less each */
+    const struct mod decoder[] = {
+        {"LMHead_0", 0, 0.3}, {"Decoder_0", 1, 0.1}, {"Embedding_0", 2, 0.2}, {"Layer_0", 2, 5},
+        {"Layer_1", 2, 5},    {"Layer_2", 2, 5},     {"RMSNorm_0", 2, 0.1},   {"Linear_0", 1, 2}};
+    check_chosen(decoder, sizeof decoder / sizeof decoder[0], "auto",
+                 "Embedding_0 Layer_0 Layer_1 Layer_2 RMSNorm_0 Linear_0");
+    /* one leaf holding most of the time stays (nothing to open) */
+    const struct mod lopsided[] = {{"Net_0", 0, 0}, {"Big_0", 1, 9}, {"Small_0", 1, 1}};
+    check_chosen(lopsided, 3, "auto", "Big_0 Small_0");
+
+    static const struct {
+        const char *name, *kind;
+    } kinds[] = {{"nn.Module: GPT2Block_3", "transformer"},
+                 {"LlamaDecoderLayer_0", "transformer"},
+                 {"LlamaRMSNorm_12", "norm"},
+                 {"Embedding_1", "embedding"},
+                 {"BasicBlock_0", "conv"},
+                 {"Conv2d_0", "conv"},
+                 {"LlamaAttention_2", "attention"},
+                 {"CrossEntropyLoss_0", "loss"},
+                 {"BertLMPredictionHead_0", "head"},
+                 {"Dropout_0", NULL},
+                 {"Linear_7", NULL}};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        const char *k = sp_module_kind(kinds[i].name);
+        SP_CHECK_MSG((k == NULL) == (kinds[i].kind == NULL) &&
+                         (!k || strcmp(k, kinds[i].kind) == 0),
+                     "%s: kind %s", kinds[i].name, k ? k : "(none)");
+    }
+}
+
+/* Linked backward ops: the innermost linked op wins; one whose forward ran in no layer marks
+ * the backward (a module range inside it is recomputation) without taking the work */
+static void test_links(void) {
+    struct sp_trace t;
+    SP_CHECK_STATUS(sp_trace_init(ctx, &t), SP_OK);
+    t.file = sp_strdup("unit");
+    t.collector = sp_strdup("unit");
+    const int64_t ms = 1000000;
+    range(&t, "a/fwd", 1, 0, 10 * ms);
+    range(&t, "b/fwd", 1, 20 * ms, 30 * ms);
+    struct sp_trace_link la = {5 * ms, 1}, lb = {25 * ms, 1}, lnone = {15 * ms, 1};
+    uint32_t ra = 0, rb = 0, rn = 0;
+    SP_CHECK_STATUS(sp_trace_add_link(ctx, &t, &la, &ra), SP_OK);
+    SP_CHECK_STATUS(sp_trace_add_link(ctx, &t, &lb, &rb), SP_OK);
+    SP_CHECK_STATUS(sp_trace_add_link(ctx, &t, &lnone, &rn), SP_OK);
+    struct sp_trace_range op_b = {100 * ms, 140 * ms, 2, name(&t, "BBackward0"), 0, false, rb};
+    struct sp_trace_range op_a = {110 * ms, 120 * ms, 2, name(&t, "ABackward0"), 0, false, ra};
+    struct sp_trace_range ck = {200 * ms, 240 * ms, 2, name(&t, "CheckpointBackward"),
+                                0,        false,    rn};
+    SP_CHECK_STATUS(sp_trace_add_range(ctx, &t, &op_b), SP_OK);
+    SP_CHECK_STATUS(sp_trace_add_range(ctx, &t, &op_a), SP_OK);
+    SP_CHECK_STATUS(sp_trace_add_range(ctx, &t, &ck), SP_OK);
+    range(&t, "a/fwd", 2, 210 * ms, 220 * ms); /* recomputed inside an unowned backward op */
+    kernel(&t, 2, 101 * ms, 1, 0, 101 * ms, 103 * ms); /* b's op, outside a's: b */
+    kernel(&t, 2, 111 * ms, 2, 0, 111 * ms, 115 * ms); /* inside a's op, inside b's: a */
+    kernel(&t, 2, 211 * ms, 3, 0, 211 * ms, 212 * ms); /* a's recomputation */
+    kernel(&t, 2, 230 * ms, 4, 0, 230 * ms, 238 * ms); /* the unowned op's own: no layer */
+    struct sp_attrib_opts o = {0};
+    struct sp_attribution a;
+    SP_CHECK_STATUS(sp_attribute(ctx, &t, &o, &a), SP_OK);
+    const struct sp_layer_stats *A = layer(&a, "a"), *B = layer(&a, "b");
+    SP_CHECK(A && B);
+    if (A && B) {
+        SP_CHECK(fabs(A->phase[SP_PHASE_BWD].busy_ms - 4) < 1e-9);
+        SP_CHECK(fabs(B->phase[SP_PHASE_BWD].busy_ms - 2) < 1e-9);
+        SP_CHECK(fabs(A->phase[SP_PHASE_RECOMPUTE].busy_ms - 1) < 1e-9);
+        SP_CHECK(A->phase[SP_PHASE_FWD].busy_ms == 0 && B->phase[SP_PHASE_FWD].busy_ms == 0);
+    }
+    SP_CHECK(fabs(a.class_ms[SP_PHASE_OTHER] - 8) < 1e-9);
+    sp_attribution_release(&a);
+    sp_trace_release(&t);
+}
+
 int main(void) {
     sp_ctx_create(&ctx);
+    test_module_level();
+    test_links();
     test_cases();
     test_random_busy();
     test_timeline();
