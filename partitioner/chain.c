@@ -68,6 +68,13 @@ fail:
     c->link_ticks = NULL;
 }
 
+bool sp_cut_allowed(const sp_profile *profile, size_t l) {
+    if (!sp_profile_get_layer(profile, l)->cut_after)
+        return false;
+    return l + 1 >= sp_profile_get_layer_count(profile) ||
+           strcmp(sp_profile_get_layer(profile, l + 1)->kind, "loss") != 0;
+}
+
 sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
                         const struct sp_chain_model *model) {
     memset(c, 0, sizeof *c);
@@ -76,7 +83,7 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
     size_t n = sp_profile_get_layer_count(profile);
     size_t n_pos = 1;
     for (size_t l = 0; l + 1 < n; l++)
-        n_pos += sp_profile_get_layer(profile, l)->cut_after;
+        n_pos += sp_cut_allowed(profile, l);
     n_pos += 1;
     c->n_pos = n_pos;
     c->p = stages;
@@ -137,7 +144,7 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
         block_saved += L->saved_bytes;
         block_rc =
             L->recompute_ms < 0 || block_rc < 0 ? -1 : block_rc + sp_ms_to_ticks(L->recompute_ms);
-        if (l + 1 == n || L->cut_after) {
+        if (l + 1 == n || sp_cut_allowed(profile, l)) {
             if (model->recompute_all && block_rc >= 0 && weight == SP_WEIGHT_TIME)
                 w += block_rc; /* recomputed in the backward, nothing saved */
             else

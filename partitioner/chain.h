@@ -2,7 +2,8 @@
  *
  * A profile's layers become a chain of candidate boundary positions: position k is the layer
  * index pos[k] before which a stage may start. pos[0] = 0 and pos[n_pos-1] = n; a layer with
- * cut_after == false removes the position after it, so joined layers move together. Stage s
+ * cut_after == false (or a loss after it: sp_cut_allowed) removes the position after it, so
+ * joined layers move together. Stage s
  * covering positions [a, b) has
  *     time(s, a, b)   = w[b] - w[a]                                  (integer ticks, exact)
  *     memory(s, a, b) = (mem[b] - mem[a]) + inflight[s] * (saved[b] - saved[a])
@@ -20,6 +21,12 @@
 #include "internal.h"
 
 enum sp_chain_weight { SP_WEIGHT_TIME, SP_WEIGHT_PARAMS };
+
+/* Whether a stage may end after layer l (l + 1 < layers): the layer's cut_after, and never right
+ * before a layer of kind "loss": the loss is no module in any framework (DeepSpeed's loss_fn,
+ * the criterion outside torchgpipe's Sequential, Megatron's L with the output layer), so a
+ * stage holding only the loss runs nowhere. */
+bool sp_cut_allowed(const sp_profile *profile, size_t l);
 
 #define SP_NO_CAP INT64_MAX
 

@@ -141,7 +141,7 @@ sp_status sp_placement_classes_init(sp_ctx *ctx, const sp_profile *profile, cons
     size_t blocks = 0;
     for (size_t l = 0; l < layers; l++) {
         const sp_layer *L = sp_profile_get_layer(profile, l);
-        if (L->cut_after || l + 1 == layers)
+        if (l + 1 == layers || sp_cut_allowed(profile, l))
             out->cut_bytes[blocks++] = (double)L->activation_bytes;
     }
     sp_free(rep);

@@ -23,7 +23,8 @@ sp_status sp_explain_infeasible(sp_ctx *ctx, const sp_profile *profile, const st
     if (cuts + 1 < o->stages)
         return sp_fail(ctx, SP_ERR_INFEASIBLE,
                        "%u stages exceed the allowed cuts: only %zu stage boundaries are allowed "
-                       "(%zu layers have cut_after: false), so at most %zu stages",
+                       "(%zu layers have cut_after: false or come right before the loss), so "
+                       "at most %zu stages",
                        o->stages, cuts, n - 1 - cuts, cuts + 1);
     char lim[16], need[16];
     /* the stage with the largest cap (the later one on a tie: it holds fewer micro-batches) */

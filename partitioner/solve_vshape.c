@@ -256,7 +256,7 @@ sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_parti
         v.T[l + 1] = v.T[l] + sp_layer_ticks(L);
         v.pre_mem[l + 1] = v.pre_mem[l] + L->memory_bytes;
         v.pre_saved[l + 1] = v.pre_saved[l] + L->saved_bytes;
-        cut_ok[l + 1] = L->cut_after;
+        cut_ok[l + 1] = l + 1 < n && sp_cut_allowed(profile, l);
     }
     cut_ok[0] = cut_ok[n] = true;
     bounds[0] = 0;
@@ -272,7 +272,7 @@ sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_parti
         if (!feasible(&v, hi, reach, Q)) {
             st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                          "no V-shape partition into %u non-empty chunks respects the profile's "
-                         "forbidden cuts (cut_after: false)",
+                         "forbidden cuts (cut_after: false, or before the loss)",
                          2 * P);
             goto out;
         }

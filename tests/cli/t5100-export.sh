@@ -25,8 +25,25 @@ expect_code "deepspeed has no interleaving" 2 "$STAGEPART" export "$TMP/il.json"
 expect_stderr_contains "chunks named" "this plan has 2 chunks per device"
 expect_code "megatron interleaved layout" 0 "$STAGEPART" export "$TMP/il.json" --to megatron
 expect_stdout_contains "chunk-major layout" '"Et*4|(t*4|)*6,t*4L"'
-"$STAGEPART" partition $P/llama3-8b.json -s 35 -o "$TMP/p35.json" >/dev/null
-# a stage of nothing but the loss is no pipeline stage in any framework
+# the partitioner never cuts right before the loss: 35 layers, at most 34 stages, and the loss
+# always shares the head's stage
+expect_code "no stage of the loss alone" 3 "$STAGEPART" partition $P/llama3-8b.json -s 35
+expect_stderr_contains "says why" "come right before the loss"
+for s in 2 8 34; do
+    "$STAGEPART" partition $P/llama3-8b.json -s $s --solver ilp -o "$TMP/ps.json" >/dev/null 2>&1 || "$STAGEPART" partition $P/llama3-8b.json -s $s -o "$TMP/ps.json" >/dev/null
+    if python3 -c 'import json,sys; st=json.load(open(sys.argv[1]))["stages"][-1]; assert st["first_name"] != "loss" and st["last_name"] == "loss", st' "$TMP/ps.json"; then pass "-s $s: the loss on the head's stage"; else fail "-s $s: loss alone"; fi
+done
+# a stage of nothing but the loss (a plan edited by hand) is no pipeline stage in any framework
+"$STAGEPART" partition $P/llama3-8b.json -s 34 -o "$TMP/p34.json" >/dev/null
+python3 - "$TMP/p34.json" "$TMP/p35.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+last = p["stages"][-1]
+p["stages"][-1] = dict(last, last_layer=33, layers=1, last_name="lm_head")
+p["stages"].append(dict(last, index=34, device=34, first_layer=34, layers=1, first_name="loss"))
+p["stage_count"] = 35
+json.dump(p, open(sys.argv[2], "w"))
+PY
 for t in megatron deepspeed torchgpipe pippy torchtitan torch-schedule-csv; do
     expect_code "$t: a loss-only stage refused" 2 "$STAGEPART" export "$TMP/p35.json" --to $t
     expect_stderr_contains "$t: the stage named" "stage 34 holds only layers of kind \"loss\" ('loss')"

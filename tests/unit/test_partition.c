@@ -127,7 +127,8 @@ static void test_forbidden_cuts(void) {
                     SP_ERR_INFEASIBLE);
     SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "4 stages exceed the allowed cuts: only 2 stage "
                                               "boundaries are allowed (3 layers have cut_after: "
-                                              "false), so at most 3 stages");
+                                              "false or come right before the loss), so at most "
+                                              "3 stages");
     /* the uniform split moves boundaries to allowed positions */
     SP_CHECK_STATUS(run(p, 2, SP_OBJECTIVE_BOTTLENECK, SP_SOLVER_UNIFORM, 0, 0, &plan), SP_OK);
     check_loads(plan, (const double[]){2, 4}, 2);
