@@ -4,7 +4,7 @@
 
 #include "cli.h"
 
-enum { OPT_TO = 1, OPT_PREFIX, OPT_OUTPUT, OPT_JSON };
+enum { OPT_TO = 1, OPT_PREFIX, OPT_NAMES, OPT_OUTPUT, OPT_JSON };
 
 const struct cli_opt cmd_export_opts[] = {
     {OPT_TO, "to", 't', "<framework>",
@@ -13,6 +13,10 @@ const struct cli_opt cmd_export_opts[] = {
      "Export"},
     {OPT_PREFIX, "module-prefix", 0, "<prefix>",
      "put <prefix> before layer names to make module names (e.g. model.)", "Export"},
+    {OPT_NAMES, "module-names", 0, "<names>",
+     "profile (default: the layer names) or torchtitan (by kind: tok_embeddings, layers.N, norm, "
+     "output)",
+     "Export"},
     {OPT_OUTPUT, "output", 'o', "<file>", "write the result to <file> (atomically)", "Output"},
     {OPT_JSON, "json", 0, NULL, "print {\"format\": \"stagepart-export\", ...} with the bare value",
      "Output"},
@@ -21,32 +25,34 @@ const struct cli_opt cmd_export_opts[] = {
 
 const struct cli_command_help cmd_export_help = {
     "export",
-    "PLAN --to FRAMEWORK [--module-prefix P] [-o FILE] [--json]",
+    "PLAN --to FRAMEWORK [--module-prefix P] [--module-names N] [-o FILE] [--json]",
     "Print a plan in the form a framework takes.",
     "megatron: --pipeline-model-parallel-layout (E embedding, t transformer layers, L head and\n"
     "  loss; chunk-major for interleaved plans), and the first/last-stage counts when the plan\n"
     "  has that shape. deepspeed: PipelineModule parts and a subclass that applies them.\n"
     "  torchgpipe: the balance list (also fairscale). pippy: torch.distributed.pipelining\n"
-    "  split_spec. torchtitan: module_fqns_per_model_part. torch-schedule-csv: the op order of\n"
+    "  split_spec. torchtitan: module_fqns_per_model_part, and its first/last_stage_less_layers\n"
+    "  when its own even split with them makes the same parts. torch-schedule-csv: the op order "
+    "of\n"
     "  the plan's simulated schedule, one row per rank, as torch.distributed.pipelining's\n"
     "  _load_csv reads it (simulate --order reads it back). Module names are the profile's layer\n"
-    "  names with --module-prefix in front; layers of kind \"loss\" are no modules. A plan a\n"
+    "  names with --module-prefix in front (--module-names torchtitan: torchtitan's names by\n"
+    "  kind); layers of kind \"loss\" are no modules. A plan a\n"
     "  format cannot express is refused (exit 2) with the stage named. docs/export.md.",
     "  stagepart export plan.json --to megatron\n"
     "  stagepart export plan.json --to deepspeed -o pipeline_parts.py\n"
     "  stagepart export plan.json --to pippy --module-prefix model.\n"
+    "  stagepart export plan.json --to torchtitan --module-names torchtitan\n"
     "  stagepart export plan.json --to torch-schedule-csv -o schedule.csv\n",
 };
 
 int cmd_export(int argc, char **argv) {
-    const char *to = NULL, *prefix = NULL, *output = NULL;
+    const char *to = NULL, *prefix = NULL, *output = NULL, *names_arg = NULL;
     bool json = false;
     const struct cli_bind binds[] = {
-        CLI_STRING(OPT_TO, &to),
-        CLI_STRING(OPT_PREFIX, &prefix),
-        CLI_STRING(OPT_OUTPUT, &output),
-        CLI_FLAG(OPT_JSON, &json),
-        CLI_BIND_END,
+        CLI_STRING(OPT_TO, &to),           CLI_STRING(OPT_PREFIX, &prefix),
+        CLI_STRING(OPT_NAMES, &names_arg), CLI_STRING(OPT_OUTPUT, &output),
+        CLI_FLAG(OPT_JSON, &json),         CLI_BIND_END,
     };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "export", cmd_export_opts, argc, argv);
@@ -68,6 +74,12 @@ int cmd_export(int argc, char **argv) {
                                "--to expects megatron, deepspeed, torchgpipe, pippy, "
                                "torchtitan or torch-schedule-csv, got '%s'",
                                to);
+    sp_module_names names = SP_MODULE_NAMES_PROFILE;
+    if (names_arg && strcmp(names_arg, "torchtitan") == 0)
+        names = SP_MODULE_NAMES_TORCHTITAN;
+    else if (names_arg && strcmp(names_arg, "profile") != 0)
+        return cli_usage_error("export", "--module-names expects profile or torchtitan, got '%s'",
+                               names_arg);
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return CLI_EXIT_INTERNAL;
@@ -76,7 +88,7 @@ int cmd_export(int argc, char **argv) {
     int code = CLI_EXIT_OK;
     sp_status st = sp_plan_load(ctx, p.positional[0], &plan);
     if (st == SP_OK)
-        st = sp_plan_export(ctx, plan, format, prefix, &text, &value);
+        st = sp_plan_export_names(ctx, plan, format, prefix, names, &text, &value);
     if (st == SP_OK && json) {
         size_t cap = strlen(value) + 256;
         doc = malloc(cap);

@@ -204,8 +204,153 @@ static void module_name(struct sp_strbuf *sb, const char *prefix, const char *na
     sp_strbuf_printf(sb, "\"%s%s\"", prefix ? prefix : "", name);
 }
 
+/* ---- module names: each layer's modules (none for the loss, two for a head that carries the
+ * final norm under torchtitan's names) */
+struct module_names {
+    char **first, **second; /* per layer; NULL: none */
+    size_t n;
+};
+
+static void module_names_release(struct module_names *m) {
+    for (size_t l = 0; l < m->n; l++) {
+        sp_free(m->first[l]);
+        sp_free(m->second[l]);
+    }
+    sp_free(m->first);
+    sp_free(m->second);
+    memset(m, 0, sizeof *m);
+}
+
+static bool kind_is(const sp_plan *plan, size_t l, const char *kind) {
+    return strcmp(plan->layer_kinds[l], kind) == 0;
+}
+
+/* torchtitan's models name their modules tok_embeddings, layers.N, norm and output: map the
+ * profile's layers to them by kind, in the order those models run them */
+static sp_status torchtitan_names(sp_ctx *ctx, const sp_plan *plan, struct module_names *m) {
+    size_t n = plan->n_layers, blocks = 0;
+    bool has_norm = false;
+    for (size_t l = 0; l < n; l++)
+        has_norm |= kind_is(plan, l, "norm");
+    for (size_t l = 0; l < n; l++) {
+        char buf[32];
+        const char *a = NULL, *b = NULL, *why = NULL;
+        if (kind_is(plan, l, "loss"))
+            continue;
+        if (kind_is(plan, l, "embedding"))
+            a = "tok_embeddings", why = l == 0 ? NULL : "the embedding must be the first layer";
+        else if (kind_is(plan, l, "transformer"))
+            snprintf(buf, sizeof buf, "layers.%zu", blocks++), a = buf;
+        else if (kind_is(plan, l, "norm"))
+            a = "norm", why = blocks ? NULL : "the final norm must follow the transformer layers";
+        else if (kind_is(plan, l, "head"))
+            a = has_norm ? "output" : "norm", b = has_norm ? NULL : "output";
+        else
+            why = "torchtitan's models have a module for kinds embedding, transformer, norm and "
+                  "head only (the loss is no module)";
+        if (why)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "--module-names torchtitan: layer %zu ('%s', kind \"%s\"): %s", l,
+                           plan->layer_names[l], plan->layer_kinds[l], why);
+        if (!(m->first[l] = sp_strdup(a)) || (b && !(m->second[l] = sp_strdup(b))))
+            return sp_oom(ctx, "exporting a plan");
+    }
+    return SP_OK;
+}
+
+static sp_status module_names_make(sp_ctx *ctx, const sp_plan *plan, sp_module_names names,
+                                   struct module_names *m) {
+    size_t n = plan->n_layers;
+    m->first = sp_calloc(n ? n : 1, sizeof *m->first);
+    m->second = sp_calloc(n ? n : 1, sizeof *m->second);
+    if (!m->first || !m->second)
+        return sp_oom(ctx, "exporting a plan");
+    m->n = n; /* both arrays there: release frees their entries */
+    if (names == SP_MODULE_NAMES_TORCHTITAN)
+        return torchtitan_names(ctx, plan, m);
+    for (size_t l = 0; l < n; l++)
+        if (is_module(plan, l) && !(m->first[l] = sp_strdup(plan->layer_names[l])))
+            return sp_oom(ctx, "exporting a plan");
+    return SP_OK;
+}
+
+/* torchtitan's generate_llm_fqn_per_model_part(S, L, input_weight, output_weight) with its
+ * default names: stage s's count of layers.N, or -1 where it raises */
+static bool torchtitan_even_split(size_t S, size_t L, size_t iw, size_t ow, size_t *count) {
+    size_t eff = L + iw + ow;
+    if (S < 2 || S > eff)
+        return false;
+    size_t per = eff / S, extra = eff % S, next = 0;
+    if (per == 0 || iw > per || ow > per)
+        return false;
+    for (size_t s = 0; s < S; s++) {
+        size_t want = per + (s < extra) - (s == 0 ? iw : 0) - (s == S - 1 ? ow : 0);
+        size_t take = want < L - next ? want : L - next;
+        count[s] = take;
+        next += take;
+    }
+    return true;
+}
+
+/* When the stages' module lists are torchtitan's default shape ([tok_embeddings, layers.0, ...],
+ * ..., [..., norm, output]) and its even split with some first/last weights makes exactly them,
+ * those weights (the smallest first weight, then last); false otherwise. */
+static bool torchtitan_less_layers(const sp_plan *plan, const struct module_names *m,
+                                   size_t *first_less, size_t *last_less) {
+    size_t S = plan->n_stages, L = 0, *want = sp_calloc(S ? S : 1, sizeof *want),
+           *got = sp_calloc(S ? S : 1, sizeof *got);
+    bool shape = want && got && S >= 2;
+    for (size_t k = 0; k < S && shape; k++)
+        for (size_t l = plan->stages[k].first_layer; l <= plan->stages[k].last_layer && shape;
+             l++) {
+            for (int i = 0; i < 2 && shape; i++) {
+                const char *nm = i ? m->second[l] : m->first[l];
+                char buf[32];
+                if (!nm)
+                    continue;
+                snprintf(buf, sizeof buf, "layers.%zu", L);
+                if (strcmp(nm, buf) == 0) {
+                    want[k]++;
+                    L++;
+                } else if (strcmp(nm, "tok_embeddings") == 0) {
+                    shape = k == 0 && L == 0;
+                } else if (strcmp(nm, "norm") == 0 || strcmp(nm, "output") == 0) {
+                    shape = k == S - 1;
+                } else {
+                    shape = false;
+                }
+            }
+        }
+    /* the first stage opens with tok_embeddings, the last ends with norm, output */
+    shape = shape && m->first[0] && strcmp(m->first[0], "tok_embeddings") == 0;
+    size_t last = plan->n_layers;
+    while (shape && last > 0 && !m->first[last - 1])
+        last--;
+    shape = shape && last > 0 &&
+            strcmp(m->second[last - 1] ? m->second[last - 1] : m->first[last - 1], "output") == 0;
+    bool found = false;
+    for (size_t iw = 0; shape && !found && iw <= L + 1; iw++)
+        for (size_t ow = 0; !found && ow <= L + 1; ow++)
+            if (torchtitan_even_split(S, L, iw, ow, got) &&
+                memcmp(got, want, S * sizeof *got) == 0) {
+                *first_less = iw;
+                *last_less = ow;
+                found = true;
+            }
+    sp_free(want);
+    sp_free(got);
+    return found;
+}
+
 sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
                          const char *module_prefix, char **text_out, char **value_out) {
+    return sp_plan_export_names(ctx, plan, format, module_prefix, SP_MODULE_NAMES_PROFILE, text_out,
+                                value_out);
+}
+
+sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
+                               const char *module_prefix, sp_module_names names, char **text_out,
+                               char **value_out) {
     if (!ctx)
         return SP_ERR_INVALID_ARG;
     sp_ctx_begin(ctx);
@@ -228,7 +373,12 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
     sp_strbuf_init(&text);
     sp_strbuf_init(&value);
     size_t K = plan->n_stages;
+    struct module_names mods = {0};
     sp_status st = every_stage_a_module(ctx, plan);
+    if (st == SP_OK && (names == SP_MODULE_NAMES_PROFILE || names == SP_MODULE_NAMES_TORCHTITAN))
+        st = module_names_make(ctx, plan, names, &mods);
+    else if (st == SP_OK)
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_export_names: unknown module names");
     switch (st == SP_OK ? (int)format : -1) {
     case SP_EXPORT_MEGATRON: {
         struct sp_strbuf layout;
@@ -300,7 +450,7 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
                 break;
             }
             sp_strbuf_puts(&value, k > 1 ? ", " : "");
-            module_name(&value, module_prefix, plan->layer_names[l]);
+            module_name(&value, module_prefix, mods.first[l]);
             sp_strbuf_puts(&value, ": \"BEGINNING\"");
         }
         sp_strbuf_puts(&value, "}");
@@ -321,7 +471,7 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
                                "not ZBV or DualPipeV)");
         for (size_t k = 1; k < K; k++) {
             sp_strbuf_puts(&text, k > 1 ? ", " : "");
-            module_name(&text, module_prefix, plan->layer_names[plan->stages[k].first_layer]);
+            module_name(&text, module_prefix, mods.first[plan->stages[k].first_layer]);
             sp_strbuf_puts(&text, ": SplitPoint.BEGINNING");
         }
         sp_strbuf_printf(&text,
@@ -341,13 +491,15 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
         for (size_t k = 0; k < K; k++) {
             sp_strbuf_puts(&value, k ? ", [" : "[");
             bool any = false;
-            for (size_t l = plan->stages[k].first_layer; l <= plan->stages[k].last_layer; l++) {
-                if (!is_module(plan, l))
-                    continue;
-                sp_strbuf_puts(&value, any ? ", " : "");
-                module_name(&value, module_prefix, plan->layer_names[l]);
-                any = true;
-            }
+            for (size_t l = plan->stages[k].first_layer; l <= plan->stages[k].last_layer; l++)
+                for (int i = 0; i < 2; i++) {
+                    const char *nm = i ? mods.second[l] : mods.first[l];
+                    if (!nm)
+                        continue;
+                    sp_strbuf_puts(&value, any ? ", " : "");
+                    module_name(&value, module_prefix, nm);
+                    any = true;
+                }
             sp_strbuf_puts(&value, "]");
         }
         sp_strbuf_puts(&value, "]");
@@ -371,12 +523,22 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
         }
         sp_strbuf_printf(&text,
                          "config.parallelism.num_pp_microbatches = %u\n"
-                         "config.parallelism.module_fqns_per_model_part = %s\n"
-                         "# torchtitan drops every top-level module no part lists (a final norm "
-                         "left out is skipped on every stage): the profile must name them all\n",
+                         "config.parallelism.module_fqns_per_model_part = %s\n",
                          plan->summary.micro_batches, sp_strbuf_str(&value));
+        size_t first_less = 0, last_less = 0;
+        if (!module_prefix && torchtitan_less_layers(plan, &mods, &first_less, &last_less))
+            sp_strbuf_printf(&text,
+                             "# torchtitan's own even split makes exactly these parts with:\n"
+                             "config.parallelism.pipeline_parallel_first_stage_less_layers = %zu\n"
+                             "config.parallelism.pipeline_parallel_last_stage_less_layers = %zu\n",
+                             first_less, last_less);
+        if (names != SP_MODULE_NAMES_TORCHTITAN)
+            sp_strbuf_puts(&text,
+                           "# torchtitan drops every top-level module no part lists (a final norm "
+                           "left out is skipped on every stage): the profile must name them all, "
+                           "or use --module-names torchtitan\n");
         for (size_t l = 0; l < plan->n_layers; l++) {
-            const char *name = plan->layer_names[l], *dot = strchr(name, '.');
+            const char *name = mods.first[l] ? mods.first[l] : "", *dot = strchr(name, '.');
             /* "name" or "name.N" (layers.N); anything deeper is no module the splitter finds */
             bool flat = !dot || (dot[1] && strspn(dot + 1, "0123456789") == strlen(dot + 1));
             if (is_module(plan, l) && !flat) {
@@ -401,5 +563,6 @@ sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format form
     }
     sp_strbuf_release(&text);
     sp_strbuf_release(&value);
+    module_names_release(&mods);
     return st;
 }

@@ -33,6 +33,24 @@ SP_API sp_status sp_export_format_from_name(const char *name, sp_export_format *
 SP_API sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
                                 const char *module_prefix, char **text, char **value);
 
+/* Which module names the exports use. */
+typedef enum sp_module_names {
+    SP_MODULE_NAMES_PROFILE = 0,   /* the profile's layer names */
+    SP_MODULE_NAMES_TORCHTITAN = 1 /* by kind, as torchtitan's models name their modules:
+                                    * embedding tok_embeddings, the k-th transformer layer
+                                    * layers.k, norm norm, head output (and norm before it when
+                                    * the profile has no norm layer); another kind, or an
+                                    * embedding or norm out of place, is SP_ERR_INVALID_ARG */
+} sp_module_names;
+
+/* sp_plan_export_names: sp_plan_export with the module names chosen (sp_plan_export uses the
+ * profile's). The torchtitan export also gives pipeline_parallel_first/last_stage_less_layers
+ * when torchtitan's own even split with those weights makes exactly the plan's module lists
+ * (default names, no module_prefix). */
+SP_API sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
+                                      const char *module_prefix, sp_module_names names, char **text,
+                                      char **value);
+
 #ifdef __cplusplus
 }
 #endif

@@ -137,6 +137,76 @@ expect_stdout_contains "megatron: chunk-major layout" '"Et*4|(t*4|)*6,t*4L"'
 expect_code "torchtitan: interleaved schedule named" 0 "$STAGEPART" export "$TMP/interleaved.json" --to torchtitan
 expect_stdout_contains "torchtitan: Interleaved1F1B" 'pipeline_parallel_schedule = "Interleaved1F1B"'
 
+# torchtitan's module names by kind, and its own first/last_stage_less_layers where its even
+# split (a separate transcription of generate_llm_fqn_per_model_part below) makes the same parts
+titan_check() {
+    python3 - "$1" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+parts = eval(re.search(r"module_fqns_per_model_part = (.*)", text).group(1))
+def generate(S, L, iw, ow):  # torchtitan's generate_llm_fqn_per_model_part, default names
+    if S == 1:
+        return [["tok_embeddings"] + [f"layers.{i}" for i in range(L)] + ["norm", "output"]]
+    eff = L + iw + ow
+    if S > eff:
+        raise ValueError
+    per, extra = eff // S, eff % S
+    if per == 0 or iw > per or ow > per:
+        raise ValueError
+    out, cur = [], 0
+    for s in range(S):
+        n = per + (1 if s < extra else 0)
+        mods = []
+        if s == 0:
+            mods += ["tok_embeddings"]
+            n -= iw
+        elif s == S - 1:
+            n -= ow
+        for _ in range(n):
+            if cur < L:
+                mods.append(f"layers.{cur}")
+                cur += 1
+        if s == S - 1:
+            mods += ["norm", "output"]
+        out.append(mods)
+    return out
+L = sum(m.startswith("layers.") for p in parts for m in p)
+m1 = re.search(r"first_stage_less_layers = (\d+)", text)
+m2 = re.search(r"last_stage_less_layers = (\d+)", text)
+fits = []
+for iw in range(L + 2):
+    for ow in range(L + 2):
+        try:
+            if generate(len(parts), L, iw, ow) == parts:
+                fits.append((iw, ow))
+        except ValueError:
+            pass
+if m1:
+    assert generate(len(parts), L, int(m1.group(1)), int(m2.group(1))) == parts, (m1.group(1), m2.group(1), parts)
+    assert (int(m1.group(1)), int(m2.group(1))) == min(fits)
+else:
+    assert not fits, fits
+print("fits" if m1 else "none")
+PY
+}
+n_fit=0
+for s in 2 3 4 5 8; do
+    for solver in dp uniform; do
+        "$STAGEPART" partition $P/llama3-8b.json -s $s --solver $solver -o "$TMP/t$s.json" >/dev/null
+        "$STAGEPART" export "$TMP/t$s.json" --to torchtitan --module-names torchtitan >"$TMP/titan.txt" || fail "torchtitan names, -s $s $solver"
+        if r=$(titan_check "$TMP/titan.txt" 2>&1); then pass "torchtitan -s $s $solver: less_layers given exactly when its even split fits ($r)"; else fail "torchtitan -s $s $solver" "$r"; fi
+        [ "$r" = fits ] && n_fit=$((n_fit + 1))
+    done
+done
+[ $n_fit -ge 3 ] && pass "the first/last form given for $n_fit of 10 plans" || fail "too few plans of the even shape ($n_fit)"
+expect_code "torchtitan names" 0 "$STAGEPART" export "$TMP/t4.json" --to torchtitan --module-names torchtitan --json
+if python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["value"]; assert v[0][0]=="tok_embeddings" and v[-1][-2:]==["norm","output"] and "layers.31" in v[-1]' "$TMP/stdout"; then pass "tok_embeddings first, norm and output last (the profile has no norm layer)"; else fail "torchtitan names"; fi
+expect_code "pippy with torchtitan names" 0 "$STAGEPART" export "$TMP/t4.json" --to pippy --module-names torchtitan
+expect_stdout_contains "split at layers.N" '"layers.'
+expect_code "a kind torchtitan has no module for" 2 "$STAGEPART" export "$TMP/mtp4.json" --to torchtitan --module-names torchtitan
+expect_stderr_contains "the layer named" "kind \"mtp\"): torchtitan's models have a module for kinds embedding, transformer, norm and head only"
+expect_code "--module-names checked" 2 "$STAGEPART" export "$TMP/t4.json" --to torchtitan --module-names hf
+
 # evaluate and import-plan
 expect_code "evaluate a megatron layout" 0 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*8|t*8|t*8|t*8L"
 expect_stdout_contains "the comparison" "your split: efficiency 73%, bottleneck stage 3; optimal: 81%, +12% throughput"
