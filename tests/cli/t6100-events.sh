@@ -34,4 +34,21 @@ expect_code "an absurd record length: exit 2" 2 "$STAGEPART" import events "$TMP
 expect_stderr_contains "names the byte" "byte 16: a record longer than any"
 expect_code "events takes logs" 2 "$STAGEPART" import events
 expect_code "kineto takes one trace" 2 "$STAGEPART" import kineto a.json b.json
+# Real event logs an H200 wrote (tests/data/gpu/README.md): every layer's times, the steps, the
+# activity count and the attributed share exactly as the H200 run's own import wrote them
+for f in tests/data/gpu/h200-events/*.splog.gz; do
+    n=$(basename "$f" .splog.gz)
+    gzip -dc "$f" >"$TMP/$n.splog"
+    w=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["warmup_steps"])' "${f%.splog.gz}.expected.json")
+    expect_code "real H200 log $n" 0 "$STAGEPART" import events "$TMP/$n.splog" --warmup-steps "$w" -o "$TMP/$n.json"
+    if python3 - "$TMP/$n.json" "${f%.splog.gz}.expected.json" <<'PY'
+import json, sys
+p, e = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert [(l["name"], l["fwd_ms"], l["bwd_ms"]) for l in p["layers"]] == [(l["name"], l["fwd_ms"], l["bwd_ms"]) for l in e["layers"]], p["layers"]
+m = p["measurement"]
+for k in ("steps_total", "steps_used", "activities", "unattributed_share", "gpu_ms"):
+    assert m[k] == e[k], (k, m[k], e[k])
+PY
+    then pass "real H200 log $n: the same profile as the H200 run's"; else fail "real H200 log $n"; fi
+done
 test_done
