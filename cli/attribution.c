@@ -57,6 +57,11 @@ static void print_summary(const sp_trace_summary *s, const char *written) {
     printf("  none       %10.3f ms (%.1f%%: launched outside every range, or %llu without a "
            "launch record)\n",
            s->unattributed_ms, 100 * s->unattributed_share, (unsigned long long)s->unmatched);
+    if (s->n_outside)
+        printf("\nin no layer, largest first (where it was launched):\n");
+    for (size_t i = 0; i < s->n_outside; i++)
+        printf("  %10.3f ms %6llux  %-48.48s  %s\n", s->outside[i].ms,
+               (unsigned long long)s->outside[i].count, s->outside[i].name, s->outside[i].range);
     if (s->outside_steps_ms > 0)
         printf("layer work in warm-up steps or outside steps: %.3f ms (not measured)\n",
                s->outside_steps_ms);

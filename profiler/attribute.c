@@ -138,6 +138,7 @@ static sp_status classify(sp_ctx *ctx, const struct sp_trace *t, const struct pa
 
 struct open_range {
     int64_t end;
+    uint32_t name; /* the range's own name */
     int32_t layer; /* nearest enclosing layer id, or -1 */
     uint8_t phase; /* that layer range's phase, recompute when a forward sits in a backward */
     bool in_bwd, optimizer;
@@ -163,11 +164,12 @@ static int cmp_time_key(const void *a, const void *b) {
 
 static struct launch_result result_of(const struct open_range *stack, size_t depth) {
     if (!depth)
-        return (struct launch_result){-1, SP_PHASE_UNATTRIBUTED};
+        return (struct launch_result){-1, SP_PHASE_UNATTRIBUTED, 0};
     const struct open_range *e = &stack[depth - 1];
     if (e->layer >= 0)
-        return (struct launch_result){e->layer, e->phase};
-    return (struct launch_result){-1, e->optimizer ? SP_PHASE_OPTIMIZER : SP_PHASE_OTHER};
+        return (struct launch_result){e->layer, e->phase, e->name + 1};
+    return (struct launch_result){-1, e->optimizer ? SP_PHASE_OPTIMIZER : SP_PHASE_OTHER,
+                                  e->name + 1};
 }
 
 /* A launch at time T on a thread belongs to the innermost range open there: every range of the
@@ -216,9 +218,9 @@ static sp_status build_timeline(struct sp_attrib_stream *s, const struct range_c
             const struct sp_trace_range *R = &t->ranges[rk[ri].idx];
             while (depth && stack[depth - 1].end <= R->start_ns)
                 depth--; /* ended where this one starts: not its parent */
-            struct open_range e = {R->end_ns, -1, SP_PHASE_FWD, false, false};
+            struct open_range e = {R->end_ns, R->name, -1, SP_PHASE_FWD, false, false};
             if (depth)
-                e = stack[depth - 1], e.end = R->end_ns;
+                e = stack[depth - 1], e.end = R->end_ns, e.name = R->name;
             const struct range_class *c = &cls[rk[ri].idx];
             if (c->layer >= 0) {
                 e.layer = c->layer;
@@ -240,7 +242,7 @@ static sp_status build_timeline(struct sp_attrib_stream *s, const struct range_c
 
 struct launch_result sp_attrib_lookup(const struct sp_attrib_stream *s, uint32_t tid,
                                       int64_t time_ns) {
-    struct launch_result none = {-1, SP_PHASE_UNATTRIBUTED};
+    struct launch_result none = {-1, SP_PHASE_UNATTRIBUTED, 0};
     if (tid >= s->n_seg_threads)
         return none;
     size_t lo = s->thread_seg[tid], hi = s->thread_seg[tid + 1], first = lo;

@@ -69,6 +69,17 @@ struct sp_layer_stats {
     bool has_bytes;
 };
 
+/* GPU work that reached no layer, by kernel (or copy, memset) name and the range open around
+ * its launch: where to look when a profile misses time. */
+struct sp_outside_work {
+    uint32_t name;  /* trace string id of the activity's name */
+    uint32_t range; /* the innermost range open at the launch + 1; 0: launched outside every
+                     * range; UINT32_MAX: no launch record */
+    uint8_t cls;    /* SP_PHASE_OTHER or SP_PHASE_UNATTRIBUTED */
+    uint64_t count;
+    double ms;
+};
+
 struct sp_attribution {
     struct sp_layer_stats *layers; /* in chain order: first forward range first */
     size_t n_layers;
@@ -79,7 +90,10 @@ struct sp_attribution {
     uint64_t activities, unmatched;   /* unmatched: no launch record with its correlation id */
     uint64_t late;                    /* activities that came after the reorder window */
     double late_ms;                   /* their summed duration */
-    struct sp_trace names;            /* owns the layer names */
+    struct sp_outside_work *outside;  /* work in no layer (not the optimizer's), largest first;
+                                       * names are the trace's string ids */
+    size_t n_outside;
+    struct sp_trace names; /* owns the layer names */
 };
 
 /* Attribute the trace: its ranges, then its launches and activities (from its arrays in time

@@ -10,13 +10,15 @@
 
 /* what a launch made at some time on some thread belongs to */
 struct launch_result {
-    int32_t layer; /* layer id, or -1 */
-    uint8_t cls;   /* enum sp_phase */
+    int32_t layer;  /* layer id, or -1 */
+    uint8_t cls;    /* enum sp_phase */
+    uint32_t range; /* the innermost open range's name (trace string id) + 1; 0: none */
 };
 
 /* A launch's code, what the launch window keeps per correlation id: bits 0-2 the class (enum
  * sp_phase), bit 3 set for a layer launch outside the steps used, bits 4.. the group + 1
- * (0: none). */
+ * (0: none) for a layer's classes, and for the others the innermost open range's name + 1
+ * (launch_result.range), to say where work outside the layers was launched. */
 #define CODE_CLASS(c)   ((uint8_t)((c)&7u))
 #define CODE_OUTSIDE    ((uint64_t)8)
 #define CODE_GROUP(c)   ((c) >> 4)
@@ -89,6 +91,10 @@ struct sp_attrib_stream {
     struct merge *extra; /* further devices of a group, by map (group << 32 | device) -> index */
     size_t n_extra, cap_extra;
     struct sp_u64_map extra_map;
+    /* work in no layer, by (kernel name, range): map (name << 32 | range) -> index */
+    struct sp_outside_work *outside;
+    size_t n_outside, cap_outside;
+    struct sp_u64_map outside_map;
 };
 
 /* attribute_stream.c: allocate the windows and sums once the setup knows the group count */

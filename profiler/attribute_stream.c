@@ -1,6 +1,7 @@
 /* profiler/attribute_stream.c: launches and activities through the engine's windows into the
  * per-step sums, and the medians at the end (profiler/attribute.h says what each window is). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attribute_impl.h"
@@ -42,8 +43,8 @@ sp_status sp_attrib_stream_alloc(struct sp_attrib_stream *s, const struct sp_att
 
 static uint64_t launch_code(const struct sp_attrib_stream *s, const struct sp_trace_launch *l) {
     struct launch_result r = sp_attrib_lookup(s, l->tid, l->time_ns);
-    if (r.layer < 0)
-        return CODE_OF(r.cls, 0);
+    if (r.layer < 0) /* where it was launched: the range's name */
+        return CODE_OF(r.cls, r.range);
     int64_t step = 0;
     if (s->n_steps) { /* the last step of its process starting by the launch, if still open */
         uint32_t proc = sp_trace_process_of(s->t, l->tid);
@@ -101,9 +102,34 @@ static void count(struct sp_attrib_stream *s, const struct sp_trace_activity *a,
     s->out.class_ms[cls] += (double)(a->end_ns - a->start_ns) / 1e6;
 }
 
-static void unmatched(struct sp_attrib_stream *s, const struct sp_trace_activity *a) {
+/* work in no layer, summed by (name, range) */
+static sp_status note_outside(struct sp_attrib_stream *s, const struct sp_trace_activity *a,
+                              uint8_t cls, uint32_t range) {
+    uint64_t key = (uint64_t)a->name << 32 | range, idx = s->n_outside, v = 0;
+    if (!sp_u64_map_insert(&s->outside_map, key, idx, &v))
+        return sp_oom(s->ctx, "attributing kernels");
+    if (v == idx) {
+        if (s->n_outside == s->cap_outside) {
+            size_t cap = s->cap_outside ? 2 * s->cap_outside : 64;
+            struct sp_outside_work *g = sp_realloc(s->outside, cap * sizeof *g);
+            if (!g) {
+                sp_u64_map_remove(&s->outside_map, key);
+                return sp_oom(s->ctx, "attributing kernels");
+            }
+            s->outside = g;
+            s->cap_outside = cap;
+        }
+        s->outside[s->n_outside++] = (struct sp_outside_work){a->name, range, cls, 0, 0};
+    }
+    s->outside[v].count++;
+    s->outside[v].ms += (double)(a->end_ns - a->start_ns) / 1e6;
+    return SP_OK;
+}
+
+static sp_status unmatched(struct sp_attrib_stream *s, const struct sp_trace_activity *a) {
     s->out.unmatched++;
     count(s, a, SP_PHASE_UNATTRIBUTED);
+    return note_outside(s, a, SP_PHASE_UNATTRIBUTED, UINT32_MAX);
 }
 
 static struct merge *merge_of(struct sp_attrib_stream *s, uint64_t group, uint32_t device) {
@@ -206,6 +232,10 @@ static sp_status reorder_push(struct sp_attrib_stream *s, const struct item *it)
 static sp_status attribute_one(struct sp_attrib_stream *s, const struct sp_trace_activity *a,
                                uint64_t code) {
     count(s, a, CODE_CLASS(code));
+    if (CODE_CLASS(code) == SP_PHASE_OTHER || CODE_CLASS(code) == SP_PHASE_UNATTRIBUTED)
+        return note_outside(s, a, CODE_CLASS(code), (uint32_t)CODE_GROUP(code));
+    if (CODE_CLASS(code) == SP_PHASE_OPTIMIZER)
+        return SP_OK;
     if (!CODE_GROUP(code)) {
         if (code & CODE_OUTSIDE)
             s->out.outside_steps_ms += (double)(a->end_ns - a->start_ns) / 1e6;
@@ -230,7 +260,9 @@ static sp_status pend(struct sp_attrib_stream *s, const struct sp_trace_activity
         uint64_t v = 0;
         if (sp_u64_map_get(&s->pend_map, p->a.corr, &v) && v == p->seq)
             sp_u64_map_remove(&s->pend_map, p->a.corr);
-        unmatched(s, &p->a);
+        sp_status st = unmatched(s, &p->a);
+        if (st != SP_OK)
+            return st;
     }
     sp_u64_map_get(&s->pend_map, a->corr, &newest); /* the map only names live ones */
     *p = (struct pending_slot){*a, seq, newest};
@@ -244,10 +276,8 @@ sp_status sp_attrib_activity(struct sp_attrib_stream *s, const struct sp_trace_a
     uint64_t i = 0;
     if (a->corr != UINT64_MAX && sp_u64_map_get(&s->launch_map, a->corr, &i))
         return attribute_one(s, a, s->launch_ring[i % s->launch_cap].code);
-    if (a->corr == UINT64_MAX) {
-        unmatched(s, a);
-        return SP_OK;
-    }
+    if (a->corr == UINT64_MAX)
+        return unmatched(s, a);
     return pend(s, a);
 }
 
@@ -313,6 +343,15 @@ static void close_merge(struct sp_attrib_stream *s, struct merge *m) {
     m->open = false;
 }
 
+static int cmp_outside(const void *a, const void *b) {
+    const struct sp_outside_work *x = a, *y = b;
+    if (x->ms != y->ms)
+        return x->ms > y->ms ? -1 : 1;
+    if (x->name != y->name)
+        return x->name < y->name ? -1 : 1;
+    return (x->range > y->range) - (x->range < y->range);
+}
+
 sp_status sp_attrib_end(struct sp_attrib_stream *s, struct sp_attribution *out) {
     memset(out, 0, sizeof *out);
     sp_status st = SP_OK;
@@ -321,7 +360,7 @@ sp_status sp_attrib_end(struct sp_attrib_stream *s, struct sp_attribution *out) 
     for (uint64_t seq = s->pend_in > s->pend_cap ? s->pend_in - s->pend_cap : 0;
          st == SP_OK && seq < s->pend_in; seq++)
         if (s->pend[seq % s->pend_cap].seq == seq)
-            unmatched(s, &s->pend[seq % s->pend_cap].a);
+            st = unmatched(s, &s->pend[seq % s->pend_cap].a);
     for (size_t g = 0; st == SP_OK && g < s->n_acc; g++)
         close_merge(s, &s->merge[g]);
     for (size_t e = 0; st == SP_OK && e < s->n_extra; e++)
@@ -343,6 +382,13 @@ sp_status sp_attrib_end(struct sp_attrib_stream *s, struct sp_attribution *out) 
             phase_stats(s, samples, layer, ph, &ls->phase[ph]);
     }
     sp_free(samples);
+    if (st == SP_OK) { /* work in no layer, largest first */
+        qsort(s->outside, s->n_outside, sizeof *s->outside, cmp_outside);
+        s->out.outside = s->outside;
+        s->out.n_outside = s->n_outside;
+        s->outside = NULL;
+        s->n_outside = 0;
+    }
     if (st == SP_OK) {
         s->out.n_layers = s->L;
         *out = s->out;
@@ -375,11 +421,14 @@ void sp_attrib_abort(struct sp_attrib_stream *s) {
     sp_free(s->merge);
     sp_free(s->extra);
     sp_u64_map_release(&s->extra_map);
+    sp_free(s->outside);
+    sp_u64_map_release(&s->outside_map);
     sp_free(s);
 }
 
 void sp_attribution_release(struct sp_attribution *a) {
     sp_free(a->layers);
+    sp_free(a->outside);
     sp_trace_release(&a->names);
     memset(a, 0, sizeof *a);
 }

@@ -68,6 +68,31 @@ static bool add_phase(cJSON *measured, const char *key, const struct sp_phase_st
            num(o, "copy_bytes", (double)p->copy_bytes);
 }
 
+/* where work in no layer was launched, for a person */
+static const char *outside_range(const sp_trace *trace, const struct sp_outside_work *w) {
+    if (w->range == UINT32_MAX)
+        return "(no launch record)";
+    if (w->range == 0 || w->range > trace->n_strings)
+        return "(outside every range)";
+    return trace->strings[w->range - 1];
+}
+
+/* measurement.outside_layers: the ten largest, as the summary lists them */
+static bool add_outside(cJSON *m, const sp_trace *trace, const struct sp_attribution *a) {
+    cJSON *arr = cJSON_AddArrayToObject(m, "outside_layers");
+    for (size_t i = 0; arr && i < a->n_outside && i < 10; i++) {
+        const struct sp_outside_work *w = &a->outside[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o) ||
+            !cJSON_AddStringToObject(o, "name", trace->strings[w->name]) ||
+            !cJSON_AddStringToObject(o, "launched_in", outside_range(trace, w)) ||
+            !cJSON_AddStringToObject(o, "class", w->cls == SP_PHASE_OTHER ? "other" : "none") ||
+            !num(o, "ms", w->ms) || !num(o, "count", (double)w->count))
+            return false;
+    }
+    return arr != NULL;
+}
+
 static const char *base_name(const char *path) {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
@@ -224,6 +249,15 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     sum.late = a.late;
     sum.late_ms = a.late_ms;
     snprintf(sum.layers_chosen, sizeof sum.layers_chosen, "%s", chosen);
+    for (size_t i = 0; i < a.n_outside && i < SP_TRACE_SUMMARY_OUTSIDE; i++) {
+        snprintf(sum.outside[i].name, sizeof sum.outside[i].name, "%s",
+                 trace->strings[a.outside[i].name]);
+        snprintf(sum.outside[i].range, sizeof sum.outside[i].range, "%s",
+                 outside_range(trace, &a.outside[i]));
+        sum.outside[i].ms = a.outside[i].ms;
+        sum.outside[i].count = a.outside[i].count;
+        sum.n_outside = i + 1;
+    }
     if (a.late)
         sp_warn(ctx,
                 "%s: %llu activities (%.3f ms) came more than %zu records out of time order; "
@@ -296,7 +330,8 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
          cJSON_AddStringToObject(m, "time", "merged GPU busy time of kernels and memsets") &&
          cJSON_AddStringToObject(m, "cuda_graphs",
                                  "kernels of a graph launch count for the range around the "
-                                 "launch");
+                                 "launch") &&
+         add_outside(m, trace, &a);
     for (size_t i = 0; ok && i < a.n_layers; i++) {
         const struct sp_layer_stats *L = &a.layers[i];
         double rc = L->phase[SP_PHASE_RECOMPUTE].busy_ms;

@@ -138,6 +138,7 @@ typedef struct sp_trace_profile_opts {
 SP_API void sp_trace_profile_opts_init(sp_trace_profile_opts *opts);
 
 /* What the attribution found, for the summary a command prints. */
+#define SP_TRACE_SUMMARY_OUTSIDE 5
 typedef struct sp_trace_summary {
     size_t layers;
     uint32_t steps_total, steps_used; /* steps_total 0: no step ranges, one step */
@@ -153,6 +154,15 @@ typedef struct sp_trace_summary {
                                        * merge exactly (their busy time may be over-counted) */
     double late_ms;                   /* their summed duration */
     char layers_chosen[256];          /* how the layers were chosen, for a person */
+    /* the largest work in no layer (the optimizer's left out), by name and where it was
+     * launched: range is the innermost range open at the launch, or "(outside every range)",
+     * or "(no launch record)"; names cut to fit */
+    struct {
+        char name[128], range[96];
+        double ms;
+        uint64_t count;
+    } outside[SP_TRACE_SUMMARY_OUTSIDE];
+    size_t n_outside;
 } sp_trace_summary;
 
 /* sp_trace_to_profile: the profile (a "stagepart-profile" document, docs/formats.md) and the

@@ -31,6 +31,15 @@ for f in trace.json trace.json.gz; do
     if check "$T/k.json" 0 >"$TMP/check" 2>&1; then pass "kineto $f: every layer's median, overlap, recompute, nccl"; else fail "kineto $f values" "$(cat "$TMP/check")"; fi
 done
 expect_stdout_contains "summary" "6 layers, median of 3 steps (1 warm-up skipped)"
+# work in no layer, named with where it was launched (in the summary and the profile)
+expect_stdout_contains "no layer: under a range" "logging_kernel                                    log_metrics"
+expect_stdout_contains "no layer: outside every range" "stray_kernel                                      (outside every range)"
+if python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))["measurement"]["outside_layers"]
+assert [(w["name"], w["launched_in"], w["class"], w["count"]) for w in o] == [("logging_kernel", "log_metrics", "other", 4), ("stray_kernel", "(outside every range)", "none", 4)], o
+assert all(abs(w["ms"] - 0.2) < 1e-9 for w in o), o
+' "$T/k.json"; then pass "measurement.outside_layers: each kernel, where launched, its time"; else fail "outside_layers"; fi
 expect_code "nsys" 0 "$STAGEPART" import nsys "$T/report.sqlite" --warmup-steps 1 -o "$T/n.json"
 if check "$T/n.json" 1 >"$TMP/check" 2>&1; then pass "nsys: the same, with payload bytes"; else fail "nsys values" "$(cat "$TMP/check")"; fi
 expect_code "the profile partitions" 0 "$STAGEPART" partition "$T/n.json" -s 2

@@ -190,9 +190,10 @@ static struct launch_result brute_lookup(const struct sp_trace *t, uint32_t tid,
         opt |= strcmp(n, "opt/optimizer") == 0;
     }
     if (!inner)
-        return (struct launch_result){-1, SP_PHASE_UNATTRIBUTED};
+        return (struct launch_result){-1, SP_PHASE_UNATTRIBUTED, 0};
     if (!layer_r)
-        return (struct launch_result){-1, opt ? SP_PHASE_OPTIMIZER : SP_PHASE_OTHER};
+        return (struct launch_result){-1, opt ? SP_PHASE_OPTIMIZER : SP_PHASE_OTHER,
+                                      inner->name + 1};
     const char *ln = t->strings[layer_r->name];
     bool fwd = strstr(ln, "/fwd") != NULL, in_bwd = false;
     for (size_t i = 0; fwd && i < t->n_ranges; i++) { /* a backward layer range around it */
@@ -201,7 +202,7 @@ static struct launch_result brute_lookup(const struct sp_trace *t, uint32_t tid,
                   strstr(t->strings[r->name], "/bwd") != NULL;
     }
     uint8_t cls = fwd ? (in_bwd ? SP_PHASE_RECOMPUTE : SP_PHASE_FWD) : SP_PHASE_BWD;
-    return (struct launch_result){ln[1] - '0', cls};
+    return (struct launch_result){ln[1] - '0', cls, inner->name + 1};
 }
 
 static void test_timeline(void) {
@@ -236,10 +237,12 @@ static void test_timeline(void) {
                 char wname[4] = "-";
                 if (want.layer >= 0)
                     snprintf(wname, sizeof wname, "l%d", want.layer);
-                if (got.cls != want.cls || strcmp(gname, wname) != 0) {
+                if (got.cls != want.cls || strcmp(gname, wname) != 0 ||
+                    got.range != want.range) { /* and the innermost range, by name */
                     if (bad++ < 3)
-                        SP_CHECK_MSG(false, "round %d tid %u T %lld: got %s/%d want %s/%d", round,
-                                     tid, (long long)T, gname, got.cls, wname, want.cls);
+                        SP_CHECK_MSG(false, "round %d tid %u T %lld: got %s/%d/%u want %s/%d/%u",
+                                     round, tid, (long long)T, gname, got.cls, got.range, wname,
+                                     want.cls, want.range);
                 }
             }
         SP_CHECK_EQ_INT(bad, 0);
