@@ -43,8 +43,8 @@ const struct cli_opt cmd_profile_opts[] = {
      "stop recording after K step ranges past the warm-up (default: record until exit)",
      "Collection"},
     {OPT_EVENTS_DIR, "events-dir", 0, "<dir>",
-     "keep the event logs (one per process) in <dir>, for `stagepart import events` "
-     "(default: a temporary folder, removed)",
+     "keep the event logs (one per process) in <dir>, for `stagepart import events`; with "
+     "--attach or MODEL --backend cuda (default: a temporary folder, removed)",
      "Collection"},
     CLI_ATTRIBUTION_OPTS,
     CLI_PROFILE_OUTPUT_OPT(OPT_OUTPUT),
@@ -145,6 +145,7 @@ int cmd_profile(int argc, char **argv) {
         margs.model_path = p.positional[0];
         margs.output = output;
         margs.name = opts.model;
+        margs.events_dir = events_dir;
         const char *inputs[] = {margs.model_path};
         if (output) {
             int rc = cli_check_output_not_input("profile", "--output", output, inputs, 1);

@@ -79,7 +79,7 @@ static int profile_on_gpu(const struct cli_profile_model_args *a, const sp_model
                    info->seq_len ? "--seq-len" : NULL,
                    seq,
                    NULL};
-    struct cli_attach_args at = {cmd, NULL, iters, a->output, {0}, 77};
+    struct cli_attach_args at = {cmd, a->events_dir, iters, a->output, {0}, 77};
     sp_trace_profile_opts_init(&at.opts);
     at.opts.warmup_steps = a->opts.warmup;
     at.opts.model = a->name ? a->name : info->name;
@@ -95,6 +95,9 @@ int cli_profile_model_run(const struct cli_profile_model_args *a) {
     if (gpu && a->opts.core >= 0)
         return cli_usage_error("profile", "--core pins the CPU backend's thread: not with "
                                           "--backend cuda");
+    if (!gpu && a->events_dir)
+        return cli_usage_error("profile", "--events-dir keeps the GPU collector's event logs: "
+                                          "with --backend cuda or --attach, not on the CPU");
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return CLI_EXIT_INTERNAL;

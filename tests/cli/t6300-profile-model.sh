@@ -83,4 +83,8 @@ if cmp -s "$TMP/p.json" "$TMP/out/keep.json" && [ "$(ls "$TMP/out")" = keep.json
 else
     fail "Ctrl-C: the existing profile is unchanged, no temporary file left" "$(ls "$TMP/out")"
 fi
+# --events-dir keeps the GPU collector's logs (passed to the model program's collector); the CPU
+# backend writes none, so it is refused rather than ignored
+expect_code "--events-dir on the CPU" 2 "$STAGEPART" profile samples/models/gpt2-small.json --events-dir "$TMP/ev"
+expect_stderr_contains "says where it applies" "with --backend cuda or --attach, not on the CPU"
 test_done
