@@ -20,6 +20,7 @@ enum {
     OPT_TIMEOUT,
     OPT_NO_PIN,
     OPT_GPU_SPLIT,
+    OPT_ISOLATE,
     OPT_OUTPUT,
     OPT_JSON,
     OPT_TRACE,
@@ -63,6 +64,11 @@ const struct cli_opt cmd_run_opts[] = {
      "with --backend cuda: stages that share a GPU each get an equal SM partition of it (green "
      "contexts; memory bandwidth and L2 stay shared) instead of competing as streams",
      "Run"},
+    {OPT_ISOLATE, "isolate", 0, NULL,
+     "run every op alone, one at a time in the simulator's order, so each stage's busy time is "
+     "what it costs on a machine of its own; the pipelined iteration is replayed from the "
+     "measured op times (for many stages on one GPU, or one core)",
+     "Run"},
     {OPT_FAULT, "inject-fault", 0, "<s:step:mb:fail|hang>",
      "testing: stage s fails, or stops answering, at that micro-batch's forward", "Testing"},
     {OPT_OUTPUT, "output", 'o', "<file>", "write the run report (stagepart-run-report) atomically",
@@ -88,7 +94,9 @@ const struct cli_command_help cmd_run_help = {
     "busy time within 10% of the plan's and the iteration within 15% of the simulation. A\n"
     "stage that fails, or a neighbour silent for --timeout seconds, stops every stage: exit 4\n"
     "naming the stage, step and micro-batch (3 when a stage cannot allocate its layers). Ctrl-C\n"
-    "stops the run and writes nothing (exit 130). docs/runtime.md.",
+    "stops the run and writes nothing (exit 130). --isolate runs one op at a time (stages on\n"
+    "  one GPU or one core): busy times compare with the plan, and the iteration is replayed\n"
+    "  through the simulator from the measured op times. docs/runtime.md.",
     "  stagepart profile samples/models/gpt2-small.json -o gpt2.json\n"
     "  stagepart partition gpt2.json --stages 2 -o plan.json\n"
     "  stagepart run plan.json --model samples/models/gpt2-small.json -o report.json --svg "
@@ -126,8 +134,15 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
             printf("%s stage %u %u SMs", s ? "," : "", s, sp_run_get_stage(run, s)->sms);
         printf("\n");
     }
-    printf("\niteration   measured %.3f ms   simulated %.3f ms   error %+.1f%%\n", S->iteration_ms,
-           S->predicted_iteration_ms, 100 * S->iteration_error);
+    if (S->isolated)
+        printf("\nisolated: every op ran alone (%.3f ms in a row); the pipelined iteration is "
+               "replayed from the measured op times\n"
+               "iteration   replayed %.3f ms   simulated %.3f ms   error %+.1f%%\n",
+               S->iteration_ms, S->replayed_iteration_ms, S->predicted_iteration_ms,
+               100 * S->iteration_error);
+    else
+        printf("\niteration   measured %.3f ms   simulated %.3f ms   error %+.1f%%\n",
+               S->iteration_ms, S->predicted_iteration_ms, 100 * S->iteration_error);
     printf("imbalance   measured %.3f      planned %.3f (largest / mean stage busy time)\n",
            S->imbalance, S->predicted_imbalance);
     printf("bubble      measured %.1f%%      simulated %.1f%%\n", 100 * S->bubble_fraction,
@@ -167,6 +182,7 @@ int cmd_run(int argc, char **argv) {
         CLI_U32(OPT_STEPS, &opts.steps, 1, 100000),
         CLI_U32(OPT_WARMUP_STEPS, &opts.warmup_steps, 0, 100000),
         CLI_FLAG(OPT_GPU_SPLIT, &opts.gpu_split),
+        CLI_FLAG(OPT_ISOLATE, &opts.isolate),
         CLI_STRING(OPT_OUTPUT, &output),
         CLI_FLAG(OPT_JSON, &json),
         CLI_STRING(OPT_TRACE, &trace),

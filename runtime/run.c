@@ -3,6 +3,7 @@
  * against the prediction (run_report.c). */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "run_devices.h"
@@ -46,6 +47,75 @@ static sp_status open_backends(sp_ctx *ctx, const struct sp_model *m, const sp_r
     return SP_OK;
 }
 
+/* ---- --isolate: one global order of every stage's ops, the simulator's start order (ties: the
+ * earlier end, then forwards down the pipeline and backwards up it, so a producer comes before
+ * what it feeds even when ops take no time) */
+
+struct op_key {
+    double start, end;
+    uint32_t stage, k;
+    char kind;
+};
+
+static int cmp_op_key(const void *a, const void *b) {
+    const struct op_key *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    if (x->stage != y->stage) /* F: the earlier stage first; B: the later */
+        return (x->kind == 'F') == (x->stage < y->stage) ? -1 : 1;
+    return (x->k > y->k) - (x->k < y->k);
+}
+
+static sp_status isolate_order(sp_ctx *ctx, const sp_plan *plan, sp_schedule schedule, uint32_t M,
+                               const struct sp_sched_op *ops, const size_t *offset, uint32_t P,
+                               uint32_t **turn_out) {
+    sp_sim_opts so;
+    sp_sim_opts_init(&so);
+    so.schedule = schedule;
+    so.micro_batches = M;
+    so.keep_ops = true;
+    sp_sim *sim = NULL;
+    sp_status st = sp_simulate_plan(ctx, plan, &so, &sim);
+    if (st != SP_OK)
+        return st;
+    size_t n = offset[P], pm = (size_t)P * M;
+    double *start = sp_mallocarray(2 * pm, sizeof *start),
+           *end = sp_mallocarray(2 * pm, sizeof *end);
+    struct op_key *keys = sp_mallocarray(n ? n : 1, sizeof *keys);
+    uint32_t *turn = sp_mallocarray(n ? n : 1, sizeof *turn);
+    if (!start || !end || !keys || !turn) {
+        st = sp_oom(ctx, "the run's op order");
+    } else {
+        for (size_t i = 0; i < sim->n_ops; i++) { /* (kind, stage, micro-batch) -> its times */
+            const sp_sim_op *o = &sim->ops[i];
+            size_t at = (o->kind == 'F' ? 0 : pm) + (size_t)o->stage * M + o->micro_batch;
+            if (o->stage < P && o->micro_batch < M)
+                start[at] = o->start_ms, end[at] = o->end_ms;
+        }
+        for (uint32_t s = 0; s < P; s++)
+            for (size_t k = offset[s]; k < offset[s + 1]; k++) {
+                size_t at = (ops[k].kind == 'F' ? 0 : pm) + (size_t)s * M + ops[k].mb;
+                keys[k] =
+                    (struct op_key){start[at], end[at], s, (uint32_t)(k - offset[s]), ops[k].kind};
+            }
+        qsort(keys, n, sizeof *keys, cmp_op_key);
+        for (size_t r = 0; r < n; r++)
+            turn[offset[keys[r].stage] + keys[r].k] = (uint32_t)r;
+    }
+    sp_sim_destroy(sim);
+    sp_free(start);
+    sp_free(end);
+    sp_free(keys);
+    if (st != SP_OK) {
+        sp_free(turn);
+        return st;
+    }
+    *turn_out = turn;
+    return SP_OK;
+}
+
 sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_run_opts *opts,
                       sp_run **out) {
     if (!ctx || !plan || !m || !out)
@@ -72,11 +142,13 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
     if (st != SP_OK)
         return st;
     struct sp_run *run = sp_calloc(1, sizeof *run);
-    if (!run || !(run->stats = sp_calloc((size_t)total * P, sizeof *run->stats)) ||
-        !(run->stages = sp_calloc(P, sizeof *run->stages)) ||
-        !(run->timeline = sp_calloc(1, sizeof *run->timeline)) ||
-        !(run->timeline->ops = sp_calloc(offset[P], sizeof *run->timeline->ops)) ||
-        !(run->timeline->devices = sp_calloc(P, sizeof *run->timeline->devices))) {
+    if (run && opts->isolate)
+        st = isolate_order(ctx, plan, opts->schedule, M, ops, offset, P, &run->turn);
+    if (st == SP_OK && (!run || !(run->stats = sp_calloc((size_t)total * P, sizeof *run->stats)) ||
+                        !(run->stages = sp_calloc(P, sizeof *run->stages)) ||
+                        !(run->timeline = sp_calloc(1, sizeof *run->timeline)) ||
+                        !(run->timeline->ops = sp_calloc(offset[P], sizeof *run->timeline->ops)) ||
+                        !(run->timeline->devices = sp_calloc(P, sizeof *run->timeline->devices)))) {
         st = sp_oom(ctx, "the run");
     }
     /* the cores this process may use: stage s goes on the s-th */
@@ -106,7 +178,7 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
             st = open_backends(ctx, m, opts, P, run, &devices, &be);
         }
         if (st == SP_OK && opts->transport != SP_TRANSPORT_MPI) {
-            if (P > n_cores)
+            if (P > n_cores && !opts->isolate) /* isolated ops never share a core */
                 sp_warn(ctx,
                         "%u stages on %u cores: stages share cores, so their times include "
                         "waiting for the CPU (compare busy_ms with cpu_ms in the report)",

@@ -28,7 +28,9 @@ struct sp_run {
     double *predicted_time_ms;   /* [P]: the plan's stage times (one micro-batch fwd + bwd) */
     struct sp_stage_exec **kept; /* [P], with keep_state */
     sp_transport transport;
-    int rank; /* MPI: this process's rank (its stage); 0 with threads */
+    int rank;       /* MPI: this process's rank (its stage); 0 with threads */
+    uint32_t *turn; /* isolate: each op's place in a step's global order (aligned with the op
+                     * lists), then each stage's SGD at n_ops + s; NULL: stages run at once */
 };
 
 #endif

@@ -25,6 +25,7 @@ void sp_run_destroy(sp_run *run) {
     sp_free(run->step_ms);
     sp_free(run->predicted_time_ms);
     sp_free(run->model_name);
+    sp_free(run->turn);
     sp_sim_destroy(run->timeline);
     sp_free(run);
 }
@@ -41,6 +42,35 @@ static double stage_median(const struct sp_run *run, uint32_t P, uint32_t s, uin
 }
 #define STAGE_MEDIAN(field)                                                                        \
     stage_median(run, P, s, W, n, offsetof(struct sp_step_stats, field), tmp)
+
+/* --isolate: the schedule simulated with what each stage's ops measured (the median step's
+ * forward and backward time per micro-batch), no transfer delays: the iteration the plan would
+ * take on P machines like this one, each running its stage alone */
+static sp_status replay(sp_ctx *ctx, const struct sp_run *run, sp_schedule schedule,
+                        double *iteration_ms) {
+    uint32_t P = run->summary.stages, M = run->summary.micro_batches;
+    double *f = sp_calloc(P, sizeof *f), *b = sp_calloc(P, sizeof *b),
+           *send = sp_calloc(P, sizeof *send);
+    sp_status st = f && b && send ? SP_OK : sp_oom(ctx, "the replay");
+    for (uint32_t s = 0; st == SP_OK && s < P; s++) {
+        f[s] = run->stages[s].fwd_ms / M;
+        b[s] = run->stages[s].bwd_ms / M;
+    }
+    struct sp_pipeline pl;
+    memset(&pl, 0, sizeof pl);
+    pl.P = P, pl.V = 1, pl.M = M, pl.schedule = schedule;
+    pl.f = f, pl.b = b, pl.send = send;
+    sp_sim *sim = NULL;
+    if (st == SP_OK)
+        st = sp_simulate_pipeline(ctx, &pl, false, &sim);
+    if (st == SP_OK)
+        *iteration_ms = sim->summary.iteration_ms;
+    sp_sim_destroy(sim);
+    sp_free(f);
+    sp_free(b);
+    sp_free(send);
+    return st;
+}
 
 sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
                         const struct sp_model *m, const sp_run_opts *o) {
@@ -125,6 +155,21 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
     S->iteration_error = S->predicted_iteration_ms > 0
                              ? S->iteration_ms / S->predicted_iteration_ms - 1
                              : (double)NAN;
+    S->isolated = o->isolate;
+    S->replayed_iteration_ms = (double)NAN;
+    if (o->isolate) { /* the ops ran one at a time: their pipelined iteration is a replay */
+        st = replay(ctx, run, o->schedule, &S->replayed_iteration_ms);
+        if (st != SP_OK)
+            return st;
+        S->iteration_error = S->predicted_iteration_ms > 0
+                                 ? S->replayed_iteration_ms / S->predicted_iteration_ms - 1
+                                 : (double)NAN;
+        double busy = 0.0; /* the bubble of the replay: the row of ops has none to measure */
+        for (uint32_t s = 0; s < P; s++)
+            busy += run->stages[s].busy_ms;
+        S->bubble_fraction =
+            S->replayed_iteration_ms > 0 ? 1.0 - busy / (P * S->replayed_iteration_ms) : 0.0;
+    }
     S->balance_held = S->max_stage_error <= 0.10 && fabs(S->iteration_error) <= 0.15;
 
     /* the timeline of the last step, in the simulator's form */

@@ -173,6 +173,8 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
     uint32_t P = (uint32_t)sp_plan_get_stage_count(plan);
     struct threads t;
     memset(&t, 0, sizeof t);
+    struct sp_turns turns; /* --isolate's order: every op, then each stage's SGD */
+    sp_turns_init(&turns, (uint64_t)offset[P] + P, &t.abort);
     t.P = P, t.timeout_ms = o->timeout_ms, t.ctx = ctx;
     t.q[0] = sp_calloc(P, sizeof *t.q[0]);
     t.q[1] = sp_calloc(P, sizeof *t.q[1]);
@@ -198,6 +200,11 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
         x->be = be[s];
         x->prev_device = s > 0 ? be[s - 1]->device : NULL;
         x->next_device = s + 1 < P ? be[s + 1]->device : NULL;
+        if (run->turn) { /* --isolate: every op in its place of one order, each SGD after */
+            x->turns = &turns;
+            x->turn = run->turn + offset[s];
+            x->sgd_turn = (uint32_t)offset[P] + s;
+        }
         /* a queue holds as many tensors as its receiver may fall behind: at most M */
         size_t out_elems = m->layers[sp_plan_get_stage(plan, s)->last_layer].out_elems;
         uint64_t sends =
@@ -261,5 +268,6 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
     sp_free(t.at_kind);
     sp_free(w);
     sp_free(threads);
+    sp_turns_release(&turns);
     return st;
 }

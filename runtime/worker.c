@@ -259,6 +259,17 @@ static bool backward(struct sp_stage_worker *w, uint32_t mb, uint32_t step, doub
     return true;
 }
 
+/* isolate: wait for the op's place in the global order (a no-op when the stages run at once) */
+static bool take_turn(struct sp_stage_worker *w, uint64_t turn, uint32_t step, uint32_t mb) {
+    if (!w->turns || sp_turns_wait(w->turns, turn, sp_now_ms() + w->o->timeout_ms))
+        return true;
+    if (!w->ops->stopping(w->t))
+        failf(w, SP_ERR_NO_DEVICE,
+              "stage %u waited %.0f ms for its turn at step %u, micro-batch %u (--isolate)", w->s,
+              w->o->timeout_ms, step, mb);
+    return false;
+}
+
 void sp_stage_worker_run(struct sp_stage_worker *w) {
     for (uint32_t step = 0; step < w->steps_total; step++) {
         double t0 = 0.0;
@@ -271,23 +282,30 @@ void sp_stage_worker_run(struct sp_stage_worker *w) {
             return;
         }
         struct sp_step_stats *st = &w->stats[(size_t)step * w->stats_stride];
+        uint64_t base = w->turns ? (uint64_t)step * w->turns->per_step : 0;
         for (size_t k = 0; k < w->n_ops; k++) {
             const struct sp_sched_op *op = &w->list[k];
             w->ops->set_state(w->t, w->s, step, op->mb, op->kind, -1);
-            if (stopped(w))
+            if (stopped(w) || !take_turn(w, base + (w->turn ? w->turn[k] : 0), step, op->mb))
                 return;
             bool ok = op->kind == 'F' ? forward(w, op->mb, step, t0, st, &w->rec[k])
                                       : backward(w, op->mb, step, t0, st, &w->rec[k]);
             if (!ok)
                 return;
+            if (w->turns)
+                sp_turns_done(w->turns);
         }
         st->busy_ms = st->fwd_ms + st->bwd_ms;
         st->end_ms = sp_now_ms() - t0;
+        if (!take_turn(w, base + w->sgd_turn, step, w->M - 1))
+            return;
         double o0 = sp_now_ms();
         sp_stage_exec_sgd(w->se, w->o->learning_rate / (float)w->M);
         if (!finished(w, step, w->M - 1, "optimizer"))
             return;
         st->optimizer_ms = sp_now_ms() - o0;
+        if (w->turns)
+            sp_turns_done(w->turns);
     }
 }
 
@@ -394,6 +412,12 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
                        "--backend cuda runs with the threads transport (one process, a GPU per "
                        "stage)%s; GPU stages as MPI ranks are not built",
                        o->keep_state ? " and keeps no weights after the run" : "");
+    if (o->isolate && (o->transport != SP_TRANSPORT_THREADS || o->gpu_split))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--isolate runs every op alone in one process (the threads transport), "
+                       "%s",
+                       o->gpu_split ? "on the whole device: not with --gpu-split"
+                                    : "not across MPI ranks");
     if (o->gpu_split && o->backend != SP_RUN_BACKEND_CUDA)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "--gpu-split splits GPUs: give --backend cuda");
     if (o->schedule != SP_SCHEDULE_GPIPE && o->schedule != SP_SCHEDULE_1F1B)

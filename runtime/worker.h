@@ -12,6 +12,7 @@
 #define SP_RUNTIME_WORKER_H
 
 #include "run_impl.h"
+#include "turns.h"
 
 enum sp_dir {
     SP_DIR_ACT = 0, /* an activation, from stage s - 1 to s */
@@ -65,6 +66,11 @@ struct sp_stage_worker {
     struct sp_step_stats *stats; /* [steps_total], strided */
     size_t stats_stride;
     sp_sim_op *rec; /* [n_ops]: the last step's ops */
+    /* isolate: the global turn order (turns.h) and this stage's ops' places in it (NULL: the
+     * stages run at once) */
+    struct sp_turns *turns;
+    const uint32_t *turn;
+    uint32_t sgd_turn;
 };
 
 /* sp_run_validate: the options, the plan and the model fit together (the plan's layers are

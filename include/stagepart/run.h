@@ -68,6 +68,11 @@ typedef struct sp_run_opts {
     sp_run_backend backend; /* default SP_RUN_BACKEND_CPU */
     bool gpu_split; /* CUDA: stages that share a GPU get disjoint, equal SM partitions (green
                      * contexts) instead of sharing it as streams (default false) */
+    bool isolate;   /* every op of every stage runs alone, one at a time, in the simulator's
+                     * start order (threads transport): each stage's busy time is then what it
+                     * costs on a machine of its own, and the summary's replayed_iteration_ms
+                     * is the pipelined iteration those op times give on P such machines
+                     * (default false) */
 } sp_run_opts;
 SP_API void sp_run_opts_init(sp_run_opts *opts);
 
@@ -122,7 +127,10 @@ typedef struct sp_run_summary {
     sp_schedule schedule;
     double iteration_ms, imbalance, bubble_fraction;                               /* measured */
     double predicted_iteration_ms, predicted_imbalance, predicted_bubble_fraction; /* simulated */
-    double iteration_error;       /* measured / predicted - 1 */
+    double iteration_error;       /* measured / predicted - 1 (isolated: replayed / predicted) */
+    bool isolated;                /* run with isolate: iteration_ms is every op's time in a row */
+    double replayed_iteration_ms; /* isolated: the schedule simulated with the measured per-stage
+                                   * op times (no transfer delays); NaN otherwise */
     double max_stage_error;       /* the largest |busy_error| */
     bool balance_held;            /* every |busy_error| <= 10% and |iteration_error| <= 15% */
     double first_loss, last_loss; /* mean loss of the first and last step */

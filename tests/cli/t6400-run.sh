@@ -27,6 +27,28 @@ t = json.load(open(sys.argv[2]))
 ops = [e for e in t["traceEvents"] if e.get("ph") == "X"]
 assert len(ops) == 2 * 2 * 4, len(ops)
 PY
+# --isolate: every op alone, one at a time (no two ops of any stages overlap in the measured
+# timeline), busy times against the plan, the pipelined iteration replayed from the op times
+expect_code "run --isolate" 0 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --steps 2 --isolate \
+    -o "$TMP/iso.json" --trace "$TMP/iso-trace.json"
+expect_stdout_contains "isolate said" "isolated: every op ran alone"
+expect_stdout_contains "replayed iteration" "iteration   replayed"
+expect_code "the isolated report matches its schema" 0 $CHECK docs/schema/run-report.schema.json "$TMP/iso.json"
+python3 - "$TMP/iso.json" "$TMP/iso-trace.json" <<'PY' && pass "isolate: ops never overlap; the replay lies between the busiest stage and the row of ops" || fail "isolate"
+import json, sys
+r = json.load(open(sys.argv[1]))
+m = r["measured"]
+assert m["isolated"] is True and m["replayed_iteration_ms"] > 0, m
+busy = [s["busy_ms"] for s in m["stages"]]
+assert max(busy) <= m["replayed_iteration_ms"] + 1e-6 <= m["iteration_ms"] + 1e-3, (busy, m)
+assert abs(r["relative_error"]["iteration_ms"] - (m["replayed_iteration_ms"] / r["predicted"]["iteration_ms"] - 1)) < 1e-9
+ops = sorted((e["ts"], e["ts"] + e["dur"]) for e in json.load(open(sys.argv[2]))["traceEvents"] if e.get("ph") == "X")
+assert len(ops) == 2 * 2 * 4, len(ops)
+for (a0, a1), (b0, b1) in zip(ops, ops[1:]):
+    assert a1 <= b0 + 1e-3, ("overlap", a0, a1, b0, b1)
+PY
+expect_code "--isolate is one process" 2 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --isolate --transport mpi
+expect_stderr_contains "says why" "--isolate runs every op alone in one process"
 # check reads the report (timing under a loaded test machine is not what is checked here: the
 # limits are wide), and fails on a report whose measured iteration is off the prediction
 expect_code "check --report reads it" 0 "$STAGEPART" check --plan "$TMP/plan.json" \
