@@ -148,7 +148,12 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
     printf("bubble      measured %.1f%%      simulated %.1f%%\n", 100 * S->bubble_fraction,
            100 * S->predicted_bubble_fraction);
     printf("loss        %.4f (first step) -> %.4f (last step)\n", S->first_loss, S->last_loss);
-    if (S->balance_held)
+    if (S->shared_hardware && !S->balance_held)
+        printf("balance not judged: the stages shared %s, so their busy times hold the "
+               "contention and the plan's stage times (a device each) do not apply; run with "
+               "--isolate to confirm the balance one op at a time\n",
+               S->backend == SP_RUN_BACKEND_CUDA ? "a GPU as streams" : "cores");
+    else if (S->balance_held)
         printf("balance held: every stage within 10%% of its planned time (largest error %.1f%%), "
                "iteration within 15%% of the simulation\n",
                100 * S->max_stage_error);

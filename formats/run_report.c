@@ -85,6 +85,7 @@ sp_status sp_run_report_to_json(sp_ctx *ctx, const struct sp_run_report_doc *run
               (meas = side(root, "measured", S->iteration_ms, S->imbalance, S->bubble_fraction)) &&
               num(meas, "optimizer_ms", run->optimizer_ms) &&
               cJSON_AddBoolToObject(meas, "isolated", S->isolated) &&
+              cJSON_AddBoolToObject(meas, "shared_hardware", S->shared_hardware) &&
               (!S->isolated || num(meas, "replayed_iteration_ms", S->replayed_iteration_ms)) &&
               (pred = side(root, "predicted", S->predicted_iteration_ms, S->predicted_imbalance,
                            S->predicted_bubble_fraction)) &&

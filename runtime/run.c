@@ -31,10 +31,23 @@ static sp_status open_backends(sp_ctx *ctx, const struct sp_model *m, const sp_r
         sp_status st = device && sms
                            ? sp_run_devices_open(ctx, m, P, o->gpu_split, devices, be, device, sms)
                            : sp_oom(ctx, "the run");
+        uint32_t shared = 0; /* stages on a GPU another stage has, and how many GPUs there are */
+        int gpus = 0;
         for (uint32_t s = 0; st == SP_OK && s < P; s++) {
             run->stages[s].device = device[s];
             run->stages[s].sms = sms[s];
+            gpus = device[s] + 1 > gpus ? device[s] + 1 : gpus;
+            shared += s > 0 && device[s] <= device[s - 1];
         }
+        run->summary.shared_hardware = shared && !o->gpu_split && !o->isolate;
+        if (st == SP_OK && shared && !o->gpu_split && !o->isolate)
+            sp_warn(ctx,
+                    "%u stages on %d GPU%s: stages that share a GPU run as streams competing for "
+                    "all its SMs, so their busy times hold that contention and the plan's stage "
+                    "times (each stage on a GPU of its own) do not apply to them; --isolate "
+                    "confirms the balance one op at a time (--gpu-split gives each an SM "
+                    "partition)",
+                    P, gpus, gpus == 1 ? "" : "s");
         sp_free(device);
         sp_free(sms);
         return st;
@@ -178,7 +191,9 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
             st = open_backends(ctx, m, opts, P, run, &devices, &be);
         }
         if (st == SP_OK && opts->transport != SP_TRANSPORT_MPI) {
-            if (P > n_cores && !opts->isolate) /* isolated ops never share a core */
+            bool cpu = opts->backend == SP_RUN_BACKEND_CPU;
+            run->summary.shared_hardware |= cpu && P > n_cores && !opts->isolate;
+            if (cpu && P > n_cores && !opts->isolate) /* isolated ops never share a core */
                 sp_warn(ctx,
                         "%u stages on %u cores: stages share cores, so their times include "
                         "waiting for the CPU (compare busy_ms with cpu_ms in the report)",

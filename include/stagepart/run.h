@@ -129,6 +129,9 @@ typedef struct sp_run_summary {
     double predicted_iteration_ms, predicted_imbalance, predicted_bubble_fraction; /* simulated */
     double iteration_error;       /* measured / predicted - 1 (isolated: replayed / predicted) */
     bool isolated;                /* run with isolate: iteration_ms is every op's time in a row */
+    bool shared_hardware;         /* stages competed for one GPU (as streams) or one core: their
+                                   * busy times hold the contention, so the plan's stage times
+                                   * do not apply (balance_held false; isolate confirms it) */
     double replayed_iteration_ms; /* isolated: the schedule simulated with the measured per-stage
                                    * op times (no transfer delays); NaN otherwise */
     double max_stage_error;       /* the largest |busy_error| */

@@ -139,11 +139,6 @@ sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P,
     }
     d->P = P;
     sp_status st = gpu_split ? make_partitions(ctx, d, n, sms) : SP_OK;
-    if (st == SP_OK && !gpu_split && P > (uint32_t)n)
-        sp_warn(ctx,
-                "%u stages on %d GPU%s: stages that share a GPU run as streams competing for all "
-                "its SMs (--gpu-split gives each an SM partition)",
-                P, n, n == 1 ? "" : "s");
     bool bf16 = strcmp(m->dtype, "bf16") == 0;
     for (uint32_t s = 0; st == SP_OK && s < P; s++) {
         int ordinal = (int)(s % (uint32_t)n);

@@ -117,6 +117,31 @@ static void one_gpu(sp_ctx *ctx, sp_model *m) {
     sp_run *shared = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, SP_SCHEDULE_1F1B, false);
     SP_CHECK_CONTAINS(sp_ctx_get_warnings(ctx), "2 stages on 1 GPU: stages that share a GPU run as "
                                                 "streams");
+    SP_CHECK(shared && sp_run_get_summary(shared)->shared_hardware);
+    /* --isolate: one op at a time on the shared GPU, the same training, nothing overlapping */
+    sp_run_opts io;
+    sp_run_opts_init(&io);
+    io.steps = 3, io.warmup_steps = 0, io.learning_rate = 0.5f;
+    io.backend = SP_RUN_BACKEND_CUDA;
+    io.isolate = true;
+    sp_run *iso = NULL;
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &io, &iso), SP_OK);
+    if (iso && cpu) {
+        const sp_run_summary *S = sp_run_get_summary(iso);
+        SP_CHECK(S->isolated && !S->shared_hardware && S->replayed_iteration_ms > 0);
+        for (size_t i = 0; i < 3; i++)
+            SP_CHECK(fabs(sp_run_get_step_loss(iso, i) - sp_run_get_step_loss(cpu, i)) <=
+                     1e-4 * fabs(sp_run_get_step_loss(cpu, i)));
+        const sp_sim *t = sp_run_get_timeline(iso);
+        size_t n = sp_sim_get_op_count(t);
+        for (size_t a = 0; a < n; a++)
+            for (size_t b = 0; b < n; b++) {
+                const sp_sim_op *x = sp_sim_get_op(t, a), *y = sp_sim_get_op(t, b);
+                SP_CHECK(a == b || x->end_ms <= y->start_ms + 1e-6 ||
+                         y->end_ms <= x->start_ms + 1e-6);
+            }
+    }
+    sp_run_destroy(iso);
     sp_run *split_run = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, SP_SCHEDULE_1F1B, true);
     SP_CHECK_CONTAINS(sp_ctx_get_warnings(ctx),
                       "GPU 0 runs 2 stages on SM partitions of 64 SMs each");
