@@ -383,7 +383,8 @@ sp_status sp_attrib_end(struct sp_attrib_stream *s, struct sp_attribution *out) 
     }
     sp_free(samples);
     if (st == SP_OK) { /* work in no layer, largest first */
-        qsort(s->outside, s->n_outside, sizeof *s->outside, cmp_outside);
+        if (s->n_outside > 1)
+            qsort(s->outside, s->n_outside, sizeof *s->outside, cmp_outside);
         s->out.outside = s->outside;
         s->out.n_outside = s->n_outside;
         s->outside = NULL;

@@ -176,7 +176,8 @@ static int cmp_eval(const void *a, const void *b) {
  * op that encloses it (they nest when a backward runs inside a backward) */
 static sp_status link_evals(sp_ctx *ctx, struct kineto_state *k) {
     struct sp_trace *t = k->t;
-    qsort(k->evals, k->n_evals, sizeof *k->evals, cmp_eval);
+    if (k->n_evals > 1)
+        qsort(k->evals, k->n_evals, sizeof *k->evals, cmp_eval);
     size_t n_ranges = t->n_ranges;
     sp_status st = SP_OK;
     for (size_t i = k->first_linked; i < n_ranges && st == SP_OK; i++) {

@@ -47,26 +47,33 @@ static int cmp_range_key(const void *a, const void *b) {
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* qsort has no context: the modules being sorted, for cmp_first */
-static const struct sp_module *sort_modules;
+/* sort keys carry what they are sorted by (qsort has no context argument) */
+struct order_key {
+    int64_t first;
+    uint32_t name, id;
+};
 
-static int cmp_first(const void *a, const void *b) {
-    const struct sp_module *x = &sort_modules[*(const uint32_t *)a];
-    const struct sp_module *y = &sort_modules[*(const uint32_t *)b];
-    if (x->first_ns != y->first_ns)
-        return x->first_ns < y->first_ns ? -1 : 1;
+static int cmp_order_key(const void *a, const void *b) {
+    const struct order_key *x = a, *y = b;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
     return (x->name > y->name) - (x->name < y->name);
 }
 
-static int cmp_deepest(const void *a, const void *b) {
-    const struct sp_module *x = &sort_modules[*(const uint32_t *)a];
-    const struct sp_module *y = &sort_modules[*(const uint32_t *)b];
-    return (x->depth < y->depth) - (x->depth > y->depth);
-}
-
-static void sort_call_order(const struct sp_module *m, uint32_t *ids, size_t n) {
-    sort_modules = m;
-    qsort(ids, n, sizeof *ids, cmp_first);
+/* ids in call order (the first range first); false when out of memory */
+static bool sort_call_order(const struct sp_module *m, uint32_t *ids, size_t n) {
+    if (n < 2)
+        return true;
+    struct order_key *k = sp_mallocarray(n, sizeof *k);
+    if (!k)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        k[i] = (struct order_key){m[ids[i]].first_ns, m[ids[i]].name, ids[i]};
+    qsort(k, n, sizeof *k, cmp_order_key);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = k[i].id;
+    sp_free(k);
+    return true;
 }
 
 /* each module's parent: the innermost module range around its earliest range, same thread */
@@ -193,24 +200,24 @@ static sp_status link_children(sp_ctx *ctx, struct sp_module_tree *tree) {
             tree->roots[tree->n_roots++] = (uint32_t)i;
         }
     }
-    for (size_t i = 0; i < n; i++)
-        sort_call_order(m, m[i].children, m[i].n_children);
-    sort_call_order(m, tree->roots, tree->n_roots);
-    /* totals, deepest first */
-    uint32_t *order = sp_mallocarray(n ? n : 1, sizeof *order);
-    if (!order)
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++)
+        ok = sort_call_order(m, m[i].children, m[i].n_children);
+    if (!ok || !sort_call_order(m, tree->roots, tree->n_roots))
         return sp_oom(ctx, "reading the module tree");
+    /* totals, deepest first: depth by depth from the deepest */
+    uint32_t deepest = 0;
     for (size_t i = 0; i < n; i++)
-        order[i] = (uint32_t)i;
-    sort_modules = m;
-    qsort(order, n, sizeof *order, cmp_deepest);
-    for (size_t k = 0; k < n; k++) {
-        struct sp_module *x = &m[order[k]];
-        x->total_ms = x->self_ms;
-        for (size_t c = 0; c < x->n_children; c++)
-            x->total_ms += m[x->children[c]].total_ms;
-    }
-    sp_free(order);
+        deepest = m[i].depth > deepest ? m[i].depth : deepest;
+    for (uint32_t d = deepest + 1; d-- > 0;)
+        for (size_t i = 0; i < n; i++) {
+            struct sp_module *x = &m[i];
+            if (x->depth != d)
+                continue;
+            x->total_ms = x->self_ms;
+            for (size_t c = 0; c < x->n_children; c++)
+                x->total_ms += m[x->children[c]].total_ms;
+        }
     tree->roots_ms = 0;
     for (size_t r = 0; r < tree->n_roots; r++)
         tree->roots_ms += m[tree->roots[r]].total_ms;
@@ -352,7 +359,7 @@ static sp_status choose(sp_ctx *ctx, const struct sp_trace *t, const struct sp_m
             sp_free(out->ids);
             *out = next;
             changed = true;
-            sort_call_order(m, out->ids, out->n);
+            ok = ok && sort_call_order(m, out->ids, out->n);
         }
     } else if (parse_depth(how, &depth)) {
         uint32_t deepest = 0;
@@ -366,7 +373,7 @@ static sp_status choose(sp_ctx *ctx, const struct sp_trace *t, const struct sp_m
         for (size_t i = 0; i < tree->n && ok; i++)
             if (m[i].depth == depth || (m[i].depth < depth && m[i].n_children == 0))
                 ok = list_push(out, (uint32_t)i);
-        sort_call_order(m, out->ids, out->n);
+        ok = ok && sort_call_order(m, out->ids, out->n);
     } else {
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "--layers '%s': expected auto, a depth in the module tree (0, 1, ...) or "

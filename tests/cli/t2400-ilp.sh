@@ -31,7 +31,7 @@ expect_code "chunks: recomputation makes it fit" 0 "$STAGEPART" partition $P/gpt
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); d=[0]*4
 for s in p["stages"]: d[s["device"]]+=s["memory_bytes"]
 assert p["recomputed_layers"] and max(d) <= 14e9, d' "$TMP/stdout"; then pass "recomputed layers listed, every device within 14 GB"; else fail "chunk recomputation"; fi
-expect_code "recomputation reaches the unlimited bottleneck" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --memory-limit 9GB --solver ilp --recompute auto --json
+expect_code "recomputation reaches the unlimited bottleneck" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --memory-limit 9GB --solver ilp --recompute auto --time-limit 120 --json
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["recomputed_layers"] and abs(p["bottleneck_ms"]-12.884895)<1e-6 and max(s["memory_bytes"] for s in p["stages"]) <= 9e9' "$TMP/stdout"; then pass "recomputed layers listed, memory within the limit"; else fail "recomputation plan"; fi
 expect_code "without recomputation it does not fit" 3 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --memory-limit 9GB
 expect_code "recompute needs ilp" 2 "$STAGEPART" partition $P/gpt3-2.7b.json --recompute auto
