@@ -144,14 +144,7 @@ struct open_range {
     bool in_bwd, optimizer;
 };
 
-/* sort keys carry what they are sorted by (qsort has no context argument) */
-struct time_key {
-    uint32_t tid;
-    int64_t start, end;
-    size_t idx;
-};
-
-static int cmp_time_key(const void *a, const void *b) {
+int sp_time_key_cmp(const void *a, const void *b) {
     const struct time_key *x = a, *y = b;
     if (x->tid != y->tid)
         return x->tid < y->tid ? -1 : 1;
@@ -197,7 +190,7 @@ static sp_status build_timeline(struct sp_attrib_stream *s, const struct range_c
     s->n_seg_threads = threads;
     for (size_t i = 0; i < n; i++)
         rk[i] = (struct time_key){t->ranges[i].tid, t->ranges[i].start_ns, t->ranges[i].end_ns, i};
-    qsort(rk, n, sizeof *rk, cmp_time_key);
+    qsort(rk, n, sizeof *rk, sp_time_key_cmp);
     size_t n_seg = 0, depth = 0, ri = 0;
     for (uint32_t th = 0; th < threads; th++) {
         s->thread_seg[th] = n_seg;
@@ -322,7 +315,7 @@ static sp_status build_steps(struct sp_attrib_stream *s, const struct range_clas
         if (cls[i].step) /* the key's tid field carries the process */
             steps[n_steps++] = (struct time_key){sp_trace_process_of(t, t->ranges[i].tid),
                                                  t->ranges[i].start_ns, t->ranges[i].end_ns, i};
-    qsort(steps, n_steps, sizeof *steps, cmp_time_key);
+    qsort(steps, n_steps, sizeof *steps, sp_time_key_cmp);
     for (size_t i = 0; i < n_steps; i++) {
         s->step_start[i] = steps[i].start;
         s->step_end[i] = steps[i].end;

@@ -97,6 +97,15 @@ struct sp_attrib_stream {
     struct sp_u64_map outside_map;
 };
 
+/* Ranges (or steps) sorted by thread, then start, the enclosing one first, then index: the
+ * order a sweep opens them in. Keys carry what they are sorted by (qsort has no context). */
+struct time_key {
+    uint32_t tid;
+    int64_t start, end;
+    size_t idx;
+};
+int sp_time_key_cmp(const void *a, const void *b);
+
 /* attribute_stream.c: allocate the windows and sums once the setup knows the group count */
 sp_status sp_attrib_stream_alloc(struct sp_attrib_stream *s, const struct sp_attrib_opts *o,
                                  size_t launches_hint, size_t activities_hint);

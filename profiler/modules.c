@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attribute_impl.h"
 #include "modules.h"
 
 static bool is_module_name(const char *name) {
@@ -28,23 +29,6 @@ void sp_module_tree_release(struct sp_module_tree *tree) {
     sp_free(tree->modules);
     sp_free(tree->roots);
     memset(tree, 0, sizeof *tree);
-}
-
-struct range_key {
-    uint32_t tid;
-    int64_t start, end;
-    size_t idx;
-};
-
-static int cmp_range_key(const void *a, const void *b) {
-    const struct range_key *x = a, *y = b;
-    if (x->tid != y->tid)
-        return x->tid < y->tid ? -1 : 1;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    if (x->end != y->end) /* the enclosing one first */
-        return x->end > y->end ? -1 : 1;
-    return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
 /* sort keys carry what they are sorted by (qsort has no context argument) */
@@ -82,7 +66,7 @@ static sp_status find_parents(sp_ctx *ctx, const struct sp_trace *t, const int32
     size_t n = 0;
     for (size_t i = 0; i < t->n_ranges; i++)
         n += module_of[t->ranges[i].name] >= 0;
-    struct range_key *keys = sp_mallocarray(n ? n : 1, sizeof *keys);
+    struct time_key *keys = sp_mallocarray(n ? n : 1, sizeof *keys);
     size_t *stack = sp_mallocarray(n ? n : 1, sizeof *stack);
     if (!keys || !stack) {
         sp_free(keys);
@@ -93,8 +77,8 @@ static sp_status find_parents(sp_ctx *ctx, const struct sp_trace *t, const int32
     for (size_t i = 0; i < t->n_ranges; i++)
         if (module_of[t->ranges[i].name] >= 0)
             keys[n++] =
-                (struct range_key){t->ranges[i].tid, t->ranges[i].start_ns, t->ranges[i].end_ns, i};
-    qsort(keys, n, sizeof *keys, cmp_range_key);
+                (struct time_key){t->ranges[i].tid, t->ranges[i].start_ns, t->ranges[i].end_ns, i};
+    qsort(keys, n, sizeof *keys, sp_time_key_cmp);
     size_t depth = 0;
     for (size_t k = 0; k < n; k++) {
         if (k && keys[k].tid != keys[k - 1].tid)
