@@ -47,8 +47,6 @@ assert len(ops) == 2 * 2 * 4, len(ops)
 for (a0, a1), (b0, b1) in zip(ops, ops[1:]):
     assert a1 <= b0 + 1e-3, ("overlap", a0, a1, b0, b1)
 PY
-expect_code "--isolate is one process" 2 "$STAGEPART" run "$TMP/plan.json" --model $MODEL --isolate --transport mpi
-expect_stderr_contains "says why" "--isolate runs every op alone in one process"
 # check reads the report (timing under a loaded test machine is not what is checked here: the
 # limits are wide), and fails on a report whose measured iteration is off the prediction
 expect_code "check --report reads it" 0 "$STAGEPART" check --plan "$TMP/plan.json" \

@@ -152,6 +152,18 @@ static void failures(sp_ctx *ctx, struct sp_model *m) {
     SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "stage 0 stopped answering at step 0, micro-batch 2 "
                                               "(forward)");
     SP_CHECK_MSG(took < 3000, "stopping took %.0f ms", took);
+    /* the same under --isolate: the others wait for the silent stage's turn, then stop */
+    o.isolate = true;
+    t0 = sp_now_ms();
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
+    took = sp_now_ms() - t0;
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "ms for its turn at step 0");
+    SP_CHECK_MSG(took < 3000, "stopping an isolated run took %.0f ms", took);
+    o.transport = SP_TRANSPORT_MPI; /* one process only */
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "--isolate runs every op alone in one process");
+    o.transport = SP_TRANSPORT_THREADS;
+    o.isolate = false;
     /* cancelled */
     volatile int cancel = 1;
     o.fault = SP_RUN_FAULT_NONE;
