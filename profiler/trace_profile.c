@@ -347,6 +347,8 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
                                           .measured = meas};
         if (modules_chosen) /* a kind from the module's class, where that is clear */
             doc.layers[i].kind = sp_module_kind(L->name);
+        else if (strcmp(L->name, "loss") == 0) /* the PyTorch helper's loss layer */
+            doc.layers[i].kind = "loss";
         if (modules_chosen && i + 1 == a.n_layers && !doc.layers[i].kind &&
             strncmp(L->name, "Linear_", 7) == 0)
             doc.layers[i].kind = "head"; /* the model's last module, a projection */

@@ -14,9 +14,14 @@ layer's output bytes reach the profile through the collector's sp_annotate_u64),
 with Nsight Systems (`nsys profile -t cuda,nvtx python train.py`, then `nsys export --type
 sqlite`) or, with ranges="record_function", with torch.profiler, and make the profile with
 `stagepart import nsys|kineto` (docs/profiling.md). Forward ranges are pushed by
-forward pre/post hooks, backward ranges by full-backward pre/post hooks, so they land on the
-thread that runs them (PyTorch's autograd thread for the backward). The helper also records each
-layer's output bytes (tensors deduplicated by storage) and parameter bytes: ann.sizes().
+forward pre/post hooks. A layer's backward range opens when the gradient of its output arrives
+(a hook on each output tensor, so it works whatever the layer's inputs: an embedding's take no
+gradient) and lasts until the next layer's opens or the backward ends (a callback the autograd
+engine runs then), all on the thread that runs the backward. The loss is a layer of its own,
+"loss": the work after the last annotated module inside the model's forward (Hugging Face style)
+and its backward, from the loss's gradient to the last module's; or, for a loss the caller
+computes, what runs inside `with ann.loss():`. The helper also records each layer's output bytes
+(tensors deduplicated by storage) and parameter bytes: ann.sizes().
 
 Only the standard library is imported here; torch is imported when a torch range backend is
 used, so the logic is testable with stand-in modules (tests/python/).
@@ -24,9 +29,11 @@ used, so the logic is testable with stand-in modules (tests/python/).
 import ctypes
 import fnmatch
 import os
+import threading
 
 STEP_RANGE = "stagepart/step"
 OPTIMIZER_RANGE = "stagepart/optimizer"
+LOSS_LAYER = "loss"
 
 
 def collector_annotate():
@@ -139,54 +146,156 @@ def select(model, modules):
     return chosen
 
 
+def _requires_grad(t):
+    return bool(getattr(t, "requires_grad", False)) and hasattr(t, "register_hook")
+
+
+def _scalar(t):
+    numel = getattr(t, "numel", None)
+    return numel is not None and numel() == 1
+
+
+def _queue_at_backward_end(fn):
+    """Run fn when the current backward pass ends (the autograd engine's final callbacks run on
+    the thread that ran the backward); False when there is no engine to ask."""
+    try:
+        import torch
+
+        torch.autograd.Variable._execution_engine.queue_callback(fn)
+        return True
+    except Exception:  # noqa: BLE001  (no torch, or not inside a backward pass)
+        return False
+
+
+def _loss_capture():
+    """A torch function mode that remembers the last scalar tensor made inside it that takes a
+    gradient: the loss a `with ann.loss():` block computes."""
+    import torch
+
+    class Capture(torch.overrides.TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.last = None
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in _tensors(out):
+                if _requires_grad(t) and _scalar(t):
+                    self.last = t
+            return out
+
+    return Capture()
+
+
 class Annotation:
     """The hooks annotate() installed; remove() takes them off."""
 
-    def __init__(self, model, modules, ranges):
+    def __init__(self, model, modules, ranges, loss="auto", at_backward_end=None,
+                 loss_capture=None):
         self._ranges = _ranges(ranges)
         self._handles = []
+        self._local = threading.local()  # each thread's ranges this helper opened
+        self._at_backward_end = at_backward_end or _queue_at_backward_end
+        self._loss_capture = loss_capture or _loss_capture
         chosen = select(model, modules)
         self.layers = [name for name, _ in chosen]
         self._sizes = {name: {"activation_bytes": 0, "param_bytes": 0} for name in self.layers}
         for name, module in chosen:
             self._sizes[name]["param_bytes"] = sum(
                 p.numel() * p.element_size() for p in module.parameters())
-            self._hook(module, name)
+            self._hook(module, name, last=name == self.layers[-1] and loss == "auto")
+        if loss == "auto":
+            self._handles.append(model.register_forward_hook(self._model_done))
+        elif loss is not None:
+            raise ValueError("loss must be 'auto' or None")
 
-    def _hook(self, module, name):
-        push, pop = self._ranges.push, self._ranges.pop
+    # ---- this thread's ranges
+
+    def _stack(self):
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        return self._local.stack
+
+    def _push(self, name):
+        self._ranges.push(name)
+        self._stack().append(name)
+
+    def _pop_if(self, name):
+        """Close the innermost range this helper opened on this thread if it is `name`."""
+        stack = self._stack()
+        if stack and stack[-1] == name:
+            stack.pop()
+            self._ranges.pop()
+            return True
+        return False
+
+    def _open_backward(self, layer):
+        """The gradient of `layer`'s output arrived: its backward starts, the previous one's
+        (the layer after it, or the loss) is over."""
+        stack, name = self._stack(), f"{layer}/bwd"
+        if stack and stack[-1] == name:
+            return
+        if stack and stack[-1].endswith("/bwd"):
+            self._pop_if(stack[-1])
+        elif not any(r.endswith("/bwd") for r in stack):
+            self._at_backward_end(self._close_backward)  # the first of this pass
+        self._push(name)
+
+    def _close_backward(self):
+        stack = self._stack()
+        if stack and stack[-1].endswith("/bwd"):
+            self._pop_if(stack[-1])
+
+    def _hook_gradients(self, value, layer):
+        for t in _tensors(value):
+            if _requires_grad(t):
+                t.register_hook(lambda _grad, layer=layer: self._open_backward(layer))
+
+    # ---- module hooks
+
+    def _hook(self, module, name, last):
         sizes = self._sizes[name]
+        annotate = getattr(self._ranges, "annotate", None)
 
         def fwd_pre(_module, _inputs):
-            push(f"{name}/fwd")
-
-        annotate = getattr(self._ranges, "annotate", None)
+            self._pop_if(f"{LOSS_LAYER}/fwd")  # a loss range left open by an earlier pass
+            self._push(f"{name}/fwd")
 
         def fwd_post(_module, _inputs, output):
             nbytes = output_bytes(output)
             if annotate:
                 annotate(f"{name}/fwd", nbytes)  # before the pop: the range is still open
-            pop()
+            self._pop_if(f"{name}/fwd")
             sizes["activation_bytes"] = max(sizes["activation_bytes"], nbytes)
-
-        def bwd_pre(_module, _grad_output):
-            push(f"{name}/bwd")
-
-        def bwd_post(_module, _grad_input, _grad_output):
-            pop()
+            self._hook_gradients(output, name)
+            if last:  # what the model does after its last layer is its loss
+                self._push(f"{LOSS_LAYER}/fwd")
 
         self._handles += [
             module.register_forward_pre_hook(fwd_pre),
             module.register_forward_hook(fwd_post),
-            module.register_full_backward_pre_hook(bwd_pre),
-            module.register_full_backward_hook(bwd_post),
         ]
+
+    def _model_done(self, _model, _inputs, output):
+        """The model's forward returned: the loss range closes, and a scalar output that takes a
+        gradient (a Hugging Face model's loss) opens the loss's backward when its gradient
+        comes."""
+        self._pop_if(f"{LOSS_LAYER}/fwd")
+        for t in _tensors(output):
+            if _requires_grad(t) and _scalar(t):
+                t.register_hook(lambda _grad: self._open_backward(LOSS_LAYER))
 
     def step(self):
         return _Scope(self._ranges, STEP_RANGE)
 
     def optimizer(self):
         return _Scope(self._ranges, OPTIMIZER_RANGE)
+
+    def loss(self):
+        """`with ann.loss(): loss = criterion(output, target)`: the loss computed outside the
+        model is the "loss" layer's forward, and its backward runs from the loss's gradient to
+        the model's last layer's."""
+        return _LossScope(self)
 
     def sizes(self):
         """{layer: {"activation_bytes": largest output seen, "param_bytes": ...}}"""
@@ -196,6 +305,25 @@ class Annotation:
         for h in self._handles:
             h.remove()
         self._handles = []
+
+
+class _LossScope:
+    def __init__(self, ann):
+        self._ann, self._capture = ann, None
+
+    def __enter__(self):
+        self._ann._push(f"{LOSS_LAYER}/fwd")
+        self._capture = self._ann._loss_capture()
+        self._capture.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._capture.__exit__(*exc)
+        self._ann._pop_if(f"{LOSS_LAYER}/fwd")
+        t = self._capture.last
+        if t is not None:
+            t.register_hook(lambda _grad: self._ann._open_backward(LOSS_LAYER))
+        return False
 
 
 class _Scope:
@@ -211,10 +339,12 @@ class _Scope:
         return False
 
 
-def annotate(model, modules="layers.*", ranges="nvtx"):
+def annotate(model, modules="layers.*", ranges="nvtx", loss="auto"):
     """Name the layers matching `modules` (an fnmatch pattern or a list of them) by stagepart's
     convention: "<name>/fwd" and "<name>/bwd" ranges around each layer's forward and backward.
     ranges: "nvtx" (torch.cuda.nvtx; for Nsight Systems and stagepart's collector),
     "record_function" (for torch.profiler / Kineto traces), or an object with push(name) and
-    pop()."""
-    return Annotation(model, modules, ranges)
+    pop(). loss: "auto" makes the work after the last layer inside the model's forward, and the
+    backward of a scalar the model returns, the layer "loss"; None leaves the model's end alone
+    (`with ann.loss():` marks a loss computed outside the model either way)."""
+    return Annotation(model, modules, ranges, loss)

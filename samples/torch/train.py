@@ -65,7 +65,9 @@ def main():
 
     def step():
         with ann.step():
-            loss = torch.nn.functional.cross_entropy(model(tokens).flatten(0, 1), tokens.flatten())
+            logits = model(tokens)
+            with ann.loss():  # the loss is computed outside the model: name it
+                loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tokens.flatten())
             loss.backward()
             with ann.optimizer():
                 opt.step()
