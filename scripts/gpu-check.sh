@@ -25,8 +25,21 @@
 #                             pair (peer copies, NCCL), host copies and copies within a device,
 #                             CUPTI-timed with CUDA events beside (test_bandwidth_cuda checks
 #                             they agree)
+#   summary.json              the figures above, machine-readable (null: not measured here)
+# scripts/gpu-check.sh --prebuilt BUNDLE OUTDIR: the same from a bundle scripts/gpu-bundle.sh
+# made on a machine with the project's libraries (a GPU machine without them, no packages):
+# unpacked at its prefix, run from there, nothing configured or built.
 # Exit status: 0 when every hard check passed (attribution >= 95%), 1 otherwise, 77 without a GPU.
 set -uo pipefail
+if [ "${1:-}" = --prebuilt ]; then
+    BUNDLE=${2:?usage: scripts/gpu-check.sh --prebuilt BUNDLE OUTDIR}
+    DEST=${3:?usage: scripts/gpu-check.sh --prebuilt BUNDLE OUTDIR}
+    case "$DEST" in /*) ;; *) DEST="$PWD/$DEST" ;; esac
+    rm -rf /tmp/stagepart-gpu && tar -C / -xJf "$BUNDLE" || { echo "cannot unpack $BUNDLE" >&2; exit 1; }
+    [ -d /usr/local/nvidia/lib64 ] && export LD_LIBRARY_PATH=/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    PREBUILT=1 BUILD_DIR=/tmp/stagepart-gpu/src/build-gpu \
+        exec /tmp/stagepart-gpu/src/scripts/gpu-check.sh "$DEST"
+fi
 OUT=${1:?usage: scripts/gpu-check.sh OUTDIR}
 cd "$(dirname "$0")/.."
 mkdir -p "$OUT"
@@ -36,7 +49,7 @@ S="$OUT/summary.md"
 failed=0
 say() { echo "$*" | tee -a "$S"; }
 : >"$S"
-say "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ), $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+say "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ), $(head -c 12 .bundle-commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo '?')"
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >"$OUT/device.txt" 2>&1; then
     say "no GPU (nvidia-smi -L failed): nothing checked"
     exit 77
@@ -48,7 +61,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format
 
 say ""
 say "## build"
-if cmake -S . -B "$B" -DSTAGEPART_CUDA=ON -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
+if [ "${PREBUILT:-0}" = 1 ] && [ -x "$B/cli/stagepart" ]; then
+    say "PASS prebuilt bundle (scripts/gpu-bundle.sh) of $(cat .bundle-commit 2>/dev/null)"
+elif cmake -S . -B "$B" -DSTAGEPART_CUDA=ON -DCMAKE_BUILD_TYPE=Release >"$OUT/build.log" 2>&1 &&
     cmake --build "$B" -j"$(nproc)" >>"$OUT/build.log" 2>&1; then
     say "PASS build with CUDA ($(grep -m1 -o 'CUDA [0-9.]*' "$OUT/build.log" || echo toolkit))"
 else
@@ -240,6 +255,15 @@ else
     say "FAIL run --backend cuda --gpu-split (run-split.txt)"
     failed=1
 fi
+if [ -f "$OUT/run.plan.json" ] &&
+    "$SP" run "$OUT/run.plan.json" --model "$G2" --backend cuda --isolate --micro-batch-size 8 \
+        --seq-len 1024 --steps 5 -o "$OUT/run-isolate.report.json" >"$OUT/run-isolate.txt" 2>&1; then
+    say "PASS run --backend cuda --isolate (every op alone on the GPU; target: each stage within 5%)"
+    sed 's/^/    /' "$OUT/run-isolate.txt" | tail -10 >>"$S"
+else
+    say "FAIL run --backend cuda --isolate (run-isolate.txt)"
+    failed=1
+fi
 
 say ""
 say "## links (stagepart bandwidth --backend cuda)"
@@ -272,6 +296,52 @@ PY
 else
     say "torch with CUDA is not installed here: the PyTorch flow was not run"
 fi
+# summary.json: the figures above, machine-readable; null where this run did not measure one
+python3 - "$OUT" "$(cat .bundle-commit 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)" <<'PY'
+import json, os, sys
+out, commit = sys.argv[1], sys.argv[2]
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except (OSError, ValueError):
+        return None
+def share(name):
+    p = load(name)
+    if not p:
+        return None
+    m = p["measurement"]
+    return 1 - m["unattributed_share"] if m["gpu_ms"] > 0 else None
+def stage_error(name):
+    r = load(name)
+    return r["relative_error"]["max_stage_busy"] if r else None
+overhead = None
+try:  # overhead.txt: "<mode> median step <ms> ..." lines, modes untraced, idle, tracing
+    import statistics
+    t = {}
+    for line in open(os.path.join(out, "overhead.txt")):
+        f = line.split()
+        if len(f) >= 4:
+            t.setdefault(f[0], []).append(float(f[3]))
+    if t.get("untraced") and t.get("tracing"):
+        overhead = statistics.median(t["tracing"]) / statistics.median(t["untraced"]) - 1
+except (OSError, ValueError):
+    pass
+torch = load("torch.profile.json")
+device = open(os.path.join(out, "device.txt")).readline().strip() if os.path.exists(os.path.join(out, "device.txt")) else None
+doc = {"commit": commit, "device": device,
+       "every_layer_backward": all(l["bwd_ms"] > 0 for l in torch["layers"]) if torch else None,
+       "attributed_share": {"gpu_layers": share("gpu_layers.profile.json"),
+                            "builtin_gpt2_default": share("models.gpt2.cuda-default.json"),
+                            "torch_sample": share("torch.profile.json"), "hf_gpt2": None},
+       "overhead": {"gpu_layers": overhead, "hf_gpt2_8x1024": None, "hf_gpt2_2x256": None,
+                    "after_recording_stops": None},
+       "collector_vs_kineto_max_layer_diff": None,
+       "run": {"streams_max_stage_error": stage_error("run.report.json"),
+               "split_max_stage_error": stage_error("run-split.report.json"),
+               "isolate_max_stage_error": stage_error("run-isolate.report.json"),
+               "split_matched_max_stage_error": None, "mpi_ranks_max_stage_error": None}}
+json.dump(doc, open(os.path.join(out, "summary.json"), "w"), indent=1)
+PY
 say ""
 say "overall: $([ $failed = 0 ] && echo PASS || echo FAIL)"
 exit $failed
