@@ -105,4 +105,24 @@ expect_code "missing file" 2 "$STAGEPART" import kineto "$T/none.json"
 expect_code "unknown kind" 2 "$STAGEPART" import perfetto "$T/trace.json"
 cp "$T/k.json" "$T/keep.json"
 expect_code "output is the input" 2 "$STAGEPART" import kineto "$T/keep.json" -o "$T/keep.json"
+# the PyTorch helper's loss layer ("loss/fwd", "loss/bwd") is of kind loss: the partitioner keeps
+# it with the layer before it, exports leave it out of module lists
+python3 - "$TMP/loss.json" <<'PY'
+import json, sys
+ev, corr = [], 1
+def rng(name, tid, ts, dur):
+    ev.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur})
+def kernel(tid, ts, dur):
+    global corr
+    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": tid, "ts": ts, "dur": 1, "args": {"correlation": corr}})
+    ev.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": ts + 2, "dur": dur, "args": {"correlation": corr, "device": 0, "stream": 7}})
+    corr += 1
+for i, name in enumerate(["a", "b", "loss"]):
+    rng(f"{name}/fwd", 1, 100 * i, 50); kernel(1, 100 * i + 5, 20)
+    rng(f"{name}/bwd", 2, 1000 - 100 * i, 50); kernel(2, 1000 - 100 * i + 5, 30)
+json.dump({"traceEvents": ev}, open(sys.argv[1], "w"))
+PY
+expect_code "a loss layer" 0 "$STAGEPART" import kineto "$TMP/loss.json" -o "$TMP/loss-profile.json"
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [(l["name"], l.get("kind")) for l in p["layers"]] == [("a", None), ("b", None), ("loss", "loss")], p["layers"]' "$TMP/loss-profile.json"; then pass "the loss layer has kind loss"; else fail "loss kind"; fi
+expect_code "the loss stays with the layer before it" 3 "$STAGEPART" partition "$TMP/loss-profile.json" -s 3
 test_done
