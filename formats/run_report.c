@@ -110,6 +110,7 @@ sp_status sp_run_report_to_json(sp_ctx *ctx, const struct sp_run_report_doc *run
              num(o, "peak_inflight", r->peak_inflight) &&
              num(o, "peak_memory_bytes", (double)r->peak_memory_bytes) && num(p, "stage", s) &&
              num(p, "busy_ms", r->predicted_busy_ms) &&
+             num(p, "memory_bytes", (double)r->predicted_memory_bytes) &&
              num(p, "time_ms", run->predicted_time_ms[s]);
         if (!o || !p) {
             cJSON_Delete(o);

@@ -127,7 +127,11 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
         r->transfer_bytes = run->stats[(size_t)W * P + s].transfer_bytes;
         busy_max = fmax(busy_max, r->busy_ms);
         busy_sum += r->busy_ms;
-        run->predicted_time_ms[s] = sp_plan_get_stage(plan, s)->time_ms;
+        const sp_stage *ps_s = sp_plan_get_stage(plan, s);
+        run->predicted_time_ms[s] = ps_s->time_ms;
+        r->predicted_memory_bytes =
+            ps_s->resident_bytes +
+            (uint64_t)sp_stage_inflight(o->schedule, s, P, S->micro_batches) * ps_s->saved_bytes;
         r->predicted_busy_ms = S->micro_batches * run->predicted_time_ms[s];
         r->busy_error =
             r->predicted_busy_ms > 0 ? r->busy_ms / r->predicted_busy_ms - 1 : (double)NAN;

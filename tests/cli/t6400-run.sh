@@ -23,6 +23,9 @@ assert r["stages"] == 2 and r["micro_batches"] == 4 and r["schedule"] == "1f1b",
 assert len(r["measured"]["stages"]) == 2 and len(r["loss"]) == 3, r
 for s in r["measured"]["stages"]:
     assert s["busy_ms"] > 0 and abs(s["busy_ms"] - s["fwd_ms"] - s["bwd_ms"]) < 1e-6, s
+# the plan's memory model beside the peak: the peak adds scratch and queue buffers to it
+for s, p in zip(r["measured"]["stages"], r["predicted"]["stages"]):
+    assert 0 < p["memory_bytes"] <= s["peak_memory_bytes"], (s, p)
 t = json.load(open(sys.argv[2]))
 ops = [e for e in t["traceEvents"] if e.get("ph") == "X"]
 assert len(ops) == 2 * 2 * 4, len(ops)
