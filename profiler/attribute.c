@@ -84,8 +84,6 @@ static bool is_torch_optimizer(const char *name) {
            strncmp(name, "Optimizer.zero_grad#", 20) == 0;
 }
 
-#define MODULE_PREFIX "nn.Module: "
-
 static sp_status classify(sp_ctx *ctx, const struct sp_trace *t, const struct patterns *p,
                           const uint8_t *layer_names, struct sp_attribution *out,
                           struct range_class *cls) {
@@ -103,8 +101,8 @@ static sp_status classify(sp_ctx *ctx, const struct sp_trace *t, const struct pa
             int ph = name_phase(p, name);
             if (!c.step && layer_names) { /* chosen by name (modules.c): forward ranges */
                 if (layer_names[nm]) {
-                    size_t skip = strncmp(name, MODULE_PREFIX, strlen(MODULE_PREFIX)) == 0
-                                      ? strlen(MODULE_PREFIX)
+                    size_t skip = strncmp(name, SP_MODULE_PREFIX, strlen(SP_MODULE_PREFIX)) == 0
+                                      ? strlen(SP_MODULE_PREFIX)
                                       : 0;
                     uint32_t id = 0;
                     st = sp_trace_intern(ctx, &out->names, name + skip, strlen(name + skip), &id);
@@ -422,8 +420,8 @@ static sp_status no_layer_error(sp_ctx *ctx, const struct sp_trace *t,
     for (size_t r = 0; r < t->n_ranges; r++) {
         if (count && !t->ranges[r].link) /* autograd ops: no names to write a pattern from */
             count[t->ranges[r].name]++;
-        modules = modules ||
-                  strncmp(t->strings[t->ranges[r].name], MODULE_PREFIX, strlen(MODULE_PREFIX)) == 0;
+        modules = modules || strncmp(t->strings[t->ranges[r].name], SP_MODULE_PREFIX,
+                                     strlen(SP_MODULE_PREFIX)) == 0;
     }
     while (count && shown < 5) { /* the five most frequent, each once */
         size_t best = SIZE_MAX;

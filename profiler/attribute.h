@@ -49,6 +49,8 @@ struct sp_attrib_opts {
 #define SP_ATTRIB_PENDING_WINDOW ((size_t)1 << 18)
 #define SP_ATTRIB_REORDER_WINDOW ((size_t)1 << 18)
 
+#define SP_MODULE_PREFIX "nn.Module: " /* torch.profiler's module ranges (with_modules=True) */
+
 #define SP_DEFAULT_LAYER_PATTERN "^(.+)/(fwd|bwd|recompute)$"
 #define SP_DEFAULT_PHASE_PATTERN "/(fwd|bwd|recompute|optimizer)$"
 #define SP_DEFAULT_STEP_PATTERN  "^(stagepart/step|ProfilerStep#[0-9]+)"

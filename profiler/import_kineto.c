@@ -143,12 +143,9 @@ static sp_status add_eval(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev, 
                           int64_t start, int64_t end) {
     if (k->n_evals == k->cap_evals) {
         size_t cap = k->cap_evals ? 2 * k->cap_evals : 256;
-        struct eval_op *g = sp_mallocarray(cap, sizeof *g);
+        struct eval_op *g = sp_realloc(k->evals, cap * sizeof *g);
         if (!g)
             return sp_oom(ctx, "reading a trace");
-        if (k->n_evals)
-            memcpy(g, k->evals, k->n_evals * sizeof *g);
-        sp_free(k->evals);
         k->evals = g;
         k->cap_evals = cap;
     }

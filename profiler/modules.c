@@ -294,12 +294,18 @@ static bool list_push(struct id_list *l, uint32_t id) {
     return true;
 }
 
-static bool parse_depth(const char *how, uint32_t *depth) {
-    if (!*how || strlen(how) > 6)
+bool sp_module_is_depth(const char *how) {
+    if (!*how)
         return false;
     for (const char *p = how; *p; p++)
         if (!isdigit((unsigned char)*p))
             return false;
+    return true;
+}
+
+static bool parse_depth(const char *how, uint32_t *depth) {
+    if (!sp_module_is_depth(how) || strlen(how) > 6)
+        return false;
     *depth = (uint32_t)atoi(how);
     return true;
 }

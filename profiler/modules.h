@@ -11,8 +11,6 @@
 
 #include "attribute.h"
 
-#define SP_MODULE_PREFIX "nn.Module: "
-
 struct sp_module {
     uint32_t name;  /* string id in the trace ("nn.Module: GPT2Block_0") */
     int32_t parent; /* module index, or -1: a root */
@@ -53,6 +51,9 @@ sp_status sp_module_choose(sp_ctx *ctx, const struct sp_trace *t, const struct s
  * its share of the roots' time, and '*' on those `how` chooses. */
 sp_status sp_module_tree_text(sp_ctx *ctx, const struct sp_trace *t,
                               const struct sp_module_tree *tree, const char *how, char **text);
+
+/* Whether --layers names a depth (decimal digits only). */
+bool sp_module_is_depth(const char *how);
 
 /* A layer kind from a module's class name ("GPT2Block_0" -> "transformer"), or NULL: embedding,
  * attention, transformer, norm, conv, head, loss. */

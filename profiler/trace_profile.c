@@ -98,15 +98,6 @@ static const char *base_name(const char *path) {
     return slash ? slash + 1 : path;
 }
 
-static bool is_depth(const char *how) {
-    if (!*how)
-        return false;
-    for (const char *p = how; *p; p++)
-        if (*p < '0' || *p > '9')
-            return false;
-    return true;
-}
-
 /* Which ranges are layers (sp_trace_profile_opts.layers): into ao, and *modules (freed by the
  * caller) when a level of the module tree; said says how, for a person. */
 static sp_status choose_layers(sp_ctx *ctx, const sp_trace *trace,
@@ -118,7 +109,7 @@ static sp_status choose_layers(sp_ctx *ctx, const sp_trace *trace,
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "--layers and --layer-pattern both given: --layers REGEX is "
                        "--layer-pattern REGEX; give one");
-    if (how && strcmp(how, "auto") != 0 && !is_depth(how)) {
+    if (how && strcmp(how, "auto") != 0 && !sp_module_is_depth(how)) {
         ao->layer_pattern = how;
         snprintf(said, said_size, "ranges matching '%.200s'", how);
         return SP_OK;
@@ -156,7 +147,7 @@ sp_status sp_trace_list_modules(sp_ctx *ctx, const sp_trace *trace,
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_list_modules: NULL argument");
     *text = NULL;
     const char *how = opts->layers ? opts->layers : "auto";
-    if (strcmp(how, "auto") != 0 && !is_depth(how))
+    if (strcmp(how, "auto") != 0 && !sp_module_is_depth(how))
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "--list-modules marks the modules of --layers auto or a depth, not a "
                        "pattern ('%s')",
