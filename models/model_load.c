@@ -257,11 +257,21 @@ static bool num(cJSON *o, const char *key, double v) {
     return o && cJSON_AddNumberToObject(o, key, v);
 }
 
+/* a transformer op's fields as the gpt, llama and bert presets set them */
+static bool transformer_fields(cJSON *o, uint32_t hidden, uint32_t heads, uint32_t ffn, bool llama,
+                               bool bert) {
+    return num(o, "hidden", hidden) && num(o, "heads", heads) && num(o, "ffn", ffn) &&
+           cJSON_AddBoolToObject(o, "causal", !bert) && cJSON_AddBoolToObject(o, "bias", !llama) &&
+           cJSON_AddStringToObject(o, "norm", llama ? "rmsnorm" : "layernorm") &&
+           cJSON_AddStringToObject(o, "activation", llama ? "swiglu" : "gelu");
+}
+
 static bool expand_transformer(struct sp_json_reader *r, const cJSON *p, const char *kind,
                                cJSON *layers) {
-    uint32_t n = 0, hidden = 0, heads = 0, vocab = 0, max_seq = 0, ffn = 0;
+    uint32_t n = 0, hidden = 0, heads = 0, vocab = 0, max_seq = 0, ffn = 0, mtp = 0;
     bool llama = strcmp(kind, "llama") == 0, bert = strcmp(kind, "bert") == 0;
     bool ok = get_dim(r, p, "preset", "layers", true, 1, 100000, 0, &n);
+    ok &= get_dim(r, p, "preset", "mtp_layers", false, 0, 64, 0, &mtp);
     ok &= get_dim(r, p, "preset", "hidden", true, 1, MAX_DIM, 0, &hidden);
     ok &= get_dim(r, p, "preset", "heads", true, 1, MAX_DIM, 0, &heads);
     ok &= get_dim(r, p, "preset", "vocab", true, 1, MAX_DIM, 0, &vocab);
@@ -270,17 +280,47 @@ static bool expand_transformer(struct sp_json_reader *r, const cJSON *p, const c
                   hidden <= MAX_DIM / 4 ? 4 * hidden : MAX_DIM, &ffn);
     if (!ok)
         return false;
+    if (mtp && bert) {
+        sp_json_problem(r, "preset", "mtp_layers",
+                        "expected 0 for a bert model: multi-token prediction predicts the "
+                        "following tokens, which a bidirectional model sees");
+        return false;
+    }
     cJSON *o = add_layer(layers, "embedding", "embedding");
     ok = num(o, "vocab", vocab) && num(o, "hidden", hidden) && num(o, "max_seq_len", max_seq);
     for (uint32_t i = 0; ok && i < n; i++) {
         char name[32];
         snprintf(name, sizeof name, "layers.%u", i);
-        o = add_layer(layers, name, "transformer");
-        ok = num(o, "hidden", hidden) && num(o, "heads", heads) && num(o, "ffn", ffn) &&
-             cJSON_AddBoolToObject(o, "causal", !bert) &&
-             cJSON_AddBoolToObject(o, "bias", !llama) &&
-             cJSON_AddStringToObject(o, "norm", llama ? "rmsnorm" : "layernorm") &&
-             cJSON_AddStringToObject(o, "activation", llama ? "swiglu" : "gelu");
+        ok = (o = add_layer(layers, name, "transformer")) &&
+             transformer_fields(o, hidden, heads, ffn, llama, bert);
+    }
+    /* Multi-token prediction, as DeepSeek-V3 and Megatron-LM build it (docs/models.md): per MTP
+     * depth, hnorm and enorm, eh_proj (2H -> H) on the concatenation of the normed hidden state
+     * and the normed next-token embedding, then a transformer block. The chain carries one
+     * tensor, so the projection's two H x H halves are applied one after the other to the
+     * hidden state: the same products and parameters, not the same values. */
+    for (uint32_t i = 0; ok && i < mtp; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "mtp.%u", i);
+        cJSON *ops = NULL, *c = NULL;
+        ok = (o = cJSON_CreateObject()) && cJSON_AddItemToArray(layers, o) &&
+             cJSON_AddStringToObject(o, "name", name) &&
+             cJSON_AddStringToObject(o, "kind", "mtp") && (ops = cJSON_AddArrayToObject(o, "ops"));
+        for (int k = 0; ok && k < 4; k++) {
+            static const char *const op[4] = {"", "linear", "linear", "transformer"};
+            ok = (c = cJSON_CreateObject()) && cJSON_AddItemToArray(ops, c) &&
+                 cJSON_AddStringToObject(c, "op",
+                                         k       ? op[k]
+                                         : llama ? "rmsnorm"
+                                                 : "layernorm");
+            if (ok && k == 0)
+                ok = num(c, "hidden", hidden);
+            else if (ok && k < 3)
+                ok = num(c, "in_features", hidden) && num(c, "out_features", hidden) &&
+                     cJSON_AddBoolToObject(c, "bias", false);
+            else if (ok)
+                ok = transformer_fields(c, hidden, heads, ffn, llama, bert);
+        }
     }
     ok = ok && num(o = add_layer(layers, llama ? "norm" : "ln_f", llama ? "rmsnorm" : "layernorm"),
                    "hidden", hidden);

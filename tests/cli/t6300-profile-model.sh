@@ -29,6 +29,32 @@ m = d["measurement"]
 assert m["backend"] == "cpu" and m["iterations"] == 3 and m["seq_len"] == 32, m
 PY
 expect_code "partition takes it" 0 "$STAGEPART" partition "$TMP/p.json" -s 2
+# mtp_layers: a multi-token prediction layer after the blocks, before the final norm, with the
+# norm, the two halves of eh_proj and one block's parameters; Megatron's layout has it as m
+expect_code "a model with an MTP layer" 0 "$STAGEPART" profile tests/data/tiny-llama-mtp-model.json \
+    --iters 1 --warmup 0 -o "$TMP/mtp.json"
+python3 - "$TMP/mtp.json" <<'PY' && pass "the MTP layer: place, kind, parameters, saved bytes" || fail "the MTP layer"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [(l["name"], l["kind"]) for l in d["layers"]]
+assert names == [("embedding", "embedding"), ("layers.0", "transformer"), ("layers.1", "transformer"),
+                 ("layers.2", "transformer"), ("mtp.0", "mtp"), ("norm", "norm"), ("lm_head", "head")], names
+B, S, H, F = 2, 16, 64, 128
+block = 4 * H * H + 3 * H * F + 2 * H          # attention, SwiGLU, two rmsnorm gains
+mtp = d["layers"][4]
+assert d["layers"][1]["param_bytes"] == 4 * block, d["layers"][1]
+assert mtp["param_bytes"] == 4 * (block + H + 2 * H * H), mtp
+# what it keeps for its backward: the block's, plus the norm's input and statistics and both
+# projections' inputs
+assert mtp["saved_bytes"] > d["layers"][1]["saved_bytes"] + 4 * 3 * B * S * H, mtp
+assert mtp["fwd_ms"] > 0 and mtp["bwd_ms"] > 0, mtp
+PY
+expect_code "partition it" 0 "$STAGEPART" partition "$TMP/mtp.json" -s 2 -o "$TMP/mtp-plan.json"
+expect_code "export it to Megatron" 0 "$STAGEPART" export "$TMP/mtp-plan.json" --to megatron
+expect_stdout_contains "the layout has the m and --mtp-num-layers" "mL\" --mtp-num-layers 1"
+sed 's/"llama"/"bert"/' tests/data/tiny-llama-mtp-model.json >"$TMP/bert-mtp.json"
+expect_code "bert with mtp_layers: exit 2" 2 "$STAGEPART" profile "$TMP/bert-mtp.json"
+expect_stderr_contains "says why" "bert-mtp.json: preset.mtp_layers: expected 0 for a bert model"
 expect_code "stdout without -o" 0 "$STAGEPART" profile $MODEL --iters 1 --warmup 0
 python3 -c 'import json, sys; assert json.load(sys.stdin)["format"] == "stagepart-profile"' \
     <"$TMP/stdout" && pass "stdout is the profile" || fail "stdout is the profile"
