@@ -84,13 +84,17 @@ sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_partition
 
 static cJSON *side(cJSON *root, const char *key, const sp_plan *plan) {
     const sp_plan_summary *s = sp_plan_get_summary(plan);
+    size_t empty = 0; /* stages holding no layer: their devices idle */
+    for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
+        empty += sp_plan_get_stage(plan, k)->layer_count == 0;
     cJSON *o = cJSON_AddObjectToObject(root, key);
     return o && cJSON_AddStringToObject(o, "solver", sp_solver_name(s->solver)) &&
                    cJSON_AddNumberToObject(o, "bottleneck_ms", s->bottleneck_ms) &&
                    cJSON_AddNumberToObject(o, "bottleneck_stage", s->bottleneck_stage) &&
                    cJSON_AddNumberToObject(o, "imbalance", s->imbalance) &&
                    cJSON_AddNumberToObject(o, "iteration_ms", s->schedule.iteration_ms) &&
-                   cJSON_AddNumberToObject(o, "efficiency", s->schedule.efficiency)
+                   cJSON_AddNumberToObject(o, "efficiency", s->schedule.efficiency) &&
+                   cJSON_AddNumberToObject(o, "empty_stages", (double)empty)
                ? o
                : NULL;
 }

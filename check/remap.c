@@ -80,9 +80,12 @@ sp_status sp_plan_remap(sp_ctx *ctx, const sp_plan *plan, const sp_profile *prof
             sp_problem(ctx, "layer '%s' of the profile is not in the plan (added or renamed)",
                        sp_profile_get_layer(profile, l)->name);
     if (!removed && !added && !moved) {
-        for (size_t s = 0; s < plan->n_stages; s++)
+        for (size_t s = 0; s < plan->n_stages; s++) { /* an empty stage after the last layer
+                                                       * stays there */
+            size_t at = plan->stages[s].first_layer;
             first_layers[s] =
-                name_find(&ix, profile, plan->layer_names[plan->stages[s].first_layer]);
+                at < plan->n_layers ? name_find(&ix, profile, plan->layer_names[at]) : n;
+        }
     }
     sp_free(ix.slot);
     sp_free(seen);

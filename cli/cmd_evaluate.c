@@ -80,6 +80,32 @@ static bool parse_list(const char *opt, const char *text, size_t **out, size_t *
     return true;
 }
 
+/* "2, 5" into buf: the empty stages of a plan; their count returned */
+static size_t empty_stages(const sp_plan *plan, char *buf, size_t size) {
+    size_t count = 0, used = 0;
+    buf[0] = '\0';
+    for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
+        if (!sp_plan_get_stage(plan, k)->layer_count) {
+            int w = snprintf(buf + used, size - used, "%s%zu", count ? ", " : "", k);
+            used = w > 0 && (size_t)w < size - used ? used + (size_t)w : size - 1;
+            count++;
+        }
+    return count;
+}
+
+/* an empty stage's device idles the whole iteration: what that costs */
+static void print_empty(const char *who, const sp_plan *plan) {
+    char list[256];
+    size_t n = empty_stages(plan, list, sizeof list);
+    if (!n)
+        return;
+    const sp_plan_summary *s = sp_plan_get_summary(plan);
+    printf("%s: stage%s %s hold%s no layer: %zu of %u devices idle, the other %zu carry all the "
+           "work (imbalance %.3f)\n",
+           who, n > 1 ? "s" : "", list, n > 1 ? "" : "s", n, s->stages * s->chunks,
+           (size_t)(s->stages * s->chunks) - n, s->imbalance);
+}
+
 static void print_comparison(const sp_plan *yours, const sp_plan *best, double gain) {
     const sp_plan_summary *a = sp_plan_get_summary(yours), *b = sp_plan_get_summary(best);
     printf("%s: %u stages%s, %s, %u micro-batches\n\n", sp_plan_get_model(yours), a->stages,
@@ -96,7 +122,10 @@ static void print_comparison(const sp_plan *yours, const sp_plan *best, double g
     printf("%-10s %14.3f %10u %12.3f %9.1f%% %14.3f\n", other, b->bottleneck_ms,
            b->bottleneck_stage, b->imbalance, 100 * b->schedule.efficiency,
            b->schedule.iteration_ms);
-    printf("\nyour split: efficiency %.0f%%, bottleneck stage %u; %s: %.0f%%, %+.0f%% "
+    printf("\n");
+    print_empty("your split", yours);
+    print_empty(other, best);
+    printf("your split: efficiency %.0f%%, bottleneck stage %u; %s: %.0f%%, %+.0f%% "
            "throughput\n",
            100 * a->schedule.efficiency, a->bottleneck_stage, other, 100 * b->schedule.efficiency,
            100 * gain);
@@ -161,12 +190,14 @@ static int run(int argc, char **argv, const char *command) {
         code = CLI_EXIT_USAGE;
         goto out;
     }
-    if (layout)
+    if (layout) {
+        opts.allow_empty_stages = true; /* Megatron-LM runs a stage with no layer */
         st = sp_megatron_layout_split(ctx, profile, layout, &first, &count);
-    else if (balance)
+    } else if (balance) {
         st = sp_split_from_counts(ctx, profile, list, count = n_list, &first);
-    else
+    } else {
         st = sp_split_from_parts(ctx, profile, list, n_list, &first, &count);
+    }
     if (st != SP_OK)
         goto report;
     opts.stages = stages;

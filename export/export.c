@@ -51,7 +51,7 @@ static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *te
     uint32_t P = plan->summary.stages, V = plan->summary.chunks;
     size_t mtp_stage = SIZE_MAX;
     for (size_t k = 0; k < K && st == SP_OK; k++) {
-        size_t a = plan->stages[k].first_layer, b = plan->stages[k].last_layer + 1;
+        size_t a = plan->stages[k].first_layer, b = a + plan->stages[k].layer_count;
         if (a > 0 && a < g.e_end)
             st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                          "stage %zu starts inside the embedding group (layers %s..%s): Megatron's "
@@ -67,8 +67,8 @@ static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *te
                          "stage %zu starts inside the output group (layers %s..%s): Megatron's L "
                          "cannot be split",
                          k, plan->layer_names[g.l_start], plan->layer_names[n - 1]);
-        e[k] = a == 0;
-        l[k] = b == n;
+        e[k] = a == 0 && b > a; /* an empty stage holds neither, and is an empty segment */
+        l[k] = b == n && b > a;
         size_t lo = a > g.e_end ? a : g.e_end, hi = b < g.t_end ? b : g.t_end;
         t[k] = hi > lo ? hi - lo : 0;
         lo = a > g.t_end ? a : g.t_end;
@@ -102,10 +102,10 @@ static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *te
     /* the first/last form, when the plan has exactly that shape: free first and last counts,
      * the middle ranks equal (Megatron splits the rest evenly over them) */
     if (V == 1 && P >= 2 && !mtps) {
-        /* Megatron wants both counts > 0 */
+        /* Megatron wants both counts > 0; every middle rank gets an equal share, never none */
         bool shape = t[0] > 0 && t[K - 1] > 0;
         for (size_t k = 1; k + 1 < K; k++)
-            shape = shape && t[k] == t[1];
+            shape = shape && t[k] == t[1] && t[k] > 0;
         if (shape)
             sp_strbuf_printf(text,
                              "# or, equivalently:\n--pipeline-model-parallel-size %u --num-layers "
@@ -184,9 +184,17 @@ static size_t modules_before(const sp_plan *plan, size_t l) {
 }
 
 /* every stage must hold a module: a stage of nothing but the loss is no pipeline stage in any
- * framework */
-static sp_status every_stage_a_module(sp_ctx *ctx, const sp_plan *plan) {
+ * framework; an empty stage only where the format runs one (empty_ok) */
+static sp_status every_stage_a_module(sp_ctx *ctx, const sp_plan *plan, bool empty_ok) {
     for (size_t k = 0; k < plan->n_stages; k++) {
+        if (!plan->stages[k].layer_count && empty_ok)
+            continue;
+        if (!plan->stages[k].layer_count)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "stage %zu is empty: of the formats stagepart writes, only "
+                           "Megatron-LM's layout runs a stage with no layer (--to megatron); "
+                           "partition again without --allow-empty-stages, or with fewer stages",
+                           k);
         bool any = false;
         for (size_t l = plan->stages[k].first_layer; l <= plan->stages[k].last_layer; l++)
             any |= is_module(plan, l);
@@ -374,7 +382,8 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
     sp_strbuf_init(&value);
     size_t K = plan->n_stages;
     struct module_names mods = {0};
-    sp_status st = every_stage_a_module(ctx, plan);
+    sp_status st = every_stage_a_module(
+        ctx, plan, format == SP_EXPORT_MEGATRON || format == SP_EXPORT_TORCH_SCHEDULE_CSV);
     if (st == SP_OK && (names == SP_MODULE_NAMES_PROFILE || names == SP_MODULE_NAMES_TORCHTITAN))
         st = module_names_make(ctx, plan, names, &mods);
     else if (st == SP_OK)

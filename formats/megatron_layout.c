@@ -239,8 +239,7 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
     size_t pos = 0, t_seen = 0, m_seen = 0, m_segment = SIZE_MAX;
     bool e_seen = false, l_seen = false;
     for (size_t k = 0; k < lay.segments && st == SP_OK; k++) {
-        first[k] = pos;
-        size_t before = pos;
+        first[k] = pos; /* an empty segment (Megatron allows them) starts where the next does */
         for (size_t i = lay.start[k]; i + 1 < lay.start[k + 1] && st == SP_OK; i++) {
             char c = lay.symbols[i];
             if (c == 'E') {
@@ -300,11 +299,6 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
                 pos = n;
             }
         }
-        if (st == SP_OK && pos == before)
-            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                         "layout: segment %zu is empty; Megatron allows empty stages, stagepart "
-                         "plans need at least one layer per stage",
-                         k);
     }
     if (st == SP_OK && (t_seen != decoders || m_seen != mtps || !l_seen || !e_seen))
         st =

@@ -52,7 +52,13 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
                         (unsigned long long)index);
     sp_json_get_uint(r, obj, where, "device", false, 0, &device);
     sp_json_get_uint(r, obj, where, "first_layer", true, 0, &first_layer);
-    sp_json_get_uint(r, obj, where, "last_layer", true, 0, &last_layer);
+    /* an empty stage (docs/formats.md#plan): "layers": 0 and "last_layer": null */
+    const cJSON *last_json = cJSON_GetObjectItemCaseSensitive(obj, "last_layer");
+    bool empty = cJSON_IsNull(last_json);
+    if (!empty)
+        sp_json_get_uint(r, obj, where, "last_layer", true, 0, &last_layer);
+    uint64_t layers = UINT64_MAX;
+    sp_json_get_uint(r, obj, where, "layers", false, 0, &layers);
     sp_json_get_string(r, obj, where, "first_name", false, SP_NAME_MAX_BYTES, first);
     sp_json_get_string(r, obj, where, "last_name", false, SP_NAME_MAX_BYTES, last);
     sp_json_get_string(r, obj, where, "device_name", false, SP_NAME_MAX_BYTES, device_name);
@@ -74,13 +80,25 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
     st->memory_bytes = st->resident_bytes + inflight * st->saved_bytes;
     sp_json_get_uint(r, obj, where, "memory_bytes", false, 0, &st->memory_bytes);
     sp_json_get_uint(r, obj, where, "chunk", false, 0, &chunk);
-    if (last_layer < first_layer)
+    if (empty) {
+        if (layers != 0)
+            sp_json_problem(r, where, "layers",
+                            "expected 0 (last_layer is null: an empty stage), got %s",
+                            layers == UINT64_MAX ? "nothing" : "a count above 0");
+        last_layer = first_layer;
+    } else if (last_layer < first_layer) {
         sp_json_problem(r, where, "last_layer", "expected at least first_layer (%llu), got %llu",
                         (unsigned long long)first_layer, (unsigned long long)last_layer);
+    } else if (layers != UINT64_MAX && layers != last_layer - first_layer + 1) {
+        sp_json_problem(
+            r, where, "layers", "expected %llu (last_layer - first_layer + 1), got %llu",
+            (unsigned long long)(last_layer - first_layer + 1), (unsigned long long)layers);
+    }
     st->index = (uint32_t)k;
     st->device = device > UINT32_MAX ? UINT32_MAX : (uint32_t)device;
     st->first_layer = (size_t)first_layer;
     st->last_layer = (size_t)last_layer;
+    st->layer_count = empty ? 0 : (size_t)(last_layer - first_layer + 1);
     st->inflight = inflight > UINT32_MAX ? UINT32_MAX : (uint32_t)inflight;
     st->chunk = chunk > UINT32_MAX ? UINT32_MAX : (uint32_t)chunk;
 }
@@ -141,6 +159,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     int solver = SP_SOLVER_DP, objective = SP_OBJECTIVE_BOTTLENECK, comm = SP_COMM_OVERLAP;
     int placement = SP_PLACEMENT_ORDER, layout = SP_CHUNKS_LOOP;
     uint8_t *device_used = NULL; /* placement search: one stage per device */
+    size_t covered = 0;          /* layers the stages hold, in order */
     if (!cJSON_IsObject(root)) {
         char got[64];
         sp_json_problem(&r, "", "", "expected a JSON object at the top level, got %s",
@@ -240,7 +259,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
         const sp_stage *s = &plan->stages[k];
         char where[48];
         snprintf(where, sizeof where, "stages[%zu]", k);
-        size_t expect = k ? plan->stages[k - 1].last_layer + 1 : 0;
+        size_t expect = k ? plan->stages[k - 1].first_layer + plan->stages[k - 1].layer_count : 0;
         if (s->first_layer != expect)
             sp_json_problem(&r, where, "first_layer",
                             "expected %zu (stages cover the layers contiguously), got %zu", expect,
@@ -268,10 +287,13 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
                             (unsigned long long)stages, s->device);
         }
     }
-    if (!ctx->problems && layers && plan->stages[n - 1].last_layer + 1 != layers)
+    covered = n ? plan->stages[n - 1].first_layer + plan->stages[n - 1].layer_count : 0;
+    if (!ctx->problems && layers && covered != layers)
         sp_json_problem(&r, "stages[last]", "last_layer",
-                        "expected %llu (the profile's last layer), got %zu",
-                        (unsigned long long)(layers - 1), plan->stages[n - 1].last_layer);
+                        "expected the stages to end at layer %llu (the profile's last), got %zu",
+                        (unsigned long long)(layers - 1), covered - 1);
+    if (!ctx->problems && !covered)
+        sp_json_problem(&r, "stages", "", "expected at least one layer in some stage");
 
 done:
     if (ctx->problems) {
@@ -288,7 +310,7 @@ done:
     m->chunk_layout = (sp_chunk_layout)layout;
     m->micro_batches = (uint32_t)micro;
     m->memory_limit_bytes = limit;
-    plan->n_layers = layers ? (size_t)layers : plan->stages[plan->n_stages - 1].last_layer + 1;
+    plan->n_layers = layers ? (size_t)layers : covered;
     snprintf(plan->profile_sha256, sizeof plan->profile_sha256, "%s", sha ? sha : "");
     plan->model = sp_strdup(model);
     plan->command = command ? sp_strdup(command) : NULL;

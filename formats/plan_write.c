@@ -40,8 +40,9 @@ static bool add_stage(cJSON *arr, const sp_stage *s) {
     return add_number(o, "index", s->index) && add_number(o, "device", s->device) &&
            add_string(o, "device_name", s->device_name ? s->device_name : "") &&
            add_number(o, "first_layer", (double)s->first_layer) &&
-           add_number(o, "last_layer", (double)s->last_layer) &&
-           add_number(o, "layers", (double)(s->last_layer - s->first_layer + 1)) &&
+           (s->layer_count ? add_number(o, "last_layer", (double)s->last_layer)
+                           : cJSON_AddNullToObject(o, "last_layer") != NULL) &&
+           add_number(o, "layers", (double)s->layer_count) &&
            add_string(o, "first_name", s->first_name) && add_string(o, "last_name", s->last_name) &&
            add_number(o, "fwd_ms", s->fwd_ms) && add_number(o, "bwd_ms", s->bwd_ms) &&
            add_number(o, "time_ms", s->time_ms) &&

@@ -10,18 +10,33 @@
 #include "plan_impl.h"
 #include "sim_impl.h"
 
+/* a stage's first or last layer's name; "" for an empty stage */
+static const char *stage_layer_name(const sp_profile *profile, const sp_stage *st, size_t l) {
+    return st->layer_count ? sp_profile_get_layer(profile, l)->name : "";
+}
+
+/* The bytes that cross the boundary before layer `pos`: the output of the layer before it; none
+ * before the first layer (each stage reads its data itself). An empty stage's boundaries both
+ * carry the same activation. */
+static uint64_t boundary_bytes(const sp_profile *profile, size_t pos) {
+    return pos ? sp_profile_get_layer(profile, pos - 1)->activation_bytes : 0;
+}
+
 static sp_status copy_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *profile) {
     size_t total = 0;
-    for (size_t s = 0; s < plan->n_stages; s++)
-        total += strlen(sp_profile_get_layer(profile, plan->stages[s].first_layer)->name) +
-                 strlen(sp_profile_get_layer(profile, plan->stages[s].last_layer)->name) + 2;
+    for (size_t s = 0; s < plan->n_stages; s++) {
+        const sp_stage *st = &plan->stages[s];
+        total += strlen(stage_layer_name(profile, st, st->first_layer)) +
+                 strlen(stage_layer_name(profile, st, st->last_layer)) + 2;
+    }
     plan->names = sp_malloc(total);
     if (!plan->names)
         return sp_oom(ctx, "building a plan");
     char *w = plan->names;
     for (size_t s = 0; s < plan->n_stages; s++) {
-        const char *a = sp_profile_get_layer(profile, plan->stages[s].first_layer)->name;
-        const char *b = sp_profile_get_layer(profile, plan->stages[s].last_layer)->name;
+        const sp_stage *st = &plan->stages[s];
+        const char *a = stage_layer_name(profile, st, st->first_layer);
+        const char *b = stage_layer_name(profile, st, st->last_layer);
         size_t la = strlen(a) + 1, lb = strlen(b) + 1;
         memcpy(w, a, la);
         plan->stages[s].first_name = w;
@@ -89,7 +104,8 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         st->device = d;
         st->chunk = k / p;
         st->first_layer = bounds[k];
-        st->last_layer = bounds[k + 1] - 1;
+        st->layer_count = bounds[k + 1] - bounds[k];
+        st->last_layer = st->layer_count ? bounds[k + 1] - 1 : bounds[k];
         int64_t fwd = 0, bwd = 0, wgrad = 0, rc = 0;
         bool have_wgrad = true;
         for (size_t l = bounds[k]; l < bounds[k + 1]; l++) {
@@ -118,14 +134,13 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         int64_t comm = 0; /* blocking: each cut's transfer, forward and back, on both sides */
         if (blocking) {
             if (k > 0)
-                comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(
-                                opts->links, sp_chunk_device(layout, p, k - 1), d,
-                                sp_profile_get_layer(profile, bounds[k] - 1)->activation_bytes));
+                comm += 2 * sp_ms_to_ticks(
+                                sp_links_transfer_ms(opts->links, sp_chunk_device(layout, p, k - 1),
+                                                     d, boundary_bytes(profile, bounds[k])));
             if (k + 1 < K)
-                comm +=
-                    2 * sp_ms_to_ticks(sp_links_transfer_ms(
-                            opts->links, d, sp_chunk_device(layout, p, k + 1),
-                            sp_profile_get_layer(profile, bounds[k + 1] - 1)->activation_bytes));
+                comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(
+                                opts->links, d, sp_chunk_device(layout, p, k + 1),
+                                boundary_bytes(profile, bounds[k + 1])));
         }
         st->fwd_ms = sp_ticks_to_ms(fwd);
         st->bwd_ms = sp_ticks_to_ms(bwd);
@@ -135,7 +150,7 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         st->wgrad_ms = have_wgrad ? sp_ticks_to_ms(wgrad < bwd ? wgrad : bwd) : -1.0;
         st->send_ms = 0;
         if (opts->links && k + 1 < K) {
-            uint64_t bytes = sp_profile_get_layer(profile, bounds[k + 1] - 1)->activation_bytes;
+            uint64_t bytes = boundary_bytes(profile, bounds[k + 1]);
             st->send_ms =
                 sp_links_transfer_ms(opts->links, d, sp_chunk_device(layout, p, k + 1), bytes);
         }

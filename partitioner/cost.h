@@ -5,7 +5,8 @@
 #include "plan_impl.h"
 
 /* sp_plan_build: a plan with the given stage boundaries: stage s holds layers
- * [bounds[s], bounds[s+1]) with bounds[0] = 0 < ... < bounds[P] = n. Computes every stage figure
+ * [bounds[s], bounds[s+1]) with bounds[0] = 0 < ... < bounds[P] = n (<= where the caller allows
+ * empty stages). Computes every stage figure
  * and the summary except solver, objective, optimal, even_split_bottleneck_ms, solve_ms and the
  * schedule, which the caller sets. `opts` must be resolved (micro_batches > 0). speed[P] (or
  * NULL) divides stage s's times; opts->links gives each boundary's send_ms. */

@@ -103,13 +103,20 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
     if (bounds[0] != 0)
         st = sp_fail(ctx, SP_ERR_INVALID_ARG, "stage 0 must start at layer 0, not %zu", bounds[0]);
     for (size_t s = 0; st == SP_OK && s < count; s++)
-        if (bounds[s + 1] <= bounds[s])
+        if (bounds[s + 1] < bounds[s])
             st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                         "stage %zu is empty or out of order (starts at layer %zu, the next at "
-                         "%zu; the profile has %zu layers): every stage needs at least one layer",
+                         "stage %zu is out of order (starts at layer %zu, the next at %zu; the "
+                         "profile has %zu layers)",
                          s, bounds[s], bounds[s + 1], n);
-    for (size_t s = 1; st == SP_OK && s < count; s++)
-        if (!sp_profile_get_layer(profile, bounds[s] - 1)->cut_after)
+        else if (bounds[s + 1] == bounds[s] && !o.allow_empty_stages)
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "stage %zu is empty (starts at layer %zu, as the next does; the profile "
+                         "has %zu layers): every stage needs at least one layer unless empty "
+                         "stages are allowed (--allow-empty-stages)",
+                         s, bounds[s], n);
+    for (size_t s = 1; st == SP_OK && s < count; s++) /* each cut once, empty stages or not */
+        if (bounds[s] > 0 && bounds[s] < n && bounds[s] != bounds[s - 1] &&
+            !sp_profile_get_layer(profile, bounds[s] - 1)->cut_after)
             sp_warn(ctx, "stage %zu starts after layer '%s', which has cut_after: false", s,
                     sp_profile_get_layer(profile, bounds[s] - 1)->name);
     sp_devices *placed_devices = NULL; /* with opts->placed_as: stage s's device at s */

@@ -406,6 +406,13 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
                        "the plan has %u chunks per device (interleaved): this runtime runs one "
                        "stage per worker with gpipe or 1f1b",
                        ps->chunks);
+    for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
+        if (!sp_plan_get_stage(plan, k)->layer_count)
+            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                           "stage %zu is empty: this runtime runs stages that hold layers (an "
+                           "empty stage is for Megatron-LM); partition with fewer stages to run "
+                           "the plan here",
+                           k);
     if (o->backend == SP_RUN_BACKEND_CUDA &&
         (o->transport != SP_TRANSPORT_THREADS || o->keep_state))
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,

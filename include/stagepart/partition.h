@@ -141,6 +141,12 @@ typedef struct sp_partition_opts {
                                   * by name), as sp_plan_options sets for a plan whose placement
                                   * was searched; sp_partition ignores it (borrowed; default NULL:
                                   * stage s on device s) */
+    bool allow_empty_stages;     /* sp_plan_from_split: the split may give a stage no layer
+                                  * (Megatron-LM's layouts may); sp_partition: when the profile
+                                  * has fewer places to cut than stages - 1, the plan uses one
+                                  * stage per place and leaves the rest empty, first in the
+                                  * pipeline (one chunk, identical devices, no links; never
+                                  * otherwise). Default false: every stage holds a layer */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */
@@ -158,7 +164,9 @@ SP_API sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_p
 
 /* sp_plan_from_split: a plan for a split given by the caller, e.g. the one a user runs today.
  * first_layers[K] are the first layer of each of the K = opts->stages x opts->chunks stages,
- * increasing from 0 (each stage ends where the next begins, the last at the last layer). The plan
+ * increasing from 0 (each stage ends where the next begins, the last at the last layer); with
+ * opts->allow_empty_stages, non-decreasing up to the layer count (equal neighbours: an empty
+ * stage). The plan
  * gets every figure and the simulated schedule, solver "given". Returns SP_ERR_INVALID_ARG when
  * the split is not one (the message names the stage), SP_ERR_NOMEM. */
 SP_API sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile,
@@ -183,8 +191,10 @@ SP_API sp_status sp_split_from_parts(sp_ctx *ctx, const sp_profile *profile, con
  * describes, on this profile: layers before the first "transformer" are the E group, layers
  * after the last are the L group (head, loss), `t` are the transformer layers. *first_layers
  * (freed with sp_free) gets the first layer of each segment, *count the number of segments
- * (stages x virtual stages). SP_ERR_INVALID_ARG with the reason when the string or its match with
- * the profile is wrong; SP_ERR_UNSUPPORTED for multi-token prediction (m). */
+ * (stages x virtual stages); an empty segment, which Megatron allows, starts where the next one
+ * does (the layer count after the last), so its plan needs allow_empty_stages. `m` are the
+ * profile's layers of kind "mtp", after the transformer layers. SP_ERR_INVALID_ARG with the
+ * reason when the string or its match with the profile is wrong. */
 SP_API sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile,
                                           const char *layout, size_t **first_layers, size_t *count);
 

@@ -11,13 +11,20 @@ extern "C" {
 
 SP_API void sp_plan_destroy(sp_plan *plan);
 
-/* One stage of a plan. Layer indices are 0-based and inclusive. */
+/* One stage of a plan. Layer indices are 0-based and inclusive: the stage holds layers
+ * first_layer .. last_layer, layer_count of them. A stage may be empty (layer_count 0) only in a
+ * plan made with allow_empty_stages (a split given with one, as Megatron-LM's layouts allow, or
+ * sp_partition with more stages than the profile has places to cut): it holds no layer, costs
+ * no time and passes the activation on; first_layer = last_layer = the layer the stages after it
+ * begin at (n_layers when none do), first_name and last_name are "". Read layer_count before
+ * indexing layers with first_layer or last_layer. */
 typedef struct sp_stage {
     uint32_t index;
     uint32_t device; /* index in the device list: s, or with chunks sp_chunk_device(chunk_layout,
                       * P, k), or the device the placement search chose */
     const char *device_name; /* that device's name; "" without a device list */
     size_t first_layer, last_layer;
+    size_t layer_count; /* last_layer - first_layer + 1, or 0 for an empty stage */
     const char *first_name, *last_name;
     double fwd_ms, bwd_ms;
     double time_ms; /* fwd_ms + bwd_ms: one micro-batch's forward and backward */

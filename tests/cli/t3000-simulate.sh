@@ -102,7 +102,7 @@ expect_stderr_contains "wrong format named" 'format: expected "stagepart-plan", 
 sed 's/"fwd_ms":[^,]*,/"fwd_ms": "x",/' "$TMP/plan.json" >"$TMP/bad-plan.json"
 expect_code "corrupt plan" 2 "$STAGEPART" simulate "$TMP/bad-plan.json"
 expect_stderr_contains "corrupt plan: path named" "stages[0].fwd_ms: expected a finite number >= 0"
-python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["stages"][1]["first_layer"]+=1; json.dump(p,open(sys.argv[2],"w"))' "$TMP/plan.json" "$TMP/gap-plan.json"
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["stages"][1]["first_layer"]+=1; p["stages"][1]["layers"]-=1; json.dump(p,open(sys.argv[2],"w"))' "$TMP/plan.json" "$TMP/gap-plan.json"
 expect_code "plan with a gap" 2 "$STAGEPART" simulate "$TMP/gap-plan.json"
 expect_stderr_contains "gap named" "stages[1].first_layer: expected 9 (stages cover the layers contiguously)"
 test_done

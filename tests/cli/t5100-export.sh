@@ -220,8 +220,7 @@ expect_stdout_contains "round trip" '"Et*7|t*9|t*8|t*8L"'
 expect_code "import-plan needs -o" 2 "$STAGEPART" import-plan $P/llama3-8b.json --balance 9,9,9,7
 expect_code "wrong t count" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*8|t*8|t*8|t*7L"
 expect_stderr_contains "count named" "after all 32 t (segment 3 has it after 31)"
-expect_code "empty stage" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*16||t*16L"
-expect_stderr_contains "empty segment named" "segment 1 is empty"
+# empty segments: t5150-empty-stages
 expect_code "balance that does not add up" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9
 expect_code "two splits" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,7 --parts 0,34
 expect_code "bad symbol" 2 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Ex*8|t*24L"

@@ -1,6 +1,7 @@
 /* fuzz_megatron_layout: sp_megatron_layout_split on any string, against a fixed small profile
  * (embedding, six transformer layers, head, loss); a layout that is accepted must describe a
- * split into non-empty contiguous segments starting at layer 0. */
+ * split into contiguous segments starting at layer 0 (empty ones included, as Megatron allows),
+ * make a plan, and export back to a layout that reads as the same split. */
 #include "fuzz_util.h"
 
 #include <stdlib.h>
@@ -21,8 +22,33 @@ static const char profile_json[] =
     "{\"name\":\"lm_head\",\"kind\":\"head\",\"fwd_ms\":0.5,\"bwd_ms\":1},"
     "{\"name\":\"loss\",\"kind\":\"loss\",\"fwd_ms\":0.1,\"bwd_ms\":0.1}]}";
 
+static sp_profile *profile;
+
+/* the split as a plan of `count` one-chunk stages, exported, read back: the same split */
+static void round_trip(sp_ctx *ctx, const size_t *first, size_t count) {
+    sp_partition_opts o;
+    sp_partition_opts_init(&o);
+    o.stages = (uint32_t)count;
+    o.micro_batches = 1;
+    o.allow_empty_stages = true;
+    sp_plan *plan = NULL;
+    if (sp_plan_from_split(ctx, profile, &o, first, count, &plan) != SP_OK)
+        __builtin_trap(); /* an accepted layout is a split */
+    char *text = NULL, *value = NULL;
+    if (sp_plan_export(ctx, plan, SP_EXPORT_MEGATRON, NULL, &text, &value) != SP_OK)
+        __builtin_trap();            /* ... that Megatron's layout writes */
+    value[strlen(value) - 1] = '\0'; /* a JSON string: the layout between the quotes */
+    size_t *back = NULL, n_back = 0;
+    if (sp_megatron_layout_split(ctx, profile, value + 1, &back, &n_back) != SP_OK ||
+        n_back != count || memcmp(back, first, count * sizeof *first) != 0)
+        __builtin_trap();
+    sp_free(back);
+    sp_free(text);
+    sp_free(value);
+    sp_plan_destroy(plan);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static sp_profile *profile;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return 0;
@@ -39,8 +65,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (count == 0 || first[0] != 0)
                 __builtin_trap();
             for (size_t i = 1; i < count; i++)
-                if (first[i] <= first[i - 1] || first[i] >= n)
+                if (first[i] < first[i - 1] || first[i] > n)
                     __builtin_trap();
+            if (count <= SP_MAX_STAGES)
+                round_trip(ctx, first, count);
         }
         sp_free(first);
         free(layout);

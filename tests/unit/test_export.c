@@ -74,7 +74,7 @@ static unsigned rnd(unsigned n) {
 }
 
 static void test_round_trip(void) {
-    int trials = 500, checked = 0;
+    int trials = 600, checked = 0, empty_seen = 0;
     for (int t = 0; t < trials; t++) {
         unsigned decoders = 2 + rnd(40), P = 1 + rnd(8), V = 1 + rnd(3), mtps = rnd(3);
         unsigned K = P * V;
@@ -105,7 +105,7 @@ static void test_round_trip(void) {
         sp_profile *p = NULL;
         SP_CHECK_STATUS(sp_profile_parse(ctx, "rt.json", json, strlen(json), &p), SP_OK);
         /* random cuts between decoders: stage k starts at 1 + (a distinct decoder index) */
-        size_t first[64];
+        size_t first[64], n = 1 + decoders + mtps + 2;
         first[0] = 0;
         unsigned at = 0;
         for (unsigned k = 1; k < K; k++) {
@@ -115,11 +115,27 @@ static void test_round_trip(void) {
                 at = decoders - (K - k);
             first[k] = 1 + at; /* layer index: the embedding is layer 0 */
         }
+        /* every third plan has empty stages, as Megatron allows: any cut positions, repeats
+         * included, from before E (leading empty stages) to after L (trailing ones, where the MTP
+         * layers stay in their rank's last virtual stage: one chunk and no MTP) */
+        bool empties = t % 3 == 0;
+        for (unsigned k = 1; empties && k < K; k++) {
+            bool trailing_ok = V == 1 && mtps == 0;
+            unsigned r = rnd(decoders + 2 + trailing_ok);
+            first[k] = r <= decoders + 1 ? r : n;
+        }
+        for (unsigned k = 1; empties && k < K; k++) /* sorted: insertion */
+            for (unsigned j = k; j > 1 && first[j - 1] > first[j]; j--) {
+                size_t x = first[j];
+                first[j] = first[j - 1];
+                first[j - 1] = x;
+            }
         sp_partition_opts o;
         sp_partition_opts_init(&o);
         o.stages = P;
         o.chunks = V;
         o.micro_batches = 4 * P;
+        o.allow_empty_stages = empties;
         sp_plan *plan = NULL;
         sp_status st = sp_plan_from_split(ctx, p, &o, first, K, &plan);
         SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
@@ -135,13 +151,15 @@ static void test_round_trip(void) {
             bool same = l.segments == K;
             for (unsigned k = 0; same && k < K; k++) {
                 const sp_stage *s = sp_plan_get_stage(plan, k);
-                size_t t_in_stage = 0;
-                for (size_t i = s->first_layer; i <= s->last_layer; i++)
+                size_t t_in_stage = 0, a = s->first_layer, b = a + s->layer_count;
+                for (size_t i = a; i < b; i++)
                     t_in_stage += i >= 1 && i <= decoders;
+                bool holds_l = a < n && b == n; /* the last layer: L, and the MTP layers with it */
                 same = sp_layout_count(&l, k, 't') == t_in_stage &&
-                       sp_layout_count(&l, k, 'm') == (k == K - 1 ? mtps : 0) &&
-                       sp_layout_count(&l, k, 'E') == (k == 0) &&
-                       sp_layout_count(&l, k, 'L') == (k == K - 1);
+                       sp_layout_count(&l, k, 'm') == (holds_l ? mtps : 0) &&
+                       sp_layout_count(&l, k, 'E') == (a == 0 && b > 0) &&
+                       sp_layout_count(&l, k, 'L') == holds_l;
+                empty_seen += s->layer_count == 0;
             }
             SP_CHECK_MSG(same, "layout %s does not match the plan", value + 1);
             /* and it reads back as the same split */
@@ -160,8 +178,9 @@ static void test_round_trip(void) {
         sp_plan_destroy(plan);
         sp_profile_destroy(p);
     }
-    printf("megatron layouts: %d random plans written and read back\n", checked);
-    SP_CHECK(checked > 100);
+    printf("megatron layouts: %d random plans written and read back, %d empty stages\n", checked,
+           empty_seen);
+    SP_CHECK(checked > 100 && empty_seen > 50);
 }
 
 int main(void) {
