@@ -23,6 +23,7 @@ enum {
     OPT_TIME_LIMIT,
     OPT_RECOMPUTE,
     OPT_PLACEMENT,
+    OPT_ALLOW_EMPTY,
 };
 
 const struct cli_opt cmd_partition_opts[] = {
@@ -64,6 +65,10 @@ const struct cli_opt cmd_partition_opts[] = {
     {OPT_PLACEMENT, "placement", 0, "<order|search>",
      "order (default): stage s on device s; search (ilp solver): choose each stage's device "
      "from --devices by speed, memory and the --links between consecutive stages",
+     "Constraints"},
+    {OPT_ALLOW_EMPTY, "allow-empty-stages", 0, NULL,
+     "when the profile has fewer places to cut than stages - 1, leave the extra stages empty "
+     "(first in the pipeline; Megatron-LM runs them) instead of failing",
      "Constraints"},
     {OPT_LINKS, "links", 0, "<file>",
      "stagepart-links file: each boundary's transfer time (send_ms)", "Constraints"},
@@ -141,7 +146,9 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
     for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++) {
         const sp_stage *st = sp_plan_get_stage(plan, s);
         char range[256], mem[16], b[21];
-        if (st->first_layer == st->last_layer)
+        if (!st->layer_count)
+            snprintf(range, sizeof range, "(empty)");
+        else if (st->layer_count == 1)
             snprintf(range, sizeof range, "%s", st->first_name);
         else
             snprintf(range, sizeof range, "%s .. %s", st->first_name, st->last_name);
@@ -152,8 +159,8 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
                 device_ms += sp_plan_get_stage(plan, k)->time_ms;
         bar(b, 20, m->bottleneck_ms > 0 ? device_ms / m->bottleneck_ms : 1.0);
         printf("%5zu  %-*.*s %6zu %10.3f %10.3f %10.3f %10s  %s %3.0f%%\n", s, (int)namew,
-               (int)namew, range, st->last_layer - st->first_layer + 1, st->fwd_ms, st->bwd_ms,
-               st->time_ms, sp_format_bytes(st->memory_bytes, mem, sizeof mem), b,
+               (int)namew, range, st->layer_count, st->fwd_ms, st->bwd_ms, st->time_ms,
+               sp_format_bytes(st->memory_bytes, mem, sizeof mem), b,
                m->bottleneck_ms > 0 ? 100.0 * device_ms / m->bottleneck_ms : 100.0);
     }
     double gap = m->lower_bound_ms > 0 ? (m->bottleneck_ms / m->lower_bound_ms - 1) * 100 : 0;
@@ -221,6 +228,7 @@ int cmd_partition(int argc, char **argv) {
         CLI_STRING(OPT_MEMORY_LIMIT, &memory_text),
         CLI_STRING(OPT_OUTPUT, &output),
         CLI_FLAG(OPT_JSON, &json),
+        CLI_FLAG(OPT_ALLOW_EMPTY, &opts.allow_empty_stages),
         CLI_BIND_END,
     };
     struct cli_opt_parser p;

@@ -338,6 +338,36 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_
     return SP_OK;
 }
 
+/* --allow-empty-stages with fewer places to cut than stages - 1: the plan for `filled` stages,
+ * then the empty ones placed (empty_stages.c) */
+static sp_status plan_some_empty(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                                 const struct sp_stage_devices *d, bool automatic, uint32_t filled,
+                                 sp_plan **out) {
+    if (o->chunks > 1 || d->list || o->links || o->placement == SP_PLACEMENT_SEARCH)
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "--allow-empty-stages: %u stages, and the profile has places to cut for "
+                       "only %u; empty stages are placed on one chunk per device, identical "
+                       "devices and no links (no --chunks, V schedules, --devices, --links or "
+                       "--placement search)",
+                       o->stages, filled);
+    sp_partition_opts part = *o;
+    part.stages = filled;
+    part.allow_empty_stages = false;
+    struct sp_stage_devices none = {0};
+    sp_plan *solved = NULL;
+    sp_status st = automatic ? plan_auto(ctx, profile, part, &none, &solved)
+                             : plan_once(ctx, profile, &part, &none, &solved);
+    if (st == SP_OK)
+        st = sp_plan_with_empty_stages(ctx, profile, o, d, solved, out);
+    if (st == SP_OK)
+        sp_warn(ctx,
+                "the profile has places to cut for %u stages: the plan's first %u stages are "
+                "empty (--allow-empty-stages)",
+                filled, o->stages - filled);
+    sp_plan_destroy(solved);
+    return st;
+}
+
 void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
     sp_partition_opts_init(opts);
     if (!plan)
@@ -355,6 +385,8 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
     opts->comm = m->comm;
     opts->placement = m->placement;
     opts->placed_as = m->placement == SP_PLACEMENT_SEARCH ? plan : NULL;
+    for (size_t k = 0; k < plan->n_stages; k++) /* a plan with an empty stage keeps allowing */
+        opts->allow_empty_stages |= plan->stages[k].layer_count == 0;
 }
 
 sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
@@ -481,7 +513,10 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                      "%u stages need %u devices in the links file; it has %zu", o.stages, o.stages,
                      sp_links_get_count(o.links));
-    if (st == SP_OK)
+    uint32_t filled = sp_stages_with_layers(profile, &o);
+    if (st == SP_OK && filled < o.stages)
+        st = plan_some_empty(ctx, profile, &o, &d, automatic, filled, out);
+    else if (st == SP_OK)
         st = automatic ? plan_auto(ctx, profile, o, &d, out) : plan_once(ctx, profile, &o, &d, out);
     sp_stage_devices_release(&d);
     return st;

@@ -48,6 +48,14 @@ sp_status sp_check_rounds(sp_ctx *ctx, const sp_partition_opts *o);
 sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                           const struct sp_stage_devices *d, unsigned slack_64ths, size_t *bounds);
 
+/* --allow-empty-stages (empty_stages.c): the stages that can hold layers, min(P, places to cut
+ * + 1), P when empty stages are not allowed; and the P-stage plan of a plan solved for that
+ * many, with the empty stages first and every figure, the solver's own kept */
+uint32_t sp_stages_with_layers(const sp_profile *profile, const sp_partition_opts *o);
+sp_status sp_plan_with_empty_stages(sp_ctx *ctx, const sp_profile *profile,
+                                    const sp_partition_opts *o, const struct sp_stage_devices *d,
+                                    const sp_plan *solved, sp_plan **out);
+
 /* SP_ERR_INFEASIBLE naming the stage when a built plan passes a memory limit */
 sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
                                const struct sp_stage_devices *d);

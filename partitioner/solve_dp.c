@@ -18,13 +18,15 @@ sp_status sp_explain_infeasible(sp_ctx *ctx, const sp_profile *profile, const st
     size_t n = sp_profile_get_layer_count(profile), cuts = c->n_pos - 2;
     if (n < o->stages)
         return sp_fail(ctx, SP_ERR_INFEASIBLE,
-                       "cannot cut %zu layers into %u non-empty stages; use at most %zu stages", n,
-                       o->stages, n);
+                       "cannot cut %zu layers into %u non-empty stages; use at most %zu stages "
+                       "(or --allow-empty-stages)",
+                       n, o->stages, n);
     if (cuts + 1 < o->stages)
         return sp_fail(ctx, SP_ERR_INFEASIBLE,
                        "%u stages exceed the allowed cuts: only %zu stage boundaries are allowed "
                        "(%zu layers have cut_after: false or come right before the loss), so "
-                       "at most %zu stages",
+                       "at most %zu stages (--allow-empty-stages leaves the others empty, as "
+                       "Megatron-LM allows)",
                        o->stages, cuts, n - 1 - cuts, cuts + 1);
     char lim[16], need[16];
     /* the stage with the largest cap (the later one on a tie: it holds fewer micro-batches) */
