@@ -14,7 +14,6 @@
 
 #include "cost.h"
 #include "partition_impl.h"
-#include "sim_impl.h"
 
 uint32_t sp_stages_with_layers(const sp_profile *profile, const sp_partition_opts *o) {
     if (!o->allow_empty_stages)
@@ -46,7 +45,6 @@ sp_status sp_plan_with_empty_stages(sp_ctx *ctx, const sp_profile *profile,
     sp_free(bounds);
     if (st == SP_OK)
         st = sp_check_plan_memory(ctx, plan, &full, d); /* fails only under zb-h1 */
-    sp_sim *sim = NULL;
     if (st == SP_OK) {
         const sp_plan_summary *from = &solved->summary;
         sp_plan_summary *m = &plan->summary;
@@ -61,15 +59,8 @@ sp_status sp_plan_with_empty_stages(sp_ctx *ctx, const sp_profile *profile,
         m->solver_status = from->solver_status;
         m->nodes = from->nodes;
         m->free_binaries = from->free_binaries;
-        sp_sim_opts so;
-        sp_sim_opts_init(&so);
-        so.schedule = o->schedule;
-        so.keep_ops = false;
-        st = sp_simulate_plan(ctx, plan, &so, &sim);
-        if (st == SP_OK)
-            sp_plan_attach_schedule(plan, sim);
+        st = sp_plan_simulate(ctx, plan, o->schedule);
     }
-    sp_sim_destroy(sim);
     if (st != SP_OK) {
         sp_plan_destroy(plan);
         return st;

@@ -148,15 +148,7 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
                 plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
             sp_plan_destroy(even_plan);
             sp_free(even);
-            sp_sim_opts so;
-            sp_sim_opts_init(&so);
-            so.schedule = o.schedule;
-            so.keep_ops = false;
-            sp_sim *sim = NULL;
-            st = sp_simulate_plan(ctx, plan, &so, &sim);
-            if (st == SP_OK)
-                sp_plan_attach_schedule(plan, sim);
-            sp_sim_destroy(sim);
+            st = sp_plan_simulate(ctx, plan, o.schedule);
         }
         sp_stage_devices_release(&d);
     }

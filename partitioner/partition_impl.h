@@ -78,6 +78,9 @@ sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partit
                          const bool *recompute, const struct sp_ilp_result *ilp, double solve_ms,
                          sp_plan **out);
 
+/* the plan simulated under `schedule`, its figures attached (plan_finish.c) */
+sp_status sp_plan_simulate(sp_ctx *ctx, sp_plan *plan, sp_schedule schedule);
+
 /* stage k runs on device[k] of list: record it in the plan */
 sp_status sp_record_placement(sp_ctx *ctx, sp_plan *plan, const sp_devices *list,
                               const size_t *device);

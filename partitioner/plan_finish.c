@@ -12,6 +12,20 @@
 #include "placement.h"
 #include "sim_impl.h"
 
+/* every plan carries what its schedule is predicted to achieve */
+sp_status sp_plan_simulate(sp_ctx *ctx, sp_plan *plan, sp_schedule schedule) {
+    sp_sim_opts so;
+    sp_sim_opts_init(&so);
+    so.schedule = schedule;
+    so.keep_ops = false;
+    sp_sim *sim = NULL;
+    sp_status st = sp_simulate_plan(ctx, plan, &so, &sim);
+    if (st == SP_OK)
+        sp_plan_attach_schedule(plan, sim);
+    sp_sim_destroy(sim);
+    return st;
+}
+
 /* The plan for solved boundaries (and recomputed layers, or NULL): build, check, compare with
  * the even split on the same devices, record the ilp's figures (or NULL), simulate. */
 sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
@@ -29,7 +43,6 @@ sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partit
         st = sp_check_plan_memory(ctx, plan, o, d);
     if (st == SP_OK)
         st = sp_uniform_bounds(ctx, profile, K, even);
-    sp_sim *sim = NULL;
     if (st == SP_OK) {
         plan->summary.optimal = o->solver == SP_SOLVER_DP || (ilp && ilp->optimal);
         if (ilp) {
@@ -54,17 +67,8 @@ sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partit
             plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
         sp_plan_destroy(even_plan);
     }
-    if (st == SP_OK) {
-        /* every plan carries what its schedule is predicted to achieve */
-        sp_sim_opts so;
-        sp_sim_opts_init(&so);
-        so.schedule = o->schedule;
-        so.keep_ops = false;
-        st = sp_simulate_plan(ctx, plan, &so, &sim);
-        if (st == SP_OK)
-            sp_plan_attach_schedule(plan, sim);
-    }
-    sp_sim_destroy(sim);
+    if (st == SP_OK)
+        st = sp_plan_simulate(ctx, plan, o->schedule);
     sp_free(even);
     if (st != SP_OK) {
         sp_plan_destroy(plan);
