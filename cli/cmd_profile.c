@@ -18,13 +18,19 @@ enum {
     OPT_WARMUP,
     OPT_ITERS,
     OPT_CORE,
-    OPT_QUIET
+    OPT_QUIET,
+    OPT_SMS
 };
 
 const struct cli_opt cmd_profile_opts[] = {
     {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
      "where MODEL runs: cpu (one pinned thread, OpenBLAS; default), or cuda (one GPU: cuBLAS, "
      "timed by the live collector; a stagepart built with nvcc; exit 4 without a GPU)",
+     "Built-in models"},
+    {OPT_SMS, "sms", 0, "<N>",
+     "with --backend cuda: run MODEL on a partition of N of the GPU's SMs (a green context, "
+     "as each stage of `run --gpu-split` gets), for plans of stages that share a GPU; the "
+     "profile records it",
      "Built-in models"},
     {OPT_SEQ_LEN, "seq-len", 0, "<S>",
      "positions per sample for token models (default: the model file's seq_len)",
@@ -83,6 +89,7 @@ const struct cli_command_help cmd_profile_help = {
     "  stagepart profile samples/models/resnet18.json --micro-batch-size 32 --iters 9 -o r.json\n"
     "  stagepart profile samples/models/gpt2-small.json --backend cuda --micro-batch-size 8 "
     "-o g.json\n"
+    "  stagepart profile samples/models/gpt2-small.json --backend cuda --sms 64 -o g64.json\n"
     "  stagepart profile --attach -o profile.json --warmup-steps 2 --steps 5 -- python train.py\n"
     "  stagepart profile --attach --events-dir run/ -o profile.json -- ./my_cuda_app\n",
 };
@@ -105,6 +112,7 @@ int cmd_profile(int argc, char **argv) {
     const struct cli_bind binds[] = {
         CLI_STRING(OPT_BACKEND, &margs.backend),
         CLI_U32(OPT_SEQ_LEN, &margs.seq_len, 1, 1u << 24),
+        CLI_U32(OPT_SMS, &margs.sms, 1, 1u << 16),
         CLI_U32(OPT_WARMUP, &margs.opts.warmup, 0, 100000),
         CLI_U32(OPT_ITERS, &margs.opts.iters, 1, 100000),
         CLI_FLAG(OPT_QUIET, &margs.quiet),

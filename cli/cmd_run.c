@@ -155,6 +155,14 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
                "contention and the plan's stage times (a device each) do not apply; run with "
                "--isolate to confirm the balance one op at a time\n",
                S->backend == SP_RUN_BACKEND_CUDA ? "a GPU as streams" : "cores");
+    else if (S->unmatched_sms && !S->balance_held && S->planned_sms)
+        printf("balance not judged: the plan's stage times were measured on %u SMs (profile "
+               "--sms), and its stages ran on other SMs, so they do not apply\n",
+               S->planned_sms);
+    else if (S->unmatched_sms && !S->balance_held)
+        printf("balance not judged: the plan's stage times were measured on a whole GPU and its "
+               "stages ran on SM partitions, so they do not apply; plan from `stagepart profile "
+               "MODEL --backend cuda --sms N` with N the partition's SMs\n");
     else if (S->balance_held)
         printf("balance held: every stage within 10%% of its planned time (largest error %.1f%%), "
                "iteration within 15%% of the simulation\n",

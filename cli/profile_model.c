@@ -62,29 +62,39 @@ static int profile_on_gpu(const struct cli_profile_model_args *a, const sp_model
                             "--attach\n");
         return CLI_EXIT_UNAVAILABLE;
     }
-    char mbs[24], seq[24], total[24], iters[24], seed[24];
+    char mbs[24], seq[24], total[24], iters[24], seed[24], sms[24];
+    snprintf(sms, sizeof sms, "%u", a->sms);
     snprintf(mbs, sizeof mbs, "%u", info->micro_batch_size);
     snprintf(seq, sizeof seq, "%u", info->seq_len);
     snprintf(total, sizeof total, "%u", a->opts.warmup + a->opts.iters);
     snprintf(iters, sizeof iters, "%u", a->opts.iters);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)a->opts.seed);
-    char *cmd[] = {prog,
-                   (char *)a->model_path,
-                   "--micro-batch-size",
-                   mbs,
-                   "--steps",
-                   total,
-                   "--seed",
-                   seed,
-                   info->seq_len ? "--seq-len" : NULL,
-                   seq,
-                   NULL};
+    char *cmd[16];
+    size_t c = 0;
+    cmd[c++] = prog;
+    cmd[c++] = (char *)a->model_path;
+    cmd[c++] = "--micro-batch-size";
+    cmd[c++] = mbs;
+    cmd[c++] = "--steps";
+    cmd[c++] = total;
+    cmd[c++] = "--seed";
+    cmd[c++] = seed;
+    if (info->seq_len) {
+        cmd[c++] = "--seq-len";
+        cmd[c++] = seq;
+    }
+    if (a->sms) {
+        cmd[c++] = "--sms";
+        cmd[c++] = sms;
+    }
+    cmd[c] = NULL;
     struct cli_attach_args at = {cmd, a->events_dir, iters, a->output, {0}, 77};
     sp_trace_profile_opts_init(&at.opts);
     at.opts.warmup_steps = a->opts.warmup;
     at.opts.model = a->name ? a->name : info->name;
     at.opts.micro_batch_size = info->micro_batch_size;
     at.opts.built_in = model;
+    at.opts.sms = a->sms;
     return cli_attach_profile(&at);
 }
 
@@ -95,6 +105,9 @@ int cli_profile_model_run(const struct cli_profile_model_args *a) {
     if (gpu && a->opts.core >= 0)
         return cli_usage_error("profile", "--core pins the CPU backend's thread: not with "
                                           "--backend cuda");
+    if (!gpu && a->sms)
+        return cli_usage_error("profile", "--sms runs MODEL on a partition of a GPU's SMs: with "
+                                          "--backend cuda, not on the CPU");
     if (!gpu && a->events_dir)
         return cli_usage_error("profile", "--events-dir keeps the GPU collector's event logs: "
                                           "with --backend cuda or --attach, not on the CPU");

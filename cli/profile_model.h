@@ -10,6 +10,7 @@ struct cli_profile_model_args {
     const char *events_dir;    /* --events-dir: keep the GPU run's event logs there, or NULL */
     uint32_t micro_batch_size; /* 0: the model file's */
     uint32_t seq_len;          /* 0: the model file's */
+    uint32_t sms;              /* --sms: the GPU's SMs the model runs on; 0: all of them */
     sp_model_profile_opts opts;
     bool quiet;
 };

@@ -171,6 +171,11 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_json_get_string(&r, root, "", "model", true, SP_NAME_MAX_BYTES, &model);
     sp_json_get_string(&r, root, "", "profile_sha256", false, 64, &sha);
     sp_json_get_uint(&r, root, "", "profile_layers", false, 1, &layers);
+    uint64_t profile_sms = 0;
+    if (sp_json_get_uint(&r, root, "", "profile_sms", false, 1, &profile_sms) &&
+        profile_sms > SP_MAX_SMS)
+        sp_json_problem(&r, "", "profile_sms", "expected at most %u SMs, got %llu", SP_MAX_SMS,
+                        (unsigned long long)profile_sms);
     read_enum(&r, root, "solver", SP_NAMES_SOLVER, &solver);
     read_enum(&r, root, "objective", SP_NAMES_OBJECTIVE, &objective);
     read_enum(&r, root, "comm", SP_NAMES_COMM, &comm);
@@ -309,6 +314,7 @@ done:
     m->chunks = (uint32_t)chunks;
     m->chunk_layout = (sp_chunk_layout)layout;
     m->micro_batches = (uint32_t)micro;
+    m->profile_sms = (uint32_t)profile_sms;
     m->memory_limit_bytes = limit;
     plan->n_layers = layers ? (size_t)layers : covered;
     snprintf(plan->profile_sha256, sizeof plan->profile_sha256, "%s", sha ? sha : "");

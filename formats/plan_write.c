@@ -67,6 +67,7 @@ static cJSON *plan_tree(const sp_plan *plan) {
         add_generator(root, plan) && add_string(root, "model", plan->model) &&
         add_string(root, "profile_sha256", plan->profile_sha256) &&
         add_number(root, "profile_layers", (double)plan->n_layers) &&
+        (!m->profile_sms || add_number(root, "profile_sms", m->profile_sms)) &&
         add_string(root, "solver", sp_solver_name(m->solver)) &&
         add_string(root, "objective", sp_objective_name(m->objective)) &&
         cJSON_AddBoolToObject(root, "optimal", m->optimal) &&

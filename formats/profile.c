@@ -17,6 +17,7 @@
 struct sp_profile {
     char *model, *source, *device;
     uint64_t micro_batch_size;
+    uint64_t measured_sms; /* measurement.sms: the GPU SMs the times were taken on; 0: all */
     size_t n_layers;
     sp_layer *layers;
     char *pool; /* names and kinds, NUL-separated */
@@ -54,6 +55,9 @@ const char *sp_profile_get_source(const sp_profile *p) {
 }
 uint64_t sp_profile_get_micro_batch_size(const sp_profile *p) {
     return p ? p->micro_batch_size : 0;
+}
+uint32_t sp_profile_get_measured_sms(const sp_profile *p) {
+    return p ? (uint32_t)p->measured_sms : 0;
 }
 const char *sp_profile_get_sha256(const sp_profile *p) {
     return p ? p->sha256 : "";
@@ -227,6 +231,12 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     sp_json_get_uint(&r, root, "", "micro_batch_size", false, 1, &p->micro_batch_size);
     sp_json_get_string(&r, root, "", "source", false, (size_t)1 << 20, &source);
     sp_json_get_string(&r, root, "", "device", false, SP_NAME_MAX_BYTES, &device);
+    const cJSON *measurement = cJSON_GetObjectItemCaseSensitive(root, "measurement");
+    if (cJSON_IsObject(measurement) &&
+        sp_json_get_uint(&r, measurement, "measurement", "sms", false, 1, &p->measured_sms) &&
+        p->measured_sms > SP_MAX_SMS)
+        sp_json_problem(&r, "measurement", "sms", "expected at most %u SMs, got %llu", SP_MAX_SMS,
+                        (unsigned long long)p->measured_sms);
 
     const cJSON *devices = cJSON_GetObjectItemCaseSensitive(root, "devices");
     if (devices && !cJSON_IsNull(devices) &&

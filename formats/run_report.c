@@ -86,6 +86,8 @@ sp_status sp_run_report_to_json(sp_ctx *ctx, const struct sp_run_report_doc *run
               num(meas, "optimizer_ms", run->optimizer_ms) &&
               cJSON_AddBoolToObject(meas, "isolated", S->isolated) &&
               cJSON_AddBoolToObject(meas, "shared_hardware", S->shared_hardware) &&
+              cJSON_AddBoolToObject(meas, "unmatched_sms", S->unmatched_sms) &&
+              num(meas, "planned_sms", S->planned_sms) &&
               (!S->isolated || num(meas, "replayed_iteration_ms", S->replayed_iteration_ms)) &&
               (pred = side(root, "predicted", S->predicted_iteration_ms, S->predicted_imbalance,
                            S->predicted_bubble_fraction)) &&

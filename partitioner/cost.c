@@ -207,6 +207,7 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
     sum->chunks = V;
     sum->comm = opts->links ? opts->comm : SP_COMM_OVERLAP;
     sum->micro_batches = opts->micro_batches;
+    sum->profile_sms = sp_profile_get_measured_sms(profile);
     sum->memory_limit_bytes = opts->memory_limit_bytes;
     sum->objective = opts->objective;
     sum->solver = opts->solver;

@@ -302,6 +302,8 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
             ok = d && cJSON_AddItemToArray(devs, d) && num(d, "id", (double)i) &&
                  cJSON_AddStringToObject(d, "name", trace->devices[i]);
         }
+    if (ok && opts->sms)
+        ok = num(m, "sms", opts->sms);
     ok = ok && num(m, "steps_total", a.steps_total) && num(m, "steps_used", a.steps_used) &&
          num(m, "warmup_steps", opts->warmup_steps) &&
          cJSON_AddStringToObject(m, "layers", chosen) &&

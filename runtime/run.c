@@ -22,8 +22,9 @@ void sp_run_opts_init(sp_run_opts *o) {
 }
 
 /* every stage's backend: the CPU's, or a GPU each (run_devices.h) */
-static sp_status open_backends(sp_ctx *ctx, const struct sp_model *m, const sp_run_opts *o,
-                               uint32_t P, struct sp_run *run, struct sp_run_devices **devices,
+static sp_status open_backends(sp_ctx *ctx, const struct sp_model *m, const sp_plan *plan,
+                               const sp_run_opts *o, uint32_t P, struct sp_run *run,
+                               struct sp_run_devices **devices,
                                const struct sp_exec_backend ***be) {
     if (o->backend == SP_RUN_BACKEND_CUDA) {
         int *device = sp_calloc(P, sizeof *device);
@@ -40,6 +41,34 @@ static sp_status open_backends(sp_ctx *ctx, const struct sp_model *m, const sp_r
             shared += s > 0 && device[s] <= device[s - 1];
         }
         run->summary.shared_hardware = shared && !o->gpu_split && !o->isolate;
+        /* the SMs each stage had against those its planned times were measured on: a stage
+         * alone on its GPU (or isolated) had all of them, 0 as in the plan; streams sharing one
+         * are contention, said below */
+        uint32_t planned = sp_plan_get_summary(plan)->profile_sms, differs = 0;
+        unsigned part = 0; /* a partition's size that differs */
+        for (uint32_t s = 0; st == SP_OK && s < P && !run->summary.shared_hardware; s++) {
+            unsigned had = o->isolate ? 0 : sms[s];
+            if (had != planned) {
+                differs++;
+                part = had ? had : part;
+            }
+        }
+        run->summary.planned_sms = planned;
+        run->summary.unmatched_sms = differs > 0;
+        if (differs && part)
+            sp_warn(ctx,
+                    "%u stage%s ran on SM partitions of %u SMs and the plan's stage times were "
+                    "measured on %s: they do not apply, so the balance is not judged; a plan "
+                    "from `profile MODEL --backend cuda --sms %u` does",
+                    differs, differs == 1 ? "" : "s", part,
+                    planned ? "another partition" : "a whole GPU", part);
+        else if (differs)
+            sp_warn(ctx,
+                    "the plan's stage times were measured on %u SMs (profile --sms) and %u "
+                    "stage%s ran on a whole GPU: they do not apply, so the balance is not "
+                    "judged; run its stages on partitions of %u SMs (--gpu-split), or plan from "
+                    "a whole-GPU profile",
+                    planned, differs, differs == 1 ? "" : "s", planned);
         if (st == SP_OK && shared && !o->gpu_split && !o->isolate)
             sp_warn(ctx,
                     "%u stages on %d GPU%s: stages that share a GPU run as streams competing for "
@@ -188,7 +217,7 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
         if (opts->transport == SP_TRANSPORT_MPI) {
             st = sp_run_mpi(ctx, plan, m, opts, M, ops, offset, cores, n_cores, run);
         } else {
-            st = open_backends(ctx, m, opts, P, run, &devices, &be);
+            st = open_backends(ctx, m, plan, opts, P, run, &devices, &be);
         }
         if (st == SP_OK && opts->transport != SP_TRANSPORT_MPI) {
             bool cpu = opts->backend == SP_RUN_BACKEND_CPU;

@@ -15,8 +15,11 @@ static const char *tiny =
     " \"micro_batch_size\": 2, \"preset\": {\"kind\": \"gpt\", \"layers\": 4, \"hidden\": 16,"
     " \"heads\": 2, \"vocab\": 13, \"max_seq_len\": 8}}";
 
-/* a plan of the CPU profile of m, split at first[P] (each stage's first layer), M micro-batches */
-static sp_plan *make_plan(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_t P, uint32_t M) {
+/* a plan of the CPU profile of m, split at first[P] (each stage's first layer), M micro-batches;
+ * with sms > 0 the profile says its times were measured on that many GPU SMs (measurement.sms,
+ * as `profile --sms` writes), so the plan has profile_sms */
+static sp_plan *make_plan_sms(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_t P, uint32_t M,
+                              unsigned sms) {
     sp_model_profile_opts po;
     sp_model_profile_opts_init(&po);
     po.iters = 1;
@@ -28,7 +31,20 @@ static sp_plan *make_plan(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_
     sp_model_get_info(m, &info);
     sp_model_layer_timing *t = calloc(info.layers, sizeof *t);
     SP_CHECK_STATUS(sp_model_profile_cpu(ctx, m, &po, &json, NULL, t), SP_OK);
-    SP_CHECK_STATUS(sp_profile_parse(ctx, "tiny", json, strlen(json), &profile), SP_OK);
+    char *meas = json ? strstr(json, "\"measurement\"") : NULL;
+    char *open = meas ? strchr(meas, '{') : NULL;
+    SP_CHECK(open != NULL);
+    char *grown = NULL; /* the profile with "measurement": {"sms": N, ... */
+    const char *doc = json;
+    if (sms && open && (grown = malloc(strlen(json) + 32))) {
+        size_t len = strlen(json), at = (size_t)(open + 1 - json);
+        memcpy(grown, json, at);
+        int w = snprintf(grown + at, 32, "\"sms\": %u, ", sms);
+        memcpy(grown + at + w, json + at, len - at + 1);
+        doc = grown;
+    }
+    SP_CHECK_STATUS(sp_profile_parse(ctx, "tiny", doc, strlen(doc), &profile), SP_OK);
+    free(grown);
     /* the typed figures are the profile's own (cJSON prints 15 digits when they read back within
      * an ulp) */
     for (size_t i = 0; t && profile && i < info.layers; i++) {
@@ -46,6 +62,10 @@ static sp_plan *make_plan(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_
     sp_free(json);
     sp_profile_destroy(profile);
     return plan;
+}
+
+static sp_plan *make_plan(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_t P, uint32_t M) {
+    return make_plan_sms(ctx, m, first, P, M, 0);
 }
 
 #endif

@@ -82,6 +82,9 @@ typedef struct sp_plan_summary {
     sp_placement placement;    /* how the stages' devices were chosen */
     double transfer_ms;        /* sum of the stages' send_ms, each boundary's transfer time one
                                 * way (what the placement search minimizes second) */
+    uint32_t profile_sms;      /* the GPU SMs the profile's times were measured on (profile
+                                * --sms N); 0: a whole GPU. `run --gpu-split` judges balance only
+                                * where each stage's partition has that many */
 } sp_plan_summary;
 
 SP_API const sp_plan_summary *sp_plan_get_summary(const sp_plan *plan);

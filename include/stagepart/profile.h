@@ -61,6 +61,11 @@ SP_API const char *sp_profile_get_source(const sp_profile *profile);
 /* sp_profile_get_micro_batch_size: the profile's micro_batch_size (samples per micro-batch);
  * 0 when the profile does not say (absent or null). */
 SP_API uint64_t sp_profile_get_micro_batch_size(const sp_profile *profile);
+/* sp_profile_get_measured_sms: the SMs of a GPU the profile's times were measured on
+ * (measurement.sms, written by `profile MODEL --backend cuda --sms N`); 0: a whole GPU, or not
+ * recorded. At most SP_MAX_SMS. */
+#define SP_MAX_SMS 65536u
+SP_API uint32_t sp_profile_get_measured_sms(const sp_profile *profile);
 /* sp_profile_get_sha256: lowercase hex SHA-256 of the bytes the profile was read from. */
 SP_API const char *sp_profile_get_sha256(const sp_profile *profile);
 

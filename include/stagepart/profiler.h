@@ -134,6 +134,9 @@ typedef struct sp_trace_profile_opts {
      * profile's layers of the same names, and a layer of it that the trace lacks is an error
      * (SP_ERR_INVALID_ARG naming it). Borrowed for the call. */
     const sp_model *built_in;
+    uint32_t sms; /* the SMs of each GPU the program ran on (`profile MODEL --sms N`), recorded
+                   * as measurement.sms so that plans know their times are a partition's; 0: all
+                   * of them (default) */
 } sp_trace_profile_opts;
 SP_API void sp_trace_profile_opts_init(sp_trace_profile_opts *opts);
 

@@ -135,6 +135,11 @@ typedef struct sp_run_summary {
     bool shared_hardware;         /* stages competed for one GPU (as streams) or one core: their
                                    * busy times hold the contention, so the plan's stage times
                                    * do not apply (balance_held false; isolate confirms it) */
+    bool unmatched_sms;           /* on GPUs: a stage ran on other SMs than the plan's profile was
+                                   * measured on (a whole GPU against a --sms profile, or an SM
+                                   * partition of another size): the plan's stage times do not
+                                   * apply (balance_held false, not judged) */
+    uint32_t planned_sms;         /* the plan's profile_sms: 0, a whole GPU */
     double replayed_iteration_ms; /* isolated: the schedule simulated with the measured per-stage
                                    * op times (no transfer delays); NaN otherwise */
     double max_stage_error;       /* the largest |busy_error| */

@@ -13,6 +13,7 @@
 
 #include "driver.h"
 #include "run_devices.h"
+#include "sm_partition.h"
 #include "stage_cuda.h"
 
 struct sp_run_devices {
@@ -39,56 +40,6 @@ void sp_run_devices_close(struct sp_run_devices *d) {
     sp_free(d);
 }
 
-/* GPU `ordinal`'s SMs in k equal partitions, as green contexts out[0..k); *sms gets each one's
- * SM count */
-static sp_status split_gpu(sp_ctx *ctx, int ordinal, unsigned k, CUgreenCtx *out, unsigned *sms) {
-    const struct sp_cu_driver *cu = sp_cu_driver();
-    if (!cu)
-        return sp_fail(ctx, SP_ERR_NO_DEVICE,
-                       "--gpu-split: the CUDA driver has no green contexts (it needs CUDA 12.5 "
-                       "or newer)");
-    CUdevice dev;
-    CUdevResource all, rest;
-    memset(&all, 0, sizeof all);
-    /* the primary context first: green contexts retain it (cuGreenCtxCreate's note) */
-    if (cudaSetDevice(ordinal) != cudaSuccess || cudaFree(NULL) != cudaSuccess ||
-        cu->DeviceGet(&dev, ordinal) != CUDA_SUCCESS ||
-        cu->DeviceGetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS)
-        return sp_fail(ctx, SP_ERR_NO_DEVICE, "--gpu-split: cannot read GPU %d's SMs", ordinal);
-    unsigned total = all.sm.smCount;
-    unsigned align = all.sm.smCoscheduledAlignment ? all.sm.smCoscheduledAlignment : 1;
-    unsigned least = all.sm.minSmPartitionSize ? all.sm.minSmPartitionSize : 1;
-    unsigned each = total / k / align * align;
-    if (each < least)
-        return sp_fail(ctx, SP_ERR_NO_DEVICE,
-                       "--gpu-split: GPU %d has %u SMs: %u stages would get %u each, under its "
-                       "smallest partition of %u (in multiples of %u)",
-                       ordinal, total, k, each, least, align);
-    CUdevResource *groups = sp_calloc(k, sizeof *groups);
-    if (!groups)
-        return sp_oom(ctx, "the SM partitions");
-    unsigned got = k;
-    sp_status st = SP_OK;
-    if (cu->DevSmResourceSplitByCount(groups, &got, &all, &rest, 0, each) != CUDA_SUCCESS ||
-        got < k)
-        st = sp_fail(ctx, SP_ERR_NO_DEVICE,
-                     "--gpu-split: GPU %d's %u SMs do not split into %u partitions of %u", ordinal,
-                     total, k, each);
-    for (unsigned i = 0; st == SP_OK && i < k; i++) {
-        CUdevResourceDesc desc;
-        if (cu->DevResourceGenerateDesc(&desc, &groups[i], 1) != CUDA_SUCCESS ||
-            cu->GreenCtxCreate(&out[i], desc, dev, CU_GREEN_CTX_DEFAULT_STREAM) != CUDA_SUCCESS) {
-            out[i] = NULL;
-            st = sp_fail(ctx, SP_ERR_NO_DEVICE,
-                         "--gpu-split: the green context of partition %u of GPU %d failed", i,
-                         ordinal);
-        }
-    }
-    *sms = st == SP_OK ? groups[0].sm.smCount : 0;
-    sp_free(groups);
-    return st;
-}
-
 /* Every stage's green context: the stages of each GPU that hosts several, split */
 static sp_status make_partitions(sp_ctx *ctx, struct sp_run_devices *d, int n, unsigned *sms) {
     CUgreenCtx *parts = sp_calloc(d->P, sizeof *parts);
@@ -102,7 +53,7 @@ static sp_status make_partitions(sp_ctx *ctx, struct sp_run_devices *d, int n, u
         if (k < 2)
             continue;
         unsigned each = 0;
-        st = split_gpu(ctx, g, k, parts, &each);
+        st = sp_cuda_sm_partitions(ctx, g, k, 0, parts, &each);
         unsigned i = 0;
         for (uint32_t s = (uint32_t)g; s < d->P; s += (uint32_t)n, i++) {
             d->green[s] = parts[i]; /* closed with the devices, even after a failure */

@@ -81,6 +81,21 @@ expect_code "--backend cuda, no device: exit 4" 4 "$STAGEPART" profile $MODEL --
 expect_stderr_contains "says why" "found no CUDA device: no profile written"
 grep -q -- "tiny-gpt-model.json --micro-batch-size 3 --steps 6 --seed 1 --seq-len 32" "$TMP/args" &&
     pass "the program gets the model, sizes and warm-up + timed steps" || fail "$(cat "$TMP/args")"
+expect_code "--sms: the partition passed on" 4 "$STAGEPART" profile $MODEL --backend cuda --sms 64
+grep -q -- "--seq-len 32 --sms 64" "$TMP/args" && pass "the program gets --sms 64" || fail "$(cat "$TMP/args")"
+expect_code "--sms on the CPU: exit 2" 2 "$STAGEPART" profile $MODEL --sms 64
+expect_stderr_contains "says why" "--sms runs MODEL on a partition of a GPU's SMs: with --backend cuda"
+# a profile measured on a partition (measurement.sms) makes plans that say so
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.setdefault("measurement", {})["sms"]=64; json.dump(d, open(sys.argv[2], "w"))' \
+    "$TMP/p.json" "$TMP/p64.json"
+expect_code "partition a --sms profile" 0 "$STAGEPART" partition "$TMP/p64.json" -s 2 -o "$TMP/plan64.json"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["profile_sms"] == 64' "$TMP/plan64.json" &&
+    pass "the plan records profile_sms" || fail "profile_sms"
+expect_code "  and reads it back" 0 "$STAGEPART" simulate "$TMP/plan64.json"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["measurement"]["sms"]=0; json.dump(d, open(sys.argv[2], "w"))' \
+    "$TMP/p64.json" "$TMP/p0.json"
+expect_code "measurement.sms 0: exit 2" 2 "$STAGEPART" partition "$TMP/p0.json" -s 2
+expect_stderr_contains "named" "measurement.sms"
 expect_code "--backend cuda, the program fails: exit 1" 1 env FAKE_EXIT=3 "$STAGEPART" profile \
     $MODEL --backend cuda -o "$TMP/gpu.json"
 [ ! -e "$TMP/gpu.json" ] && pass "no profile written" || fail "a profile after a failure"

@@ -11,7 +11,9 @@
  *    SMs (--gpu-split, green contexts through the driver's entry points); too few SMs, and (run
  *    with FAKE_CUDA_NO_GREEN and the argument no-green) a driver without green contexts, are
  *    refused saying so.
- * 3. A stage whose device runs out of memory is named (SP_ERR_INFEASIBLE); an injected failure
+ * 3. The balance judged only where the plan's profile was measured on the stage's SMs
+ *    (profile_sms against each stage's partition or whole GPU).
+ * 4. A stage whose device runs out of memory is named (SP_ERR_INFEASIBLE); an injected failure
  *    stops every stage naming it; MPI ranks and keep_state are refused for GPU stages. */
 #include <math.h>
 #include <stdlib.h>
@@ -171,13 +173,57 @@ static void one_gpu(sp_ctx *ctx, sp_model *m) {
     setenv("FAKE_CUDA_SMS", "12", 1);
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_NO_DEVICE);
     SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx),
-                      "GPU 0 has 12 SMs: 2 stages would get 0 each, under its "
+                      "GPU 0 has 12 SMs: 2 partitions would get 0 each, under its "
                       "smallest partition of 8");
     unsetenv("FAKE_CUDA_SMS");
     o.backend = SP_RUN_BACKEND_CPU;
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_INVALID_ARG);
     setenv("FAKE_CUDA_DEVICES", "2", 1);
     sp_plan_destroy(plan);
+}
+
+/* The balance is judged only against times measured on the SMs each stage had: a whole-GPU
+ * plan on SM partitions, a partition plan of another size, and a partition plan on whole GPUs are
+ * "not judged" (unmatched_sms); a plan from a profile of 64 SMs on partitions of 64 is judged. */
+static void matched_partitions(sp_ctx *ctx, sp_model *m) {
+    static const size_t split[] = {0, 3};
+    struct {
+        unsigned profile_sms, devices;
+        bool split, unmatched;
+        const char *warning;
+    } cases[] = {
+        {0, 1, true, true,
+         "2 stages ran on SM partitions of 64 SMs and the plan's stage times "
+         "were measured on a whole GPU"},
+        {32, 1, true, true, "measured on another partition"},
+        {64, 1, true, false, NULL},
+        {64, 2, false, true, "measured on 64 SMs (profile --sms) and 2 stages ran on a whole GPU"},
+        {0, 2, false, false, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        sp_plan *plan = make_plan_sms(ctx, m, split, 2, 4, cases[i].profile_sms);
+        SP_CHECK(plan && sp_plan_get_summary(plan)->profile_sms == cases[i].profile_sms);
+        char devices[8];
+        snprintf(devices, sizeof devices, "%u", cases[i].devices);
+        setenv("FAKE_CUDA_DEVICES", devices, 1);
+        sp_run *run = run_on(ctx, plan, m, SP_RUN_BACKEND_CUDA, SP_SCHEDULE_1F1B, cases[i].split);
+        if (run) {
+            const sp_run_summary *S = sp_run_get_summary(run);
+            SP_CHECK_MSG(S->unmatched_sms == cases[i].unmatched && !S->shared_hardware &&
+                             S->planned_sms == cases[i].profile_sms,
+                         "case %zu: unmatched %d", i, S->unmatched_sms);
+            if (cases[i].warning)
+                SP_CHECK_CONTAINS(sp_ctx_get_warnings(ctx), cases[i].warning);
+            char *json = NULL;
+            SP_CHECK_STATUS(sp_run_to_json(ctx, run, &json), SP_OK);
+            SP_CHECK_CONTAINS(json, cases[i].unmatched ? "\"unmatched_sms\":\ttrue"
+                                                       : "\"unmatched_sms\":\tfalse");
+            sp_free(json);
+        }
+        sp_run_destroy(run);
+        sp_plan_destroy(plan);
+    }
+    setenv("FAKE_CUDA_DEVICES", "2", 1);
 }
 
 /* run with FAKE_CUDA_NO_GREEN set (the driver's entry points are looked up once a process) */
@@ -209,6 +255,7 @@ int main(int argc, char **argv) {
     } else if (m) {
         same_as_cpu(ctx, m);
         one_gpu(ctx, m);
+        matched_partitions(ctx, m);
         failures(ctx, m);
     }
     sp_model_destroy(m);

@@ -1,7 +1,7 @@
 /* models/cuda/program/model_cuda_main.c: stagepart-model-cuda, a built-in model trained on one GPU.
  *
  *   stagepart-model-cuda MODEL [--micro-batch-size B] [--seq-len S] [--steps N] [--seed X]
- *                        [--lr LR] [--fp32] [--compare-cpu] [--backend cuda|cpu]
+ *                        [--lr LR] [--fp32] [--compare-cpu] [--backend cuda|cpu] [--sms N]
  *
  * Each step runs every layer's forward then every layer's backward, then SGD, inside NVTX ranges
  * named by stagepart's convention: "stagepart/step", "<layer>/fwd" (its output bytes as the u64
@@ -17,6 +17,10 @@
  * not given). Exit 0 when all agree, 1 when one does not, 2 on bad arguments or input, 77 when
  * there is no CUDA device (the test suite's "skipped").
  *
+ * --sms N runs the model on a partition of N of GPU 0's SMs (a green context, as a stage of
+ * `stagepart run --gpu-split` gets one): `stagepart profile MODEL --backend cuda --sms N` measures
+ * the times a plan for stages sharing a GPU needs. A count the GPU cannot give exits 2.
+ *
  * --backend cpu runs the same steps, ranges and output on the CPU executor: the program's own
  * logic is tested that way where there is no GPU (tests/cuda/model_cuda_trains.sh). */
 #include <math.h>
@@ -25,13 +29,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver.h"
+#include "sm_partition.h"
 #include "stage_cuda.h"
 
 #define EXIT_SKIP 77
 
 struct args {
     const char *model;
-    unsigned long batch, seq, steps, seed;
+    unsigned long batch, seq, steps, seed, sms;
     float lr;
     bool fp32, compare, cpu;
 };
@@ -40,7 +46,7 @@ static int usage(const char *why) {
     fprintf(stderr,
             "stagepart-model-cuda: %s\nusage: stagepart-model-cuda MODEL [--micro-batch-size B] "
             "[--seq-len S] [--steps N] [--seed X] [--lr LR] [--fp32] [--compare-cpu] "
-            "[--backend cuda|cpu]\n",
+            "[--backend cuda|cpu] [--sms N]\n",
             why);
     return 2;
 }
@@ -82,6 +88,8 @@ static int parse_args(int argc, char **argv, struct args *a) {
             ok = number(v, 1, 1u << 24, &a->seq);
         } else if (strcmp(o, "--steps") == 0) {
             ok = number(v, 1, 1000000, &a->steps);
+        } else if (strcmp(o, "--sms") == 0) {
+            ok = number(v, 1, 1u << 16, &a->sms);
         } else if (strcmp(o, "--seed") == 0) {
             ok = number(v, 0, ~0ul, &a->seed);
         } else if (strcmp(o, "--lr") == 0) {
@@ -99,6 +107,8 @@ static int parse_args(int argc, char **argv, struct args *a) {
     }
     if (a->cpu && a->compare)
         return usage("--compare-cpu compares the GPU with the CPU: not with --backend cpu");
+    if (a->cpu && a->sms)
+        return usage("--sms runs the model on a partition of a GPU's SMs: not with --backend cpu");
     return a->model ? 0 : usage("no model given");
 }
 
@@ -324,10 +334,24 @@ int main(int argc, char **argv) {
     struct sp_batch host_batch, dev_batch;
     memset(&dev_batch, 0, sizeof dev_batch);
     const char *why = "";
+    CUgreenCtx green = NULL; /* --sms: the partition the model runs on */
+    if (a.sms) {
+        unsigned got = 0;
+        sp_status st = sp_cuda_sm_partitions(ctx, 0, 1, (unsigned)a.sms, &green, &got);
+        if (st != SP_OK) {
+            fprintf(stderr, "stagepart-model-cuda: --sms %lu: %s\n", a.sms, sp_ctx_get_errmsg(ctx));
+            sp_model_destroy(model);
+            sp_ctx_destroy(ctx);
+            return st == SP_ERR_INVALID_ARG ? 2 : 4;
+        }
+        fprintf(stderr, "stagepart-model-cuda: on %u SMs of GPU 0 (a green context)\n", got);
+    }
     if (!a.cpu) {
-        if (!sp_cuda_device_open(&dev, 0, NULL, bf16 ? "bf16" : "fp32",
+        if (!sp_cuda_device_open(&dev, 0, green, bf16 ? "bf16" : "fp32",
                                  sp_cuda_extra_elems(m, 0, m->n_layers - 1), &why)) {
             fprintf(stderr, "stagepart-model-cuda: %s\n", why);
+            if (green)
+                sp_cu_driver()->GreenCtxDestroy(green);
             sp_model_destroy(model);
             sp_ctx_destroy(ctx);
             return 4;
@@ -359,6 +383,8 @@ int main(int argc, char **argv) {
         sp_batch_release_on(&be, &dev_batch);
         sp_cuda_device_close(&dev);
     }
+    if (green)
+        sp_cu_driver()->GreenCtxDestroy(green);
     sp_batch_release(&host_batch);
     sp_model_destroy(model);
     sp_ctx_destroy(ctx);
