@@ -24,7 +24,9 @@
 #                             per-layer ranking against the CPU profile's (Spearman)
 #   run.*, run-split.*        GPT-2 small's CUDA profile partitioned into 2 stages and run with
 #                             stagepart run --backend cuda, as two streams and with --gpu-split
-#                             (green contexts): measured against predicted balance
+#                             (green contexts): measured against predicted balance; run-matched.*:
+#                             the same split with a plan from `profile --sms` on the partition's
+#                             SMs (run.split_matched_max_stage_error, target 10%)
 #   links.*                   stagepart bandwidth --backend cuda, 4 KiB to 1 GiB: every device
 #                             pair (peer copies, NCCL), host copies and copies within a device,
 #                             CUPTI-timed with CUDA events beside (test_bandwidth_cuda checks
@@ -268,6 +270,23 @@ else
     say "FAIL run --backend cuda --isolate (run-isolate.txt)"
     failed=1
 fi
+# the matched split: the plan made from a profile on the partition each stage gets (--sms)
+SMS=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["measured"]["stages"][0]["sms"])' \
+    "$OUT/run-split.report.json" 2>/dev/null || echo 0)
+if [ "${SMS:-0}" -gt 0 ] &&
+    "$SP" profile "$G2" --backend cuda --sms "$SMS" --micro-batch-size 8 --seq-len 1024 \
+        --warmup 3 --iters 10 -o "$OUT/models.gpt2.cuda-sms.json" >"$OUT/run-matched.txt" 2>&1 &&
+    "$SP" partition "$OUT/models.gpt2.cuda-sms.json" --stages 2 -m 8 \
+        -o "$OUT/run-matched.plan.json" >>"$OUT/run-matched.txt" 2>&1 &&
+    "$SP" run "$OUT/run-matched.plan.json" --model "$G2" --backend cuda --gpu-split \
+        --micro-batch-size 8 --seq-len 1024 --steps 5 -o "$OUT/run-matched.report.json" \
+        >>"$OUT/run-matched.txt" 2>&1; then
+    say "PASS run --gpu-split with a plan from profile --sms $SMS (target: each stage within 10%)"
+    sed 's/^/    /' "$OUT/run-matched.txt" | tail -16 >>"$S"
+else
+    say "FAIL the matched split: profile --sms, partition, run --gpu-split (run-matched.txt)"
+    failed=1
+fi
 
 say ""
 say "## links (stagepart bandwidth --backend cuda)"
@@ -355,7 +374,7 @@ doc = {"commit": commit, "device": device,
        "run": {"streams_max_stage_error": stage_error("run.report.json"),
                "split_max_stage_error": stage_error("run-split.report.json"),
                "isolate_max_stage_error": stage_error("run-isolate.report.json"),
-               "split_matched_max_stage_error": None, "mpi_ranks_max_stage_error": None}}
+               "split_matched_max_stage_error": stage_error("run-matched.report.json"), "mpi_ranks_max_stage_error": None}}
 json.dump(doc, open(os.path.join(out, "summary.json"), "w"), indent=1)
 PY
 say ""
