@@ -263,6 +263,12 @@ static void test_chunks_against_enumeration(void) {
         struct inst in;
         random_inst(&in);
         in.P = 2;
+        for (int i = in.n; i < 5; i++) { /* at least 5 layers, each drawn as random_inst does */
+            in.w[i] = (int64_t)(1 + rnd(9)) * 1000000;
+            in.mem[i] = rnd(30);
+            in.saved[i] = rnd(10);
+            in.act[i] = (1 + rnd(4)) * 1000000;
+        }
         if (in.n < 5)
             in.n = 5;
         if (in.devices > 4)
