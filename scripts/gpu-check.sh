@@ -139,6 +139,12 @@ for run in 1 2 3; do
         STAGEPART_INJECT_MODE=idle "$G" 40 | sed 's/^/idle /' >>"$OUT/overhead.txt"
     "$SP" profile --attach -o "$OUT/overhead.profile.json" -- "$G" 40 |
         grep '^median step' | sed 's/^/tracing /' >>"$OUT/overhead.txt"
+    # every runtime and driver call's API record, as before the selection (what it saves)
+    STAGEPART_INJECT_API=all "$SP" profile --attach -o "$OUT/overhead-all.profile.json" -- \
+        "$G" 40 | grep '^median step' | sed 's/^/tracing-all-apis /' >>"$OUT/overhead.txt"
+    # recording stopped after 2 steps: the other 38 run after CUPTI detached
+    "$SP" profile --attach --steps 2 -o "$OUT/overhead-stop.profile.json" -- "$G" 40 |
+        grep '^median step' | sed 's/^/after-stop /' >>"$OUT/overhead.txt"
 done
 rm -rf "$IDLE_DIR"
 python3 - "$OUT/overhead.txt" <<'PY' | tee -a "$S"
@@ -148,7 +154,9 @@ for line in open(sys.argv[1]):
     mode, _, _, ms = line.split()[:4]
     t.setdefault(mode, []).append(float(ms))
 base = statistics.median(t["untraced"])
-for mode in ("untraced", "idle", "tracing"):
+for mode in ("untraced", "idle", "tracing", "tracing-all-apis", "after-stop"):
+    if mode not in t:
+        continue
     m = statistics.median(t[mode])
     print(f"{mode:9s} {m:9.4f} ms  ({100 * (m / base - 1):+.2f}% vs untraced; runs {t[mode]})")
 over = statistics.median(t["tracing"]) / base - 1
@@ -345,7 +353,7 @@ def share(name):
 def stage_error(name):
     r = load(name)
     return r["relative_error"]["max_stage_busy"] if r else None
-overhead = None
+overhead = after_stop = None
 try:  # overhead.txt: "<mode> median step <ms> ..." lines, modes untraced, idle, tracing
     import statistics
     t = {}
@@ -355,6 +363,8 @@ try:  # overhead.txt: "<mode> median step <ms> ..." lines, modes untraced, idle,
             t.setdefault(f[0], []).append(float(f[3]))
     if t.get("untraced") and t.get("tracing"):
         overhead = statistics.median(t["tracing"]) / statistics.median(t["untraced"]) - 1
+    if t.get("untraced") and t.get("after-stop"):
+        after_stop = statistics.median(t["after-stop"]) / statistics.median(t["untraced"]) - 1
 except (OSError, ValueError):
     pass
 torch = load("torch.profile.json")
@@ -366,7 +376,7 @@ doc = {"commit": commit, "device": device,
                             "builtin_gpt2_default": share("models.gpt2.cuda-default.json"),
                             "torch_sample": share("torch.profile.json"), "hf_gpt2": None},
        "overhead": {"gpu_layers": overhead, "hf_gpt2_8x1024": None, "hf_gpt2_2x256": None,
-                    "after_recording_stops": None},
+                    "after_recording_stops": after_stop},
        "collector_vs_kineto_max_layer_diff": None,
        "pippy_gpt2": {"stages": pippy["num_stages"], "planned": pippy["stages"],
                       "modules_match": pippy["stage_modules_match"],

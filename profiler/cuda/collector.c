@@ -7,7 +7,17 @@
  *    joined to ranges by external correlation, which needs RUNTIME/DRIVER records.
  *  - Only CUPTI calls inside InitializeInjection: it runs inside cuInit.
  *  - Buffers of 8 MiB from malloc, handed back on the CUPTI thread; a failed malloc drops
- *    records (CUPTI counts them), it does not stop the program. */
+ *    records (CUPTI counts them), it does not stop the program.
+ *  - API records only for the calls that launch work, copy or set memory (what a kernel's
+ *    launch thread and range come from), not for every runtime and driver call: on a
+ *    launch-bound program (1300 kernels a step) the API records were most of the cost. CUPTI
+ *    names each callback id; those starting cudaLaunch, cudaMemcpy, cudaMemset, cudaGraphLaunch
+ *    and their cu* driver twins are enabled one by one (cuptiActivityEnableRuntimeApi, CUDA
+ *    12.5+). Without that call, or with STAGEPART_INJECT_API=all, every call is recorded.
+ *  - When the window closes (--steps), the ranges stop talking to CUPTI and CUPTI detaches at
+ *    the next API exit (cuptiFinalize from an API-exit callback, CUPTI's documented safe point,
+ *    after a flush), so the rest of the run goes at full speed. Where the one subscription is
+ *    taken by another tool, the activity kinds are disabled instead. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -33,6 +43,15 @@ static atomic_bool g_cupti_ready;  /* InitializeInjection finished */
 static atomic_bool g_cupti_inited; /* InitializeInjection ran (flush at exit) */
 static atomic_bool g_finished;
 static _Atomic int64_t g_stop_ns = INT64_MAX;
+static atomic_bool g_window_closed; /* --steps reached: ranges leave CUPTI alone */
+static atomic_bool g_detaching;     /* the API-exit callback took the detach */
+static atomic_bool g_detached;      /* cuptiFinalize ran: no CUPTI call is made any more */
+static CUpti_SubscriberHandle g_subscriber;
+/* the API records enabled one by one (to disable them the same way) */
+#define MAX_SELECTED_APIS 512
+static CUpti_CallbackId g_selected[2][MAX_SELECTED_APIS]; /* [0] runtime, [1] driver */
+static unsigned g_n_selected[2];
+static bool g_all_apis; /* the RUNTIME and DRIVER kinds instead */
 static atomic_uint g_steps_closed;
 static unsigned g_steps_wanted; /* warm-up + steps; 0: every step */
 static regex_t g_step_re;
@@ -182,9 +201,74 @@ bool sp_collector_is_step(uint32_t name_id, const char *text) {
     return is == 1;
 }
 
+bool sp_collector_window_closed(void) {
+    return atomic_load(&g_window_closed);
+}
+bool sp_collector_detached(void) {
+    return atomic_load(&g_detached);
+}
+
+/* the activity kinds the collector enables; API records go by selection or by kind */
+static const struct {
+    CUpti_ActivityKind kind;
+    const char *name;
+} g_kinds[] = {
+    {CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE"},
+    {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
+    {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
+    {CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2"},
+    {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
+    {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION"},
+};
+
+/* no more records: every kind and API selection turned off */
+static void stop_activities(void) {
+    for (size_t i = 0; i < sizeof g_kinds / sizeof g_kinds[0]; i++)
+        g_ops->disable(g_kinds[i].kind);
+    if (g_all_apis) {
+        g_ops->disable(CUPTI_ACTIVITY_KIND_RUNTIME);
+        g_ops->disable(CUPTI_ACTIVITY_KIND_DRIVER);
+    }
+    for (unsigned k = 0; k < g_n_selected[0]; k++)
+        g_ops->enable_runtime_api(g_selected[0][k], 0);
+    for (unsigned k = 0; k < g_n_selected[1]; k++)
+        g_ops->enable_driver_api(g_selected[1][k], 0);
+}
+
+/* At the first runtime or driver API exit after the window closed: the records flushed, then
+ * CUPTI detached (its documented safe point for cuptiFinalize). */
+static void CUPTIAPI at_api_exit(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data) {
+    (void)userdata, (void)cbid;
+    const CUpti_CallbackData *d = data;
+    if ((domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) || !d ||
+        d->callbackSite != CUPTI_API_EXIT || atomic_exchange(&g_detaching, true))
+        return;
+    g_ops->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    stop_activities();
+    atomic_store(&g_detached, true); /* before: no range pops an id from a detached CUPTI */
+    g_ops->finalize();
+}
+
+/* The window closed: ranges stop pushing ids, and CUPTI is asked to detach. */
+static void close_window(void) {
+    atomic_store(&g_window_closed, true);
+    if (!atomic_load(&g_cupti_ready))
+        return;
+    atomic_store(&g_cupti_ready, false);
+    bool asked = g_ops->subscribe(&g_subscriber, at_api_exit, NULL) == CUPTI_SUCCESS;
+    asked = asked &&
+            g_ops->enable_domain(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS &&
+            g_ops->enable_domain(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API) == CUPTI_SUCCESS;
+    if (!asked && !atomic_exchange(&g_detaching, true))
+        stop_activities(); /* the subscription is another tool's: no records, CUPTI stays */
+}
+
 void sp_collector_step_closed(int64_t end_ns) {
-    if (atomic_fetch_add(&g_steps_closed, 1) + 1 == g_steps_wanted)
+    if (atomic_fetch_add(&g_steps_closed, 1) + 1 == g_steps_wanted) {
         atomic_store(&g_stop_ns, end_ns);
+        close_window();
+    }
     /* a program that ends in _exit() or a signal loses at most the step in progress */
     struct sp_evlog *log = sp_collector_log();
     if (log)
@@ -257,6 +341,42 @@ static bool set_attr(CUpti_ActivityAttribute attr, size_t value, const char *wha
     return true;
 }
 
+/* The calls whose records attribution needs: those that launch work, copy or set memory. */
+static bool launches_work(const char *name) {
+    static const char *const prefixes[] = {"cudaLaunch",      "cudaMemcpy",   "cudaMemset",
+                                           "cudaGraphLaunch", "cuLaunch",     "cuMemcpy",
+                                           "cuMemset",        "cuGraphLaunch"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
+/* API records for the launching calls alone; false (nothing to undo: enabling the kinds after
+ * overrides a selection) when this CUPTI cannot select them */
+static bool select_api_records(void) {
+    static const struct {
+        CUpti_CallbackDomain domain;
+        uint32_t end;
+    } domains[2] = {{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE},
+                    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE}};
+    for (int d = 0; d < 2; d++) {
+        g_n_selected[d] = 0;
+        for (uint32_t cbid = 1; cbid < domains[d].end; cbid++) {
+            const char *name = NULL;
+            if (g_ops->get_callback_name(domains[d].domain, cbid, &name) != CUPTI_SUCCESS ||
+                !name || !launches_work(name))
+                continue;
+            CUptiResult r =
+                d ? g_ops->enable_driver_api(cbid, 1) : g_ops->enable_runtime_api(cbid, 1);
+            if (r != CUPTI_SUCCESS || g_n_selected[d] == MAX_SELECTED_APIS)
+                return false;
+            g_selected[d][g_n_selected[d]++] = cbid;
+        }
+    }
+    return g_n_selected[0] > 0 && g_n_selected[1] > 0;
+}
+
 int sp_collector_init_cupti(void) {
     if (atomic_exchange(&g_cupti_inited, true) || !sp_collector_recording())
         return 1; /* a second call, or nothing to record: the program runs on untouched */
@@ -275,26 +395,27 @@ int sp_collector_init_cupti(void) {
         sp_collector_fail("cuptiActivityRegisterCallbacks", r);
         return 1;
     }
-    static const struct {
-        CUpti_ActivityKind kind;
-        const char *name;
-    } kinds[] = {
-        {CUPTI_ACTIVITY_KIND_DEVICE, "DEVICE"},
-        {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "CONCURRENT_KERNEL"},
-        {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
-        {CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2"},
-        {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"},
-        {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME"},
-        {CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER"},
-        {CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "EXTERNAL_CORRELATION"},
-    };
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if ((r = g_ops->enable(kinds[i].kind)) != CUPTI_SUCCESS) {
+    for (size_t i = 0; i < sizeof g_kinds / sizeof g_kinds[0]; i++)
+        if ((r = g_ops->enable(g_kinds[i].kind)) != CUPTI_SUCCESS) {
             char where[96];
-            snprintf(where, sizeof where, "cuptiActivityEnable(%s)", kinds[i].name);
+            snprintf(where, sizeof where, "cuptiActivityEnable(%s)", g_kinds[i].name);
             sp_collector_fail(where, r);
             return 1;
         }
+    const char *api = getenv("STAGEPART_INJECT_API");
+    g_all_apis = (api && strcmp(api, "all") == 0) || !select_api_records();
+    for (int d = 0; g_all_apis && d < 2; d++) /* after the selection: the kinds override it */
+        if ((r = g_ops->enable(d ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME)) !=
+            CUPTI_SUCCESS) {
+            sp_collector_fail(d ? "cuptiActivityEnable(DRIVER)" : "cuptiActivityEnable(RUNTIME)",
+                              r);
+            return 1;
+        }
+    struct sp_evlog *log = sp_collector_log();
+    if (log)
+        sp_evlog_meta(log, "api_records",
+                      g_all_apis ? "every runtime and driver call"
+                                 : "launches, copies and memsets");
     atomic_store(&g_cupti_ready, true);
     return 1;
 }
@@ -302,7 +423,8 @@ int sp_collector_init_cupti(void) {
 void sp_collector_finish(void) {
     if (atomic_exchange(&g_finished, true))
         return;
-    if (atomic_load(&g_cupti_inited) && g_log && !atomic_load(&g_off)) {
+    if (atomic_load(&g_cupti_inited) && g_log && !atomic_load(&g_off) &&
+        !atomic_load(&g_detached)) { /* a detached CUPTI flushed before it went */
         CUptiResult r = g_ops->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         if (r != CUPTI_SUCCESS)
             sp_collector_fail("cuptiActivityFlushAll", r);

@@ -8,6 +8,8 @@
  *   STAGEPART_INJECT_STEPS     stop recording after this many step ranges past the warm-up
  *   STAGEPART_INJECT_WARMUP    warm-up steps (recorded; the attribution skips them)
  *   STAGEPART_INJECT_STEP_PATTERN  the step ranges' POSIX extended regex
+ *   STAGEPART_INJECT_API       "launches" (default): API records of the calls that launch work,
+ *                              copy or set memory only; "all": of every runtime and driver call
  * The collector never stops the program: any failure is reported once on stderr and turns
  * recording off for the process. */
 #ifndef SP_PROFILER_COLLECTOR_H
@@ -37,8 +39,13 @@ int64_t sp_collector_now_ns(void);
  * log holds) is a training step. */
 bool sp_collector_is_step(uint32_t name_id, const char *text);
 /* A step range closed at end_ns: the log is flushed (a program that dies loses at most the step
- * in progress); after warm-up + steps of them, the window closes. */
+ * in progress); after warm-up + steps of them, the window closes: ranges stop talking to CUPTI,
+ * and CUPTI detaches at the next API exit (or, where another tool holds the one subscription,
+ * its activity kinds are disabled). */
 void sp_collector_step_closed(int64_t end_ns);
+bool sp_collector_window_closed(void);
+/* cuptiFinalize ran: CUPTI calls are no longer made (a range pushed before pops no id) */
+bool sp_collector_detached(void);
 /* Report a failure once and turn recording off. */
 void sp_collector_fail(const char *where, CUptiResult result);
 void sp_collector_failf(const char *message);

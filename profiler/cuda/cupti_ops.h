@@ -20,6 +20,18 @@ struct sp_cupti_ops {
     CUptiResult (*push_external_correlation)(CUpti_ExternalCorrelationKind kind, uint64_t id);
     CUptiResult (*pop_external_correlation)(CUpti_ExternalCorrelationKind kind, uint64_t *last);
     CUptiResult (*get_callback_name)(CUpti_CallbackDomain domain, uint32_t cbid, const char **name);
+    CUptiResult (*disable)(CUpti_ActivityKind kind);
+    /* records of one runtime or driver API (CUPTI of CUDA 12.5 and newer; the real table looks
+     * them up at run time and answers CUPTI_ERROR_NOT_SUPPORTED without them) */
+    CUptiResult (*enable_runtime_api)(CUpti_CallbackId cbid, uint8_t enable);
+    CUptiResult (*enable_driver_api)(CUpti_CallbackId cbid, uint8_t enable);
+    /* the detach at the end of the window: a callback at the next API exit calls finalize */
+    CUptiResult (*subscribe)(CUpti_SubscriberHandle *subscriber, CUpti_CallbackFunc callback,
+                             void *userdata);
+    CUptiResult (*enable_domain)(uint32_t enable, CUpti_SubscriberHandle subscriber,
+                                 CUpti_CallbackDomain domain);
+    CUptiResult (*unsubscribe)(CUpti_SubscriberHandle subscriber);
+    CUptiResult (*finalize)(void);
 };
 
 /* libcupti itself. */

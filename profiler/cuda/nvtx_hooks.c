@@ -97,7 +97,7 @@ static int push(struct sp_evlog *log, uint32_t domain, uint32_t name, const char
         return level;
     struct open_range *r = &t->stack[level];
     memset(r, 0, sizeof *r); /* id 0: the pop records nothing and pops no CUPTI id */
-    if (!log)
+    if (!log || sp_collector_window_closed()) /* after the window: bookkeeping only */
         return level;
     r->id = atomic_fetch_add(&g_next_range, 1) + 1;
     r->name = name;
@@ -135,7 +135,7 @@ static int pop(uint32_t domain) {
     struct open_range r = t->stack[level];
     (void)domain; /* ranges nest across domains on one thread in the programs we measure */
     int64_t end = sp_collector_now_ns();
-    if (r.pushed) {
+    if (r.pushed && !sp_collector_detached()) {
         uint64_t last = 0;
         CUptiResult res = sp_collector_ops()->pop_external_correlation(
             CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2, &last);

@@ -6,8 +6,17 @@
  *                 at exit, and the profile from the log has the fake kernels' times
  *   enable-fails  a failing cuptiActivityEnable: one message, recording off, the program goes on
  *   push-fails    a failing external-correlation push mid-run: the same
- *   steps         --steps 1 --warmup-steps 1: the third step is not recorded
- *   idle          STAGEPART_INJECT_MODE=idle: hooks answer, nothing is written */
+ *   steps         --steps 1 --warmup-steps 1: the third step is not recorded; when the window
+ *                 closes the ranges stop pushing ids and CUPTI is asked to detach: at the next
+ *                 API exit it is flushed, every kind and API record is disabled and cuptiFinalize
+ *                 runs, once; nothing touches CUPTI after
+ *   steps-taken   the same where another tool holds CUPTI's one subscription: the kinds and
+ *                 API records are disabled when the window closes, CUPTI stays attached
+ *   api-all, api-unsupported  STAGEPART_INJECT_API=all, or a CUPTI older than 12.5: every
+ *                 runtime and driver call recorded (the RUNTIME and DRIVER kinds), as before
+ *   idle          STAGEPART_INJECT_MODE=idle: hooks answer, nothing is written
+ * In every other scenario only the launching calls' API records are enabled (by CUPTI's own
+ * callback names: cudaLaunch*, cudaMemcpy*, cudaMemset*, cudaGraphLaunch*, cu* twins). */
 #define _GNU_SOURCE
 #define NVTX_NO_IMPL
 #include <cjson/cJSON.h>
@@ -31,7 +40,10 @@ static CUpti_ActivityKind enabled[32];
 static int n_enabled, pushes, pops, flushes;
 static uint64_t last_pushed;
 static CUpti_ActivityKind fail_enable = CUPTI_ACTIVITY_KIND_INVALID;
-static bool fail_push;
+static bool fail_push, api_unsupported, subscribe_taken;
+static int disables, api_on[2], api_off[2], finalizes, domains;
+static bool api_enabled[2][1024]; /* [0] runtime, [1] driver, by cbid */
+static CUpti_CallbackFunc subscribed;
 static struct fixture_buffer buf;
 
 static CUptiResult f_version(uint32_t *v) {
@@ -90,6 +102,47 @@ static CUptiResult f_push(CUpti_ExternalCorrelationKind k, uint64_t id) {
 static CUptiResult f_pop(CUpti_ExternalCorrelationKind k, uint64_t *last) {
     pops += k == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
     *last = last_pushed;
+    return finalizes ? CUPTI_ERROR_NOT_INITIALIZED : CUPTI_SUCCESS;
+}
+static CUptiResult f_disable(CUpti_ActivityKind k) {
+    (void)k;
+    disables++;
+    return CUPTI_SUCCESS;
+}
+static CUptiResult api(int d, CUpti_CallbackId cbid, uint8_t on) {
+    if (api_unsupported)
+        return CUPTI_ERROR_NOT_SUPPORTED;
+    SP_CHECK(cbid < 1024);
+    if (cbid < 1024)
+        api_enabled[d][cbid] = on;
+    on ? api_on[d]++ : api_off[d]++;
+    return CUPTI_SUCCESS;
+}
+static CUptiResult f_runtime_api(CUpti_CallbackId cbid, uint8_t on) {
+    return api(0, cbid, on);
+}
+static CUptiResult f_driver_api(CUpti_CallbackId cbid, uint8_t on) {
+    return api(1, cbid, on);
+}
+static CUptiResult f_subscribe(CUpti_SubscriberHandle *h, CUpti_CallbackFunc cb, void *u) {
+    (void)u;
+    if (subscribe_taken)
+        return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    *h = (CUpti_SubscriberHandle)&subscribed;
+    subscribed = cb;
+    return CUPTI_SUCCESS;
+}
+static CUptiResult f_enable_domain(uint32_t on, CUpti_SubscriberHandle h, CUpti_CallbackDomain d) {
+    (void)h, (void)d;
+    domains += on == 1;
+    return CUPTI_SUCCESS;
+}
+static CUptiResult f_unsubscribe(CUpti_SubscriberHandle h) {
+    (void)h;
+    return CUPTI_SUCCESS;
+}
+static CUptiResult f_finalize(void) {
+    finalizes++;
     return CUPTI_SUCCESS;
 }
 
@@ -106,7 +159,51 @@ static const struct sp_cupti_ops fake = {
     .push_external_correlation = f_push,
     .pop_external_correlation = f_pop,
     .get_callback_name = cuptiGetCallbackName, /* a static table in libcupti */
+    .disable = f_disable,
+    .enable_runtime_api = f_runtime_api,
+    .enable_driver_api = f_driver_api,
+    .subscribe = f_subscribe,
+    .enable_domain = f_enable_domain,
+    .unsubscribe = f_unsubscribe,
+    .finalize = f_finalize,
 };
+
+static bool kind_enabled(CUpti_ActivityKind k) {
+    for (int i = 0; i < n_enabled; i++)
+        if (enabled[i] == k)
+            return true;
+    return false;
+}
+
+/* the launching calls' API records, and only those (or, all_apis, the RUNTIME and DRIVER kinds) */
+static void check_api_records(bool all_apis) {
+    SP_CHECK_EQ_INT(kind_enabled(CUPTI_ACTIVITY_KIND_RUNTIME), all_apis);
+    SP_CHECK_EQ_INT(kind_enabled(CUPTI_ACTIVITY_KIND_DRIVER), all_apis);
+    if (all_apis)
+        return;
+    SP_CHECK(api_enabled[0][CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000]);
+    SP_CHECK(api_enabled[0][CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020]);
+    SP_CHECK(api_enabled[0][CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020]);
+    SP_CHECK(api_enabled[0][CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000]);
+    SP_CHECK(!api_enabled[0][CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020]);
+    SP_CHECK(!api_enabled[0][CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020]);
+    SP_CHECK(api_enabled[1][CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel]);
+    SP_CHECK(api_enabled[1][CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2]);
+    SP_CHECK(!api_enabled[1][CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice]);
+    /* a few dozen of the ~500 runtime and ~800 driver calls */
+    SP_CHECK_MSG(api_on[0] > 20 && api_on[0] < 200 && api_on[1] > 20 && api_on[1] < 300,
+                 "%d runtime, %d driver", api_on[0], api_on[1]);
+}
+
+/* CUPTI calls a subscriber back at an API's exit */
+static void api_exit(void) {
+    CUpti_CallbackData d;
+    memset(&d, 0, sizeof d);
+    d.callbackSite = CUPTI_API_EXIT;
+    if (subscribed)
+        subscribed(NULL, CUPTI_CB_DOMAIN_RUNTIME_API,
+                   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &d);
+}
 
 /* ---- fake NVTX module: the slots a program's NVTX globals would have */
 static NvtxFunctionPointer core[NVTX_CBID_CORE_SIZE], core2[NVTX_CBID_CORE2_SIZE];
@@ -239,11 +336,27 @@ int main(int argc, char **argv) {
         SP_CHECK_EQ_INT(n_enabled + pushes, 0);
         sp_collector_finish();
         SP_CHECK(read_back(0) == NULL);
-    } else if (strcmp(scenario, "steps") == 0) {
+    } else if (strcmp(scenario, "api-all") == 0 || strcmp(scenario, "api-unsupported") == 0) {
+        if (scenario[4] == 'a')
+            setenv("STAGEPART_INJECT_API", "all", 1);
+        else
+            api_unsupported = true;
+        SP_CHECK_EQ_INT(InitializeInjectionNvtx2(get_table), 1);
+        SP_CHECK_EQ_INT(sp_collector_init_cupti(), 1);
+        check_api_records(true);
+        sp_collector_finish();
+        sp_trace *t = read_back(1);
+        SP_CHECK(t != NULL);
+        sp_trace_destroy(t);
+        SP_CHECK(stderr_has_one(err_path, "stagepart-inject") == false);
+    } else if (strcmp(scenario, "steps") == 0 || strcmp(scenario, "steps-taken") == 0) {
+        bool taken = strcmp(scenario, "steps-taken") == 0;
+        subscribe_taken = taken;
         setenv("STAGEPART_INJECT_STEPS", "1", 1);
         setenv("STAGEPART_INJECT_WARMUP", "1", 1);
         SP_CHECK_EQ_INT(InitializeInjectionNvtx2(get_table), 1);
         SP_CHECK_EQ_INT(sp_collector_init_cupti(), 1);
+        check_api_records(false);
         for (int s = 0; s < 3; s++) {
             push("stagepart/step");
             push("a/fwd");
@@ -252,8 +365,26 @@ int main(int argc, char **argv) {
             pop();
             now_ns += 5 * ms;
             pop();
+            if (s == 1) { /* the window closed with the second step */
+                SP_CHECK_EQ_INT(domains, taken ? 0 : 2);
+                SP_CHECK_EQ_INT(disables > 0, taken); /* taken: off at once; else at detach */
+                SP_CHECK_EQ_INT(pushes, 4);
+            }
         }
+        SP_CHECK_EQ_INT(pushes, 4); /* the third step's ranges left CUPTI alone */
+        SP_CHECK_EQ_INT(pops, 4);
+        api_exit(); /* CUPTI's next API exit: the detach, once */
+        api_exit();
+        SP_CHECK_EQ_INT(finalizes, taken ? 0 : 1);
+        SP_CHECK_EQ_INT(flushes, taken ? 0 : 1);
+        SP_CHECK_EQ_INT(disables, 6); /* every kind */
+        SP_CHECK_EQ_INT(api_off[0], api_on[0]);
+        SP_CHECK_EQ_INT(api_off[1], api_on[1]);
+        push("a/fwd"); /* a range after the detach: no CUPTI call */
+        pop();
+        SP_CHECK_EQ_INT(pushes + pops, 8);
         sp_collector_finish();
+        SP_CHECK_EQ_INT(flushes, 1); /* detached: flushed once, before; taken: at exit */
         sp_trace *t = read_back(1);
         uint32_t steps = 0;
         double fwd = t ? layer_fwd_ms(t, "a", 1, &steps) : (double)NAN;
@@ -286,6 +417,7 @@ int main(int argc, char **argv) {
         push("stagepart/step"); /* before cuInit: no correlation id to push yet */
         SP_CHECK_EQ_INT(sp_collector_init_cupti(), 1);
         SP_CHECK_EQ_INT(sp_collector_init_cupti(), 1); /* a second call changes nothing */
+        check_api_records(false);
         bool concurrent = false, serializing = false;
         for (int i = 0; i < n_enabled; i++) {
             concurrent |= enabled[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
