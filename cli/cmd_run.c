@@ -35,8 +35,8 @@ const struct cli_opt cmd_run_opts[] = {
      "Run"},
     {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
      "cpu (default): each stage on its own pinned thread; cuda: stage s on GPU s mod the GPUs "
-     "there are (cuBLAS), outputs copied peer to peer (threads transport; a build with nvcc; "
-     "exit 4 without a GPU)",
+     "there are (cuBLAS), outputs copied peer to peer; with --transport mpi each rank on its "
+     "local rank's GPU, tensors through host buffers (a build with nvcc; exit 4 without a GPU)",
      "Run"},
     {OPT_TRANSPORT, "transport", 0, "<threads|mpi>",
      "threads (default): bounded queues in one process; mpi: rank s runs stage s (start "
@@ -109,7 +109,10 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
     printf("%s: %u stages, %s, %u micro-batches of %u, %u steps after %u warm-up, ",
            sp_plan_get_model(plan), S->stages, sp_schedule_name(S->schedule), S->micro_batches,
            S->micro_batch_size, S->steps, S->warmup_steps);
-    if (S->transport == SP_TRANSPORT_MPI)
+    if (S->transport == SP_TRANSPORT_MPI && S->backend == SP_RUN_BACKEND_CUDA)
+        printf("one MPI rank per stage, each on its local rank's GPU (host buffers between "
+               "them)\n\n");
+    else if (S->transport == SP_TRANSPORT_MPI)
         printf("one MPI rank per stage\n\n");
     else if (S->backend == SP_RUN_BACKEND_CUDA)
         printf("a GPU per stage (the device column)\n\n");
@@ -275,12 +278,9 @@ int cmd_run(int argc, char **argv) {
         }
     if (opts.gpu_split && opts.backend != SP_RUN_BACKEND_CUDA)
         return cli_usage_error("run", "--gpu-split splits GPUs: give --backend cuda");
-    if (opts.backend == SP_RUN_BACKEND_CUDA && opts.transport == SP_TRANSPORT_MPI) {
-        /* said before MPI starts: a job of GPU ranks would start only to stop */
-        fprintf(stderr, "stagepart: error: --backend cuda runs with the threads transport (one "
-                        "process, a GPU per stage); GPU stages as MPI ranks are not built\n");
-        return CLI_EXIT_UNAVAILABLE;
-    }
+    if (opts.gpu_split && opts.transport == SP_TRANSPORT_MPI) /* before MPI starts */
+        return cli_usage_error("run", "--gpu-split partitions the GPUs of one process's stages: "
+                                      "with the threads transport, not MPI ranks");
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return CLI_EXIT_INTERNAL;

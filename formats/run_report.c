@@ -102,7 +102,8 @@ sp_status sp_run_report_to_json(sp_ctx *ctx, const struct sp_run_report_doc *run
         cJSON *o = cJSON_CreateObject(), *p = cJSON_CreateObject();
         ok = o && p && cJSON_AddItemToArray(ms, o) && cJSON_AddItemToArray(psx, p) &&
              num(o, "stage", s) && num(o, "core", r->core) && num(o, "device", r->device) &&
-             num(o, "sms", r->sms) && num(o, "busy_ms", r->busy_ms) &&
+             cJSON_AddStringToObject(o, "host", r->host) && num(o, "sms", r->sms) &&
+             num(o, "busy_ms", r->busy_ms) &&
              num(o, "busy_per_micro_batch_ms", r->busy_ms / S->micro_batches) &&
              num(o, "fwd_ms", r->fwd_ms) && num(o, "bwd_ms", r->bwd_ms) &&
              num(o, "cpu_ms", run->stage_cpu_ms[s]) && num(o, "wait_prev_ms", r->wait_prev_ms) &&

@@ -56,6 +56,14 @@ static double cpu_marked_ms(void *device) {
     return -1.0;
 }
 
+static void *cpu_alloc_host(void *device, size_t bytes) {
+    return cpu_alloc_zeroed(device, bytes);
+}
+
+static void cpu_release_host(void *device, void *p) {
+    cpu_release(device, p);
+}
+
 const struct sp_exec_backend sp_exec_backend_cpu = {
     .ops = &sp_op_runner_cpu,
     .alloc_zeroed = cpu_alloc_zeroed,
@@ -69,6 +77,8 @@ const struct sp_exec_backend sp_exec_backend_cpu = {
     .bind_thread = cpu_nothing,
     .mark = cpu_mark,
     .marked_ms = cpu_marked_ms,
+    .alloc_host = cpu_alloc_host,
+    .release_host = cpu_release_host,
 };
 
 void sp_stage_exec_destroy(struct sp_stage_exec *se) {

@@ -90,6 +90,10 @@ struct sp_exec_backend {
      * (the CPU: the host clock is the measure) */
     void (*mark)(void *device);
     double (*marked_ms)(void *device);
+    /* host memory the device copies to and from at full speed (page-locked on a GPU), zeroed:
+     * what a stage's tensors cross a network through (the MPI transport's buffers) */
+    void *(*alloc_host)(void *device, size_t bytes);
+    void (*release_host)(void *device, void *p);
 };
 extern const struct sp_exec_backend sp_exec_backend_cpu;
 

@@ -3,8 +3,10 @@
  * against the prediction (run_report.c). */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "run_devices.h"
 #include "worker.h"
@@ -29,9 +31,9 @@ static sp_status open_backends(sp_ctx *ctx, const struct sp_model *m, const sp_p
     if (o->backend == SP_RUN_BACKEND_CUDA) {
         int *device = sp_calloc(P, sizeof *device);
         unsigned *sms = sp_calloc(P, sizeof *sms);
-        sp_status st = device && sms
-                           ? sp_run_devices_open(ctx, m, P, o->gpu_split, devices, be, device, sms)
-                           : sp_oom(ctx, "the run");
+        sp_status st = device && sms ? sp_run_devices_open(ctx, m, P, o->gpu_split, 0, devices, be,
+                                                           device, sms)
+                                     : sp_oom(ctx, "the run");
         uint32_t shared = 0; /* stages on a GPU another stage has, and how many GPUs there are */
         int gpus = 0;
         for (uint32_t s = 0; st == SP_OK && s < P; s++) {
@@ -228,6 +230,11 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
                         "waiting for the CPU (compare busy_ms with cpu_ms in the report)",
                         P, n_cores);
             st = sp_run_threads(ctx, plan, m, opts, M, ops, offset, cores, n_cores, be, run);
+            char host[64] = "";
+            if (gethostname(host, sizeof host - 1) != 0)
+                snprintf(host, sizeof host, "?");
+            for (uint32_t s = 0; st == SP_OK && s < P; s++) /* one process, one machine */
+                memcpy(run->stages[s].host, host, sizeof host);
         }
     }
     if (devices)

@@ -3,9 +3,9 @@
 #include "run_devices.h"
 
 sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P, bool gpu_split,
-                              struct sp_run_devices **out, const struct sp_exec_backend ***be,
-                              int *device, unsigned *sms) {
-    (void)m, (void)P, (void)gpu_split, (void)device, (void)sms;
+                              unsigned first_gpu, struct sp_run_devices **out,
+                              const struct sp_exec_backend ***be, int *device, unsigned *sms) {
+    (void)m, (void)P, (void)gpu_split, (void)first_gpu, (void)device, (void)sms;
     *out = NULL;
     *be = NULL;
     return sp_fail(ctx, SP_ERR_NO_DEVICE,

@@ -97,11 +97,14 @@ static double compute_ms(struct sp_stage_worker *w, double host_ms) {
     return device_ms >= 0.0 ? device_ms : host_ms;
 }
 
-/* a GPU stage's output into the neighbour's buffer (dst, in its memory) */
+/* a GPU stage's output into the neighbour's buffer (dst, in its memory), or with no neighbour
+ * device (another process: the MPI transport) into the host buffer the transport sends from */
 static bool deliver(struct sp_stage_worker *w, float *dst, void *dst_device, size_t elems,
                     uint32_t step, uint32_t mb, struct sp_step_stats *st) {
     double c0 = sp_now_ms();
-    bool ok = w->be->copy_to(w->be->device, dst, dst_device, w->staging, elems * sizeof(float));
+    size_t bytes = elems * sizeof(float);
+    bool ok = dst_device ? w->be->copy_to(w->be->device, dst, dst_device, w->staging, bytes)
+                         : w->be->download(w->be->device, dst, w->staging, bytes);
     st->transfer_ms += sp_now_ms() - c0;
     if (!ok)
         failf(w, SP_ERR_NO_DEVICE,
@@ -413,12 +416,13 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
                            "empty stage is for Megatron-LM); partition with fewer stages to run "
                            "the plan here",
                            k);
-    if (o->backend == SP_RUN_BACKEND_CUDA &&
-        (o->transport != SP_TRANSPORT_THREADS || o->keep_state))
+    if (o->backend == SP_RUN_BACKEND_CUDA && o->keep_state)
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                       "--backend cuda runs with the threads transport (one process, a GPU per "
-                       "stage)%s; GPU stages as MPI ranks are not built",
-                       o->keep_state ? " and keeps no weights after the run" : "");
+                       "--backend cuda keeps no weights after the run (keep_state)");
+    if (o->gpu_split && o->transport != SP_TRANSPORT_THREADS)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--gpu-split partitions the GPUs of one process's stages: with the "
+                       "threads transport, not MPI ranks");
     if (o->isolate && (o->transport != SP_TRANSPORT_THREADS || o->gpu_split))
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "--isolate runs every op alone in one process (the threads transport), "

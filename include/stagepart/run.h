@@ -107,6 +107,7 @@ typedef struct sp_run_stage {
     uint32_t stage;
     int core;                   /* -1: not pinned */
     int device;                 /* the stage's GPU (SP_RUN_BACKEND_CUDA); -1 on the CPU */
+    char host[64];              /* the machine it ran on (MPI ranks may be on several) */
     unsigned sms;               /* gpu_split: the SMs of the stage's partition; 0: the whole GPU */
     double busy_ms;             /* forward + backward compute in one step */
     double fwd_ms, bwd_ms;      /* the two parts of busy_ms */

@@ -102,6 +102,21 @@ static double gpu_marked_ms(void *device) {
     return ok ? (double)ms : -1.0;
 }
 
+static void *gpu_alloc_host(void *device, size_t bytes) {
+    (void)device;
+    void *p = NULL;
+    if (cudaMallocHost(&p, bytes ? bytes : 1) != cudaSuccess)
+        return NULL;
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void gpu_release_host(void *device, void *p) {
+    (void)device;
+    if (p)
+        cudaFreeHost(p);
+}
+
 static bool gpu_bind_thread(void *device) {
     return sp_cuda_device_bind(device);
 }
@@ -120,6 +135,8 @@ void sp_cuda_backend_init(struct sp_exec_backend *be, struct sp_cuda_device *dev
     be->mark = gpu_mark;
     be->marked_ms = gpu_marked_ms;
     be->sgd = gpu_sgd;
+    be->alloc_host = gpu_alloc_host;
+    be->release_host = gpu_release_host;
 }
 
 size_t sp_cuda_extra_elems(const struct sp_model *m, size_t first, size_t last) {

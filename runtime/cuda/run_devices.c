@@ -72,8 +72,8 @@ static sp_status make_partitions(sp_ctx *ctx, struct sp_run_devices *d, int n, u
 }
 
 sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P, bool gpu_split,
-                              struct sp_run_devices **out, const struct sp_exec_backend ***be,
-                              int *device, unsigned *sms) {
+                              unsigned first_gpu, struct sp_run_devices **out,
+                              const struct sp_exec_backend ***be, int *device, unsigned *sms) {
     *out = NULL;
     *be = NULL;
     int n = 0;
@@ -92,7 +92,7 @@ sp_status sp_run_devices_open(sp_ctx *ctx, const struct sp_model *m, uint32_t P,
     sp_status st = gpu_split ? make_partitions(ctx, d, n, sms) : SP_OK;
     bool bf16 = strcmp(m->dtype, "bf16") == 0;
     for (uint32_t s = 0; st == SP_OK && s < P; s++) {
-        int ordinal = (int)(s % (uint32_t)n);
+        int ordinal = (int)((first_gpu + s) % (uint32_t)n);
         const char *why = "";
         /* the stage's layers are not known here: room for the largest attention of the model */
         if (!sp_cuda_device_open(&d->dev[s], ordinal, d->green[s], bf16 ? "bf16" : "fp32",

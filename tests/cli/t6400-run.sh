@@ -107,8 +107,9 @@ assert d["backend"] == "cuda" and all(s["device"] >= 0 for s in d["measured"]["s
 else
     fail "--backend cuda" "exit $code: $(cat "$TMP/stderr")"
 fi
-expect_code "--backend cuda with --transport mpi: exit 4" 4 "$STAGEPART" run "$TMP/plan.json" \
-    --model $MODEL --backend cuda --transport mpi
+expect_code "--gpu-split with --transport mpi: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" \
+    --model $MODEL --backend cuda --transport mpi --gpu-split
+expect_stderr_contains "says why" "--gpu-split partitions the GPUs of one process's stages"
 expect_code "the plan as output: exit 2" 2 "$STAGEPART" run "$TMP/plan.json" --model $MODEL -o "$TMP/plan.json"
 "$STAGEPART" partition "$TMP/profile.json" -s 2 --chunks 2 --solver uniform -m 4 -o "$TMP/chunks.json" >/dev/null
 expect_code "an interleaved plan: exit 4" 4 "$STAGEPART" run "$TMP/chunks.json" --model $MODEL

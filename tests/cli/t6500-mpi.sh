@@ -52,6 +52,11 @@ expect_code "a failing stage: exit 4" 4 $MPIRUN -np 3 "$STAGEPART" run "$TMP/pla
     --model $MODEL --transport mpi --inject-fault 1:0:2:fail -o "$TMP/failed.json"
 expect_stderr_contains "rank 0 names it" "stage 1 failed at step 0, micro-batch 2 (forward)"
 if [ ! -e "$TMP/failed.json" ]; then pass "no report after a failure"; else fail "no report after a failure"; fi
+# GPU ranks (--backend cuda) where there is no GPU or no GPU executor: every rank stops, exit 4,
+# the rank named (the path itself runs on stand-in GPUs: tests/cuda/test_run_cuda_fake_mpi.c)
+expect_code "GPU ranks without a GPU: exit 4" 4 $MPIRUN -np 2 "$STAGEPART" run "$TMP/plan2.json" \
+    --model $MODEL --transport mpi --backend cuda
+expect_stderr_contains "the rank named" "(stage "
 # a rank killed: the job ends, in bounded time, with no report
 $MPIRUN -np 2 "$STAGEPART" run "$TMP/plan2.json" --model $MODEL --transport mpi --steps 100000 \
     --timeout 5 -o "$TMP/killed.json" >"$TMP/stdout" 2>"$TMP/stderr" &

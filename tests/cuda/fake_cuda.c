@@ -77,6 +77,14 @@ cudaError_t cudaFree(void *p) {
     }
     return cudaSuccess;
 }
+cudaError_t cudaMallocHost(void **p, size_t size) { /* page-locked host memory: host memory */
+    *p = malloc(size ? size : 1);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFreeHost(void *p) {
+    free(p);
+    return cudaSuccess;
+}
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind) {
     fake_launch("cudaMemcpy");
     (void)kind;
