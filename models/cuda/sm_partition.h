@@ -13,7 +13,7 @@
  * count each has. A count that is no multiple of the alignment, under the smallest partition or
  * beyond the GPU is SP_ERR_INVALID_ARG naming the valid counts; no green contexts in the driver,
  * or a call that fails, SP_ERR_NO_DEVICE. Destroy each with sp_cu_driver()->GreenCtxDestroy. */
-sp_status sp_cuda_sm_partitions(sp_ctx *ctx, int ordinal, unsigned k, unsigned sms,
-                                CUgreenCtx *out, unsigned *each);
+sp_status sp_cuda_sm_partitions(sp_ctx *ctx, int ordinal, unsigned k, unsigned sms, CUgreenCtx *out,
+                                unsigned *each);
 
 #endif
