@@ -9,6 +9,11 @@
 #                             untraced, injected but idle, and tracing (target <= 2%)
 #   torch.*                   the same flow on samples/torch/train.py through the PyTorch helper,
 #                             when torch with CUDA is installed (said so when it is not)
+#   hf-gpt2.*, hf-overhead.*  Hugging Face GPT-2 (samples/torch/train_hf_gpt2.py, torch and
+#                             transformers): the helper's profile under the collector, a PyTorch
+#                             profiler trace of the same program imported, their per-layer
+#                             agreement, partition and export; traced vs untraced step time at
+#                             8 x 1024 and 2 x 256 (targets 3% and 20%)
 #   pippy.*                   stagepart's pippy export run unedited on Hugging Face's GPT-2:
 #                             pipeline(model, split_spec=...) makes the plan's stage count and
 #                             each stage holds the plan's modules (scripts/pippy-check.py; needs
@@ -328,6 +333,80 @@ else
     say "torch with CUDA is not installed here: the PyTorch flow was not run"
 fi
 say ""
+say "## Hugging Face GPT-2 (samples/torch/train_hf_gpt2.py): collector, PyTorch profiler, overhead"
+HF=samples/torch/train_hf_gpt2.py
+if python3 -c 'import sys, torch, transformers; sys.exit(0 if torch.cuda.is_available() else 1)' \
+    2>/dev/null; then
+    if "$SP" profile --attach --warmup-steps 3 -o "$OUT/hf-gpt2.profile.json" -- \
+        python3 "$HF" --steps 10 >"$OUT/hf-gpt2.profile.txt" 2>&1; then
+        coverage "$OUT/hf-gpt2.profile.json" "Hugging Face GPT-2 8 x 1024 (the helper)" ||
+            failed=1
+    else
+        say "FAIL profile --attach on Hugging Face GPT-2 (hf-gpt2.profile.txt)"
+        failed=1
+    fi
+    # the same program under the PyTorch profiler: per layer, the two must agree
+    if python3 "$HF" --steps 10 --kineto "$OUT/hf-gpt2.kineto.json" >"$OUT/hf-gpt2.kineto.txt" 2>&1 &&
+        "$SP" import kineto "$OUT/hf-gpt2.kineto.json" --warmup-steps 3 \
+            -o "$OUT/hf-gpt2.kineto.profile.json" >>"$OUT/hf-gpt2.kineto.txt" 2>&1; then
+        python3 - "$OUT/hf-gpt2.profile.json" "$OUT/hf-gpt2.kineto.profile.json" \
+            "$OUT/hf-gpt2.compare.json" <<'PY' | tee -a "$S"
+import json, sys
+a, b = ({l["name"]: l["fwd_ms"] + l["bwd_ms"] for l in json.load(open(f))["layers"]}
+        for f in sys.argv[1:3])
+both = [n for n in a if n in b and max(a[n], b[n]) > 0]
+diff = max((abs(a[n] - b[n]) / max(a[n], b[n]) for n in both), default=None)
+json.dump({"layers": len(both), "max_layer_diff": diff}, open(sys.argv[3], "w"))
+print(f"collector vs PyTorch profiler: {len(both)} layers, largest difference "
+      f"{'n/a' if diff is None else f'{100 * diff:.2f}%'} (fwd + bwd per layer)")
+PY
+    else
+        say "FAIL the PyTorch profiler trace of Hugging Face GPT-2 or its import (hf-gpt2.kineto.txt)"
+        failed=1
+    fi
+    if [ -f "$OUT/hf-gpt2.profile.json" ] &&
+        "$SP" partition "$OUT/hf-gpt2.profile.json" -s 4 -o "$OUT/hf-gpt2.plan.json" \
+            >"$OUT/hf-gpt2.plan.txt" 2>&1 &&
+        "$SP" export "$OUT/hf-gpt2.plan.json" --to pippy >"$OUT/hf-gpt2.pippy.txt" 2>&1; then
+        say "PASS the collector's profile partitioned (4 stages) and exported --to pippy"
+    else
+        say "FAIL partition or export of the Hugging Face GPT-2 profile (hf-gpt2.plan.txt)"
+        failed=1
+    fi
+    # overhead: the median step untraced and traced, 3 interleaved rounds, two sizes
+    for run in 1 2 3; do
+        for size in 8x1024 2x256; do
+            b=${size%x*} q=${size#*x}
+            python3 "$HF" --steps 20 --batch "$b" --seq "$q" | grep '^median step' |
+                sed "s/^/untraced-$size /" >>"$OUT/hf-overhead.txt"
+            "$SP" profile --attach -o "$OUT/hf-overhead.profile.json" -- python3 "$HF" --steps 20 \
+                --batch "$b" --seq "$q" | grep '^median step' |
+                sed "s/^/traced-$size /" >>"$OUT/hf-overhead.txt"
+        done
+    done
+    python3 - "$OUT/hf-overhead.txt" "$OUT/hf-overhead.json" <<'PY' | tee -a "$S"
+import json, statistics, sys
+t = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    t.setdefault(f[0], []).append(float(f[3]))
+out = {}
+for size, target in (("8x1024", 0.03), ("2x256", 0.20)):
+    u, r = t.get("untraced-" + size), t.get("traced-" + size)
+    if not u or not r:
+        continue
+    over = statistics.median(r) / statistics.median(u) - 1
+    out[size] = over
+    print(f"{'PASS' if over <= target else 'MISS'} Hugging Face GPT-2 {size}: traced "
+          f"{statistics.median(r):.2f} ms vs {statistics.median(u):.2f} ms untraced, "
+          f"{100 * over:+.1f}% (target <= {100 * target:.0f}%; runs {r} / {u})")
+json.dump(out, open(sys.argv[2], "w"))
+PY
+else
+    say "torch with CUDA or transformers is not installed here: the Hugging Face flow was not run"
+fi
+
+say ""
 say "## pippy export on Hugging Face GPT-2 (scripts/pippy-check.py)"
 python3 scripts/pippy-check.py "$SP" "$OUT" 4 | tee -a "$S"
 case ${PIPESTATUS[0]} in
@@ -369,15 +448,18 @@ except (OSError, ValueError):
     pass
 torch = load("torch.profile.json")
 pippy = load("pippy.json")
+hf_over = load("hf-overhead.json") or {}
+hf_cmp = load("hf-gpt2.compare.json") or {}
 device = open(os.path.join(out, "device.txt")).readline().strip() if os.path.exists(os.path.join(out, "device.txt")) else None
 doc = {"commit": commit, "device": device,
        "every_layer_backward": all(l["bwd_ms"] > 0 for l in torch["layers"]) if torch else None,
        "attributed_share": {"gpu_layers": share("gpu_layers.profile.json"),
                             "builtin_gpt2_default": share("models.gpt2.cuda-default.json"),
-                            "torch_sample": share("torch.profile.json"), "hf_gpt2": None},
-       "overhead": {"gpu_layers": overhead, "hf_gpt2_8x1024": None, "hf_gpt2_2x256": None,
-                    "after_recording_stops": after_stop},
-       "collector_vs_kineto_max_layer_diff": None,
+                            "torch_sample": share("torch.profile.json"),
+                            "hf_gpt2": share("hf-gpt2.profile.json")},
+       "overhead": {"gpu_layers": overhead, "hf_gpt2_8x1024": hf_over.get("8x1024"),
+                    "hf_gpt2_2x256": hf_over.get("2x256"), "after_recording_stops": after_stop},
+       "collector_vs_kineto_max_layer_diff": hf_cmp.get("max_layer_diff"),
        "pippy_gpt2": {"stages": pippy["num_stages"], "planned": pippy["stages"],
                       "modules_match": pippy["stage_modules_match"],
                       "error": pippy["error"]} if pippy else None,
