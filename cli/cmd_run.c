@@ -36,7 +36,8 @@ const struct cli_opt cmd_run_opts[] = {
     {OPT_BACKEND, "backend", 0, "<cpu|cuda>",
      "cpu (default): each stage on its own pinned thread; cuda: stage s on GPU s mod the GPUs "
      "there are (cuBLAS), outputs copied peer to peer; with --transport mpi each rank on its "
-     "local rank's GPU, tensors through host buffers (a build with nvcc; exit 4 without a GPU)",
+     "local rank's GPU, tensors by NCCL (host buffers where ranks share a GPU) (a build with "
+     "nvcc; exit 4 without a GPU)",
      "Run"},
     {OPT_TRANSPORT, "transport", 0, "<threads|mpi>",
      "threads (default): bounded queues in one process; mpi: rank s runs stage s (start "
@@ -110,8 +111,8 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
            sp_plan_get_model(plan), S->stages, sp_schedule_name(S->schedule), S->micro_batches,
            S->micro_batch_size, S->steps, S->warmup_steps);
     if (S->transport == SP_TRANSPORT_MPI && S->backend == SP_RUN_BACKEND_CUDA)
-        printf("one MPI rank per stage, each on its local rank's GPU (host buffers between "
-               "them)\n\n");
+        printf("one MPI rank per stage, each on its local rank's GPU (%s between them)\n\n",
+               S->nccl ? "NCCL" : "host buffers");
     else if (S->transport == SP_TRANSPORT_MPI)
         printf("one MPI rank per stage\n\n");
     else if (S->backend == SP_RUN_BACKEND_CUDA)

@@ -87,6 +87,7 @@ sp_status sp_run_report_to_json(sp_ctx *ctx, const struct sp_run_report_doc *run
               cJSON_AddBoolToObject(meas, "isolated", S->isolated) &&
               cJSON_AddBoolToObject(meas, "shared_hardware", S->shared_hardware) &&
               cJSON_AddBoolToObject(meas, "unmatched_sms", S->unmatched_sms) &&
+              cJSON_AddBoolToObject(meas, "nccl", S->nccl) &&
               num(meas, "planned_sms", S->planned_sms) &&
               (!S->isolated || num(meas, "replayed_iteration_ms", S->replayed_iteration_ms)) &&
               (pred = side(root, "predicted", S->predicted_iteration_ms, S->predicted_imbalance,

@@ -136,6 +136,8 @@ typedef struct sp_run_summary {
     bool shared_hardware;         /* stages competed for one GPU (as streams) or one core: their
                                    * busy times hold the contention, so the plan's stage times
                                    * do not apply (balance_held false; isolate confirms it) */
+    bool nccl;                    /* GPU stages as MPI ranks: tensors went GPU to GPU by NCCL;
+                                   * false: through host buffers (or no MPI, or the CPU) */
     bool unmatched_sms;           /* on GPUs: a stage ran on other SMs than the plan's profile was
                                    * measured on (a whole GPU against a --sms profile, or an SM
                                    * partition of another size): the plan's stage times do not

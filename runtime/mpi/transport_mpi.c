@@ -2,10 +2,11 @@
  * gradients are MPI messages (Open MPI).
  *
  * On GPUs (--backend cuda) rank s runs its stage on its local rank's GPU (local rank mod the
- * GPUs it sees), and tensors cross through page-locked host buffers: a stage's output is copied
- * from the GPU into the send buffer, what arrives lands in a host buffer and is copied up. NCCL
- * between GPUs is not built yet: this path is what the issue asks for when two ranks share a GPU
- * or NCCL is missing, and works on every cluster.
+ * GPUs it sees). When every rank has a GPU of its own and NCCL, tensors go GPU to GPU by NCCL
+ * point-to-point (runtime/nccl_p2p.h), polled like everything else here; otherwise (ranks that
+ * share a GPU, which NCCL refuses; a build without NCCL; STAGEPART_NCCL=0) through page-locked
+ * host buffers: a stage's output is copied from the GPU into the send buffer, what arrives lands
+ * in a host buffer and is copied up. The ranks choose together, after every stage is set up.
  *
  * Tensors go with MPI_Isend from a ring of buffers (a send waits only when the ring is full) and
  * arrive with MPI_Irecv straight into the stage's own buffer. Every wait polls its request with
@@ -24,6 +25,7 @@
 
 #include <unistd.h>
 
+#include "nccl_p2p.h"
 #include "run_devices.h"
 #include "worker.h"
 
@@ -39,6 +41,7 @@ struct ring { /* buffers this rank sends from, in one direction */
 struct mpi_t {
     uint32_t s, P;
     const struct sp_exec_backend *be; /* the stage's: the CPU's, or its GPU's */
+    struct sp_nccl_p2p *nccl;         /* GPU to GPU, or NULL: host buffers */
     float *arrived;                   /* on a GPU: where a tensor lands before it is copied up */
     double timeout_ms;
     sp_ctx *ctx;
@@ -202,6 +205,80 @@ static const struct sp_transport_ops mpi_ops = {
     .explain_timeout = explain_timeout,
 };
 
+/* ---- NCCL between GPUs: the same waits, on CUDA events instead of MPI requests */
+
+static void nccl_failed(struct mpi_t *t, uint32_t s, const char *what) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "stage %u: NCCL %s failed: %s", s, what, sp_nccl_error(t->nccl));
+    mpi_fail(t, SP_ERR_NO_DEVICE, msg);
+}
+
+/* poll until done (1), an error (-1) or the deadline or a stop (0); a wait that runs out aborts
+ * the communicators: NCCL would wait for a silent peer forever */
+static int nccl_wait(struct mpi_t *t, int (*poll)(struct mpi_t *, int, float **), int dir,
+                     float **buf, double deadline_ms, double *waited_ms) {
+    double t0 = sp_now_ms();
+    int r;
+    while ((r = poll(t, dir, buf)) == 0 && !stopping(t) && sp_now_ms() < deadline_ms)
+        nap();
+    *waited_ms += sp_now_ms() - t0;
+    if (r == 0)
+        sp_nccl_abort(t->nccl);
+    return r;
+}
+
+static int poll_recv(struct mpi_t *t, int dir, float **buf) {
+    (void)buf;
+    return sp_nccl_recv_done(t->nccl, dir);
+}
+
+static int poll_slot(struct mpi_t *t, int dir, float **buf) {
+    return sp_nccl_send_slot(t->nccl, dir, buf);
+}
+
+static bool nccl_recv(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32_t mb, float *dst,
+                      size_t elems, double deadline_ms, double *waited_ms, double *copy_ms) {
+    (void)mb, (void)copy_ms; /* NCCL writes straight into dst on the GPU */
+    struct mpi_t *t = p;
+    if (!sp_nccl_recv(t->nccl, (int)dir, (int)peer, dst, elems)) {
+        nccl_failed(t, s, "receive");
+        return false;
+    }
+    int r = nccl_wait(t, poll_recv, (int)dir, NULL, deadline_ms, waited_ms);
+    if (r < 0)
+        nccl_failed(t, s, "receive");
+    return r == 1;
+}
+
+static float *nccl_send_buffer(void *p, uint32_t s, uint32_t peer, enum sp_dir dir,
+                               double deadline_ms, double *waited_ms) {
+    (void)peer;
+    struct mpi_t *t = p;
+    float *buf = NULL;
+    int r = nccl_wait(t, poll_slot, (int)dir, &buf, deadline_ms, waited_ms);
+    if (r < 0)
+        nccl_failed(t, s, "send");
+    return r == 1 ? buf : NULL;
+}
+
+static void nccl_send(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32_t mb) {
+    (void)mb;
+    struct mpi_t *t = p;
+    if (!sp_nccl_send(t->nccl, (int)dir, (int)peer))
+        nccl_failed(t, s, "send");
+}
+
+static const struct sp_transport_ops nccl_ops = {
+    .step_gate = mpi_gate,
+    .recv = nccl_recv,
+    .send_buffer = nccl_send_buffer,
+    .send = nccl_send,
+    .fail = mpi_fail,
+    .stopping = stopping,
+    .set_state = set_state,
+    .explain_timeout = explain_timeout,
+};
+
 static bool ring_init(struct mpi_t *t, struct ring *r, uint32_t cap, size_t elems) {
     r->cap = cap, r->next = 0, r->elems = elems;
     r->buf = sp_calloc(cap, sizeof *r->buf);
@@ -277,6 +354,74 @@ struct stage_info {
     uint64_t bytes;
     char host[64];
 };
+
+/* What every rank says before the tensors' way is chosen. */
+struct placement {
+    int32_t device; /* -1: the CPU */
+    int32_t ready;  /* set up */
+    int32_t nccl;   /* NCCL here (rank 0: and it made the communicators' ids) */
+    char host[64];
+};
+
+/* Every rank, set up or not (the collectives need all): NCCL when every stage is on a GPU of its
+ * own and every rank has NCCL, else host buffers; then this rank's links. */
+static sp_status choose_links(sp_ctx *ctx, struct mpi_t *t, struct sp_stage_worker *w, sp_status st,
+                              int device, uint32_t cap, const size_t send_elems[2], size_t arrive,
+                              struct sp_run *run) {
+    struct placement mine = {device, st == SP_OK, 0, ""};
+    if (gethostname(mine.host, sizeof mine.host - 1) != 0)
+        snprintf(mine.host, sizeof mine.host, "?");
+    const char *why = NULL, *off = getenv("STAGEPART_NCCL");
+    mine.nccl = device >= 0 && sp_nccl_available(&why) && !(off && strcmp(off, "0") == 0);
+    unsigned char ids[2][SP_NCCL_ID_BYTES];
+    memset(ids, 0, sizeof ids);
+    if (t->s == 0 && mine.nccl) { /* a failure here only means host buffers */
+        sp_ctx *scratch = NULL;
+        mine.nccl = sp_ctx_create(&scratch) == SP_OK && sp_nccl_make_ids(scratch, ids) == SP_OK;
+        sp_ctx_destroy(scratch);
+    }
+    struct placement *all = sp_calloc(t->P, sizeof *all);
+    if (!all)
+        return st == SP_OK ? sp_oom(ctx, "the run") : st;
+    MPI_Request req;
+    MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
+                   MPI_COMM_WORLD, &req);
+    bool heard = bounded(t, &req), use = heard && t->P > 1;
+    for (uint32_t a = 0; use && a < t->P; a++) {
+        use = all[a].ready && all[a].nccl;
+        for (uint32_t b = 0; use && b < a; b++) /* NCCL refuses two ranks on one GPU */
+            use = !(all[a].device == all[b].device &&
+                    strncmp(all[a].host, all[b].host, sizeof all[a].host) == 0);
+    }
+    sp_free(all);
+    if (use) {
+        MPI_Ibcast(ids, (int)sizeof ids, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+        heard = bounded(t, &req);
+    }
+    if (st != SP_OK)
+        return st; /* this rank already told the others */
+    if (!heard)
+        return sp_fail(ctx, SP_ERR_NO_DEVICE,
+                       "stage %u: the other ranks did not answer within %.0f ms before the run",
+                       t->s, t->timeout_ms);
+    run->summary.nccl = use;
+    if (use) { /* collective: every rank is here, set up */
+        st = sp_nccl_open(ctx, t->be, (int)t->s, (int)t->P, ids, cap, send_elems, &t->nccl);
+        if (st == SP_OK) {
+            w->ops = &nccl_ops; /* the output goes into a send buffer on the stage's own GPU */
+            w->prev_device = w->next_device = t->be->device;
+        }
+        return st;
+    }
+    if (w->be && !(t->arrived = t->be->alloc_host(t->be->device, arrive * sizeof(float))))
+        return sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u: out of host memory for what arrives",
+                       t->s);
+    if (!(ring_init(t, &t->ring[SP_DIR_ACT], cap, send_elems[SP_DIR_ACT]) &&
+          ring_init(t, &t->ring[SP_DIR_GRAD], cap, send_elems[SP_DIR_GRAD])))
+        return sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u: out of memory for its send buffers",
+                       t->s);
+    return SP_OK;
+}
 
 /* Ranks whose GPU another rank of the same machine runs on compete for it as two streams do:
  * their busy times hold the contention and the plan does not apply to them. */
@@ -375,16 +520,17 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
         }
     }
     size_t arrive = in_elems > out_elems ? in_elems : out_elems;
-    if (st == SP_OK && w.be &&
-        !(t.arrived = t.be->alloc_host(t.be->device, arrive * sizeof(float))))
-        st = sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u: out of host memory for what arrives", s);
-    if (st == SP_OK)
-        st = sp_stage_worker_setup(ctx, &w, plan,
-                                   (sends + (t.arrived ? arrive : 0)) * sizeof(float));
-    if (st == SP_OK && !(ring_init(&t, &t.ring[SP_DIR_ACT], cap, s + 1 < P ? out_elems : 0) &&
-                         ring_init(&t, &t.ring[SP_DIR_GRAD], cap, s > 0 ? in_elems : 0)))
-        st = sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u: out of memory for its send buffers", s);
-    if (st != SP_OK) { /* tell the others, who would wait for this stage */
+    if (st == SP_OK) /* the send buffers counted, on the host or on the GPU */
+        st = sp_stage_worker_setup(ctx, &w, plan, (sends + (w.be ? arrive : 0)) * sizeof(float));
+    if (st != SP_OK) { /* before the collectives of choose_links: the others must not wait */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
+        mpi_fail(&t, st, why);
+    }
+    const size_t send_elems[2] = {s + 1 < P ? out_elems : 0, s > 0 ? in_elems : 0};
+    sp_status failed_before = st;
+    st = choose_links(ctx, &t, &w, st, device, cap, send_elems, arrive, run);
+    if (st != SP_OK && failed_before == SP_OK) { /* tell the others, who would wait for it */
         char why[1024];
         snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
         mpi_fail(&t, st, why);
@@ -468,6 +614,9 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
             MPI_Request_free(&t.abort_req);
         }
     }
+    if (t.nccl && st != SP_OK)
+        sp_nccl_abort(t.nccl); /* nothing may wait for a peer that stopped */
+    sp_nccl_close(t.nccl);
     sp_stage_worker_release(&w);
     if (t.arrived)
         t.be->release_host(t.be->device, t.arrived);

@@ -143,12 +143,25 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
     free(e);
     return cudaSuccess;
 }
+/* the stand-in NCCL (tests/cuda/fake_nccl.c: MPI underneath), where it is linked: an event
+ * takes the NCCL messages queued before it, and is done when they are */
+extern void fake_nccl_recorded(cudaEvent_t e) __attribute__((weak));
+extern bool fake_nccl_done(cudaEvent_t e) __attribute__((weak));
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned int flags) {
+    (void)flags;
+    return cudaEventCreate(e);
+}
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
     (void)s;
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     *(double *)(void *)e = (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+    if (fake_nccl_recorded)
+        fake_nccl_recorded(e);
     return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+    return !fake_nccl_done || fake_nccl_done(e) ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
     *ms = (float)(*(double *)(void *)b - *(double *)(void *)a);

@@ -14,7 +14,7 @@
  * 3. The balance judged only where the plan's profile was measured on the stage's SMs
  *    (profile_sms against each stage's partition or whole GPU).
  * 4. A stage whose device runs out of memory is named (SP_ERR_INFEASIBLE); an injected failure
- *    stops every stage naming it; MPI ranks and keep_state are refused for GPU stages. */
+ *    stops every stage naming it; --gpu-split with MPI ranks and keep_state are refused. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,8 +97,11 @@ static void failures(sp_ctx *ctx, sp_model *m) {
     SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx),
                       "stage 0 (layers embedding..layers.0): out of memory");
     unsetenv("FAKE_CUDA_MEMORY");
-    o.transport = SP_TRANSPORT_MPI;
-    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_UNSUPPORTED);
+    o.transport = SP_TRANSPORT_MPI; /* GPU ranks run (test_run_cuda_fake_mpi); split GPUs not */
+    o.gpu_split = true;
+    SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "--gpu-split partitions the GPUs of one process");
+    o.gpu_split = false;
     o.transport = SP_TRANSPORT_THREADS;
     o.keep_state = true;
     SP_CHECK_STATUS(sp_run_plan(ctx, plan, m, &o, &run), SP_ERR_UNSUPPORTED);

@@ -1,7 +1,10 @@
 /* tests/cuda/test_run_cuda_fake_mpi.c: `run --backend cuda --transport mpi` without a GPU: each
- * MPI rank runs its stage on a stand-in GPU (tests/cuda/fake_cuda.c), the tensors crossing
- * through page-locked host buffers. Started by tests/cuda/run_cuda_fake_mpi.sh under mpirun with
- * 2 and 3 ranks (argument: the stand-in GPUs each rank sees, FAKE_CUDA_DEVICES):
+ * MPI rank runs its stage on a stand-in GPU (tests/cuda/fake_cuda.c). Ranks on GPUs of their own
+ * send by NCCL (the stand-in, tests/cuda/fake_nccl.c, is MPI underneath), ranks that share one,
+ * or with STAGEPART_NCCL=0, through page-locked host buffers. Started by
+ * tests/cuda/run_cuda_fake_mpi.sh under mpirun with 2 and 3 ranks (argument: the stand-in GPUs
+ * each rank sees, FAKE_CUDA_DEVICES):
+ *  - the way chosen: NCCL exactly when every rank has a GPU of its own and NCCL is not off;
  *  - every step's loss equals a CPU run of the same plan on threads (the same math; the GEMM's
  *    summation order differs), under GPipe and 1F1B;
  *  - each stage names its host and its GPU, the local rank's mod the GPUs there are; ranks that
@@ -67,6 +70,14 @@ int main(int argc, char **argv) {
             const sp_run_summary *S = sp_run_get_summary(gpu);
             SP_CHECK(S->backend == SP_RUN_BACKEND_CUDA && S->transport == SP_TRANSPORT_MPI);
             SP_CHECK_EQ_INT(S->shared_hardware, size > n_devices);
+#ifdef SP_TEST_NCCL
+            const char *off = getenv("STAGEPART_NCCL");
+            bool nccl = size <= n_devices && !(off && strcmp(off, "0") == 0);
+#else
+            bool nccl = false;
+#endif
+            SP_CHECK_MSG(S->nccl == nccl, "rank %d: %s, expected %s", rank,
+                         S->nccl ? "NCCL" : "host buffers", nccl ? "NCCL" : "host buffers");
             for (int s = 0; s < size; s++) {
                 const sp_run_stage *g = sp_run_get_stage(gpu, (size_t)s);
                 SP_CHECK_EQ_INT(g->device, s % n_devices); /* local rank = rank here */
