@@ -68,4 +68,26 @@ static sp_plan *make_plan(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_
     return make_plan_sms(ctx, m, first, P, M, 0);
 }
 
+/* the plan trained 3 steps (no warm-up, learning rate 0.5) as asked; the run, or NULL after a
+ * failed check that it ran */
+static inline sp_run *run_plan_as(sp_ctx *ctx, const sp_plan *plan, sp_model *m,
+                                  sp_run_backend backend, sp_transport transport,
+                                  sp_schedule schedule, bool gpu_split) {
+    sp_run_opts o;
+    sp_run_opts_init(&o);
+    o.steps = 3;
+    o.warmup_steps = 0;
+    o.learning_rate = 0.5f;
+    o.schedule = schedule;
+    o.backend = backend;
+    o.transport = transport;
+    o.gpu_split = gpu_split;
+    o.pin = transport != SP_TRANSPORT_MPI; /* several ranks on a machine of 2 cores */
+    o.timeout_ms = 20000.0;
+    sp_run *run = NULL;
+    sp_status st = sp_run_plan(ctx, plan, m, &o, &run);
+    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
+    return run;
+}
+
 #endif

@@ -24,18 +24,7 @@
 
 static sp_run *run_on(sp_ctx *ctx, const sp_plan *plan, sp_model *m, sp_run_backend backend,
                       sp_schedule schedule, bool gpu_split) {
-    sp_run_opts o;
-    sp_run_opts_init(&o);
-    o.steps = 3;
-    o.warmup_steps = 0;
-    o.learning_rate = 0.5f;
-    o.schedule = schedule;
-    o.backend = backend;
-    o.gpu_split = gpu_split;
-    sp_run *run = NULL;
-    sp_status st = sp_run_plan(ctx, plan, m, &o, &run);
-    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
-    return run;
+    return run_plan_as(ctx, plan, m, backend, SP_TRANSPORT_THREADS, schedule, gpu_split);
 }
 
 static void same_as_cpu(sp_ctx *ctx, sp_model *m) {

@@ -19,24 +19,6 @@
 #include "../run_fixture.h"
 #include "../test.h"
 
-static sp_run *run_with(sp_ctx *ctx, const sp_plan *plan, sp_model *m, sp_run_backend backend,
-                        sp_transport transport, sp_schedule schedule, sp_status expect) {
-    sp_run_opts o;
-    sp_run_opts_init(&o);
-    o.steps = 3;
-    o.warmup_steps = 0;
-    o.learning_rate = 0.5f;
-    o.schedule = schedule;
-    o.backend = backend;
-    o.transport = transport;
-    o.pin = false; /* several ranks on a machine of 2 cores */
-    o.timeout_ms = 20000.0;
-    sp_run *run = NULL;
-    sp_status st = sp_run_plan(ctx, plan, m, &o, &run);
-    SP_CHECK_MSG(st == expect, "%s", sp_ctx_get_errmsg(ctx));
-    return run;
-}
-
 int main(int argc, char **argv) {
     const char *devices = argc > 1 ? argv[1] : "1";
     setenv("FAKE_CUDA_DEVICES", devices, 1);
@@ -56,9 +38,9 @@ int main(int argc, char **argv) {
         sp_schedule schedule = sched ? SP_SCHEDULE_1F1B : SP_SCHEDULE_GPIPE;
         sp_plan *plan = make_plan(ctx, m, split, (uint32_t)size, 6);
         sp_run *cpu =
-            run_with(ctx, plan, m, SP_RUN_BACKEND_CPU, SP_TRANSPORT_THREADS, schedule, SP_OK);
+            run_plan_as(ctx, plan, m, SP_RUN_BACKEND_CPU, SP_TRANSPORT_THREADS, schedule, false);
         sp_run *gpu =
-            run_with(ctx, plan, m, SP_RUN_BACKEND_CUDA, SP_TRANSPORT_MPI, schedule, SP_OK);
+            run_plan_as(ctx, plan, m, SP_RUN_BACKEND_CUDA, SP_TRANSPORT_MPI, schedule, false);
         if (cpu && gpu) {
             for (size_t i = 0; i < 3; i++) {
                 double a = sp_run_get_step_loss(cpu, i), b = sp_run_get_step_loss(gpu, i);
