@@ -3,7 +3,7 @@
  *
  * On GPUs (--backend cuda) rank s runs its stage on its local rank's GPU (local rank mod the
  * GPUs it sees). When every rank has a GPU of its own and NCCL, tensors go GPU to GPU by NCCL
- * point-to-point (runtime/nccl_p2p.h), polled like everything else here; otherwise (ranks that
+ * point-to-point (runtime/gpu_links.h), polled like everything else here; otherwise (ranks that
  * share a GPU, which NCCL refuses; a build without NCCL; STAGEPART_NCCL=0) through page-locked
  * host buffers: a stage's output is copied from the GPU into the send buffer, what arrives lands
  * in a host buffer and is copied up. The ranks choose together, after every stage is set up.
@@ -25,7 +25,7 @@
 
 #include <unistd.h>
 
-#include "nccl_p2p.h"
+#include "gpu_links.h"
 #include "run_devices.h"
 #include "worker.h"
 

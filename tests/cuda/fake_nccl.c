@@ -1,4 +1,4 @@
-/* tests/cuda/fake_nccl.c: the NCCL calls of runtime/cuda/nccl_p2p.c, done with MPI, for the GPU
+/* tests/cuda/fake_nccl.c: the NCCL calls of runtime/cuda/gpu_links_nccl.c, done with MPI, for the GPU
  * ranks on stand-in GPUs (test_run_cuda_fake_mpi: "device" memory is host memory there). A
  * communicator is a duplicate of MPI_COMM_WORLD; ncclSend and ncclRecv are non-blocking MPI
  * messages on it, in order between each pair as NCCL's are; a CUDA event recorded after them

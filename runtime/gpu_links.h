@@ -1,5 +1,5 @@
-/* runtime/nccl_p2p.h: activations and gradients between the GPU stages of MPI ranks by NCCL
- * point-to-point (runtime/cuda/nccl_p2p.c; runtime/nccl_p2p_stub.c without NCCL).
+/* runtime/gpu_links.h: activations and gradients between the GPU stages of MPI ranks by NCCL
+ * point-to-point (runtime/cuda/gpu_links_nccl.c; runtime/gpu_links_stub.c without NCCL).
  *
  * One communicator per direction (activations go from rank s to s + 1, gradients from s + 1 to
  * s), each with its own stream on the stage's GPU, so the two never wait on each other; the
@@ -7,8 +7,8 @@
  * receive is queued and the caller polls its completion (a CUDA event), so the MPI transport's
  * bounded waits and stop messages hold as they do for host buffers. A wait that runs out aborts
  * the communicators (ncclCommAbort), which is what frees a rank stuck in NCCL. */
-#ifndef SP_RUNTIME_NCCL_P2P_H
-#define SP_RUNTIME_NCCL_P2P_H
+#ifndef SP_RUNTIME_GPU_LINKS_H
+#define SP_RUNTIME_GPU_LINKS_H
 
 #include "stage_exec.h"
 

@@ -1,11 +1,11 @@
-/* runtime/cuda/nccl_p2p.c: NCCL point-to-point between the GPU stages of MPI ranks
- * (runtime/nccl_p2p.h). Every call is queued on the direction's stream and followed by a CUDA
+/* runtime/cuda/gpu_links_nccl.c: NCCL point-to-point between the GPU stages of MPI ranks
+ * (runtime/gpu_links.h). Every call is queued on the direction's stream and followed by a CUDA
  * event the transport polls: nothing here waits on another rank. */
 #include <nccl.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "nccl_p2p.h"
+#include "gpu_links.h"
 
 struct direction {
     ncclComm_t comm;

@@ -1,6 +1,6 @@
-/* runtime/nccl_p2p_stub.c: a build without NCCL (or without the GPU executor): GPU ranks pass
- * their tensors through host buffers (runtime/nccl_p2p.h). */
-#include "nccl_p2p.h"
+/* runtime/gpu_links_stub.c: a build without NCCL (or without the GPU executor): GPU ranks pass
+ * their tensors through host buffers (runtime/gpu_links.h). */
+#include "gpu_links.h"
 
 bool sp_nccl_available(const char **why) {
     *why = "this stagepart was built without NCCL";
