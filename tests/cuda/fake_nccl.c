@@ -1,5 +1,5 @@
-/* tests/cuda/fake_nccl.c: the NCCL calls of runtime/cuda/gpu_links_nccl.c, done with MPI, for the GPU
- * ranks on stand-in GPUs (test_run_cuda_fake_mpi: "device" memory is host memory there). A
+/* tests/cuda/fake_nccl.c: the NCCL calls of runtime/cuda/gpu_links_nccl.c, done with MPI, for the
+ * GPU ranks on stand-in GPUs (test_run_cuda_fake_mpi: "device" memory is host memory there). A
  * communicator is a duplicate of MPI_COMM_WORLD; ncclSend and ncclRecv are non-blocking MPI
  * messages on it, in order between each pair as NCCL's are; a CUDA event recorded after them
  * (tests/cuda/fake_cuda.c) takes them and is done when MPI says they are. */
