@@ -51,7 +51,24 @@ assert mtp["fwd_ms"] > 0 and mtp["bwd_ms"] > 0, mtp
 PY
 expect_code "partition it" 0 "$STAGEPART" partition "$TMP/mtp.json" -s 2 -o "$TMP/mtp-plan.json"
 expect_code "export it to Megatron" 0 "$STAGEPART" export "$TMP/mtp-plan.json" --to megatron
-expect_stdout_contains "the layout has the m and --mtp-num-layers" "mL\" --mtp-num-layers 1"
+# the split comes from measured times, so either side of the cut may hold the MTP layer: the
+# layout must be the plan's, m where the plan put it, and standalone MTP said when it is on rank 0
+python3 - "$TMP/mtp-plan.json" "$TMP/stdout" <<'PY' && pass "the layout is the plan's, with m and --mtp-num-layers" || fail "the MTP layout"
+import json, sys
+plan = json.load(open(sys.argv[1]))
+out = open(sys.argv[2]).read()
+letter = {"embedding": "E", "transformer": "t", "mtp": "m"}  # norm and head: the one L
+segments = []
+for st in plan["stages"]:
+    kinds = plan["layer_kinds"][st["first_layer"]:st["last_layer"] + 1]
+    seg = "".join(letter.get(k, "") for k in kinds)
+    segments.append(seg + ("L" if plan["layer_kinds"][-1] in kinds else ""))
+layout = "|".join(segments)
+assert ('--pipeline-model-parallel-layout "%s" --mtp-num-layers 1\n' % layout) in out, (layout, out)
+rank = next(i for i, seg in enumerate(segments) if "m" in seg)
+standalone = "# standalone MTP: the MTP layers run on rank 0, not on the last rank with the loss"
+assert (standalone in out) == (rank == 0), (rank, out)
+PY
 sed 's/"llama"/"bert"/' tests/data/tiny-llama-mtp-model.json >"$TMP/bert-mtp.json"
 expect_code "bert with mtp_layers: exit 2" 2 "$STAGEPART" profile "$TMP/bert-mtp.json"
 expect_stderr_contains "says why" "bert-mtp.json: preset.mtp_layers: expected 0 for a bert model"
