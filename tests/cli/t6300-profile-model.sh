@@ -57,12 +57,12 @@ python3 - "$TMP/mtp-plan.json" "$TMP/stdout" <<'PY' && pass "the layout is the p
 import json, sys
 plan = json.load(open(sys.argv[1]))
 out = open(sys.argv[2]).read()
-letter = {"embedding": "E", "transformer": "t", "mtp": "m"}  # norm and head: the one L
-segments = []
+kinds, last = plan["layer_kinds"], len(plan["layer_kinds"]) - 1
+segments = []  # E with the first layer, L with the last, a t or m per block or MTP layer
 for st in plan["stages"]:
-    kinds = plan["layer_kinds"][st["first_layer"]:st["last_layer"] + 1]
-    seg = "".join(letter.get(k, "") for k in kinds)
-    segments.append(seg + ("L" if plan["layer_kinds"][-1] in kinds else ""))
+    a, b = st["first_layer"], st["last_layer"]
+    inner = "".join({"transformer": "t", "mtp": "m"}.get(k, "") for k in kinds[a:b + 1])
+    segments.append(("E" if a == 0 else "") + inner + ("L" if b == last else ""))
 layout = "|".join(segments)
 assert ('--pipeline-model-parallel-layout "%s" --mtp-num-layers 1\n' % layout) in out, (layout, out)
 rank = next(i for i, seg in enumerate(segments) if "m" in seg)
