@@ -1,0 +1,100 @@
+"""tests/frameworks/models.py: small Hugging Face models built from configs (no weights are
+downloaded), and their layers as a stagepart profile names them: each module by its fully
+qualified name, in call order, the loss as a layer of its own.
+
+The same seed gives the same weights in every process, so the pipelined ranks and the unpipelined
+reference start from one model."""
+import torch
+
+
+# a small vocabulary puts GPT-2's default bos/eos ids out of range: no special tokens
+NO_TOKENS = {"bos_token_id": None, "eos_token_id": None, "pad_token_id": None}
+
+
+def gpt2(n_layer=4, vocab=512, d=64, seq=32, seed=0):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = GPT2Config(**NO_TOKENS, n_layer=n_layer, n_embd=d, n_head=4, vocab_size=vocab, n_positions=seq,
+                            tie_word_embeddings=False, use_cache=False, resid_pdrop=0.0,
+                            embd_pdrop=0.0, attn_pdrop=0.0)
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(cfg)
+    names = ["transformer.wte", "transformer.wpe"] + [f"transformer.h.{i}" for i in range(n_layer)]
+    names += ["transformer.ln_f", "lm_head", "loss"]
+    kinds = ["embedding", "embedding"] + ["transformer"] * n_layer + ["norm", "head", "loss"]
+    return model, names, kinds, cfg.vocab_size
+
+
+def llama(n_layer=4, vocab=512, d=64, seed=0):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(**NO_TOKENS, num_hidden_layers=n_layer, hidden_size=d, intermediate_size=2 * d,
+                             num_attention_heads=4, num_key_value_heads=2, vocab_size=vocab,
+                             use_cache=False, tie_word_embeddings=False, attention_dropout=0.0)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(cfg)
+    names = ["model.embed_tokens"] + [f"model.layers.{i}" for i in range(n_layer)]
+    names += ["model.norm", "lm_head", "loss"]
+    kinds = ["embedding"] + ["transformer"] * n_layer + ["norm", "head", "loss"]
+    return model, names, kinds, cfg.vocab_size
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(d)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        return x + self.mlp(self.norm(x))
+
+
+class Chain(torch.nn.Module):
+    """samples/torch/train.py's model: each layer takes only the previous one's output, which
+    torch's multi-stage schedules need (Hugging Face models pass the attention mask and position
+    data from the first stage to every later one, which PipelineScheduleMulti refuses as skip
+    connections)."""
+
+    def __init__(self, vocab, d, n):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(vocab, d)
+        self.layers = torch.nn.ModuleList(Block(d) for _ in range(n))
+        self.head = torch.nn.Linear(d, vocab)
+
+    def forward(self, tokens):
+        x = self.embedding(tokens)
+        for block in self.layers:
+            x = block(x)
+        return self.head(x)
+
+
+def chain(n_layer=6, vocab=512, d=64, seed=0):
+    torch.manual_seed(seed)
+    model = Chain(vocab, d, n_layer)
+    names = ["embedding"] + [f"layers.{i}" for i in range(n_layer)] + ["head", "loss"]
+    kinds = ["embedding"] + ["transformer"] * n_layer + ["head", "loss"]
+    return model, names, kinds, vocab
+
+
+BUILDERS = {"gpt2": gpt2, "llama": llama, "chain": chain}
+
+
+def build(spec):
+    """spec: {"model": "gpt2"|"llama", "n_layer": .., "vocab": .., "d": ..}."""
+    kw = {k: v for k, v in spec.items() if k != "model"}
+    return BUILDERS[spec["model"]](**kw)
+
+
+def logits_of(out):
+    """The logits from what a model or its last pipeline stage returns (a Hugging Face output
+    object, a tuple whose first item is the logits, or the tensor itself)."""
+    if isinstance(out, torch.Tensor):
+        return out
+    if hasattr(out, "logits"):
+        return out.logits
+    if isinstance(out, dict):
+        return out["logits"]
+    return out[0]
+
+
+def loss_fn(out, target):
+    logits = logits_of(out)
+    return torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), target.flatten())
