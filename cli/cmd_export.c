@@ -15,7 +15,7 @@ const struct cli_opt cmd_export_opts[] = {
      "put <prefix> before layer names to make module names (e.g. model.)", "Export"},
     {OPT_NAMES, "module-names", 0, "<names>",
      "profile (default: the layer names) or torchtitan (by kind: tok_embeddings, layers.N, norm, "
-     "output)",
+     "lm_head)",
      "Export"},
     {OPT_OUTPUT, "output", 'o', "<file>", "write the result to <file> (atomically)", "Output"},
     {OPT_JSON, "json", 0, NULL, "print {\"format\": \"stagepart-export\", ...} with the bare value",

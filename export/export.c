@@ -233,8 +233,8 @@ static bool kind_is(const sp_plan *plan, size_t l, const char *kind) {
     return strcmp(plan->layer_kinds[l], kind) == 0;
 }
 
-/* torchtitan's models name their modules tok_embeddings, layers.N, norm and output: map the
- * profile's layers to them by kind, in the order those models run them */
+/* torchtitan's models name their modules tok_embeddings, layers.N, norm and lm_head (0.3.0;
+ * "output" before): map the profile's layers to them by kind, in the order those models run them */
 static sp_status torchtitan_names(sp_ctx *ctx, const sp_plan *plan, struct module_names *m) {
     size_t n = plan->n_layers, blocks = 0;
     bool has_norm = false;
@@ -252,7 +252,7 @@ static sp_status torchtitan_names(sp_ctx *ctx, const sp_plan *plan, struct modul
         else if (kind_is(plan, l, "norm"))
             a = "norm", why = blocks ? NULL : "the final norm must follow the transformer layers";
         else if (kind_is(plan, l, "head"))
-            a = has_norm ? "output" : "norm", b = has_norm ? NULL : "output";
+            a = has_norm ? "lm_head" : "norm", b = has_norm ? NULL : "lm_head";
         else
             why = "torchtitan's models have a module for kinds embedding, transformer, norm and "
                   "head only (the loss is no module)";
@@ -301,7 +301,7 @@ static bool torchtitan_even_split(size_t S, size_t L, size_t iw, size_t ow, size
 }
 
 /* When the stages' module lists are torchtitan's default shape ([tok_embeddings, layers.0, ...],
- * ..., [..., norm, output]) and its even split with some first/last weights makes exactly them,
+ * ..., [..., norm, lm_head]) and its even split with some first/last weights makes exactly them,
  * those weights (the smallest first weight, then last); false otherwise. */
 static bool torchtitan_less_layers(const sp_plan *plan, const struct module_names *m,
                                    size_t *first_less, size_t *last_less) {
@@ -322,20 +322,20 @@ static bool torchtitan_less_layers(const sp_plan *plan, const struct module_name
                     L++;
                 } else if (strcmp(nm, "tok_embeddings") == 0) {
                     shape = k == 0 && L == 0;
-                } else if (strcmp(nm, "norm") == 0 || strcmp(nm, "output") == 0) {
+                } else if (strcmp(nm, "norm") == 0 || strcmp(nm, "lm_head") == 0) {
                     shape = k == S - 1;
                 } else {
                     shape = false;
                 }
             }
         }
-    /* the first stage opens with tok_embeddings, the last ends with norm, output */
+    /* the first stage opens with tok_embeddings, the last ends with norm, lm_head */
     shape = shape && m->first[0] && strcmp(m->first[0], "tok_embeddings") == 0;
     size_t last = plan->n_layers;
     while (shape && last > 0 && !m->first[last - 1])
         last--;
     shape = shape && last > 0 &&
-            strcmp(m->second[last - 1] ? m->second[last - 1] : m->first[last - 1], "output") == 0;
+            strcmp(m->second[last - 1] ? m->second[last - 1] : m->first[last - 1], "lm_head") == 0;
     bool found = false;
     for (size_t iw = 0; shape && !found && iw <= L + 1; iw++)
         for (size_t ow = 0; !found && ow <= L + 1; ow++)

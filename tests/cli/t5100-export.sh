@@ -56,7 +56,7 @@ cat >"$TMP/norm.json" <<'JSON'
  {"name": "layers.2", "kind": "transformer", "fwd_ms": 1, "bwd_ms": 2},
  {"name": "layers.3", "kind": "transformer", "fwd_ms": 1, "bwd_ms": 2},
  {"name": "norm", "kind": "norm", "fwd_ms": 1, "bwd_ms": 2},
- {"name": "output", "kind": "head", "fwd_ms": 1, "bwd_ms": 2},
+ {"name": "lm_head", "kind": "head", "fwd_ms": 1, "bwd_ms": 2},
  {"name": "loss", "kind": "loss", "fwd_ms": 1, "bwd_ms": 2}]}
 JSON
 expect_code "import a split inside L" 0 "$STAGEPART" import-plan "$TMP/norm.json" --parts 0,3,5,6,7 -o "$TMP/norm-plan.json"
@@ -146,7 +146,7 @@ text = open(sys.argv[1]).read()
 parts = eval(re.search(r"module_fqns_per_model_part = (.*)", text).group(1))
 def generate(S, L, iw, ow):  # torchtitan's generate_llm_fqn_per_model_part, default names
     if S == 1:
-        return [["tok_embeddings"] + [f"layers.{i}" for i in range(L)] + ["norm", "output"]]
+        return [["tok_embeddings"] + [f"layers.{i}" for i in range(L)] + ["norm", "lm_head"]]
     eff = L + iw + ow
     if S > eff:
         raise ValueError
@@ -167,7 +167,7 @@ def generate(S, L, iw, ow):  # torchtitan's generate_llm_fqn_per_model_part, def
                 mods.append(f"layers.{cur}")
                 cur += 1
         if s == S - 1:
-            mods += ["norm", "output"]
+            mods += ["norm", "lm_head"]
         out.append(mods)
     return out
 L = sum(m.startswith("layers.") for p in parts for m in p)
@@ -200,7 +200,7 @@ for s in 2 3 4 5 8; do
 done
 [ $n_fit -ge 3 ] && pass "the first/last form given for $n_fit of 10 plans" || fail "too few plans of the even shape ($n_fit)"
 expect_code "torchtitan names" 0 "$STAGEPART" export "$TMP/t4.json" --to torchtitan --module-names torchtitan --json
-if python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["value"]; assert v[0][0]=="tok_embeddings" and v[-1][-2:]==["norm","output"] and "layers.31" in v[-1]' "$TMP/stdout"; then pass "tok_embeddings first, norm and output last (the profile has no norm layer)"; else fail "torchtitan names"; fi
+if python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["value"]; assert v[0][0]=="tok_embeddings" and v[-1][-2:]==["norm","lm_head"] and "layers.31" in v[-1]' "$TMP/stdout"; then pass "tok_embeddings first, norm and lm_head last (the profile has no norm layer)"; else fail "torchtitan names"; fi
 expect_code "pippy with torchtitan names" 0 "$STAGEPART" export "$TMP/t4.json" --to pippy --module-names torchtitan
 expect_stdout_contains "split at layers.N" '"layers.'
 expect_code "a kind torchtitan has no module for" 2 "$STAGEPART" export "$TMP/mtp4.json" --to torchtitan --module-names torchtitan
