@@ -519,6 +519,9 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
                          "Trainer.Config)\n"
                          "config.parallelism.pipeline_parallel_degree = %u\n",
                          plan->model, plan->summary.stages);
+        if (plan->summary.stages > 1) /* its config check refuses CUDA graphs with PP (0.3.0) */
+            sp_strbuf_puts(&text, "config.training.disable_cuda_graphs = True  # torchtitan: CUDA "
+                                  "graphs do not support pipeline parallelism\n");
         if (plan->summary.schedule.present) {
             sp_schedule sched = plan->summary.schedule.schedule;
             if (torch_schedule_name(sched))
@@ -530,10 +533,16 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
                                  "per rank\n",
                                  sp_schedule_name(sched));
         }
+        /* torchtitan (0.3.0) runs local_batch_size / pipeline_parallel_microbatch_size
+         * micro-batches: M of them whatever size the user sets first */
         sp_strbuf_printf(&text,
-                         "config.parallelism.num_pp_microbatches = %u\n"
+                         "# M = %u micro-batches: torchtitan runs local_batch_size / "
+                         "pipeline_parallel_microbatch_size\n"
+                         "config.training.local_batch_size = %u * "
+                         "config.parallelism.pipeline_parallel_microbatch_size\n"
                          "config.parallelism.module_fqns_per_model_part = %s\n",
-                         plan->summary.micro_batches, sp_strbuf_str(&value));
+                         plan->summary.micro_batches, plan->summary.micro_batches,
+                         sp_strbuf_str(&value));
         size_t first_less = 0, last_less = 0;
         if (!module_prefix && torchtitan_less_layers(plan, &mods, &first_less, &last_less))
             sp_strbuf_printf(&text,
