@@ -3,9 +3,10 @@
 CSV reader (_PipelineScheduleRuntime._load_csv, which lowers it to sends and receives) and run.
 
 For 1F1B, interleaved (2 chunks per rank, looped) and ZBV (V-shape, split backward) plans of a
-small chain model (samples/torch/train.py's: torch's multi-stage runtime refuses
-the skip connections of Hugging Face models, see models.Chain) on 2 ranks, the plan's pippy export builds the stages and the runtime executes the
-exported op order; the step must give the unpipelined model's loss and gradients (1e-5)."""
+small chain model (samples/torch/train.py's: torch's multi-stage runtime refuses the skip
+connections of Hugging Face models, see models.chain) on 2 ranks, the plan's pippy export builds
+the stages and the runtime executes the exported op order; the step must give the unpipelined
+model's loss and gradients (1e-5)."""
 import os
 import random
 

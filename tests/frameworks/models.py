@@ -1,9 +1,13 @@
 """tests/frameworks/models.py: small Hugging Face models built from configs (no weights are
-downloaded), and their layers as a stagepart profile names them: each module by its fully
-qualified name, in call order, the loss as a layer of its own.
+downloaded) and samples/torch/train.py's chain model, and their layers as a stagepart profile
+names them: each module by its fully qualified name, in call order, the loss as a layer of its
+own.
 
 The same seed gives the same weights in every process, so the pipelined ranks and the unpipelined
 reference start from one model."""
+import os
+import sys
+
 import torch
 
 
@@ -37,38 +41,16 @@ def llama(n_layer=4, vocab=512, d=64, seed=0):
     return model, names, kinds, cfg.vocab_size
 
 
-class Block(torch.nn.Module):
-    def __init__(self, d):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(d)
-        self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d))
-
-    def forward(self, x):
-        return x + self.mlp(self.norm(x))
-
-
-class Chain(torch.nn.Module):
-    """samples/torch/train.py's model: each layer takes only the previous one's output, which
-    torch's multi-stage schedules need (Hugging Face models pass the attention mask and position
-    data from the first stage to every later one, which PipelineScheduleMulti refuses as skip
-    connections)."""
-
-    def __init__(self, vocab, d, n):
-        super().__init__()
-        self.embedding = torch.nn.Embedding(vocab, d)
-        self.layers = torch.nn.ModuleList(Block(d) for _ in range(n))
-        self.head = torch.nn.Linear(d, vocab)
-
-    def forward(self, tokens):
-        x = self.embedding(tokens)
-        for block in self.layers:
-            x = block(x)
-        return self.head(x)
+# samples/torch/train.py's model: each layer takes only the previous one's output, which torch's
+# multi-stage schedules need (Hugging Face models pass the attention mask and position data from
+# the first stage to every later one, which PipelineScheduleMulti refuses as skip connections)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "samples", "torch"))
+from train import Block, Model  # noqa: E402,F401  (Block: DeepSpeed's layer specs)
 
 
 def chain(n_layer=6, vocab=512, d=64, seed=0):
     torch.manual_seed(seed)
-    model = Chain(vocab, d, n_layer)
+    model = Model(vocab, d, n_layer)
     names = ["embedding"] + [f"layers.{i}" for i in range(n_layer)] + ["head", "loss"]
     kinds = ["embedding"] + ["transformer"] * n_layer + ["head", "loss"]
     return model, names, kinds, vocab
