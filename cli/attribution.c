@@ -48,8 +48,14 @@ static void print_summary(const sp_trace_summary *s, const char *written) {
     else
         printf(", one pass (no step ranges)");
     printf("\nlayers: %s", s->layers_chosen);
-    printf("\n\nGPU time     %10.3f ms in %llu activities\n", s->gpu_ms,
-           (unsigned long long)s->activities);
+    if (s->cpu_time)
+        printf("\n\nno GPU activity in the trace: times are its CPU operators' own time (each "
+               "op's span less its child ops'),\nattributed as a kernel it launched would be\n"
+               "CPU time     %10.3f ms in %llu pieces of operators\n",
+               s->gpu_ms, (unsigned long long)s->activities);
+    else
+        printf("\n\nGPU time     %10.3f ms in %llu activities\n", s->gpu_ms,
+               (unsigned long long)s->activities);
     printf("  layers     %10.3f ms (%.1f%%)\n", s->layer_ms,
            s->gpu_ms > 0 ? 100 * s->layer_ms / s->gpu_ms : 0);
     printf("  optimizer  %10.3f ms\n", s->optimizer_ms);
@@ -101,9 +107,9 @@ int cli_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_pr
     }
     if (sum.unattributed_share > 0.02)
         fprintf(stderr,
-                "stagepart: warning: %.1f%% of GPU time is in no range: kernels launched "
+                "stagepart: warning: %.1f%% of %s time is in no range: work launched "
                 "outside the layer ranges (or a trace without launch records)\n",
-                100 * sum.unattributed_share);
+                100 * sum.unattributed_share, sum.cpu_time ? "CPU" : "GPU");
     sp_free(json);
     return CLI_EXIT_OK;
 }

@@ -34,7 +34,9 @@ const struct cli_command_help cmd_import_help = {
     "  autograd op's GPU work going to the layer its forward op ran in (the trace's fwdbwd\n"
     "  links). Steps are ranges named 'stagepart/step' or 'ProfilerStep#N'. fwd_ms and\n"
     "  bwd_ms are the median over the steps of each layer's merged GPU busy time; NCCL kernels\n"
-    "  and copies are reported apart. The summary says how much GPU time no layer got.\n"
+    "  and copies are reported apart. The summary says how much GPU time no layer got. A kineto\n"
+    "  trace with no GPU events (a CPU run) is attributed by its CPU operators' own time (each\n"
+    "  op's span less its child ops'), and the summary says so.\n"
     "  docs/profiling.md.",
     "  stagepart import kineto trace.json.gz -o profile.json --warmup-steps 2\n"
     "  stagepart import kineto rank0.pt.trace.json rank1.pt.trace.json -o profile.json\n"

@@ -11,20 +11,17 @@
  * op (ph "s" at its start) to the autograd op that runs its backward (ph "f" at that op's start):
  *   cat cpu_op at the start of a fwdbwd "f"         -> a host range with the link, so the
  *                                                      backward's work finds its forward's layer
- * deviceProperties names the devices. Other events (other cpu_ops, gpu_user_annotation, ...) are
- * ignored.
+ * deviceProperties names the devices. A file with no GPU event is a CPU run: its cpu_ops' own
+ * time becomes its work (cpu_op_work.c). Other events (gpu_user_annotation, ...) are ignored.
  *
  * Several files (one per rank, as torch.profiler writes them) merge into one trace: each file's
  * threads are a process of their own (steps are matched per process), and its correlation ids,
  * flows and device ordinals, which every rank numbers from the start, are keyed by the file. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <zlib.h>
 
 #include "json_util.h"
 #include "stagepart/stagepart.h"
@@ -81,6 +78,8 @@ struct kineto_state {
      * and the summing of gradients run there, outside X's own op) */
     struct eval_op *evals;
     size_t n_evals, cap_evals;
+    struct sp_cpu_op *ops; /* the file's cpu_ops: its work when it has no GPU events */
+    size_t n_ops, cap_ops;
     size_t first_linked; /* ranges from here on are the file's */
 };
 
@@ -236,6 +235,25 @@ static sp_status read_flow(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev)
     return st;
 }
 
+static sp_status add_cpu_op(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev, const char *name,
+                            int64_t start, int64_t end) {
+    if (k->n_ops == k->cap_ops) {
+        size_t cap = k->cap_ops ? 2 * k->cap_ops : 1024;
+        struct sp_cpu_op *g = sp_realloc(k->ops, cap * sizeof *g);
+        if (!g)
+            return sp_oom(ctx, "reading a trace");
+        k->ops = g;
+        k->cap_ops = cap;
+    }
+    struct sp_cpu_op *o = &k->ops[k->n_ops];
+    *o = (struct sp_cpu_op){start, end, 0, 0};
+    sp_status st = thread_of(ctx, k, ev, &o->tid);
+    if (st == SP_OK)
+        st = sp_trace_intern(ctx, k->t, name, strlen(name), &o->name);
+    k->n_ops += st == SP_OK;
+    return st;
+}
+
 /* any other event */
 static sp_status read_event(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev, size_t *n_ranges,
                             size_t *n_gpu, size_t *n_legacy) {
@@ -260,6 +278,8 @@ static sp_status read_event(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev
     bool annotation = strcmp(c, "user_annotation") == 0 || strcmp(c, "python_function") == 0;
     bool cpu_op = strcmp(c, "cpu_op") == 0;
     uint32_t link = cpu_op ? backward_link_of(k, ev, start) : 0;
+    if (cpu_op && (st = add_cpu_op(ctx, k, ev, name->valuestring, start, end)) != SP_OK)
+        return st;
     if (cpu_op && !link &&
         strncmp(name->valuestring, EVALUATE_FUNCTION, strlen(EVALUATE_FUNCTION)) == 0) {
         return add_eval(ctx, k, ev, name->valuestring, start, end);
@@ -473,16 +493,22 @@ static sp_status parse_into(sp_ctx *ctx, struct kineto_state *k, const char *nam
                      "gpu_memcpy and gpu_memset): not read; record the trace again with a current "
                      "PyTorch",
                      name, f.n_legacy);
-    else if (st == SP_OK && f.n_gpu == 0)
+    else if (st == SP_OK && f.n_gpu == 0 && k->n_ops == 0)
         st = sp_fail(ctx, SP_ERR_SCHEMA,
-                     "%s: no GPU events (cat kernel, gpu_memcpy or gpu_memset): record the trace "
-                     "with ProfilerActivity.CUDA",
+                     "%s: no GPU events (cat kernel, gpu_memcpy or gpu_memset) and no CPU "
+                     "operators (cat cpu_op): record the trace with ProfilerActivity.CPU, and "
+                     "ProfilerActivity.CUDA on a GPU",
                      name);
     else if (st == SP_OK && f.n_ranges == 0)
         st = sp_fail(ctx, SP_ERR_SCHEMA,
                      "%s: no host ranges (cat user_annotation or python_function): wrap layers in "
                      "record_function or annotate the model (docs/profiling.md)",
                      name);
+    else if (st == SP_OK && f.n_gpu == 0) { /* a CPU run: its operators' own time */
+        st = sp_trace_add_cpu_op_work(ctx, k->t, k->ops, k->n_ops, k->file);
+        k->t->cpu_time = true;
+    }
+    k->n_ops = 0;
     return st;
 }
 
@@ -501,6 +527,7 @@ static sp_status new_trace(sp_ctx *ctx, const char *name, struct sp_trace **out)
 
 static sp_status finish(struct kineto_state *k, sp_status st, sp_trace **out) {
     sp_free(k->evals);
+    sp_free(k->ops);
     sp_u64_map_release(&k->threads);
     sp_u64_map_release(&k->flows);
     if (st != SP_OK) {
@@ -528,64 +555,6 @@ sp_status sp_trace_parse_kineto(sp_ctx *ctx, const char *name, const char *data,
     return finish(&k, st, out);
 }
 
-/* a file, plain or gzip (gzread reads both), into a NUL-terminated buffer */
-static sp_status read_trace_file(sp_ctx *ctx, const char *path, char **data, size_t *out_len) {
-    *data = NULL;
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        return sp_fail(ctx, SP_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
-    /* the file's size first: exact for a plain trace (no copies as the buffer grows), a start
-     * for a compressed one */
-    size_t cap = 1 << 20, len = 0;
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size + 1 > cap)
-        cap = (uint64_t)sb.st_size + 1 < SP_TRACE_MAX_FILE_BYTES ? (size_t)sb.st_size + 1
-                                                                 : SP_TRACE_MAX_FILE_BYTES;
-    char *buf = sp_malloc(cap + 1);
-    sp_status st = buf ? SP_OK : sp_oom(ctx, "reading a trace");
-    while (st == SP_OK) {
-        if (len == cap) {
-            if (cap >= SP_TRACE_MAX_FILE_BYTES) {
-                st = sp_fail(ctx, SP_ERR_LIMIT, "%s: larger than %zu bytes uncompressed", path,
-                             (size_t)SP_TRACE_MAX_FILE_BYTES);
-                break;
-            }
-            char *grown = sp_realloc(buf, cap * 2 + 1);
-            if (!grown) {
-                st = sp_oom(ctx, "reading a trace");
-                break;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-        size_t want = cap - len > (1u << 30) ? (1u << 30) : cap - len;
-        int n = gzread(f, buf + len, (unsigned)want);
-        if (n < 0) {
-            int err = 0;
-            const char *msg = gzerror(f, &err);
-            st = sp_fail(ctx, SP_ERR_PARSE, "%s: not a readable gzip file: %s", path, msg);
-            break;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    gzclose(f);
-    if (st == SP_OK && len >= 16 && memcmp(buf, "SQLite format 3", 16) == 0)
-        st = sp_fail(ctx, SP_ERR_PARSE,
-                     "%s: an SQLite database, not a Kineto JSON trace: for an Nsight Systems "
-                     "export use `stagepart import nsys`",
-                     path);
-    if (st != SP_OK) {
-        sp_free(buf);
-        return st;
-    }
-    buf[len] = '\0';
-    *data = buf;
-    *out_len = len;
-    return SP_OK;
-}
-
 sp_status sp_trace_load_kineto_files(sp_ctx *ctx, const char *const *paths, size_t n,
                                      sp_trace **out) {
     if (!ctx)
@@ -603,7 +572,7 @@ sp_status sp_trace_load_kineto_files(sp_ctx *ctx, const char *const *paths, size
         char *data = NULL;
         size_t len = 0;
         k.file = (uint32_t)i;
-        st = read_trace_file(ctx, paths[i], &data, &len);
+        st = sp_trace_read_file(ctx, paths[i], &data, &len);
         if (st == SP_OK)
             st = parse_into(ctx, &k, paths[i], data, len);
         sp_free(data);

@@ -90,7 +90,22 @@ struct sp_trace {
     uint64_t unusable_payloads;    /* range payloads beyond 2^53 bytes (dropped: a profile's byte
                                     * counts are exact JSON integers) */
     struct sp_trace_replay replay; /* run NULL: the arrays hold every launch and activity */
+    bool cpu_time; /* the activities are CPU operators' own time (a run with no GPU) */
 };
+
+/* Read a file, plain or gzip, into a NUL-terminated buffer (*data, freed with sp_free). An
+ * SQLite database is refused naming `import nsys`. */
+sp_status sp_trace_read_file(sp_ctx *ctx, const char *path, char **data, size_t *len);
+
+/* A CPU operator (torch.profiler's cpu_op) of a run with no GPU activity. */
+struct sp_cpu_op {
+    int64_t start_ns, end_ns;
+    uint32_t tid, name;
+};
+/* Each op's own time (its span less its child ops') as launches and activities, on a device
+ * "CPU" per thread of the process; sorts ops (cpu_op_work.c says how). */
+sp_status sp_trace_add_cpu_op_work(sp_ctx *ctx, struct sp_trace *t, struct sp_cpu_op *ops, size_t n,
+                                   uint32_t process);
 
 sp_status sp_trace_init(sp_ctx *ctx, struct sp_trace *t);
 /* Intern a string (len bytes, not NUL-terminated); *id gets its index. */

@@ -229,6 +229,7 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     sum.activities = a.activities;
     sum.unmatched = a.unmatched;
     sum.gpu_ms = a.gpu_ms;
+    sum.cpu_time = trace->cpu_time;
     sum.layer_ms =
         a.class_ms[SP_PHASE_FWD] + a.class_ms[SP_PHASE_BWD] + a.class_ms[SP_PHASE_RECOMPUTE];
     sum.optimizer_ms = a.class_ms[SP_PHASE_OPTIMIZER];
@@ -276,8 +277,9 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
                  a.steps_total - a.steps_used);
     else
         snprintf(steps, sizeof steps, "one pass (no step ranges)");
-    snprintf(source, sizeof source, "%s %s: %s, %.1f%% of GPU time unattributed", trace->collector,
-             base_name(trace->file), steps, 100 * sum.unattributed_share);
+    snprintf(source, sizeof source, "%s %s: %s, %.1f%% of %s time unattributed", trace->collector,
+             base_name(trace->file), steps, 100 * sum.unattributed_share,
+             trace->cpu_time ? "CPU operators'" : "GPU");
 
     const char *device = NULL;
     for (size_t i = 0; i < trace->n_devices && !device; i++)
@@ -320,7 +322,11 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
          num(m, "zero_time_records", (double)trace->zero_time_records) &&
          num(m, "unusable_payloads", (double)trace->unusable_payloads) &&
          num(m, "late_activities", (double)a.late) && num(m, "late_ms", a.late_ms) &&
-         cJSON_AddStringToObject(m, "time", "merged GPU busy time of kernels and memsets") &&
+         cJSON_AddStringToObject(m, "time",
+                                 trace->cpu_time
+                                     ? "no GPU activity in the trace: CPU operators' own time "
+                                       "(span less child ops), merged per thread"
+                                     : "merged GPU busy time of kernels and memsets") &&
          cJSON_AddStringToObject(m, "cuda_graphs",
                                  "kernels of a graph launch count for the range around the "
                                  "launch") &&

@@ -166,6 +166,8 @@ typedef struct sp_trace_summary {
         uint64_t count;
     } outside[SP_TRACE_SUMMARY_OUTSIDE];
     size_t n_outside;
+    bool cpu_time; /* a trace with no GPU activity (a CPU run): the times above are its CPU
+                    * operators' own time (span less child ops), not GPU time */
 } sp_trace_summary;
 
 /* sp_trace_to_profile: the profile (a "stagepart-profile" document, docs/formats.md) and the
