@@ -30,7 +30,7 @@ const struct cli_command_help cmd_import_help = {
     "  thread, the innermost enclosing range), and from there to the nearest layer range.\n"
     "  Layers are ranges named '<layer>/fwd' and '<layer>/bwd' (a forward inside a backward is\n"
     "  recomputation); without those, a level of the PyTorch module tree (torch.profiler's\n"
-    "  with_modules=True ranges, 'nn.Module: Name_N'), chosen as --layers auto says, with each\n"
+    "  with_stack=True ranges, 'nn.Module: Name_N'), chosen as --layers auto says, with each\n"
     "  autograd op's GPU work going to the layer its forward op ran in (the trace's fwdbwd\n"
     "  links). Steps are ranges named 'stagepart/step' or 'ProfilerStep#N'. fwd_ms and\n"
     "  bwd_ms are the median over the steps of each layer's merged GPU busy time; NCCL kernels\n"

@@ -501,8 +501,9 @@ static sp_status parse_into(sp_ctx *ctx, struct kineto_state *k, const char *nam
                      name);
     else if (st == SP_OK && f.n_ranges == 0)
         st = sp_fail(ctx, SP_ERR_SCHEMA,
-                     "%s: no host ranges (cat user_annotation or python_function): wrap layers in "
-                     "record_function or annotate the model (docs/profiling.md)",
+                     "%s: no host ranges (cat user_annotation or python_function): record with "
+                     "torch.profiler's with_stack=True (module ranges), wrap layers in "
+                     "record_function, or annotate the model (docs/profiling.md)",
                      name);
     else if (st == SP_OK && f.n_gpu == 0) { /* a CPU run: its operators' own time */
         st = sp_trace_add_cpu_op_work(ctx, k->t, k->ops, k->n_ops, k->file);
