@@ -93,6 +93,20 @@ static size_t empty_stages(const sp_plan *plan, char *buf, size_t size) {
     return count;
 }
 
+/* the devices none of whose stages holds a layer (with chunks, a device idles only when all of
+ * its virtual stages are empty) */
+static size_t idle_devices(const sp_plan *plan, uint32_t devices) {
+    size_t idle = 0;
+    for (uint32_t d = 0; d < devices; d++) {
+        bool busy = false;
+        for (size_t k = 0; k < sp_plan_get_stage_count(plan) && !busy; k++)
+            busy = sp_plan_get_stage(plan, k)->device == d &&
+                   sp_plan_get_stage(plan, k)->layer_count > 0;
+        idle += !busy;
+    }
+    return idle;
+}
+
 /* an empty stage's device idles the whole iteration: what that costs */
 static void print_empty(const char *who, const sp_plan *plan) {
     char list[256];
@@ -100,10 +114,17 @@ static void print_empty(const char *who, const sp_plan *plan) {
     if (!n)
         return;
     const sp_plan_summary *s = sp_plan_get_summary(plan);
+    size_t idle = idle_devices(plan, s->stages);
+    if (!idle) {
+        printf("%s: virtual stage%s %s hold%s no layer; every device holds layers in another "
+               "(imbalance %.3f)\n",
+               who, n > 1 ? "s" : "", list, n > 1 ? "" : "s", s->imbalance);
+        return;
+    }
     printf("%s: stage%s %s hold%s no layer: %zu of %u devices idle, the other %zu carry all the "
            "work (imbalance %.3f)\n",
-           who, n > 1 ? "s" : "", list, n > 1 ? "" : "s", n, s->stages * s->chunks,
-           (size_t)(s->stages * s->chunks) - n, s->imbalance);
+           who, n > 1 ? "s" : "", list, n > 1 ? "" : "s", idle, s->stages, s->stages - idle,
+           s->imbalance);
 }
 
 static void print_comparison(const sp_plan *yours, const sp_plan *best, double gain) {

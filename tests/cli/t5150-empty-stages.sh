@@ -10,6 +10,9 @@ CHECK="python3 tests/tools/schema_check.py"
 expect_code "a layout with an empty segment" 0 "$STAGEPART" evaluate $P/llama3-8b.json \
     --megatron-layout "Et*16||t*16L"
 expect_stdout_contains "the empty stage named" "your split: stage 1 holds no layer: 1 of 3 devices idle"
+# with virtual stages a device idles only when all of its stages are empty
+expect_code "an empty virtual stage" 0 "$STAGEPART" evaluate samples/profiles/llama3-8b.json --megatron-layout "Et*16||t*16|L" -s 2
+expect_stdout_contains "no device idles" "your split: virtual stage 1 holds no layer; every device holds layers in another"
 expect_code "--json" 0 "$STAGEPART" evaluate $P/llama3-8b.json --megatron-layout "Et*16||t*16L" --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["yours"]["empty_stages"] == 1 and d["optimal"]["empty_stages"] == 0, d' \
     "$TMP/stdout" && pass "--json counts the empty stages" || fail "--json empty_stages"
