@@ -278,7 +278,8 @@ static sp_status read_event(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev
     bool annotation = strcmp(c, "user_annotation") == 0 || strcmp(c, "python_function") == 0;
     bool cpu_op = strcmp(c, "cpu_op") == 0;
     uint32_t link = cpu_op ? backward_link_of(k, ev, start) : 0;
-    if (cpu_op && (st = add_cpu_op(ctx, k, ev, name->valuestring, start, end)) != SP_OK)
+    /* cpu_ops are the work only of a file with no GPU event: kept until its first one */
+    if (cpu_op && *n_gpu == 0 && (st = add_cpu_op(ctx, k, ev, name->valuestring, start, end)))
         return st;
     if (cpu_op && !link &&
         strncmp(name->valuestring, EVALUATE_FUNCTION, strlen(EVALUATE_FUNCTION)) == 0) {
@@ -320,6 +321,7 @@ static sp_status read_event(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev
         st = sp_trace_intern(ctx, t, name->valuestring, strlen(name->valuestring), &a.name);
         if (st == SP_OK)
             st = sp_trace_add_activity(ctx, t, &a);
+        k->n_ops = 0; /* a GPU run: its cpu_ops are not its work */
         ++*n_gpu;
     }
     return st;
