@@ -14,10 +14,6 @@
 #                             profiler trace of the same program imported, their per-layer
 #                             agreement, partition and export; traced vs untraced step time at
 #                             8 x 1024 and 2 x 256 (targets 3% and 20%)
-#   pippy.*                   stagepart's pippy export run unedited on Hugging Face's GPT-2:
-#                             pipeline(model, split_spec=...) makes the plan's stage count and
-#                             each stage holds the plan's modules (scripts/pippy-check.py; needs
-#                             torch and transformers, said so when they are missing)
 #   robust.*                  the injection library inside programs that use threads, fork, two
 #                             driver contexts, exit(), _exit() and a signal (tests/cuda/gpu_robust):
 #                             each must end under the collector exactly as alone, within 60 s,
@@ -421,14 +417,6 @@ else
     say "torch with CUDA or transformers is not installed here: the Hugging Face flow was not run"
 fi
 
-say ""
-say "## pippy export on Hugging Face GPT-2 (scripts/pippy-check.py)"
-python3 scripts/pippy-check.py "$SP" "$OUT" 4 | tee -a "$S"
-case ${PIPESTATUS[0]} in
-0) ;;
-77) say "torch or transformers is not installed here: the pippy check was not run" ;;
-*) failed=1 ;;
-esac
 # summary.json: the figures above, machine-readable; null where this run did not measure one
 python3 - "$OUT" "$(cat .bundle-commit 2>/dev/null || git rev-parse HEAD 2>/dev/null || echo unknown)" <<'PY'
 import json, os, sys
@@ -462,7 +450,6 @@ try:  # overhead.txt: "<mode> median step <ms> ..." lines, modes untraced, idle,
 except (OSError, ValueError):
     pass
 torch = load("torch.profile.json")
-pippy = load("pippy.json")
 hf_over = load("hf-overhead.json") or {}
 hf_cmp = load("hf-gpt2.compare.json") or {}
 device = open(os.path.join(out, "device.txt")).readline().strip() if os.path.exists(os.path.join(out, "device.txt")) else None
@@ -475,9 +462,6 @@ doc = {"commit": commit, "device": device,
        "overhead": {"gpu_layers": overhead, "hf_gpt2_8x1024": hf_over.get("8x1024"),
                     "hf_gpt2_2x256": hf_over.get("2x256"), "after_recording_stops": after_stop},
        "collector_vs_kineto_max_layer_diff": hf_cmp.get("max_layer_diff"),
-       "pippy_gpt2": {"stages": pippy["num_stages"], "planned": pippy["stages"],
-                      "modules_match": pippy["stage_modules_match"],
-                      "error": pippy["error"]} if pippy else None,
        "run": {"streams_max_stage_error": stage_error("run.report.json"),
                "split_max_stage_error": stage_error("run-split.report.json"),
                "isolate_max_stage_error": stage_error("run-isolate.report.json"),
