@@ -65,10 +65,9 @@ sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_partition
         sp_strbuf_init(&ctx->warn);
         sp_partition_opts best = o;
         best.micro_batches = sp_plan_get_summary(e->yours)->micro_batches;
-        /* the exact method for the layout (the DP or the V-shape solver); chunks in a loop are
-         * compared with Megatron-LM's equal split: the ilp balances their device loads, not the
-         * interleaved iteration, and takes its time limit */
-        best.solver = o.chunks > 1 && !vshape ? SP_SOLVER_UNIFORM : SP_SOLVER_DP;
+        /* the exact method for the layout: the DP, the V-shape solver, or for chunks in a loop
+         * the interleaved search (partitioner/solve_interleaved.c) */
+        best.solver = SP_SOLVER_DP;
         best.schedule = sp_plan_get_summary(e->yours)->schedule.schedule;
         st = sp_partition(ctx, profile, &best, &e->optimal);
         sp_strbuf_release(&ctx->warn);

@@ -37,8 +37,8 @@ const struct cli_opt cmd_partition_opts[] = {
     {OPT_OBJECTIVE, "objective", 0, "<name>",
      "bottleneck (default), variance or iteration; see docs/partitioning.md", "Plan"},
     {OPT_SOLVER, "solver", 0, "<name>",
-     "dp (default, exact), ilp (GLPK: chunks, recomputation, placement, range, deviation), "
-     "uniform or parameters (baselines)",
+     "dp (default, exact; with --chunks the interleaved search), ilp (GLPK: recomputation, "
+     "placement, range, deviation), uniform or parameters (baselines)",
      "Plan"},
     {OPT_SCHEDULE, "schedule", 0, "<name>",
      "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1; interleaved or "
@@ -46,14 +46,16 @@ const struct cli_opt cmd_partition_opts[] = {
      "partitioned exactly); compare (every schedule that fits, in one table)",
      "Plan"},
     {OPT_TIME_LIMIT, "time-limit", 0, "<s>",
-     "ilp solver: stop after s seconds with the best plan found and its gap (default: 30)", "Plan"},
+     "ilp solver and the interleaved search: stop after s seconds with the best plan found and "
+     "its gap (default: 30)",
+     "Plan"},
     {OPT_RECOMPUTE, "recompute", 0, "<auto|off>",
      "ilp solver: choose which layers recompute their forward instead of keeping saved_bytes "
      "(default: off)",
      "Constraints"},
     {OPT_CHUNKS, "chunks", 0, "<V>",
-     "V model chunks per device for the interleaved schedules (solved by the ilp solver, or "
-     "--solver uniform)",
+     "V model chunks per device for the interleaved schedules, chunk k on device k mod P "
+     "(balanced exactly by the default solver; --solver uniform: equal chunks)",
      "Plan"},
     {OPT_MEMORY_LIMIT, "memory-limit", 0, "<bytes>",
      "per-stage memory cap, e.g. 80GB or 80GiB (default: none)", "Constraints"},
@@ -92,12 +94,15 @@ const struct cli_command_help cmd_partition_help = {
     "stage times. zbv and dualpipev cut 2P chunks, V-shape: the bottleneck is the largest\n"
     "device load (its two chunks), then balanced chunks; --objective iteration there keeps the\n"
     "least simulated iteration over device-load caps up to 25% above the least bottleneck.\n"
+    "--chunks V (interleaved): the least largest device load (the sum of its V chunks), then\n"
+    "the most balanced devices, proven by an exact search (or its gap at --time-limit).\n"
     "Under --memory-limit, stage s of P holds its memory_bytes plus its saved_bytes times the\n"
     "micro-batches in flight under the schedule (1F1B: min(P - s, M); GPipe: M). Layers with\n"
     "\"cut_after\": false are never followed by a stage boundary.",
     "  stagepart partition samples/profiles/llama3-8b.json --stages 4\n"
     "  stagepart partition model.json -s 8 --memory-limit 80GB -o plan.json\n"
     "  stagepart partition model.json -s 8 --solver uniform --json\n"
+    "  stagepart partition model.json -s 8 --chunks 2 --schedule interleaved\n"
     "  stagepart partition model.json -s 4 -m 16 --schedule compare\n",
 };
 

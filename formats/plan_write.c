@@ -102,6 +102,12 @@ static cJSON *plan_tree(const sp_plan *plan) {
              add_number(o, "objective_ms", m->objective_ms) &&
              add_number(o, "nodes", (double)m->nodes) &&
              add_number(o, "free_binaries", (double)m->free_binaries);
+    } else if (ok && m->solver_status) { /* the interleaved search: proven or its gap */
+        cJSON *o = cJSON_AddObjectToObject(root, "search");
+        ok = o && add_string(o, "status", m->solver_status) && add_number(o, "gap", m->mip_gap) &&
+             add_number(o, "best_bound_ms", m->best_bound_ms) &&
+             add_number(o, "objective_ms", m->objective_ms) &&
+             add_number(o, "states", (double)m->nodes);
     }
     if (ok && m->schedule.present) {
         const sp_plan_schedule *sc = &m->schedule;

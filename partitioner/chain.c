@@ -6,6 +6,18 @@
 
 #include "sim_impl.h"
 
+size_t sp_chain_position_of(const struct sp_chain *c, size_t layer) {
+    size_t lo = 0, hi = c->n_pos - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->pos[mid] >= layer)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 void sp_chain_release(struct sp_chain *c) {
     sp_free(c->pos);
     sp_free(c->w);

@@ -87,6 +87,9 @@ static inline int64_t sp_chain_comm(const struct sp_chain *c, uint32_t s, size_t
     return t;
 }
 
+/* the first position at or after layer index `layer` */
+size_t sp_chain_position_of(const struct sp_chain *c, size_t layer);
+
 sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
                         const struct sp_chain_model *model);
 void sp_chain_release(struct sp_chain *c);

@@ -16,8 +16,9 @@
 #include "partition_impl.h"
 
 uint32_t sp_stages_with_layers(const sp_profile *profile, const sp_partition_opts *o) {
-    if (!o->allow_empty_stages)
-        return o->stages;
+    if (!o->allow_empty_stages || (o->solver == SP_SOLVER_DP && o->chunks > 1 &&
+                                   sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_LOOP))
+        return o->stages; /* loop-placed chunks: the interleaved search places empty ones */
     size_t n = sp_profile_get_layer_count(profile), places = 0;
     for (size_t l = 0; l + 1 < n && places + 1 < o->stages; l++)
         places += sp_cut_allowed(profile, l);

@@ -41,18 +41,6 @@ sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partit
     return SP_OK;
 }
 
-static size_t position_of(const struct sp_chain *c, size_t layer) {
-    size_t lo = 0, hi = c->n_pos - 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->pos[mid] >= layer)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
-}
-
 /* Keep recomputation only where memory needs it: the program may recompute a layer it need not
  * (at equal bottleneck); undoing that only shortens its stage. Layers with the longest
  * recomputation are undone first. c gives each stage's memory cap and in-flight count. */
@@ -186,7 +174,7 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
          * stage on the fastest device and no memory limit */
         st = sp_solve_dp(ctx, profile, o, d, inc);
         for (uint32_t k = 0; st == SP_OK && k <= K; k++)
-            inc[k] = position_of(&c, inc[k]);
+            inc[k] = sp_chain_position_of(&c, inc[k]);
         if (st == SP_ERR_INFEASIBLE && o->recompute) {
             sp_ctx_begin(ctx);
             st = recompute_all_bounds(ctx, profile, o, d, inc);
@@ -240,7 +228,7 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
             inc_recomputes = !fits && fits_recomputed;
         }
         for (uint32_t k = 0; st == SP_OK && k <= K; k++)
-            inc[k] = position_of(&c, inc[k]);
+            inc[k] = sp_chain_position_of(&c, inc[k]);
     }
     if (!inject) { /* the program alone (the oracle tests check it against enumeration) */
         have_incumbent = false;

@@ -210,12 +210,25 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
         st = sp_parameters_bounds(ctx, profile, o->stages, bounds);
         break;
     default:
-        st = o->chunks == 2 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_V
-                 ? sp_solve_vshape(ctx, profile, o, d, 0, bounds)
-                 : sp_solve_dp(ctx, profile, o, d, bounds);
+        if (o->chunks > 1 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_LOOP)
+            st = sp_solve_interleaved(ctx, profile, o, d, bounds, &ilp);
+        else if (o->chunks == 2 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_V)
+            st = sp_solve_vshape(ctx, profile, o, d, 0, bounds);
+        else
+            st = sp_solve_dp(ctx, profile, o, d, bounds);
         break;
     }
+    bool searched = o->solver == SP_SOLVER_ILP || ilp.found; /* figures to record */
     double solve_ms = sp_now_ms() - t0;
+    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx) && o->chunks > 1 &&
+        sp_profile_get_layer_count(profile) >= K)
+        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                     "no split into %u x %u interleaved chunks fits %s: each device holds its "
+                     "chunks' memory_bytes and, at every point of the interleaved order, the "
+                     "saved_bytes of the micro-batches in flight. Raise the limit, use more "
+                     "stages, fewer micro-batches or --solver ilp --recompute auto",
+                     o->stages, o->chunks,
+                     o->memory_limit_bytes ? "the memory limit" : "the devices' memory");
     if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx)) {
         struct sp_chain c;
         if (sp_chain_for_opts(ctx, &c, profile, o, d) == SP_OK) {
@@ -224,8 +237,8 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_part
         }
     }
     if (st == SP_OK)
-        st = sp_plan_finish(ctx, profile, o, d, bounds, recompute,
-                            o->solver == SP_SOLVER_ILP ? &ilp : NULL, solve_ms, out);
+        st = sp_plan_finish(ctx, profile, o, d, bounds, recompute, searched ? &ilp : NULL, solve_ms,
+                            out);
     sp_free(bounds);
     sp_free(ilp.bounds);
     sp_free(ilp.recompute);
@@ -348,8 +361,11 @@ static sp_status plan_some_empty(sp_ctx *ctx, const sp_profile *profile, const s
                        "--allow-empty-stages: %u stages, and the profile has places to cut for "
                        "only %u; empty stages are placed on one chunk per device, identical "
                        "devices and no links (no --chunks, V schedules, --devices, --links or "
-                       "--placement search)",
-                       o->stages, filled);
+                       "--placement search)%s",
+                       o->stages, filled,
+                       o->chunks > 1 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_LOOP
+                           ? "; the default solver places empty interleaved chunks"
+                           : "");
     sp_partition_opts part = *o;
     part.stages = filled;
     part.allow_empty_stages = false;
@@ -378,8 +394,6 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
     opts->micro_batches = m->micro_batches;
     opts->objective = m->objective;
     opts->solver = m->solver == SP_SOLVER_GIVEN ? SP_SOLVER_DP : m->solver;
-    if (m->chunks > 1 && opts->solver == SP_SOLVER_DP)
-        opts->solver = SP_SOLVER_UNIFORM;
     opts->schedule = m->schedule.present ? m->schedule.schedule : SP_SCHEDULE_1F1B;
     opts->memory_limit_bytes = m->memory_limit_bytes;
     opts->comm = m->comm;
@@ -421,15 +435,6 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     if (o.chunks > SP_MAX_STAGES || (uint64_t)o.chunks * o.stages > SP_MAX_STAGES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages x chunks must be at most %u, got %u x %u",
                        SP_MAX_STAGES, o.stages, o.chunks);
-    if (o.chunks > 1 && o.solver == SP_SOLVER_DP &&
-        sp_schedule_chunk_layout(o.schedule) == SP_CHUNKS_LOOP) {
-        /* no exact DP balances chunks placed in a loop: the program does, exactly */
-        sp_warn(ctx,
-                "--chunks %u: each device's load sums %u non-contiguous chunks, no chain "
-                "problem; solved exactly by the ilp solver (GLPK) instead of the DP",
-                o.chunks, o.chunks);
-        o.solver = SP_SOLVER_ILP;
-    }
     if (o.solver == SP_SOLVER_ILP) {
         if (o.objective == SP_OBJECTIVE_VARIANCE)
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
@@ -468,13 +473,25 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                            "overlapped transfers (no --placement search, no --comm blocking)",
                            sp_schedule_name(o.schedule));
     } else if (o.chunks > 1) {
-        if (o.solver != SP_SOLVER_UNIFORM && o.solver != SP_SOLVER_ILP)
+        if (o.solver == SP_SOLVER_PARAMETERS)
             return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                           "--chunks %u with --solver %s: balancing interleaved chunks exactly "
-                           "is not a chain problem (each device's load sums %u non-contiguous "
-                           "chunks). --solver ilp balances them exactly (GLPK); --solver uniform "
-                           "--chunks %u makes Megatron-LM's equal split",
-                           o.chunks, sp_solver_name(o.solver), o.chunks, o.chunks);
+                           "--chunks %u with --solver parameters: the parameters baseline "
+                           "splits one chunk per device; the default solver balances "
+                           "interleaved chunks exactly, --solver uniform makes Megatron-LM's "
+                           "equal split",
+                           o.chunks);
+        if (o.solver == SP_SOLVER_DP && o.objective == SP_OBJECTIVE_VARIANCE)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "--chunks %u: the interleaved search minimizes the bottleneck and "
+                           "then balances the devices (the least sum of squared loads at that "
+                           "bottleneck); --objective variance has no cap to search under: use "
+                           "--objective bottleneck, or --solver ilp --objective deviation",
+                           o.chunks);
+        if (o.solver == SP_SOLVER_DP && o.links && o.comm == SP_COMM_BLOCKING)
+            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                           "--chunks %u: interleaved chunks are balanced with overlapped "
+                           "transfers only; --comm blocking needs one chunk per device",
+                           o.chunks);
         if (o.schedule != SP_SCHEDULE_INTERLEAVED_ZB) /* chunks in a loop run interleaved */
             o.schedule = SP_SCHEDULE_INTERLEAVED;
     } else if (sp_schedule_chunks_needed(o.schedule) == 0) {

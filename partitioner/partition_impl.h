@@ -48,8 +48,16 @@ sp_status sp_check_rounds(sp_ctx *ctx, const sp_partition_opts *o);
 sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                           const struct sp_stage_devices *d, unsigned slack_64ths, size_t *bounds);
 
+/* the exact partition of loop-placed chunks (interleaved schedules, --chunks V >= 2):
+ * bounds[P V + 1] (layer indices) and, in res, whether it is proven and its bound and gap, as the
+ * ilp reports them (solve_interleaved.c; res->bounds stays NULL) */
+sp_status sp_solve_interleaved(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                               const struct sp_stage_devices *d, size_t *bounds,
+                               struct sp_ilp_result *res);
+
 /* --allow-empty-stages (empty_stages.c): the stages that can hold layers, min(P, places to cut
- * + 1), P when empty stages are not allowed; and the P-stage plan of a plan solved for that
+ * + 1), P when empty stages are not allowed or when the dp solver places chunks in a loop (the
+ * interleaved search places empty chunks itself); and the P-stage plan of a plan solved for that
  * many, with the empty stages first and every figure, the solver's own kept */
 uint32_t sp_stages_with_layers(const sp_profile *profile, const sp_partition_opts *o);
 sp_status sp_plan_with_empty_stages(sp_ctx *ctx, const sp_profile *profile,

@@ -26,6 +26,20 @@ sp_status sp_plan_simulate(sp_ctx *ctx, sp_plan *plan, sp_schedule schedule) {
     return st;
 }
 
+/* The even split to compare with: equal layer counts; with --allow-empty-stages and more
+ * stages than places to cut, the stages that can hold layers split evenly and the others empty
+ * first (as empty_stages.c places them) */
+static sp_status even_bounds(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                             uint32_t K, size_t *even) {
+    size_t n = sp_profile_get_layer_count(profile), places = 0;
+    for (size_t l = 0; l + 1 < n; l++)
+        places += sp_cut_allowed(profile, l);
+    uint32_t filled = o->allow_empty_stages && places + 1 < K ? (uint32_t)places + 1 : K;
+    for (uint32_t k = 0; k < K - filled; k++)
+        even[k] = 0;
+    return sp_uniform_bounds(ctx, profile, filled, even + (K - filled));
+}
+
 /* The plan for solved boundaries (and recomputed layers, or NULL): build, check, compare with
  * the even split on the same devices, record the ilp's figures (or NULL), simulate. */
 sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
@@ -42,9 +56,9 @@ sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partit
     if (st == SP_OK && o->solver != SP_SOLVER_DP && o->solver != SP_SOLVER_ILP)
         st = sp_check_plan_memory(ctx, plan, o, d);
     if (st == SP_OK)
-        st = sp_uniform_bounds(ctx, profile, K, even);
+        st = even_bounds(ctx, profile, o, K, even);
     if (st == SP_OK) {
-        plan->summary.optimal = o->solver == SP_SOLVER_DP || (ilp && ilp->optimal);
+        plan->summary.optimal = ilp ? ilp->optimal : o->solver == SP_SOLVER_DP;
         if (ilp) {
             sp_plan_summary *m = &plan->summary;
             m->mip_gap = ilp->mip_gap;
@@ -55,8 +69,9 @@ sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partit
             m->free_binaries = ilp->free_binaries;
             if (!ilp->optimal)
                 sp_warn(ctx,
-                        "the ilp solver stopped at the time limit (%g s): the plan is the best "
-                        "found, %.2f%% above the proven bound; raise --time-limit to prove it",
+                        "the %s stopped at the time limit (%g s): the plan is the best found, "
+                        "%.2f%% above the proven bound; raise --time-limit to prove it",
+                        o->solver == SP_SOLVER_ILP ? "ilp solver" : "interleaved search",
                         o->time_limit_s, 100 * ilp->mip_gap);
         }
         plan->summary.solve_ms = solve_ms;

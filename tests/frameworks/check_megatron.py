@@ -89,8 +89,8 @@ def check_export(rng, i):
         ranks, chunks = rng.randint(1, 4), rng.choice([1, 1, 2, 3])
     args = ["-s", ranks, "-m", 4 * ranks]
     if chunks > 1:
-        args += ["--chunks", chunks, "--schedule", "interleaved", "--solver", rng.choice(["ilp", "uniform"]),
-                 "--time-limit", 2]
+        args += ["--chunks", chunks, "--schedule", "interleaved",
+                 "--solver", rng.choice(["dp", "dp", "ilp", "uniform"]), "--time-limit", 2]
     if ranks * chunks > n_t + n_m + 1:  # fewer places to cut than stages
         args += ["--allow-empty-stages"]
     plan_path = fwcheck.path(f"mg-export-{i}.plan.json")
@@ -168,9 +168,8 @@ def import_cases():
     profiles = {}
     agree = accepted = 0
     for i in range(IMPORT_LAYOUTS):
-        # at least as many places to cut as segments drawn (8): with virtual stages and more
-        # segments than places, evaluate's equal-split comparison fails (exit 3, left to #29)
-        key = (rng.randint(8, 12), rng.choice([0, 0, 1, 2]))
+        # from 2 transformer layers: often more segments (up to 8) than places to cut
+        key = (rng.randint(2, 12), rng.choice([0, 0, 1, 2]))
         if key not in profiles:
             profiles[key] = random_profile(random.Random(key[0] * 10 + key[1]), f"mg-import-{key[0]}-{key[1]}",
                                            n_t=key[0], n_m=key[1])[0]

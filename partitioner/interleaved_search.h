@@ -1,0 +1,67 @@
+/* partitioner/interleaved_search.h: the exact search over loop-placed chunks that
+ * solve_interleaved.c drives (interleaved_search.c): a state is (device d, where device d's
+ * chunk starts in each round); from it, the best of the devices still to place under a cap T on
+ * every device's load, cached per state (tuple_memo.h), over every tuple of round boundaries. */
+#ifndef SP_PARTITIONER_INTERLEAVED_SEARCH_H
+#define SP_PARTITIONER_INTERLEAVED_SEARCH_H
+
+#include "chain.h"
+#include "chunk_memory.h"
+#include "tuple_memo.h"
+
+#define SP_IL_FAIL ((sp_i128)-1)
+
+/* what a state's value is: 0 when a plan exists (the first found), the least largest load, the
+ * least sum of squared loads, or the least sum of loads, of the devices still to place */
+enum sp_il_goal { SP_IL_FEASIBLE, SP_IL_MINMAX, SP_IL_SQUARES, SP_IL_SUM };
+
+struct sp_il {
+    const struct sp_chain *c;         /* K = P x V virtual stages, each with its device's speed */
+    const struct sp_chunk_memory *cm; /* NULL: no memory limit */
+    uint32_t P, V;
+    size_t n;           /* blocks: positions 0 .. n */
+    uint32_t min_chunk; /* 1, or 0 with --allow-empty-stages */
+    enum sp_il_goal goal;
+    int64_t T;
+    int64_t floor; /* a proven lower bound of the largest load: a plan reaching it is optimal */
+    int64_t *work_rest; /* [P + 1]: the most work (ticks at speed 1) devices d .. P-1 carry */
+    uint32_t *b;        /* [V + 1] round boundaries */
+    uint32_t *key;      /* [(P + 1) x (V + 1)] per depth: (d, t) */
+    uint32_t *e;        /* [P x V] per depth: the successor being built */
+    uint32_t *best_e;   /* [P x V] per depth: the best successor so far */
+    uint32_t *trace;    /* [2 x V] */
+    struct sp_tuple_memo memo;
+    double deadline_ms;
+    uint64_t nodes, node_limit; /* node_limit: where a probe gives up (over_budget) */
+    bool stopped, over_budget;
+};
+
+/* every tuple of round boundaries b_0 = 0 <= b_1 <= ... <= b_V = n, each round at least
+ * `least` blocks, nearest to hint (V + 1 entries) first */
+struct sp_il_rounds {
+    uint32_t *b; /* [count x (V + 1)] */
+    size_t count;
+};
+
+sp_status sp_il_rounds_init(sp_ctx *ctx, struct sp_il_rounds *R, uint32_t V, size_t least, size_t n,
+                            const uint32_t *hint);
+
+/* chunk ticks of device d's chunk in round r over positions [a, e), at its speed */
+static inline int64_t sp_il_chunk_ticks(const struct sp_il *s, uint32_t d, uint32_t r, size_t a,
+                                        size_t e) {
+    return sp_chain_compute(s->c, r * s->P + d, a, e);
+}
+
+/* does device d fit its memory with chunks [t_r, e_r)? */
+bool sp_il_device_fits(const struct sp_il *s, uint32_t d, const uint32_t *t, const uint32_t *e);
+
+/* the cap and goal of the next searches (and the work the devices can carry under it) */
+void sp_il_set_cap(struct sp_il *s, int64_t T, enum sp_il_goal goal);
+
+/* The best plan under cap T for the goal over every round tuple, its chunk bounds [K + 1]
+ * (positions) into bounds; SP_IL_FAIL when none or when stopped (s->stopped). SP_IL_FEASIBLE stops
+ * at the first plan; SP_IL_MINMAX lowers the cap below each plan found, and stops at s->floor. */
+sp_i128 sp_il_solve_cap(struct sp_il *s, const struct sp_il_rounds *R, int64_t T,
+                        enum sp_il_goal goal, size_t *bounds);
+
+#endif
