@@ -10,6 +10,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 "$BUILD/bench/bench_partition" samples/profiles
+"$BUILD/bench/bench_interleaved" samples/profiles
 "$BUILD/bench/bench_simulate"
 "$BUILD/bench/bench_attribute"
 "$BUILD/bench/bench_event_log" 1000000

@@ -94,8 +94,9 @@ const struct cli_command_help cmd_partition_help = {
     "stage times. zbv and dualpipev cut 2P chunks, V-shape: the bottleneck is the largest\n"
     "device load (its two chunks), then balanced chunks; --objective iteration there keeps the\n"
     "least simulated iteration over device-load caps up to 25% above the least bottleneck.\n"
-    "--chunks V (interleaved): the least largest device load (the sum of its V chunks), then\n"
-    "the most balanced devices, proven by an exact search (or its gap at --time-limit).\n"
+    "--chunks V (interleaved): the least largest chunk, then the least largest device load\n"
+    "(the sum of its V chunks), then the most balanced chunks, proven by an exact search (or\n"
+    "its gap at --time-limit).\n"
     "Under --memory-limit, stage s of P holds its memory_bytes plus its saved_bytes times the\n"
     "micro-batches in flight under the schedule (1F1B: min(P - s, M); GPipe: M). Layers with\n"
     "\"cut_after\": false are never followed by a stage boundary.",

@@ -27,7 +27,7 @@ bool sp_il_device_fits(const struct sp_il *s, uint32_t d, const uint32_t *t, con
     return true;
 }
 
-static sp_i128 search(struct sp_il *s, uint32_t d, const uint32_t *t);
+static sp_i128 search(struct sp_il *s, uint32_t d, const uint32_t *t, int64_t *least_max);
 
 /* One state's successors, built round by round (r), with the device's load and work so far. */
 struct step {
@@ -37,7 +37,8 @@ struct step {
     int64_t need;       /* the least work this device must take */
     int64_t *more_work; /* [V]: the most work rounds r+1.. can still add */
     int64_t *min_load;  /* [V]: the least load rounds r+1.. add (one block each) */
-    sp_i128 best;
+    sp_i128 best;       /* the goal's value */
+    int64_t best_max;   /* the least largest load of any successor's plan; -1: none yet */
     bool done;
 };
 
@@ -73,22 +74,40 @@ static size_t fitting_end(const struct sp_il *s, uint32_t d, uint32_t r, size_t 
 }
 
 /* the successor in s->e complete, with device load `load`: its memory, then the rest */
+/* what one chunk may take: what the device has left, and no more than the chunk cap */
+static int64_t chunk_room(const struct sp_il *s, int64_t device_room) {
+    return device_room < s->chunk_cap ? device_room : s->chunk_cap;
+}
+
+/* the sum of squared chunk times of device d's chunks [t_r, e_r) */
+static sp_i128 chunk_squares(const struct sp_il *s, uint32_t d, const uint32_t *t,
+                             const uint32_t *e) {
+    sp_i128 sum = 0;
+    for (uint32_t r = 0; r < s->V; r++) {
+        int64_t c = sp_il_chunk_ticks(s, d, r, t[r], e[r]);
+        sum += (sp_i128)c * c;
+    }
+    return sum;
+}
+
 static void finish(struct sp_il *s, struct step *x, int64_t load) {
     uint32_t d = x->d, V = s->V;
     const uint32_t *e = s->e + (size_t)d * V;
     if (!sp_il_device_fits(s, d, x->t, e))
         return;
-    sp_i128 rest = d + 1 == s->P ? 0 : search(s, d + 1, e);
+    int64_t rest_max = 0;
+    sp_i128 rest = d + 1 == s->P ? 0 : search(s, d + 1, e, &rest_max);
     if (s->stopped) {
         x->done = true;
         return;
     }
     if (rest == SP_IL_FAIL)
         return;
-    sp_i128 v = s->goal == SP_IL_FEASIBLE  ? 0
-                : s->goal == SP_IL_MINMAX  ? (load > rest ? load : rest)
-                : s->goal == SP_IL_SQUARES ? (sp_i128)load * load + rest
-                                           : (sp_i128)load + rest;
+    int64_t mx = load > rest_max ? load : rest_max;
+    x->best_max = x->best_max < 0 || mx < x->best_max ? mx : x->best_max;
+    sp_i128 v = s->goal == SP_IL_FEASIBLE ? 0
+                : s->goal == SP_IL_BEST   ? chunk_squares(s, d, x->t, e) + rest
+                                          : (sp_i128)load + rest;
     if (x->best == SP_IL_FAIL || v < x->best) {
         x->best = v;
         memcpy(s->best_e + (size_t)d * V, e, V * sizeof *e);
@@ -114,7 +133,7 @@ static void expand_last_two(struct sp_il *s, struct step *x, int64_t load, int64
     size_t a = x->t[r], aq = x->t[q], lo, hi, lo_q, hi_q;
     end_range(s, x, r, &lo, &hi);
     end_range(s, x, q, &lo_q, &hi_q);
-    size_t past = fitting_end(s, d, r, a, lo, hi, s->T - load - x->min_load[r]);
+    size_t past = fitting_end(s, d, r, a, lo, hi, chunk_room(s, s->T - load - x->min_load[r]));
     size_t low = first_reaching(c->w, lo, past - 1 + (past == lo), /* (none when past == lo) */
                                 x->need - work - x->more_work[r] + c->w[a]);
     bool started = false;
@@ -122,7 +141,7 @@ static void expand_last_two(struct sp_il *s, struct step *x, int64_t load, int64
     for (size_t end = past; end-- > low && !x->done;) {
         e[r] = (uint32_t)end;
         int64_t l2 = load + sp_il_chunk_ticks(s, d, r, a, end), w2 = work + (c->w[end] - c->w[a]);
-        int64_t cap = s->T - l2, target = x->need - w2 + c->w[aq];
+        int64_t cap = chunk_room(s, s->T - l2), target = x->need - w2 + c->w[aq];
         if (!started) {
             top = fitting_end(s, d, q, aq, lo_q, hi_q, cap);
             bot = first_reaching(c->w, lo_q, hi_q, target);
@@ -152,7 +171,7 @@ static void expand(struct sp_il *s, struct step *x, uint32_t r, int64_t load, in
     end_range(s, x, r, &lo, &hi);
     /* the chunk must leave room for the later rounds' least load, and with their most work
      * reach the device's least work */
-    size_t past = fitting_end(s, d, r, a, lo, hi, s->T - load - x->min_load[r]);
+    size_t past = fitting_end(s, d, r, a, lo, hi, chunk_room(s, s->T - load - x->min_load[r]));
     size_t low = first_reaching(c->w, lo, past - 1 + (past == lo),
                                 x->need - work - x->more_work[r] + c->w[a]);
     for (size_t end = past; end-- > low && !x->done;) {
@@ -162,14 +181,15 @@ static void expand(struct sp_il *s, struct step *x, uint32_t r, int64_t load, in
     }
 }
 
-/* the best of devices d .. P-1 from tuple t (SP_IL_FAIL: none under the cap) */
-static sp_i128 search(struct sp_il *s, uint32_t d, const uint32_t *t) {
+/* the goal's best of devices d .. P-1 from tuple t (SP_IL_FAIL: none under the cap), and the
+ * least largest load of their plans under the cap in *least_max */
+static sp_i128 search(struct sp_il *s, uint32_t d, const uint32_t *t, int64_t *least_max) {
     uint32_t V = s->V;
     uint32_t *key = s->key + (size_t)d * (V + 1);
     key[0] = d;
     memcpy(key + 1, t, V * sizeof *t);
     sp_i128 cached;
-    if (sp_tuple_memo_get(&s->memo, key, &cached, NULL))
+    if (sp_tuple_memo_get(&s->memo, key, &cached, least_max, NULL))
         return cached;
     if (++s->nodes % IL_CLOCK_EVERY == 0 && sp_now_ms() > s->deadline_ms)
         s->stopped = true;
@@ -203,7 +223,8 @@ static sp_i128 search(struct sp_il *s, uint32_t d, const uint32_t *t) {
                      .need = rest - s->work_rest[d + 1],
                      .more_work = more_work,
                      .min_load = min_load,
-                     .best = SP_IL_FAIL};
+                     .best = SP_IL_FAIL,
+                     .best_max = -1};
     if (rest <= s->work_rest[d])
         expand(s, &x, 0, 0, 0);
     if (V > 64) {
@@ -213,8 +234,9 @@ static sp_i128 search(struct sp_il *s, uint32_t d, const uint32_t *t) {
     if (s->stopped)
         return SP_IL_FAIL;
     key = s->key + (size_t)d * (V + 1); /* (unchanged: deeper states use their own rows) */
-    sp_tuple_memo_put(&s->memo, key, x.best,
+    sp_tuple_memo_put(&s->memo, key, x.best, x.best_max,
                       x.best == SP_IL_FAIL ? NULL : s->best_e + (size_t)d * V);
+    *least_max = x.best_max;
     return x.best;
 }
 
@@ -322,12 +344,13 @@ static void trace_plan(struct sp_il *s, size_t *bounds) {
     memcpy(t, s->b, V * sizeof *t);
     for (uint32_t d = 0; d < P; d++) {
         sp_i128 v;
+        int64_t mx;
         uint32_t *key = s->key + (size_t)d * (V + 1);
         key[0] = d;
         memcpy(key + 1, t, V * sizeof *t);
-        if (!sp_tuple_memo_get(&s->memo, key, &v, e)) { /* evicted: search it again */
-            search(s, d, t);
-            sp_tuple_memo_get(&s->memo, key, &v, e);
+        if (!sp_tuple_memo_get(&s->memo, key, &v, NULL, e)) { /* evicted: search it again */
+            search(s, d, t, &mx);
+            sp_tuple_memo_get(&s->memo, key, &v, NULL, e);
         }
         for (uint32_t r = 0; r < V; r++)
             bounds[(size_t)r * P + d] = t[r];
@@ -337,7 +360,10 @@ static void trace_plan(struct sp_il *s, size_t *bounds) {
 }
 
 /* The best plan under cap T for the goal over every round tuple, into bounds; SP_IL_FAIL when none
- * (or when stopped: s->stopped). SP_IL_FEASIBLE stops at the first. */
+ * (or when stopped: s->stopped). SP_IL_FEASIBLE stops at the first. SP_IL_BEST lowers the cap to
+ * the least largest load of each tuple that beats it (searching that tuple again under its own
+ * value), so it ends with the cap at the least largest load, and the plan with the least sum of
+ * squared chunk times among those reaching it. */
 sp_i128 sp_il_solve_cap(struct sp_il *s, const struct sp_il_rounds *R, int64_t T,
                         enum sp_il_goal goal, size_t *bounds) {
     sp_il_set_cap(s, T, goal);
@@ -346,23 +372,27 @@ sp_i128 sp_il_solve_cap(struct sp_il *s, const struct sp_il_rounds *R, int64_t T
     for (size_t i = 0; i < R->count && !s->stopped; i++) {
         memcpy(s->b, R->b + i * (s->V + 1), (s->V + 1) * sizeof *s->b);
         sp_tuple_memo_clear(&s->memo);
-        sp_i128 v = search(s, 0, s->b);
+        int64_t mx = 0;
+        sp_i128 v = search(s, 0, s->b, &mx);
+        if (goal == SP_IL_BEST && v != SP_IL_FAIL && mx < s->T && !s->stopped) {
+            sp_il_set_cap(s, mx, goal); /* every plan so far is beaten: this tuple again */
+            sp_tuple_memo_clear(&s->memo);
+            best = SP_IL_FAIL;
+            v = search(s, 0, s->b, &mx);
+        }
         if (s->stopped || v == SP_IL_FAIL || (best != SP_IL_FAIL && v >= best))
             continue;
         best = v;
         best_i = i;
-        if (goal == SP_IL_FEASIBLE || (goal == SP_IL_MINMAX && v <= s->floor))
+        if (goal == SP_IL_FEASIBLE)
             break;
-        if (goal == SP_IL_MINMAX) /* the later tuples must beat it */
-            sp_il_set_cap(s, (int64_t)v - 1, goal);
     }
-    if (goal == SP_IL_MINMAX && best != SP_IL_FAIL)
-        sp_il_set_cap(s, (int64_t)best, goal); /* to trace the plan that reached it */
     if (best == SP_IL_FAIL || s->stopped)
-        return s->stopped ? SP_IL_FAIL : best;
+        return SP_IL_FAIL;
     memcpy(s->b, R->b + best_i * (s->V + 1), (s->V + 1) * sizeof *s->b);
     sp_tuple_memo_clear(&s->memo);
-    search(s, 0, s->b);
+    int64_t mx;
+    search(s, 0, s->b, &mx);
     if (!s->stopped)
         trace_plan(s, bounds);
     return s->stopped ? SP_IL_FAIL : best;

@@ -11,9 +11,10 @@
 
 #define SP_IL_FAIL ((sp_i128)-1)
 
-/* what a state's value is: 0 when a plan exists (the first found), the least largest load, the
- * least sum of squared loads, or the least sum of loads, of the devices still to place */
-enum sp_il_goal { SP_IL_FEASIBLE, SP_IL_MINMAX, SP_IL_SQUARES, SP_IL_SUM };
+/* what a state's value is, over the devices still to place under the cap: 0 when a plan exists
+ * (the first found), the least sum of squared chunk times, or the least sum of loads. Every
+ * state also gets the least largest load of its plans. */
+enum sp_il_goal { SP_IL_FEASIBLE, SP_IL_BEST, SP_IL_SUM };
 
 struct sp_il {
     const struct sp_chain *c;         /* K = P x V virtual stages, each with its device's speed */
@@ -23,7 +24,7 @@ struct sp_il {
     uint32_t min_chunk; /* 1, or 0 with --allow-empty-stages */
     enum sp_il_goal goal;
     int64_t T;
-    int64_t floor; /* a proven lower bound of the largest load: a plan reaching it is optimal */
+    int64_t chunk_cap;  /* every chunk's time at most this (SP_NO_CAP: no cap) */
     int64_t *work_rest; /* [P + 1]: the most work (ticks at speed 1) devices d .. P-1 carry */
     uint32_t *b;        /* [V + 1] round boundaries */
     uint32_t *key;      /* [(P + 1) x (V + 1)] per depth: (d, t) */
@@ -60,7 +61,8 @@ void sp_il_set_cap(struct sp_il *s, int64_t T, enum sp_il_goal goal);
 
 /* The best plan under cap T for the goal over every round tuple, its chunk bounds [K + 1]
  * (positions) into bounds; SP_IL_FAIL when none or when stopped (s->stopped). SP_IL_FEASIBLE stops
- * at the first plan; SP_IL_MINMAX lowers the cap below each plan found, and stops at s->floor. */
+ * at the first plan; SP_IL_BEST lowers the cap to the least largest load as it goes (s->T ends
+ * there) and returns the least sum of squared chunk times among the plans reaching it. */
 sp_i128 sp_il_solve_cap(struct sp_il *s, const struct sp_il_rounds *R, int64_t T,
                         enum sp_il_goal goal, size_t *bounds);
 

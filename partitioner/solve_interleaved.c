@@ -11,25 +11,29 @@
  * how it was reached, so each state's result is cached (tuple_memo.c). The round boundaries are
  * enumerated (C(n, V - 1) tuples at most; nearest to a good guess first).
  *
+ * The objective, each step proven: the least largest chunk (the chain DP over the K chunks: a
+ * round of the interleaved order moves at the pace of its longest chunk, and the device-load
+ * optimum alone ran slower than the equal split), then the least largest device load with every
+ * chunk within it, then the least sum of squared chunk times (docs/partitioning.md).
+ *
  * Under a cap T on every device's load the remaining work bounds each step from below: devices
  * d+1 .. P-1 can carry at most sum (T x their speed) more, so device d must take the rest. With
  * equal speeds the slack P T - total is shared by all devices, and near the optimum it is a
  * fraction of a layer: each device's load then lies in a window narrower than one layer, and the
  * search is small. Exact: ticks are integers and nothing is pruned that a plan could use.
  *
- * Bottleneck, in three steps. (1) A good plan cheaply: the uniform chunk split, then probes for
- * any plan under a cap halfway between the proven bound and the best plan so far, each given up
- * after IL_PROBE_NODES states (a cap with plans is found quickly, one without costs a pass over
- * every round tuple). (2) One pass over every round tuple, each searched for its least largest
- * load under a cap just below the best plan so far: when it ends, no tuple has a plan below the
- * best, so the best is optimal (it stops early at the bound total / P, or its speed-weighted
- * form, which no plan beats). (3) At that optimum, the plan with the least sum of squared device
- * loads (the most balanced devices; with equal speeds their sum is fixed). Iteration: with equal
- * speeds (M - 1) max + sum orders plans as the bottleneck does; with speeds the least sum under
- * caps T descending from the largest where (M - 1) T alone could beat the best found (the same
- * argument as solve_iteration in solve_dp.c). Memory limits: every in-flight state of the
- * device's chunks under the schedule fits (chunk_memory.h), checked per step. A time limit stops
- * any step; the plan then carries the proven bound and its gap. */
+ * The device-load step: (1) a plan to start from (the chain DP's over the K chunks, else the
+ * uniform split), then probes for any plan under a cap halfway between the proven bound and the
+ * best so far, each given up after IL_PROBE_NODES states (a cap with plans is found quickly, one
+ * without costs a pass over every round tuple). (2) One pass over every round tuple, each
+ * searched under the best largest load so far for its least largest load and, at the cap, its
+ * least sum of squared chunk times (sp_il_solve_cap with SP_IL_BEST): when it ends, no tuple has a
+ * plan below the cap, so the cap is optimal. Iteration: with equal speeds (M - 1) max + sum orders
+ * plans as the bottleneck does; with speeds the least sum under caps T descending from the
+ * largest where (M - 1) T alone could beat the best found (the argument of solve_iteration in
+ * solve_dp.c). Memory limits: every in-flight state of the device's chunks under the schedule
+ * fits (chunk_memory.h), checked per step. A time limit stops any step; the plan then carries the
+ * proven bound and its gap. */
 #include <string.h>
 
 #include "baselines.h"
@@ -39,7 +43,6 @@
 #define IL_MAX_VIRTUAL_STAGES 4096u /* the search recurses once per device and round */
 #define IL_PROBE_NODES        20000u
 #define IL_MEMO_MAX_SLOTS     ((size_t)1 << 20) /* 56 MB with V = 4 */
-
 
 static int64_t max_load(const struct sp_il *s, const size_t *bounds, int64_t *sum) {
     int64_t mx = 0, total = 0;
@@ -57,16 +60,10 @@ static int64_t max_load(const struct sp_il *s, const size_t *bounds, int64_t *su
     return mx;
 }
 
-/* the uniform chunk split as positions, when every chunk is non-empty and fits memory */
-static bool uniform_incumbent(sp_ctx *ctx, const sp_profile *profile, struct sp_il *s,
-                              size_t *bounds) {
+/* whether the chunk split bounds (positions) can start the search: every chunk non-empty (unless
+ * allowed), within the chunk cap, and each device within its memory */
+static bool usable(struct sp_il *s, const size_t *bounds) {
     uint32_t K = s->P * s->V;
-    if (sp_uniform_bounds(ctx, profile, K, bounds) != SP_OK) {
-        sp_ctx_begin(ctx);
-        return false;
-    }
-    for (uint32_t k = 0; k <= K; k++)
-        bounds[k] = sp_chain_position_of(s->c, bounds[k]);
     for (uint32_t k = 0; k < K; k++)
         if (bounds[k] + s->min_chunk > bounds[k + 1])
             return false;
@@ -75,11 +72,29 @@ static bool uniform_incumbent(sp_ctx *ctx, const sp_profile *profile, struct sp_
         for (uint32_t r = 0; r < s->V; r++) {
             t[r] = (uint32_t)bounds[(size_t)r * s->P + d];
             e[r] = (uint32_t)bounds[(size_t)r * s->P + d + 1];
+            if (sp_il_chunk_ticks(s, d, r, t[r], e[r]) > s->chunk_cap)
+                return false;
         }
         if (!sp_il_device_fits(s, d, t, e))
             return false;
     }
     return true;
+}
+
+/* A plan to start from: the chain DP's over the K chunks (the least largest chunk, then balanced
+ * chunks), else the uniform chunk split, when usable */
+static bool incumbent(sp_ctx *ctx, const sp_profile *profile, struct sp_il *s, size_t *bounds) {
+    uint32_t K = s->P * s->V;
+    if (s->min_chunk && sp_chain_best_bounds(ctx, s->c, bounds, NULL) == SP_OK && usable(s, bounds))
+        return true;
+    sp_ctx_begin(ctx);
+    if (sp_uniform_bounds(ctx, profile, K, bounds) != SP_OK) {
+        sp_ctx_begin(ctx);
+        return false;
+    }
+    for (uint32_t k = 0; k <= K; k++)
+        bounds[k] = sp_chain_position_of(s->c, bounds[k]);
+    return usable(s, bounds);
 }
 
 struct il_result {
@@ -105,7 +120,7 @@ static sp_status solve_bottleneck(sp_ctx *ctx, const sp_profile *profile, struct
     }
     int64_t lo = c->speed ? (int64_t)((double)(W - s->P) / speeds) - s->V : (W + s->P - 1) / s->P;
     lo = lo < 0 ? 0 : lo;
-    bool have = uniform_incumbent(ctx, profile, s, bounds);
+    bool have = incumbent(ctx, profile, s, bounds);
     uint32_t *hint = sp_mallocarray((size_t)s->V + 1, sizeof *hint);
     if (!hint)
         return sp_oom(ctx, "partitioning interleaved chunks");
@@ -146,27 +161,17 @@ static sp_status solve_bottleneck(sp_ctx *ctx, const sp_profile *profile, struct
         }
         s->stopped = sp_now_ms() > s->deadline_ms;
     }
-    /* one pass over the round tuples, each under a cap just below the best plan so far: the
-     * least largest load, proven when the pass ends (a tuple with a better plan would have
-     * found it under its cap) */
-    s->floor = lo;
-    if (lo < hi && sp_il_solve_cap(s, &R, hi - 1, SP_IL_MINMAX, trial) != SP_IL_FAIL) {
+    /* One pass over every round tuple, each searched under the best largest load so far: for
+     * its least largest load (which lowers the cap when it beats it) and its least sum of
+     * squared chunk times at the cap. When the pass ends, no tuple has a plan below the cap:
+     * the cap is the optimum, and the plan the most balanced reaching it. */
+    if (sp_il_solve_cap(s, &R, hi, SP_IL_BEST, trial) != SP_IL_FAIL) {
         memcpy(bounds, trial, ((size_t)K + 1) * sizeof *bounds);
         hi = max_load(s, bounds, NULL);
     }
-    if (!s->stopped)
-        lo = hi;
-    out->proven = lo == hi;
-    out->bound = lo;
+    out->proven = !s->stopped;
+    out->bound = s->stopped ? lo : hi;
     out->value = hi;
-    /* the most balanced devices at the optimum (or at the best found) */
-    if (!s->stopped && sp_il_solve_cap(s, &R, hi, SP_IL_SQUARES, trial) != SP_IL_FAIL)
-        memcpy(bounds, trial, ((size_t)K + 1) * sizeof *bounds);
-    else if (s->stopped && out->proven)
-        sp_warn(ctx,
-                "the interleaved search proved the least bottleneck but reached its time limit "
-                "(%g s) before balancing the other devices; raise --time-limit",
-                o->time_limit_s);
     /* with speeds and --objective iteration: (M - 1) max + sum, scanning caps down from the
      * largest that can still beat the best found */
     if (o->objective == SP_OBJECTIVE_ITERATION && c->speed && out->proven && !s->stopped) {
@@ -196,6 +201,29 @@ static sp_status solve_bottleneck(sp_ctx *ctx, const sp_profile *profile, struct
     }
     sp_free(R.b);
     return SP_OK;
+}
+
+/* The least largest chunk first (the chain DP over the K chunks, exact), then the search under
+ * it. When no plan with chunks that small fits the memory, the search without it, said in a
+ * warning. */
+static sp_status chunk_capped(sp_ctx *ctx, const sp_profile *profile, struct sp_il *s,
+                              const sp_partition_opts *o, size_t *bounds, size_t *trial,
+                              struct il_result *r) {
+    sp_status st = s->min_chunk ? sp_chain_min_bottleneck(ctx, s->c, &s->chunk_cap) : SP_OK;
+    if (st != SP_OK)
+        return st;
+    st = solve_bottleneck(ctx, profile, s, o, bounds, trial, r);
+    if (st != SP_ERR_INFEASIBLE || s->chunk_cap == SP_NO_CAP || *sp_ctx_get_errmsg(ctx))
+        return st;
+    s->chunk_cap = SP_NO_CAP;
+    st = solve_bottleneck(ctx, profile, s, o, bounds, trial, r);
+    if (st == SP_OK)
+        sp_warn(ctx,
+                "no split into %u x %u chunks with every chunk within the least largest chunk "
+                "fits the memory: the plan balances the device loads alone, its chunks may "
+                "be uneven",
+                o->stages, o->chunks);
+    return st;
 }
 
 sp_status sp_solve_interleaved(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
@@ -230,8 +258,10 @@ sp_status sp_solve_interleaved(sp_ctx *ctx, const sp_profile *profile, const sp_
                       .V = V,
                       .n = c.n_pos - 1,
                       /* allowed, empty chunks go wherever they balance the devices best */
-                   .min_chunk = o->allow_empty_stages ? 0 : 1,
+                      .min_chunk = o->allow_empty_stages ? 0 : 1,
+                      .chunk_cap = SP_NO_CAP,
                       .node_limit = UINT64_MAX};
+
     struct sp_chunk_memory cm = {0};
     if (o->memory_limit_bytes || d->memory)
         st = sp_chunk_memory_init(ctx, o->schedule, P, V, o->micro_batches, o->memory_limit_bytes,
@@ -254,7 +284,7 @@ sp_status sp_solve_interleaved(sp_ctx *ctx, const sp_profile *profile, const sp_
     if (st == SP_OK && s.n < (size_t)K * s.min_chunk)
         st = SP_ERR_INFEASIBLE;
     else if (st == SP_OK)
-        st = solve_bottleneck(ctx, profile, &s, o, bounds, trial, &r);
+        st = chunk_capped(ctx, profile, &s, o, bounds, trial, &r);
     if (st == SP_OK) {
         for (uint32_t k = 0; k <= K; k++)
             bounds[k] = c.pos[bounds[k]];

@@ -20,13 +20,16 @@ static bool alloc_slots(struct sp_tuple_memo *m, size_t slots) {
     uint32_t *key = sp_mallocarray(slots * m->key_len, sizeof *key);
     uint32_t *next = m->next_len ? sp_mallocarray(slots * m->next_len, sizeof *next) : NULL;
     sp_i128 *value = sp_mallocarray(slots, sizeof *value);
-    if (!stamp || !key || (m->next_len && !next) || !value) {
+    int64_t *extra = sp_mallocarray(slots, sizeof *extra);
+    if (!stamp || !key || (m->next_len && !next) || !value || !extra) {
         sp_free(stamp);
         sp_free(key);
         sp_free(next);
         sp_free(value);
+        sp_free(extra);
         return false;
     }
+    m->extra = extra;
     m->stamp = stamp;
     m->key = key;
     m->next = next;
@@ -52,6 +55,7 @@ void sp_tuple_memo_release(struct sp_tuple_memo *m) {
     sp_free(m->key);
     sp_free(m->next);
     sp_free(m->value);
+    sp_free(m->extra);
     memset(m, 0, sizeof *m);
 }
 
@@ -73,17 +77,19 @@ static size_t find_slot(const struct sp_tuple_memo *m, const uint32_t *key) {
 }
 
 bool sp_tuple_memo_get(const struct sp_tuple_memo *m, const uint32_t *key, sp_i128 *value,
-                       uint32_t *next) {
+                       int64_t *extra, uint32_t *next) {
     size_t i = find_slot(m, key);
     if (m->stamp[i] != m->gen)
         return false;
     *value = m->value[i];
+    if (extra)
+        *extra = m->extra[i];
     if (next && m->next_len)
         memcpy(next, m->next + i * m->next_len, m->next_len * sizeof *next);
     return true;
 }
 
-static void put_slot(struct sp_tuple_memo *m, const uint32_t *key, sp_i128 value,
+static void put_slot(struct sp_tuple_memo *m, const uint32_t *key, sp_i128 value, int64_t extra,
                      const uint32_t *next) {
     size_t i = find_slot(m, key);
     if (m->stamp[i] != m->gen) {
@@ -92,6 +98,7 @@ static void put_slot(struct sp_tuple_memo *m, const uint32_t *key, sp_i128 value
         m->used++;
     }
     m->value[i] = value;
+    m->extra[i] = extra;
     if (m->next_len && next)
         memcpy(m->next + i * m->next_len, next, m->next_len * sizeof *next);
 }
@@ -107,18 +114,19 @@ static bool grow(struct sp_tuple_memo *m) {
     m->gen = 1;
     for (size_t i = 0; i < old.slots; i++)
         if (old.stamp[i] == old.gen)
-            put_slot(m, old.key + i * old.key_len, old.value[i],
+            put_slot(m, old.key + i * old.key_len, old.value[i], old.extra[i],
                      old.next_len ? old.next + i * old.next_len : NULL);
     sp_free(old.stamp);
     sp_free(old.key);
     sp_free(old.next);
     sp_free(old.value);
+    sp_free(old.extra);
     return true;
 }
 
-void sp_tuple_memo_put(struct sp_tuple_memo *m, const uint32_t *key, sp_i128 value,
+void sp_tuple_memo_put(struct sp_tuple_memo *m, const uint32_t *key, sp_i128 value, int64_t extra,
                        const uint32_t *next) {
     if ((m->used + 1) * 4 > m->slots * 3 && (m->slots >= m->max_slots || !grow(m)))
         sp_tuple_memo_clear(m);
-    put_slot(m, key, value, next);
+    put_slot(m, key, value, extra, next);
 }

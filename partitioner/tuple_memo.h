@@ -20,6 +20,7 @@ struct sp_tuple_memo {
     uint32_t *key;   /* [slots x key_len] */
     uint32_t *next;  /* [slots x next_len] */
     sp_i128 *value;  /* [slots] */
+    int64_t *extra;  /* [slots]: a second value */
 };
 
 sp_status sp_tuple_memo_init(sp_ctx *ctx, struct sp_tuple_memo *m, uint32_t key_len,
@@ -27,11 +28,12 @@ sp_status sp_tuple_memo_init(sp_ctx *ctx, struct sp_tuple_memo *m, uint32_t key_
 void sp_tuple_memo_release(struct sp_tuple_memo *m);
 /* every entry dropped */
 void sp_tuple_memo_clear(struct sp_tuple_memo *m);
-/* the entry of key, or NULL: *value and next (next_len words, may be NULL) are filled */
+/* whether key has an entry: *value, *extra and next (next_len words) are filled (extra and
+ * next may be NULL) */
 bool sp_tuple_memo_get(const struct sp_tuple_memo *m, const uint32_t *key, sp_i128 *value,
-                       uint32_t *next);
-/* stores (key -> value, next); grows the table, or empties it once at its largest size */
-void sp_tuple_memo_put(struct sp_tuple_memo *m, const uint32_t *key, sp_i128 value,
+                       int64_t *extra, uint32_t *next);
+/* stores (key -> value, extra, next); grows the table, or empties it once at its largest size */
+void sp_tuple_memo_put(struct sp_tuple_memo *m, const uint32_t *key, sp_i128 value, int64_t extra,
                        const uint32_t *next);
 
 #endif

@@ -75,24 +75,26 @@ static sp_devices *devices_of(int P, const double *speed) {
 /* a plan's figures per device: the largest load, the sum, the sum of squares (ticks), whether
  * every device's memory fits */
 struct figures {
-    int64_t max, sum;
-    i128 squares;
+    int64_t max, sum, max_chunk;
+    i128 squares; /* of the chunk times */
     bool fits;
 };
 
 static struct figures figures_of(const sp_plan *plan, int P, uint64_t limit) {
     int64_t load[8] = {0};
     uint64_t mem[8] = {0};
+    struct figures f = {0, 0, 0, 0, true};
     for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++) {
         const sp_stage *s = sp_plan_get_stage(plan, k);
-        load[k % (size_t)P] += llround(s->time_ms * 1e6);
+        int64_t t = llround(s->time_ms * 1e6);
+        load[k % (size_t)P] += t;
         mem[k % (size_t)P] += s->memory_bytes;
+        f.max_chunk = t > f.max_chunk ? t : f.max_chunk;
+        f.squares += (i128)t * t;
     }
-    struct figures f = {0, 0, 0, true};
     for (int d = 0; d < P; d++) {
         f.max = load[d] > f.max ? load[d] : f.max;
         f.sum += load[d];
-        f.squares += (i128)load[d] * load[d];
         f.fits &= !limit || mem[d] <= limit;
     }
     return f;
@@ -103,20 +105,22 @@ static bool better(struct figures a, struct figures b, bool iteration, int M) {
         i128 ja = (i128)(M - 1) * a.max + a.sum, jb = (i128)(M - 1) * b.max + b.sum;
         return ja < jb;
     }
-    return a.max < b.max || (a.max == b.max && a.squares < b.squares);
+    return a.max < b.max || (a.max == b.max && a.squares < b.squares); /* chunk squares */
 }
 
 static bool same(struct figures a, struct figures b, bool iteration, int M) {
     return !better(a, b, iteration, M) && !better(b, a, iteration, M);
 }
 
-/* every split into K chunks at allowed cuts, the best by `better` among those that fit */
+/* every split into K chunks at allowed cuts, the best by `better` among those that fit with no
+ * chunk over chunk_cap; *least_chunk gets the least largest chunk of any split (fitting or not) */
 static bool brute(const sp_profile *p, const struct inst *in, const sp_partition_opts *o, int K,
-                  bool iteration, struct figures *best) {
+                  bool iteration, int64_t chunk_cap, struct figures *best, int64_t *least_chunk) {
     bool found = false;
     size_t b[17];
     b[0] = 0;
     b[K] = (size_t)in->n;
+    *least_chunk = INT64_MAX;
     for (unsigned mask = 0; mask < (1u << (in->n - 1)); mask++) {
         if (__builtin_popcount(mask) != K - 1)
             continue;
@@ -134,13 +138,25 @@ static bool brute(const sp_profile *p, const struct inst *in, const sp_partition
         if (!given)
             continue;
         struct figures f = figures_of(given, (int)o->stages, o->memory_limit_bytes);
-        if (f.fits && (!found || better(f, *best, iteration, (int)o->micro_batches))) {
+        *least_chunk = f.max_chunk < *least_chunk ? f.max_chunk : *least_chunk;
+        if (f.fits && f.max_chunk <= chunk_cap &&
+            (!found || better(f, *best, iteration, (int)o->micro_batches))) {
             *best = f;
             found = true;
         }
         sp_plan_destroy(given);
     }
     return found;
+}
+
+/* the objective: the least largest chunk over every split, then among the splits that fit with
+ * no larger chunk the best by `better`; when none fits so, the best of all that fit */
+static bool brute_best(const sp_profile *p, const struct inst *in, const sp_partition_opts *o,
+                       int K, bool iteration, struct figures *best) {
+    int64_t least = 0, ignored = 0;
+    brute(p, in, o, K, iteration, INT64_MAX, best, &least);
+    return brute(p, in, o, K, iteration, least, best, &ignored) ||
+           brute(p, in, o, K, iteration, INT64_MAX, best, &ignored);
 }
 
 static void random_inst(struct inst *in, int n);
@@ -182,7 +198,7 @@ static void test_empty_chunks(void) {
         o.chunks = (uint32_t)V;
         o.micro_batches = (uint32_t)P;
         o.allow_empty_stages = true;
-        struct figures want = {0, 0, 0, false};
+        struct figures want = {0, 0, 0, 0, false};
         bool found = false;
         size_t b[17] = {0};
         brute_empty(p, &in, &o, K, b, 1, &want, &found);
@@ -248,8 +264,8 @@ static void test_against_brute(void) {
         }
         bool iteration = list && rnd(2);
         o.objective = iteration ? SP_OBJECTIVE_ITERATION : SP_OBJECTIVE_BOTTLENECK;
-        struct figures want = {0, 0, 0, false};
-        bool exists = brute(p, &in, &o, K, iteration, &want);
+        struct figures want = {0, 0, 0, 0, false};
+        bool exists = brute_best(p, &in, &o, K, iteration, &want);
         sp_plan *plan = NULL;
         sp_status st = sp_partition(ctx, p, &o, &plan);
         if (!exists) {
