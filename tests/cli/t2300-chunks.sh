@@ -36,4 +36,14 @@ expect_code "auto M in multiples of P" 0 "$STAGEPART" partition $P/equal-64.json
 expect_stdout_contains "searched multiples of 4" "M=4 72.7%, M=8 84.2%, M=12 88.9%, M=16 91.4%"
 expect_code "chunked memory limit" 3 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --solver uniform --memory-limit 60GB
 expect_stderr_contains "device named" "the uniform split does not fit the memory limit: device 0 needs"
+# the exact interleaved plan exports to Megatron's layout with uneven virtual stages, and a
+# hand-written interleaved layout is compared with it
+expect_code "exact interleaved plan" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --chunks 2 -o "$TMP/g4x2.json"
+expect_code "exported to Megatron" 0 "$STAGEPART" export "$TMP/g4x2.json" --to megatron
+expect_stdout_contains "uneven virtual stages" '--pipeline-model-parallel-layout "Et*4|(t*4|)*4,t*5|t*4|tttL"'
+expect_code "and to torch's schedule CSV" 0 "$STAGEPART" export "$TMP/g4x2.json" --to torch-schedule-csv
+expect_code "Megatron's equal layout evaluated" 0 "$STAGEPART" evaluate $P/gpt3-2.7b.json \
+    --megatron-layout 'Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L' -s 4 --json
+got=$(python3 -c 'import json,sys; e=json.load(sys.stdin); print(e["optimal"]["solver"], round(e["yours"]["iteration_ms"], 1), round(e["optimal"]["iteration_ms"], 1))' <"$TMP/stdout")
+[ "$got" = "dp 432.0 393.3" ] && pass "against the exact plan: 432.0 ms against 393.3 ms" || fail "evaluate interleaved" "$got"
 test_done
