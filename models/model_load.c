@@ -1,5 +1,5 @@
-/* models/model_load.c: reading "stagepart-model" documents (docs/formats.md#model) and expanding
- * their presets.
+/* models/model_load.c: reading "stagepart-model" documents (docs/formats.md#model); their
+ * presets are expanded by model_presets.c.
  *
  * A preset ("gpt", "llama", "bert", "resnet") is expanded into the same JSON layer objects a
  * user would write, and those go through the one layer reader, so a preset can never mean
@@ -9,10 +9,10 @@
 
 #include "json_util.h"
 #include "model_impl.h"
+#include "model_json.h"
 
 #define MODEL_MAX_FILE_BYTES ((size_t)64 << 20)
-#define MAX_DIM              (1u << 24) /* any one size: hidden, vocab, channels, ... */
-#define MAX_LISTED_OPS       8          /* each may expand to 2: SP_MAX_OPS_PER_LAYER */
+#define MAX_LISTED_OPS       8 /* each may expand to 2: SP_MAX_OPS_PER_LAYER */
 #define MAX_SOURCE_BYTES     (1u << 16)
 
 void sp_model_destroy(sp_model *m) {
@@ -32,8 +32,9 @@ void sp_model_destroy(sp_model *m) {
 }
 
 /* an integer field in [lo, hi]; absent: *out = dflt when not required */
-static bool get_dim(struct sp_json_reader *r, const cJSON *obj, const char *where, const char *key,
-                    bool required, uint32_t lo, uint32_t hi, uint32_t dflt, uint32_t *out) {
+bool sp_model_get_dim(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                      const char *key, bool required, uint32_t lo, uint32_t hi, uint32_t dflt,
+                      uint32_t *out) {
     uint64_t v = dflt;
     if (!sp_json_get_uint(r, obj, where, key, required, lo, &v))
         return false;
@@ -47,8 +48,8 @@ static bool get_dim(struct sp_json_reader *r, const cJSON *obj, const char *wher
 }
 
 /* one of names[] (NULL-terminated); absent: *out = dflt */
-static bool get_choice(struct sp_json_reader *r, const cJSON *obj, const char *where,
-                       const char *key, const char *const *names, int dflt, int *out) {
+bool sp_model_get_choice(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                         const char *key, const char *const *names, int dflt, int *out) {
     const char *s = NULL;
     *out = dflt;
     if (!sp_json_get_string(r, obj, where, key, false, 64, &s))
@@ -91,20 +92,21 @@ static bool read_op(struct sp_json_reader *r, const cJSON *o, const char *where,
     int norm = 0, act = 0, pool = 0;
     bool causal = true, bias = true;
     if (strcmp(op, "attention") == 0 || strcmp(op, "mlp") == 0 || strcmp(op, "transformer") == 0) {
-        ok &= get_dim(r, o, where, "hidden", true, 1, MAX_DIM, 0, &x.hidden);
-        ok &= get_choice(r, o, where, "norm", norm_names, 0, &norm);
+        ok &= sp_model_get_dim(r, o, where, "hidden", true, 1, SP_MODEL_MAX_DIM, 0, &x.hidden);
+        ok &= sp_model_get_choice(r, o, where, "norm", norm_names, 0, &norm);
         ok &= sp_json_get_bool(r, o, where, "bias", false, &bias);
         x.norm = (enum sp_norm_kind)norm;
         x.bias = bias;
         if (strcmp(op, "mlp") != 0) {
-            ok &= get_dim(r, o, where, "heads", true, 1, MAX_DIM, 0, &x.heads);
+            ok &= sp_model_get_dim(r, o, where, "heads", true, 1, SP_MODEL_MAX_DIM, 0, &x.heads);
             ok &= sp_json_get_bool(r, o, where, "causal", false, &causal);
             x.causal = causal;
         }
         if (strcmp(op, "attention") != 0) {
-            ok &= get_dim(r, o, where, "ffn", strcmp(op, "mlp") == 0, 1, MAX_DIM,
-                          x.hidden <= MAX_DIM / 4 ? 4 * x.hidden : MAX_DIM, &x.ffn);
-            ok &= get_choice(r, o, where, "activation", act_names, 0, &act);
+            ok &= sp_model_get_dim(
+                r, o, where, "ffn", strcmp(op, "mlp") == 0, 1, SP_MODEL_MAX_DIM,
+                x.hidden <= SP_MODEL_MAX_DIM / 4 ? 4 * x.hidden : SP_MODEL_MAX_DIM, &x.ffn);
+            ok &= sp_model_get_choice(r, o, where, "activation", act_names, 0, &act);
             x.act = (enum sp_act_kind)act;
         }
         if (!ok)
@@ -126,42 +128,46 @@ static bool read_op(struct sp_json_reader *r, const cJSON *o, const char *where,
     }
     if (strcmp(op, "embedding") == 0) {
         x.kind = SP_OP_EMBEDDING;
-        ok &= get_dim(r, o, where, "vocab", true, 1, MAX_DIM, 0, &x.vocab);
-        ok &= get_dim(r, o, where, "hidden", true, 1, MAX_DIM, 0, &x.hidden);
-        ok &= get_dim(r, o, where, "max_seq_len", true, 1, MAX_DIM, 0, &x.max_seq);
+        ok &= sp_model_get_dim(r, o, where, "vocab", true, 1, SP_MODEL_MAX_DIM, 0, &x.vocab);
+        ok &= sp_model_get_dim(r, o, where, "hidden", true, 1, SP_MODEL_MAX_DIM, 0, &x.hidden);
+        ok &=
+            sp_model_get_dim(r, o, where, "max_seq_len", true, 1, SP_MODEL_MAX_DIM, 0, &x.max_seq);
     } else if (strcmp(op, "layernorm") == 0 || strcmp(op, "rmsnorm") == 0) {
         x.kind = SP_OP_NORM;
         x.norm = op[0] == 'l' ? SP_NORM_LAYER : SP_NORM_RMS;
-        ok &= get_dim(r, o, where, "hidden", true, 1, MAX_DIM, 0, &x.hidden);
+        ok &= sp_model_get_dim(r, o, where, "hidden", true, 1, SP_MODEL_MAX_DIM, 0, &x.hidden);
     } else if (strcmp(op, "linear") == 0) {
         x.kind = SP_OP_LINEAR;
-        ok &= get_dim(r, o, where, "in_features", true, 1, MAX_DIM, 0, &x.in_features);
-        ok &= get_dim(r, o, where, "out_features", true, 1, MAX_DIM, 0, &x.out_features);
+        ok &= sp_model_get_dim(r, o, where, "in_features", true, 1, SP_MODEL_MAX_DIM, 0,
+                               &x.in_features);
+        ok &= sp_model_get_dim(r, o, where, "out_features", true, 1, SP_MODEL_MAX_DIM, 0,
+                               &x.out_features);
         ok &= sp_json_get_bool(r, o, where, "bias", false, &bias);
         x.bias = bias;
     } else if (strcmp(op, "lm_head") == 0) {
         x.kind = SP_OP_LM_HEAD;
-        ok &= get_dim(r, o, where, "hidden", true, 1, MAX_DIM, 0, &x.hidden);
-        ok &= get_dim(r, o, where, "vocab", true, 1, MAX_DIM, 0, &x.vocab);
+        ok &= sp_model_get_dim(r, o, where, "hidden", true, 1, SP_MODEL_MAX_DIM, 0, &x.hidden);
+        ok &= sp_model_get_dim(r, o, where, "vocab", true, 1, SP_MODEL_MAX_DIM, 0, &x.vocab);
     } else if (strcmp(op, "conv2d") == 0) {
         x.kind = SP_OP_CONV2D;
-        ok &= get_dim(r, o, where, "in_channels", true, 1, MAX_DIM, 0, &x.in_ch);
-        ok &= get_dim(r, o, where, "out_channels", true, 1, MAX_DIM, 0, &x.out_ch);
-        ok &= get_dim(r, o, where, "kernel", true, 1, 64, 0, &x.kernel);
-        ok &= get_dim(r, o, where, "stride", false, 1, 64, 1, &x.stride);
-        ok &= get_dim(r, o, where, "padding", false, 0, 64, 0, &x.pad);
+        ok &= sp_model_get_dim(r, o, where, "in_channels", true, 1, SP_MODEL_MAX_DIM, 0, &x.in_ch);
+        ok &=
+            sp_model_get_dim(r, o, where, "out_channels", true, 1, SP_MODEL_MAX_DIM, 0, &x.out_ch);
+        ok &= sp_model_get_dim(r, o, where, "kernel", true, 1, 64, 0, &x.kernel);
+        ok &= sp_model_get_dim(r, o, where, "stride", false, 1, 64, 1, &x.stride);
+        ok &= sp_model_get_dim(r, o, where, "padding", false, 0, 64, 0, &x.pad);
     } else if (strcmp(op, "batchnorm") == 0) {
         x.kind = SP_OP_BATCHNORM;
-        ok &= get_dim(r, o, where, "channels", true, 1, MAX_DIM, 0, &x.in_ch);
+        ok &= sp_model_get_dim(r, o, where, "channels", true, 1, SP_MODEL_MAX_DIM, 0, &x.in_ch);
     } else if (strcmp(op, "relu") == 0) {
         x.kind = SP_OP_RELU;
     } else if (strcmp(op, "pool") == 0) {
         x.kind = SP_OP_POOL;
-        ok &= get_choice(r, o, where, "pool", pool_names, 0, &pool);
+        ok &= sp_model_get_choice(r, o, where, "pool", pool_names, 0, &pool);
         x.pool = (enum sp_pool_kind)pool;
         if (x.pool == SP_POOL_MAX) {
-            ok &= get_dim(r, o, where, "kernel", true, 1, 64, 0, &x.kernel);
-            ok &= get_dim(r, o, where, "stride", false, 1, 64, x.kernel, &x.stride);
+            ok &= sp_model_get_dim(r, o, where, "kernel", true, 1, 64, 0, &x.kernel);
+            ok &= sp_model_get_dim(r, o, where, "stride", false, 1, 64, x.kernel, &x.stride);
         }
     } else {
         char list[512] = "";
@@ -240,167 +246,6 @@ static bool read_layer(struct sp_json_reader *r, const cJSON *o, size_t i,
     return true;
 }
 
-/* ---- presets: each becomes a "layers" array of the explicit form */
-
-static cJSON *add_layer(cJSON *layers, const char *name, const char *op) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o || !cJSON_AddItemToArray(layers, o)) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    if (!cJSON_AddStringToObject(o, "name", name) || !cJSON_AddStringToObject(o, "op", op))
-        return NULL;
-    return o;
-}
-
-static bool num(cJSON *o, const char *key, double v) {
-    return o && cJSON_AddNumberToObject(o, key, v);
-}
-
-/* a transformer op's fields as the gpt, llama and bert presets set them */
-static bool transformer_fields(cJSON *o, uint32_t hidden, uint32_t heads, uint32_t ffn, bool llama,
-                               bool bert) {
-    return num(o, "hidden", hidden) && num(o, "heads", heads) && num(o, "ffn", ffn) &&
-           cJSON_AddBoolToObject(o, "causal", !bert) && cJSON_AddBoolToObject(o, "bias", !llama) &&
-           cJSON_AddStringToObject(o, "norm", llama ? "rmsnorm" : "layernorm") &&
-           cJSON_AddStringToObject(o, "activation", llama ? "swiglu" : "gelu");
-}
-
-static bool expand_transformer(struct sp_json_reader *r, const cJSON *p, const char *kind,
-                               cJSON *layers) {
-    uint32_t n = 0, hidden = 0, heads = 0, vocab = 0, max_seq = 0, ffn = 0, mtp = 0;
-    bool llama = strcmp(kind, "llama") == 0, bert = strcmp(kind, "bert") == 0;
-    bool ok = get_dim(r, p, "preset", "layers", true, 1, 100000, 0, &n);
-    ok &= get_dim(r, p, "preset", "mtp_layers", false, 0, 64, 0, &mtp);
-    ok &= get_dim(r, p, "preset", "hidden", true, 1, MAX_DIM, 0, &hidden);
-    ok &= get_dim(r, p, "preset", "heads", true, 1, MAX_DIM, 0, &heads);
-    ok &= get_dim(r, p, "preset", "vocab", true, 1, MAX_DIM, 0, &vocab);
-    ok &= get_dim(r, p, "preset", "max_seq_len", true, 1, MAX_DIM, 0, &max_seq);
-    ok &= get_dim(r, p, "preset", "ffn", llama, 1, MAX_DIM,
-                  hidden <= MAX_DIM / 4 ? 4 * hidden : MAX_DIM, &ffn);
-    if (!ok)
-        return false;
-    if (mtp && bert) {
-        sp_json_problem(r, "preset", "mtp_layers",
-                        "expected 0 for a bert model: multi-token prediction predicts the "
-                        "following tokens, which a bidirectional model sees");
-        return false;
-    }
-    cJSON *o = add_layer(layers, "embedding", "embedding");
-    ok = num(o, "vocab", vocab) && num(o, "hidden", hidden) && num(o, "max_seq_len", max_seq);
-    for (uint32_t i = 0; ok && i < n; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "layers.%u", i);
-        ok = (o = add_layer(layers, name, "transformer")) &&
-             transformer_fields(o, hidden, heads, ffn, llama, bert);
-    }
-    /* Multi-token prediction, as DeepSeek-V3 and Megatron-LM build it (docs/models.md): per MTP
-     * depth, hnorm and enorm, eh_proj (2H -> H) on the concatenation of the normed hidden state
-     * and the normed next-token embedding, then a transformer block. The chain carries one
-     * tensor, so the projection's two H x H halves are applied one after the other to the
-     * hidden state: the same products and parameters, not the same values. */
-    for (uint32_t i = 0; ok && i < mtp; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "mtp.%u", i);
-        cJSON *ops = NULL, *c = NULL;
-        ok = (o = cJSON_CreateObject()) && cJSON_AddItemToArray(layers, o) &&
-             cJSON_AddStringToObject(o, "name", name) &&
-             cJSON_AddStringToObject(o, "kind", "mtp") && (ops = cJSON_AddArrayToObject(o, "ops"));
-        for (int k = 0; ok && k < 4; k++) {
-            static const char *const op[4] = {"", "linear", "linear", "transformer"};
-            ok = (c = cJSON_CreateObject()) && cJSON_AddItemToArray(ops, c) &&
-                 cJSON_AddStringToObject(c, "op",
-                                         k       ? op[k]
-                                         : llama ? "rmsnorm"
-                                                 : "layernorm");
-            if (ok && k == 0)
-                ok = num(c, "hidden", hidden);
-            else if (ok && k < 3)
-                ok = num(c, "in_features", hidden) && num(c, "out_features", hidden) &&
-                     cJSON_AddBoolToObject(c, "bias", false);
-            else if (ok)
-                ok = transformer_fields(c, hidden, heads, ffn, llama, bert);
-        }
-    }
-    ok = ok && num(o = add_layer(layers, llama ? "norm" : "ln_f", llama ? "rmsnorm" : "layernorm"),
-                   "hidden", hidden);
-    ok = ok && (o = add_layer(layers, "lm_head", "lm_head")) && num(o, "hidden", hidden) &&
-         num(o, "vocab", vocab);
-    if (!ok)
-        sp_oom(r->ctx, "expanding a preset");
-    return ok;
-}
-
-/* ResNet-18's shape on small images: a 3x3 stem, four stages of `blocks[s]` blocks of two 3x3
- * convolutions (batchnorm, relu after each; the first block of stages 2-4 halves the size and
- * doubles the width), global average pooling and a classifier. A plain chain: the residual
- * shortcuts of a real ResNet are not modelled (docs/models.md). */
-static bool expand_resnet(struct sp_json_reader *r, const cJSON *p, cJSON *layers,
-                          struct sp_shape *input) {
-    uint32_t width = 0, classes = 0, image = 0, channels = 0;
-    bool ok = get_dim(r, p, "preset", "width", false, 1, 4096, 64, &width);
-    ok &= get_dim(r, p, "preset", "classes", false, 1, MAX_DIM, 10, &classes);
-    ok &= get_dim(r, p, "preset", "image_size", false, 8, 4096, 32, &image);
-    ok &= get_dim(r, p, "preset", "channels", false, 1, 64, 3, &channels);
-    uint32_t blocks[4] = {2, 2, 2, 2};
-    const cJSON *b = cJSON_GetObjectItemCaseSensitive(p, "blocks");
-    if (b) {
-        int k = 0;
-        if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != 4) {
-            sp_json_problem(r, "preset", "blocks", "expected an array of 4 block counts");
-            return false;
-        }
-        for (const cJSON *e = b->child; e; e = e->next, k++) {
-            if (!cJSON_IsNumber(e) || e->valuedouble < 1 || e->valuedouble > 64 ||
-                e->valuedouble != (double)(uint32_t)e->valuedouble) {
-                sp_json_problem(r, "preset", "blocks", "element %d: expected an integer in [1, 64]",
-                                k);
-                return false;
-            }
-            blocks[k] = (uint32_t)e->valuedouble;
-        }
-    }
-    if (!ok)
-        return false;
-    *input = (struct sp_shape){channels, image, image};
-    ok = true;
-    cJSON *o = cJSON_CreateObject(), *ops = NULL, *c = NULL;
-    ok = o && cJSON_AddItemToArray(layers, o) && cJSON_AddStringToObject(o, "name", "stem") &&
-         cJSON_AddStringToObject(o, "kind", "conv") && (ops = cJSON_AddArrayToObject(o, "ops"));
-#define OP(arr, kind)                                                                              \
-    ((c = cJSON_CreateObject()) && cJSON_AddItemToArray(arr, c) &&                                 \
-     cJSON_AddStringToObject(c, "op", kind))
-    ok = ok && OP(ops, "conv2d") && num(c, "in_channels", channels) &&
-         num(c, "out_channels", width) && num(c, "kernel", 3) && num(c, "padding", 1) &&
-         OP(ops, "batchnorm") && num(c, "channels", width) && OP(ops, "relu");
-    uint32_t ch = width;
-    for (int s = 0; ok && s < 4; s++)
-        for (uint32_t k = 0; ok && k < blocks[s]; k++) {
-            uint32_t out = width << s, stride = (s > 0 && k == 0) ? 2 : 1;
-            char name[32];
-            snprintf(name, sizeof name, "layer%d.%u", s + 1, k);
-            ok = (o = cJSON_CreateObject()) && cJSON_AddItemToArray(layers, o) &&
-                 cJSON_AddStringToObject(o, "name", name) &&
-                 cJSON_AddStringToObject(o, "kind", "conv") &&
-                 (ops = cJSON_AddArrayToObject(o, "ops")) && OP(ops, "conv2d") &&
-                 num(c, "in_channels", ch) && num(c, "out_channels", out) && num(c, "kernel", 3) &&
-                 num(c, "stride", stride) && num(c, "padding", 1) && OP(ops, "batchnorm") &&
-                 num(c, "channels", out) && OP(ops, "relu") && OP(ops, "conv2d") &&
-                 num(c, "in_channels", out) && num(c, "out_channels", out) && num(c, "kernel", 3) &&
-                 num(c, "padding", 1) && OP(ops, "batchnorm") && num(c, "channels", out) &&
-                 OP(ops, "relu");
-            ch = out;
-        }
-#undef OP
-    ok = ok && (o = add_layer(layers, "avgpool", "pool")) &&
-         cJSON_AddStringToObject(o, "pool", "avg_global");
-    ok = ok && (o = add_layer(layers, "fc", "lm_head")) && num(o, "hidden", ch) &&
-         num(o, "vocab", classes);
-    if (!ok)
-        sp_oom(r->ctx, "expanding a preset");
-    return ok;
-}
-
 static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_model *m) {
     sp_ctx *ctx = r->ctx;
     if (!cJSON_IsObject(root))
@@ -412,9 +257,10 @@ static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_mode
     ok &= sp_json_get_string(r, root, "", "source", false, MAX_SOURCE_BYTES, &source);
     int dt = 0;
     static const char *const dtypes[] = {"fp32", "bf16", NULL};
-    ok &= get_choice(r, root, "", "dtype", dtypes, 0, &dt);
-    ok &= get_dim(r, root, "", "micro_batch_size", false, 1, 65536, 1, &m->micro_batch_size);
-    ok &= get_dim(r, root, "", "seq_len", false, 1, MAX_DIM, 0, &m->seq_len);
+    ok &= sp_model_get_choice(r, root, "", "dtype", dtypes, 0, &dt);
+    ok &=
+        sp_model_get_dim(r, root, "", "micro_batch_size", false, 1, 65536, 1, &m->micro_batch_size);
+    ok &= sp_model_get_dim(r, root, "", "seq_len", false, 1, SP_MODEL_MAX_DIM, 0, &m->seq_len);
     const cJSON *preset = cJSON_GetObjectItemCaseSensitive(root, "preset");
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
     if (!ok)
@@ -437,9 +283,9 @@ static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_mode
             return sp_oom(ctx, "expanding a preset");
         bool done;
         if (strcmp(kind, "gpt") == 0 || strcmp(kind, "llama") == 0 || strcmp(kind, "bert") == 0) {
-            done = expand_transformer(r, preset, kind, expanded);
+            done = sp_model_expand_transformer(r, preset, kind, expanded);
         } else if (strcmp(kind, "resnet") == 0) {
-            done = expand_resnet(r, preset, expanded, &m->input);
+            done = sp_model_expand_resnet(r, preset, expanded, &m->input);
         } else {
             sp_json_problem(r, "preset", "kind",
                             "expected \"gpt\", \"llama\", \"bert\" or \"resnet\", got \"%s\"",
@@ -459,9 +305,12 @@ static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_mode
                 sp_json_problem(r, "", "input", "expected an object {channels, height, width}");
                 return SP_ERR_SCHEMA;
             }
-            ok = get_dim(r, in, "input", "channels", true, 1, MAX_DIM, 0, &m->input.c);
-            ok &= get_dim(r, in, "input", "height", true, 1, MAX_DIM, 0, &m->input.h);
-            ok &= get_dim(r, in, "input", "width", true, 1, MAX_DIM, 0, &m->input.w);
+            ok = sp_model_get_dim(r, in, "input", "channels", true, 1, SP_MODEL_MAX_DIM, 0,
+                                  &m->input.c);
+            ok &= sp_model_get_dim(r, in, "input", "height", true, 1, SP_MODEL_MAX_DIM, 0,
+                                   &m->input.h);
+            ok &= sp_model_get_dim(r, in, "input", "width", true, 1, SP_MODEL_MAX_DIM, 0,
+                                   &m->input.w);
             if (!ok)
                 return SP_ERR_SCHEMA;
         }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "gpu_links.h"
+#include "mpi_ranks.h"
 #include "run_devices.h"
 #include "worker.h"
 
@@ -317,44 +318,6 @@ static bool bounded(struct mpi_t *t, MPI_Request *req) {
     return done != 0;
 }
 
-/* A fingerprint of what this rank was asked to run: every rank must run the same plan, model
- * shape and options, or the tensors they exchange would not match in size (MPI would then end
- * the job with a truncation error and no word on why). */
-static uint64_t mix(uint64_t h, uint64_t v) {
-    return (h ^ v) * 0x100000001b3ull; /* FNV-1a over 64-bit words */
-}
-
-static uint64_t fingerprint(const sp_plan *plan, const struct sp_model *m, const sp_run_opts *o,
-                            uint32_t M) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    h = mix(h, M);
-    h = mix(h, (uint64_t)o->schedule);
-    h = mix(h, o->steps);
-    h = mix(h, o->warmup_steps);
-    h = mix(h, o->seed);
-    h = mix(h, m->bound_batch);
-    h = mix(h, m->bound_seq);
-    h = mix(h, m->n_layers);
-    for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++) {
-        const sp_stage *st = sp_plan_get_stage(plan, k);
-        h = mix(h, st->first_layer);
-        h = mix(h, st->last_layer);
-    }
-    for (size_t l = 0; l < m->n_layers; l++) {
-        h = mix(h, m->layers[l].in_elems);
-        h = mix(h, m->layers[l].out_elems);
-        h = mix(h, m->layers[l].param_elems);
-    }
-    return h;
-}
-
-struct stage_info {
-    int32_t core, device;
-    uint32_t slots;
-    uint64_t bytes;
-    char host[64];
-};
-
 /* What every rank says before the tensors' way is chosen. */
 struct placement {
     int32_t device; /* -1: the CPU */
@@ -423,27 +386,6 @@ static sp_status choose_links(sp_ctx *ctx, struct mpi_t *t, struct sp_stage_work
     return SP_OK;
 }
 
-/* Ranks whose GPU another rank of the same machine runs on compete for it as two streams do:
- * their busy times hold the contention and the plan does not apply to them. */
-static void shared_gpus(sp_ctx *ctx, struct sp_run *run, const struct stage_info *infos,
-                        uint32_t P) {
-    uint32_t shared = 0;
-    for (uint32_t a = 0; a < P; a++)
-        for (uint32_t b = 0; b < a; b++)
-            if (infos[a].device >= 0 && infos[a].device == infos[b].device &&
-                strncmp(infos[a].host, infos[b].host, sizeof infos[a].host) == 0) {
-                shared++;
-                break;
-            }
-    if (!shared)
-        return;
-    run->summary.shared_hardware = true;
-    sp_warn(ctx,
-            "%u MPI rank%s share a GPU with another rank on the same machine: they run as "
-            "streams competing for all its SMs, so the plan's stage times do not apply to them",
-            shared, shared == 1 ? "" : "s");
-}
-
 sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                      const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
                      const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run) {
@@ -468,7 +410,7 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     memset(&t, 0, sizeof t);
     t.s = s, t.P = P, t.timeout_ms = o->timeout_ms, t.ctx = ctx;
     /* the same run on every rank? (min and max of the fingerprints agree) */
-    uint64_t fp = fingerprint(plan, m, o, M), lo = 0, hi = 0;
+    uint64_t fp = sp_mpi_fingerprint(plan, m, o, M), lo = 0, hi = 0;
     MPI_Request agree[2];
     MPI_Iallreduce(&fp, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD, &agree[0]);
     MPI_Iallreduce(&fp, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, &agree[1]);
@@ -559,10 +501,11 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     }
     if (st == SP_OK) { /* every rank gets every stage's figures */
         struct sp_step_stats *every = sp_calloc((size_t)total * P, sizeof *every);
-        struct stage_info mine_info = {w.core, device, w.slots, w.se->bytes + w.extra_bytes, ""};
+        struct sp_mpi_stage_info mine_info = {w.core, device, w.slots, w.se->bytes + w.extra_bytes,
+                                              ""};
         if (gethostname(mine_info.host, sizeof mine_info.host - 1) != 0)
             snprintf(mine_info.host, sizeof mine_info.host, "?");
-        struct stage_info *infos = sp_calloc(P, sizeof *infos);
+        struct sp_mpi_stage_info *infos = sp_calloc(P, sizeof *infos);
         int *counts = sp_calloc(P, sizeof *counts), *displs = sp_calloc(P, sizeof *displs);
         bool ok = every && infos && counts && displs;
         if (ok) {
@@ -591,7 +534,7 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                 run->stages[r].peak_inflight = infos[r].slots;
                 run->stages[r].peak_memory_bytes = infos[r].bytes;
             }
-            shared_gpus(ctx, run, infos, P);
+            sp_mpi_shared_gpus(ctx, run, infos, P);
         } else {
             st = every && infos && counts && displs
                      ? sp_fail(ctx, SP_ERR_NO_DEVICE,
