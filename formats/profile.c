@@ -196,6 +196,138 @@ static sp_status dup_field(sp_ctx *ctx, const char *s, char **out) {
     return *out ? SP_OK : sp_oom(ctx, "reading a profile");
 }
 
+/* ---- the document a piece at a time (core/json_split.c): the root's members except "layers"
+ * are parsed into a small root object, and each layer is parsed, read and freed on its own, so a
+ * profile of 100,000 layers never becomes one tree of a million nodes. Any JSON-level failure
+ * falls back to parsing the whole document, whose messages name the problem as always. */
+
+struct stream {
+    sp_ctx *ctx;
+    const char *name, *data;
+    size_t len;
+    cJSON *root;
+    const char *layers; /* the "layers" value's text, or NULL */
+    size_t layers_len;
+    struct sp_json_reader *r;
+    sp_profile *p;
+    size_t cap;
+    struct sp_strbuf pool; /* names and kinds, NUL-separated, in layer order */
+};
+
+static sp_status stream_member(void *arg, const char *key, size_t key_len, const char *value,
+                               size_t value_len) {
+    struct stream *f = arg;
+    if (memchr(key, '\\', key_len)) /* an escaped key: the whole-document path reads it */
+        return SP_ERR_PARSE;
+    if (key_len == 6 && memcmp(key, "layers", 6) == 0) {
+        if (!f->layers) { /* a repeated key: the first counts, as cJSON reads it */
+            f->layers = value;
+            f->layers_len = value_len;
+        }
+        return SP_OK;
+    }
+    cJSON *v = NULL;
+    sp_status st = sp_json_parse_piece(f->ctx, f->name, f->data, f->len, value, value_len, &v);
+    char *k = st == SP_OK ? sp_malloc(key_len + 1) : NULL;
+    if (st == SP_OK && !k)
+        st = SP_ERR_NOMEM;
+    if (k) {
+        memcpy(k, key, key_len);
+        k[key_len] = '\0';
+        if (!cJSON_AddItemToObject(f->root, k, v))
+            st = SP_ERR_NOMEM;
+        else
+            v = NULL;
+    }
+    sp_free(k);
+    cJSON_Delete(v);
+    return st;
+}
+
+static sp_status stream_layer(struct stream *f, cJSON *obj);
+
+/* Each element of the layers array, parsed where it starts: cJSON says where it ends, so the
+ * array needs no separate pass to split it. Anything unexpected: SP_ERR_PARSE (the whole-document
+ * path reads it). */
+static sp_status stream_layers(struct stream *f) {
+    const char *p = f->layers + 1, *end = f->layers + f->layers_len;
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+        p++;
+    if (p < end && *p == ']')
+        return SP_OK;
+    for (;;) {
+        const char *value_end = NULL;
+        cJSON *obj = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &value_end, 0);
+        if (!obj)
+            return SP_ERR_PARSE; /* malformed, or out of memory: the whole-document path says */
+        sp_status st = stream_layer(f, obj);
+        if (st != SP_OK)
+            return st;
+        p = value_end;
+        while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+            p++;
+        if (p < end && *p == ',') {
+            p++;
+            continue;
+        }
+        return p < end && *p == ']' && p + 1 == end ? SP_OK : SP_ERR_PARSE;
+    }
+}
+
+static sp_status stream_layer(struct stream *f, cJSON *obj) {
+    sp_profile *p = f->p;
+    if (p->n_layers == SP_PROFILE_MAX_LAYERS) { /* the whole-document path says so */
+        cJSON_Delete(obj);
+        return SP_ERR_LIMIT;
+    }
+    if (p->n_layers == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 1024;
+        sp_layer *grown = sp_realloc(p->layers, cap * sizeof *grown);
+        if (!grown) {
+            cJSON_Delete(obj);
+            return SP_ERR_NOMEM;
+        }
+        p->layers = grown;
+        f->cap = cap;
+    }
+    sp_layer *L = &p->layers[p->n_layers];
+    read_layer(f->r, obj, p->n_layers++, L);
+    /* the strings live in the piece: into the pool, their offsets kept until it stops moving */
+    size_t name_at = f->pool.len, kind_at;
+    sp_strbuf_append(&f->pool, L->name, strlen(L->name) + 1);
+    kind_at = f->pool.len;
+    sp_strbuf_append(&f->pool, L->kind, strlen(L->kind) + 1);
+    L->name = (const char *)(uintptr_t)name_at;
+    L->kind = (const char *)(uintptr_t)kind_at;
+    cJSON_Delete(obj);
+    return f->pool.oom ? SP_ERR_NOMEM : SP_OK;
+}
+
+/* The root (without "layers") and every layer read; another status than SP_OK or SP_ERR_NOMEM
+ * when the whole-document path must read it instead (malformed, not an object, no "layers"
+ * array, no layer or too many, a NUL byte, an escaped key), with nothing of it kept. */
+static sp_status stream_profile(struct stream *f) {
+    if (strlen(f->data) != f->len)
+        return SP_ERR_PARSE;
+    if (!(f->root = cJSON_CreateObject()))
+        return SP_ERR_NOMEM;
+    sp_status st = sp_json_split_object(f->ctx, f->name, f->data, f->len, stream_member, f);
+    if (st == SP_OK && (!f->layers || f->layers[0] != '['))
+        st = SP_ERR_PARSE;
+    if (st == SP_OK)
+        st = stream_layers(f);
+    if (st == SP_OK && f->p->n_layers == 0)
+        st = SP_ERR_PARSE; /* the whole-document path says why */
+    if (st == SP_OK) {     /* the pool stops moving: offsets become pointers */
+        const char *base = sp_strbuf_str(&f->pool);
+        for (size_t i = 0; i < f->p->n_layers; i++) {
+            f->p->layers[i].name = base + (uintptr_t)f->p->layers[i].name;
+            f->p->layers[i].kind = base + (uintptr_t)f->p->layers[i].kind;
+        }
+    }
+    return st;
+}
+
 sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
                            sp_profile **out) {
     if (!ctx)
@@ -205,16 +337,36 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_profile_parse: NULL argument");
     *out = NULL;
     name = name ? name : "<profile>";
-    cJSON *root = NULL;
-    sp_status st = sp_json_parse(ctx, name, data, len, &root);
-    if (st != SP_OK)
-        return st;
-
     struct sp_json_reader r = {ctx, name};
     sp_profile *p = sp_calloc(1, sizeof *p);
-    if (!p) {
-        cJSON_Delete(root);
+    if (!p)
         return sp_oom(ctx, "reading a profile");
+    struct stream f = {.ctx = ctx, .name = name, .data = data, .len = len, .r = &r, .p = p};
+    sp_strbuf_init(&f.pool);
+    sp_status st = stream_profile(&f);
+    cJSON *root = f.root;
+    bool streamed = st == SP_OK;
+    if (streamed) {
+        p->pool = f.pool.buf; /* the layers' names and kinds */
+    } else {
+        sp_strbuf_release(&f.pool);
+        cJSON_Delete(root);
+        root = NULL;
+        sp_free(p->layers);
+        p->layers = NULL;
+        p->n_layers = 0;
+        if (st == SP_ERR_NOMEM) {
+            sp_profile_destroy(p);
+            char what[512];
+            snprintf(what, sizeof what, "reading %s", name);
+            return sp_oom(ctx, what);
+        }
+        sp_ctx_begin(ctx); /* the whole document, as one tree: its messages say what is wrong */
+        st = sp_json_parse(ctx, name, data, len, &root);
+        if (st != SP_OK) {
+            sp_profile_destroy(p);
+            return st;
+        }
     }
     sp_status fail = SP_ERR_SCHEMA;
     const char *model = NULL, *source = NULL, *device = NULL;
@@ -243,6 +395,16 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
         (st = sp_devices_from_json(&r, devices, "devices", &p->devices)) == SP_ERR_NOMEM) {
         fail = st;
         goto done_status;
+    }
+    if (streamed) {
+        if (ctx->problems == 0 &&
+            !sp_json_check_unique_names(&r, p->layers, sizeof *p->layers, p->n_layers)) {
+            fail = sp_oom(ctx, "checking layer names");
+            goto done_status;
+        }
+        if (ctx->problems == 0)
+            check_totals(&r, p);
+        goto done;
     }
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
     if (!cJSON_IsArray(layers)) {
