@@ -67,28 +67,115 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
     return sp_plan_build_recompute(ctx, profile, opts, speed, bounds, NULL, out);
 }
 
-sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
-                                  const sp_partition_opts *opts, const double *speed,
-                                  const size_t *bounds, const bool *recompute, sp_plan **out) {
-    *out = NULL;
-    size_t n = sp_profile_get_layer_count(profile);
+/* Stage k's layers, times (on its device, with recomputation and blocking transfers), bytes
+ * and send time; adds its time to its device's ticks. In-flight counts with chunks come later. */
+static void fill_stage(const sp_profile *profile, const sp_partition_opts *opts,
+                       const double *speed, const size_t *bounds, const bool *recompute,
+                       sp_chunk_layout layout, uint32_t k, sp_stage *st, int64_t *device_ticks) {
     uint32_t p = opts->stages, V = opts->chunks > 1 ? opts->chunks : 1, K = p * V;
-    sp_chunk_layout layout = V > 1 ? sp_schedule_chunk_layout(opts->schedule) : SP_CHUNKS_LOOP;
-    sp_plan *plan = sp_calloc(1, sizeof *plan);
-    if (!plan)
-        return sp_oom(ctx, "building a plan");
-    plan->n_stages = K;
-    plan->n_layers = n;
-    plan->stages = sp_calloc(K, sizeof *plan->stages);
-    plan->model = sp_strdup(sp_profile_get_model(profile));
-    int64_t *device_ticks = sp_calloc(p, sizeof *device_ticks);
-    if (!plan->stages || !plan->model || !device_ticks) {
-        sp_free(device_ticks);
-        sp_plan_destroy(plan);
-        return sp_oom(ctx, "building a plan");
+    bool blocking = opts->links && opts->comm == SP_COMM_BLOCKING;
+    uint32_t d = sp_chunk_device(layout, p, k); /* virtual stage k's device */
+    st->index = k;
+    st->device = d;
+    st->chunk = k / p;
+    st->first_layer = bounds[k];
+    st->layer_count = bounds[k + 1] - bounds[k];
+    st->last_layer = st->layer_count ? bounds[k + 1] - 1 : bounds[k];
+    int64_t fwd = 0, bwd = 0, wgrad = 0, rc = 0;
+    bool have_wgrad = true;
+    for (size_t l = bounds[k]; l < bounds[k + 1]; l++) {
+        const sp_layer *L = sp_profile_get_layer(profile, l);
+        fwd += sp_layer_fwd_ticks(L);
+        bwd += sp_layer_bwd_ticks(L);
+        bool again = recompute && recompute[l] && L->recompute_ms >= 0;
+        if (again)
+            rc += sp_ms_to_ticks(L->recompute_ms);
+        if (L->wgrad_ms < 0)
+            have_wgrad = false;
+        else
+            wgrad += sp_ms_to_ticks(L->wgrad_ms);
+        st->param_bytes += L->param_bytes;
+        st->resident_bytes += L->memory_bytes;
+        st->saved_bytes += again ? 0 : L->saved_bytes;
     }
-    memcpy(plan->profile_sha256, sp_profile_get_sha256(profile), sizeof plan->profile_sha256);
+    bwd += rc; /* the forward recomputed at the start of the backward */
+    if (speed) {
+        fwd = sp_speed_scale(fwd, speed[d]);
+        bwd = sp_speed_scale(bwd, speed[d]);
+        wgrad = sp_speed_scale(wgrad, speed[d]);
+        rc = sp_speed_scale(rc, speed[d]);
+    }
+    st->recompute_ms = sp_ticks_to_ms(rc);
+    int64_t comm = 0; /* blocking: each cut's transfer, forward and back, on both sides */
+    if (blocking) {
+        if (k > 0)
+            comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(opts->links,
+                                                            sp_chunk_device(layout, p, k - 1), d,
+                                                            boundary_bytes(profile, bounds[k])));
+        if (k + 1 < K)
+            comm += 2 * sp_ms_to_ticks(
+                            sp_links_transfer_ms(opts->links, d, sp_chunk_device(layout, p, k + 1),
+                                                 boundary_bytes(profile, bounds[k + 1])));
+    }
+    st->fwd_ms = sp_ticks_to_ms(fwd);
+    st->bwd_ms = sp_ticks_to_ms(bwd);
+    st->comm_ms = sp_ticks_to_ms(comm);
+    st->time_ms = sp_ticks_to_ms(fwd + bwd + comm);
+    /* rounding per layer can put the wgrad sum a tick above the bwd sum */
+    st->wgrad_ms = have_wgrad ? sp_ticks_to_ms(wgrad < bwd ? wgrad : bwd) : -1.0;
+    st->send_ms = 0;
+    if (opts->links && k + 1 < K) {
+        uint64_t bytes = boundary_bytes(profile, bounds[k + 1]);
+        st->send_ms =
+            sp_links_transfer_ms(opts->links, d, sp_chunk_device(layout, p, k + 1), bytes);
+    }
+    st->inflight = sp_stage_inflight(V > 1 ? SP_SCHEDULE_1F1B : opts->schedule, k, p,
+                                     opts->micro_batches); /* chunks: chunk_inflight */
+    device_ticks[d] += fwd + bwd + comm;
+}
 
+/* With chunks: each chunk's in-flight count at its device's memory peak, from the schedule's
+ * order */
+static sp_status chunk_inflight(sp_ctx *ctx, sp_plan *plan, const sp_partition_opts *opts,
+                                sp_chunk_layout layout) {
+    uint32_t p = opts->stages, V = opts->chunks;
+    uint64_t *saved = sp_mallocarray(V, sizeof *saved);
+    uint32_t *counts = sp_mallocarray(V, sizeof *counts);
+    sp_status st = saved && counts ? SP_OK : sp_oom(ctx, "building a plan");
+    for (uint32_t d = 0; st == SP_OK && d < p; d++) {
+        for (uint32_t c = 0; c < V; c++)
+            saved[c] = plan->stages[sp_device_chunk_stage(layout, p, d, c)].saved_bytes;
+        st = sp_chunk_peak_counts(ctx, opts->schedule, p, V, opts->micro_batches, d, saved, counts);
+        for (uint32_t c = 0; st == SP_OK && c < V; c++)
+            plan->stages[sp_device_chunk_stage(layout, p, d, c)].inflight = counts[c];
+    }
+    sp_free(saved);
+    sp_free(counts);
+    return st;
+}
+
+/* every stage's memory: resident + in flight x saved, refused beyond 2^53 bytes */
+static sp_status stage_memory(sp_ctx *ctx, sp_plan *plan) {
+    for (uint32_t k = 0; k < plan->n_stages; k++) {
+        sp_stage *st = &plan->stages[k];
+        sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes;
+        if (mem > (sp_u128)SP_MAX_EXACT_INTEGER) /* a plan could not record it exactly */
+            return sp_fail(ctx, SP_ERR_LIMIT,
+                           "stage %u's memory (%.4g bytes resident + %u micro-batches in flight "
+                           "x %.4g bytes saved) is beyond 2^53 bytes, where a plan's byte counts "
+                           "stop being exact",
+                           k, (double)st->resident_bytes, st->inflight, (double)st->saved_bytes);
+        st->memory_bytes = (uint64_t)mem;
+    }
+    return SP_OK;
+}
+
+/* The plan's summary from its devices' loads: bottleneck (a device's load, the sum of its chunks),
+ * lower bound, mean, spread, the formula's iteration, transfers */
+static void summarize(sp_plan *plan, const sp_profile *profile, const sp_partition_opts *opts,
+                      const double *speed, const int64_t *device_ticks) {
+    uint32_t p = opts->stages;
+    size_t n = sp_profile_get_layer_count(profile);
     int64_t total_ticks = 0, heaviest_layer = 0;
     for (size_t l = 0; l < n; l++) {
         int64_t t = sp_layer_ticks(sp_profile_get_layer(profile, l));
@@ -96,105 +183,6 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         if (t > heaviest_layer)
             heaviest_layer = t;
     }
-    bool blocking = opts->links && opts->comm == SP_COMM_BLOCKING;
-    for (uint32_t k = 0; k < K; k++) {
-        sp_stage *st = &plan->stages[k];
-        uint32_t d = sp_chunk_device(layout, p, k); /* virtual stage k's device */
-        st->index = k;
-        st->device = d;
-        st->chunk = k / p;
-        st->first_layer = bounds[k];
-        st->layer_count = bounds[k + 1] - bounds[k];
-        st->last_layer = st->layer_count ? bounds[k + 1] - 1 : bounds[k];
-        int64_t fwd = 0, bwd = 0, wgrad = 0, rc = 0;
-        bool have_wgrad = true;
-        for (size_t l = bounds[k]; l < bounds[k + 1]; l++) {
-            const sp_layer *L = sp_profile_get_layer(profile, l);
-            fwd += sp_layer_fwd_ticks(L);
-            bwd += sp_layer_bwd_ticks(L);
-            bool again = recompute && recompute[l] && L->recompute_ms >= 0;
-            if (again)
-                rc += sp_ms_to_ticks(L->recompute_ms);
-            if (L->wgrad_ms < 0)
-                have_wgrad = false;
-            else
-                wgrad += sp_ms_to_ticks(L->wgrad_ms);
-            st->param_bytes += L->param_bytes;
-            st->resident_bytes += L->memory_bytes;
-            st->saved_bytes += again ? 0 : L->saved_bytes;
-        }
-        bwd += rc; /* the forward recomputed at the start of the backward */
-        if (speed) {
-            fwd = sp_speed_scale(fwd, speed[d]);
-            bwd = sp_speed_scale(bwd, speed[d]);
-            wgrad = sp_speed_scale(wgrad, speed[d]);
-            rc = sp_speed_scale(rc, speed[d]);
-        }
-        st->recompute_ms = sp_ticks_to_ms(rc);
-        int64_t comm = 0; /* blocking: each cut's transfer, forward and back, on both sides */
-        if (blocking) {
-            if (k > 0)
-                comm += 2 * sp_ms_to_ticks(
-                                sp_links_transfer_ms(opts->links, sp_chunk_device(layout, p, k - 1),
-                                                     d, boundary_bytes(profile, bounds[k])));
-            if (k + 1 < K)
-                comm += 2 * sp_ms_to_ticks(sp_links_transfer_ms(
-                                opts->links, d, sp_chunk_device(layout, p, k + 1),
-                                boundary_bytes(profile, bounds[k + 1])));
-        }
-        st->fwd_ms = sp_ticks_to_ms(fwd);
-        st->bwd_ms = sp_ticks_to_ms(bwd);
-        st->comm_ms = sp_ticks_to_ms(comm);
-        st->time_ms = sp_ticks_to_ms(fwd + bwd + comm);
-        /* rounding per layer can put the wgrad sum a tick above the bwd sum */
-        st->wgrad_ms = have_wgrad ? sp_ticks_to_ms(wgrad < bwd ? wgrad : bwd) : -1.0;
-        st->send_ms = 0;
-        if (opts->links && k + 1 < K) {
-            uint64_t bytes = boundary_bytes(profile, bounds[k + 1]);
-            st->send_ms =
-                sp_links_transfer_ms(opts->links, d, sp_chunk_device(layout, p, k + 1), bytes);
-        }
-        st->inflight = sp_stage_inflight(V > 1 ? SP_SCHEDULE_1F1B : opts->schedule, k, p,
-                                         opts->micro_batches); /* chunks: below */
-        device_ticks[d] += fwd + bwd + comm;
-    }
-    plan->summary.chunk_layout = layout;
-    if (V > 1) { /* in-flight counts from the schedule's order, per device */
-        uint64_t *saved = sp_mallocarray(V, sizeof *saved);
-        uint32_t *counts = sp_mallocarray(V, sizeof *counts);
-        sp_status st = saved && counts ? SP_OK : sp_oom(ctx, "building a plan");
-        for (uint32_t d = 0; st == SP_OK && d < p; d++) {
-            for (uint32_t c = 0; c < V; c++)
-                saved[c] = plan->stages[sp_device_chunk_stage(layout, p, d, c)].saved_bytes;
-            st = sp_chunk_peak_counts(ctx, opts->schedule, p, V, opts->micro_batches, d, saved,
-                                      counts);
-            for (uint32_t c = 0; st == SP_OK && c < V; c++)
-                plan->stages[sp_device_chunk_stage(layout, p, d, c)].inflight = counts[c];
-        }
-        sp_free(saved);
-        sp_free(counts);
-        if (st != SP_OK) {
-            sp_free(device_ticks);
-            sp_plan_destroy(plan);
-            return st;
-        }
-    }
-    for (uint32_t k = 0; k < K; k++) {
-        sp_stage *st = &plan->stages[k];
-        sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes;
-        if (mem > (sp_u128)SP_MAX_EXACT_INTEGER) { /* a plan could not record it exactly */
-            sp_fail(ctx, SP_ERR_LIMIT,
-                    "stage %u's memory (%.4g bytes resident + %u micro-batches in flight x %.4g "
-                    "bytes saved) is beyond 2^53 bytes, where a plan's byte counts stop being "
-                    "exact",
-                    k, (double)st->resident_bytes, st->inflight, (double)st->saved_bytes);
-            sp_free(device_ticks);
-            sp_plan_destroy(plan);
-            return SP_ERR_LIMIT;
-        }
-        st->memory_bytes = (uint64_t)mem;
-    }
-    /* the bottleneck is a device's load: the sum of its chunks (one stage when V = 1) */
     int64_t max_ticks = 0;
     uint32_t bottleneck_stage = 0;
     for (uint32_t d = 0; d < p; d++)
@@ -204,7 +192,7 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         }
     sp_plan_summary *sum = &plan->summary;
     sum->stages = p;
-    sum->chunks = V;
+    sum->chunks = opts->chunks > 1 ? opts->chunks : 1;
     sum->comm = opts->links ? opts->comm : SP_COMM_OVERLAP;
     sum->micro_batches = opts->micro_batches;
     sum->profile_sms = sp_profile_get_measured_sms(profile);
@@ -225,9 +213,8 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         lb = (double)total_ticks / speed_sum;
         heaviest_layer = sp_speed_scale(heaviest_layer, fastest);
     }
-    if (speed ||
-        blocking) { /* from here on: the time the devices take, which depends on the plan */
-        total_ticks = 0;
+    if (speed || (opts->links && opts->comm == SP_COMM_BLOCKING)) {
+        total_ticks = 0; /* from here on: the time the devices take, which depends on the plan */
         for (uint32_t d = 0; d < p; d++)
             total_ticks += device_ticks[d];
     }
@@ -242,16 +229,20 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         var += dv * dv;
     }
     var /= (double)p;
-    sp_free(device_ticks);
     sum->mean_ms = mean / SP_TICKS_PER_MS;
     sum->stddev_ms = sqrt(var) / SP_TICKS_PER_MS;
     sum->imbalance = mean > 0 ? (double)max_ticks / mean : 1.0;
     sum->formula_iteration_ms =
         sp_ticks_to_ms(max_ticks) * (double)(opts->micro_batches - 1) + sp_ticks_to_ms(total_ticks);
-
-    for (uint32_t k = 0; k + 1 < K; k++)
+    for (uint32_t k = 0; k + 1 < plan->n_stages; k++)
         sum->transfer_ms += plan->stages[k].send_ms;
     sum->placement = SP_PLACEMENT_ORDER;
+}
+
+/* the plan's names: stages', devices', the recomputed layers, every layer's name and kind */
+static sp_status record_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *profile,
+                              const sp_partition_opts *opts, const bool *recompute) {
+    size_t n = sp_profile_get_layer_count(profile);
     sp_status st = copy_names(ctx, plan, profile);
     if (st == SP_OK) /* the stages' device names, when the devices are known */
         st = name_devices(ctx, plan,
@@ -262,25 +253,59 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
     if (st == SP_OK && any_recompute) {
         plan->recomputed = sp_mallocarray(n, sizeof *plan->recomputed);
         if (!plan->recomputed)
-            st = sp_oom(ctx, "building a plan");
-        else
-            memcpy(plan->recomputed, recompute, n * sizeof *plan->recomputed);
+            return sp_oom(ctx, "building a plan");
+        memcpy(plan->recomputed, recompute, n * sizeof *plan->recomputed);
     }
-    if (st == SP_OK) {
-        const char **names = sp_mallocarray(n, sizeof *names),
-                   **kinds = sp_mallocarray(n, sizeof *kinds);
-        if (!names || !kinds) {
-            st = sp_oom(ctx, "recording layer names");
-        } else {
-            for (size_t l = 0; l < n; l++) {
-                names[l] = sp_profile_get_layer(profile, l)->name;
-                kinds[l] = sp_profile_get_layer(profile, l)->kind;
-            }
-            st = sp_plan_set_layers(ctx, plan, n, names, kinds);
+    if (st != SP_OK)
+        return st;
+    const char **names = sp_mallocarray(n, sizeof *names),
+               **kinds = sp_mallocarray(n, sizeof *kinds);
+    if (!names || !kinds) {
+        st = sp_oom(ctx, "recording layer names");
+    } else {
+        for (size_t l = 0; l < n; l++) {
+            names[l] = sp_profile_get_layer(profile, l)->name;
+            kinds[l] = sp_profile_get_layer(profile, l)->kind;
         }
-        sp_free(names);
-        sp_free(kinds);
+        st = sp_plan_set_layers(ctx, plan, n, names, kinds);
     }
+    sp_free(names);
+    sp_free(kinds);
+    return st;
+}
+
+sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
+                                  const sp_partition_opts *opts, const double *speed,
+                                  const size_t *bounds, const bool *recompute, sp_plan **out) {
+    *out = NULL;
+    uint32_t p = opts->stages, V = opts->chunks > 1 ? opts->chunks : 1, K = p * V;
+    sp_chunk_layout layout = V > 1 ? sp_schedule_chunk_layout(opts->schedule) : SP_CHUNKS_LOOP;
+    sp_plan *plan = sp_calloc(1, sizeof *plan);
+    if (!plan)
+        return sp_oom(ctx, "building a plan");
+    plan->n_stages = K;
+    plan->n_layers = sp_profile_get_layer_count(profile);
+    plan->stages = sp_calloc(K, sizeof *plan->stages);
+    plan->model = sp_strdup(sp_profile_get_model(profile));
+    int64_t *device_ticks = sp_calloc(p, sizeof *device_ticks);
+    if (!plan->stages || !plan->model || !device_ticks) {
+        sp_free(device_ticks);
+        sp_plan_destroy(plan);
+        return sp_oom(ctx, "building a plan");
+    }
+    memcpy(plan->profile_sha256, sp_profile_get_sha256(profile), sizeof plan->profile_sha256);
+    for (uint32_t k = 0; k < K; k++)
+        fill_stage(profile, opts, speed, bounds, recompute, layout, k, &plan->stages[k],
+                   device_ticks);
+    plan->summary.chunk_layout = layout;
+    sp_status st = V > 1 ? chunk_inflight(ctx, plan, opts, layout) : SP_OK;
+    if (st == SP_OK)
+        st = stage_memory(ctx, plan);
+    if (st == SP_OK) {
+        summarize(plan, profile, opts, speed, device_ticks);
+        st = record_names(ctx, plan, profile, opts, recompute);
+    }
+    sp_free(device_ticks);
     if (st != SP_OK) {
         sp_plan_destroy(plan);
         return st;
