@@ -406,6 +406,46 @@ sp_status sp_ilp_model_init(sp_ctx *ctx, const struct sp_ilp_input *in, struct s
 /* Every column's kind and bounds and every row of the program (the formulation above), with u
  * fixed outside each stage's window under the incumbent's bottleneck. *lb gets the lower bound of
  * T, *free_binaries the u left free. */
+/* recomputation: y[b][k] = r[b] AND "block b in stage k" (x = u[b][k] - u[b][k-1]):
+ * y <= r, y <= x, y >= r + x - 1; y costs the block's recompute time in stage k and spares
+ * k's in-flight copies of its saved bytes */
+static void add_recompute_rows(glp_prob *lp, const struct sp_ilp_model *m,
+                               struct sp_ilp_rowbuf *r) {
+    const struct sp_ilp_input *in = m->in;
+    for (size_t b = 0; b < m->B; b++) {
+        int jr = m->col_r + (int)b;
+        glp_set_col_kind(lp, jr, GLP_BV);
+        if (in->recompute[b] < 0)
+            glp_set_col_bnds(lp, jr, GLP_FX, 0, 0);
+        for (uint32_t k = 0; k < m->K; k++) {
+            int jy = col_y(m, b, k);
+            if (in->recompute[b] < 0) {
+                glp_set_col_bnds(lp, jy, GLP_FX, 0, 0);
+                continue;
+            }
+            glp_set_col_bnds(lp, jy, GLP_DB, 0, 1);
+            /* m->x_inc[b][k] = u[b][k] - u[b][k-1], with u[b][K-1] = 1 and u[b][-1] = 0 */
+            double cx = k + 1 < m->K ? 0 : 1; /* the constant part of x */
+            sp_ilp_row_add(r, jy, 1);
+            sp_ilp_row_add(r, jr, -1);
+            sp_ilp_add_row(lp, r, GLP_UP, 0, 0);
+            sp_ilp_row_add(r, jy, 1);
+            if (k + 1 < m->K)
+                sp_ilp_row_add(r, col_u(m, b, k), -1);
+            if (k > 0)
+                sp_ilp_row_add(r, col_u(m, b, k - 1), 1);
+            sp_ilp_add_row(lp, r, GLP_UP, 0, cx);
+            sp_ilp_row_add(r, jy, 1);
+            sp_ilp_row_add(r, jr, -1);
+            if (k + 1 < m->K)
+                sp_ilp_row_add(r, col_u(m, b, k), -1);
+            if (k > 0)
+                sp_ilp_row_add(r, col_u(m, b, k - 1), 1);
+            sp_ilp_add_row(lp, r, GLP_LO, cx - 1, 0);
+        }
+    }
+}
+
 void sp_ilp_add_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf *r, double *lb_out,
                      size_t *free_binaries) {
     const struct sp_chain *c = m->c;
@@ -516,43 +556,8 @@ void sp_ilp_add_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf 
             sp_ilp_add_row(lp, r, GLP_LO, 0, 0);
         }
     }
-    /* recomputation: y[b][k] = r[b] AND "block b in stage k" (x = u[b][k] - u[b][k-1]):
-     * y <= r, y <= x, y >= r + x - 1; y costs the block's recompute time in stage k and spares
-     * k's in-flight copies of its saved bytes */
-    if (in->recompute) {
-        for (size_t b = 0; b < m->B; b++) {
-            int jr = m->col_r + (int)b;
-            glp_set_col_kind(lp, jr, GLP_BV);
-            if (in->recompute[b] < 0)
-                glp_set_col_bnds(lp, jr, GLP_FX, 0, 0);
-            for (uint32_t k = 0; k < m->K; k++) {
-                int jy = col_y(m, b, k);
-                if (in->recompute[b] < 0) {
-                    glp_set_col_bnds(lp, jy, GLP_FX, 0, 0);
-                    continue;
-                }
-                glp_set_col_bnds(lp, jy, GLP_DB, 0, 1);
-                /* m->x_inc[b][k] = u[b][k] - u[b][k-1], with u[b][K-1] = 1 and u[b][-1] = 0 */
-                double cx = k + 1 < m->K ? 0 : 1; /* the constant part of x */
-                sp_ilp_row_add(r, jy, 1);
-                sp_ilp_row_add(r, jr, -1);
-                sp_ilp_add_row(lp, r, GLP_UP, 0, 0);
-                sp_ilp_row_add(r, jy, 1);
-                if (k + 1 < m->K)
-                    sp_ilp_row_add(r, col_u(m, b, k), -1);
-                if (k > 0)
-                    sp_ilp_row_add(r, col_u(m, b, k - 1), 1);
-                sp_ilp_add_row(lp, r, GLP_UP, 0, cx);
-                sp_ilp_row_add(r, jy, 1);
-                sp_ilp_row_add(r, jr, -1);
-                if (k + 1 < m->K)
-                    sp_ilp_row_add(r, col_u(m, b, k), -1);
-                if (k > 0)
-                    sp_ilp_row_add(r, col_u(m, b, k - 1), 1);
-                sp_ilp_add_row(lp, r, GLP_LO, cx - 1, 0);
-            }
-        }
-    }
+    if (in->recompute)
+        add_recompute_rows(lp, m, r);
     /* memory caps (one chunk per device): sum_b (mem_b + k_s saved_b) m->x_inc[b][s] <= cap_s */
     for (uint32_t k = 0; c->any_cap && m->P == m->K && k < m->K; k++) {
         if (!c->cap[k])

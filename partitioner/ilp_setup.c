@@ -96,6 +96,93 @@ static sp_status recompute_all_bounds(sp_ctx *ctx, const sp_profile *profile,
     return st;
 }
 
+/* Where the program starts: an incumbent plan (the exact DP's with one chunk per device, else the
+ * uniform chunk split; with recomputation possibly every recomputable block recomputed) and a
+ * proven lower bound of the bottleneck, when it has them */
+struct ilp_start {
+    bool have_incumbent, inc_recomputes;
+    double t_lower;
+};
+
+static sp_status ilp_start(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                           const struct sp_stage_devices *d, const struct sp_placement_classes *pc,
+                           const struct sp_chain *c, const struct sp_chain *free_chain,
+                           const struct sp_chunk_memory *cm, const int64_t *rc, size_t *inc,
+                           struct ilp_start *out) {
+    uint32_t K = o->stages * o->chunks;
+    size_t B = c->n_pos - 1;
+    bool have_incumbent = true, inc_recomputes = false;
+    double t_lower = 0;
+    sp_status st = SP_OK;
+    if (c->n_pos - 1 < K) {
+        st = SP_ERR_INFEASIBLE;
+    } else if (pc && o->chunks == 1) {
+        /* the incumbent: the exact DP with stage s on device s; the bound: the DP with every
+         * stage on the fastest device and no memory limit */
+        st = sp_solve_dp(ctx, profile, o, d, inc);
+        for (uint32_t k = 0; st == SP_OK && k <= K; k++)
+            inc[k] = sp_chain_position_of(c, inc[k]);
+        if (st == SP_ERR_INFEASIBLE && o->recompute) {
+            sp_ctx_begin(ctx);
+            st = recompute_all_bounds(ctx, profile, o, d, inc);
+            inc_recomputes = st == SP_OK;
+        }
+        if (st == SP_ERR_INFEASIBLE) { /* another placement may fit where this one does not */
+            have_incumbent = false;
+            st = SP_OK;
+            sp_ctx_begin(ctx);
+        }
+        int64_t free_cap = 0;
+        if (st == SP_OK && sp_chain_min_bottleneck(ctx, free_chain, &free_cap) == SP_OK)
+            t_lower = (double)free_cap / SP_TICKS_PER_MS;
+    } else if (o->chunks == 1) {
+        st = sp_chain_best_bounds(ctx, c, inc, NULL);
+        if (st == SP_OK && !o->recompute) /* the DP's bottleneck is exact: it bounds T */
+            t_lower = (double)sp_max_stage_time(c, inc) / SP_TICKS_PER_MS;
+        if (o->recompute) {
+            /* without recomputation the memory limit may leave no plan: then the program starts
+             * without an incumbent. Its bottleneck is at least the DP's without memory caps
+             * (recomputation only adds time) */
+            if (st == SP_ERR_INFEASIBLE) {
+                sp_ctx_begin(ctx);
+                st = recompute_all_bounds(ctx, profile, o, d, inc);
+                inc_recomputes = st == SP_OK;
+            }
+            if (st == SP_ERR_INFEASIBLE) {
+                have_incumbent = false;
+                st = SP_OK;
+                sp_ctx_begin(ctx);
+            }
+            int64_t free_cap = 0;
+            if (st == SP_OK && sp_chain_min_bottleneck(ctx, free_chain, &free_cap) == SP_OK)
+                t_lower = (double)free_cap / SP_TICKS_PER_MS;
+        }
+    } else {
+        st = sp_uniform_bounds(ctx, profile, K, inc);
+        if (st == SP_OK && cm->any_cap) { /* the uniform chunk split, if it fits (GLPK does not
+                                           * check an injected plan) */
+            bool fits = true, fits_recomputed = rc != NULL;
+            bool *all = rc ? sp_calloc(sp_profile_get_layer_count(profile), sizeof *all) : NULL;
+            for (size_t b = 0; all && b < B; b++)
+                for (size_t l = c->pos[b]; l < c->pos[b + 1]; l++)
+                    all[l] = rc[b] >= 0;
+            for (uint32_t dev = 0; dev < o->stages; dev++) {
+                fits &= sp_chunk_memory_fits(cm, profile, inc, NULL, dev);
+                fits_recomputed &= all && sp_chunk_memory_fits(cm, profile, inc, all, dev);
+            }
+            sp_free(all);
+            have_incumbent = fits || fits_recomputed;
+            inc_recomputes = !fits && fits_recomputed;
+        }
+        for (uint32_t k = 0; st == SP_OK && k <= K; k++)
+            inc[k] = sp_chain_position_of(c, inc[k]);
+    }
+    out->have_incumbent = have_incumbent;
+    out->inc_recomputes = inc_recomputes;
+    out->t_lower = t_lower;
+    return st;
+}
+
 sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                        const struct sp_stage_devices *d, size_t *bounds, bool *recompute,
                        const struct sp_placement_classes *pc, bool inject,
@@ -163,73 +250,12 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     if (st == SP_OK && pc && chunk_rows)
         st = sp_chunk_memory_init(ctx, o->schedule, o->stages, o->chunks, o->micro_batches,
                                   o->memory_limit_bytes, NULL, &cm_rows);
-    bool have_incumbent = true, inc_recomputes = false;
-    double t_lower = 0;
+    struct ilp_start start = {0};
     if (st != SP_OK)
         goto out;
-    if (c.n_pos - 1 < K) {
-        st = SP_ERR_INFEASIBLE;
-    } else if (pc && o->chunks == 1) {
-        /* the incumbent: the exact DP with stage s on device s; the bound: the DP with every
-         * stage on the fastest device and no memory limit */
-        st = sp_solve_dp(ctx, profile, o, d, inc);
-        for (uint32_t k = 0; st == SP_OK && k <= K; k++)
-            inc[k] = sp_chain_position_of(&c, inc[k]);
-        if (st == SP_ERR_INFEASIBLE && o->recompute) {
-            sp_ctx_begin(ctx);
-            st = recompute_all_bounds(ctx, profile, o, d, inc);
-            inc_recomputes = st == SP_OK;
-        }
-        if (st == SP_ERR_INFEASIBLE) { /* another placement may fit where this one does not */
-            have_incumbent = false;
-            st = SP_OK;
-            sp_ctx_begin(ctx);
-        }
-        int64_t free_cap = 0;
-        if (st == SP_OK && sp_chain_min_bottleneck(ctx, &free_chain, &free_cap) == SP_OK)
-            t_lower = (double)free_cap / SP_TICKS_PER_MS;
-    } else if (o->chunks == 1) {
-        st = sp_chain_best_bounds(ctx, &c, inc, NULL);
-        if (st == SP_OK && !o->recompute) /* the DP's bottleneck is exact: it bounds T */
-            t_lower = (double)sp_max_stage_time(&c, inc) / SP_TICKS_PER_MS;
-        if (o->recompute) {
-            /* without recomputation the memory limit may leave no plan: then the program starts
-             * without an incumbent. Its bottleneck is at least the DP's without memory caps
-             * (recomputation only adds time) */
-            if (st == SP_ERR_INFEASIBLE) {
-                sp_ctx_begin(ctx);
-                st = recompute_all_bounds(ctx, profile, o, d, inc);
-                inc_recomputes = st == SP_OK;
-            }
-            if (st == SP_ERR_INFEASIBLE) {
-                have_incumbent = false;
-                st = SP_OK;
-                sp_ctx_begin(ctx);
-            }
-            int64_t free_cap = 0;
-            if (st == SP_OK && sp_chain_min_bottleneck(ctx, &free_chain, &free_cap) == SP_OK)
-                t_lower = (double)free_cap / SP_TICKS_PER_MS;
-        }
-    } else {
-        st = sp_uniform_bounds(ctx, profile, K, inc);
-        if (st == SP_OK && cm.any_cap) { /* the uniform chunk split, if it fits (GLPK does not
-                                          * check an injected plan) */
-            bool fits = true, fits_recomputed = rc != NULL;
-            bool *all = rc ? sp_calloc(sp_profile_get_layer_count(profile), sizeof *all) : NULL;
-            for (size_t b = 0; all && b < B; b++)
-                for (size_t l = c.pos[b]; l < c.pos[b + 1]; l++)
-                    all[l] = rc[b] >= 0;
-            for (uint32_t dev = 0; dev < o->stages; dev++) {
-                fits &= sp_chunk_memory_fits(&cm, profile, inc, NULL, dev);
-                fits_recomputed &= all && sp_chunk_memory_fits(&cm, profile, inc, all, dev);
-            }
-            sp_free(all);
-            have_incumbent = fits || fits_recomputed;
-            inc_recomputes = !fits && fits_recomputed;
-        }
-        for (uint32_t k = 0; st == SP_OK && k <= K; k++)
-            inc[k] = sp_chain_position_of(&c, inc[k]);
-    }
+    st = ilp_start(ctx, profile, o, d, pc, &c, &free_chain, &cm, rc, inc, &start);
+    bool have_incumbent = start.have_incumbent, inc_recomputes = start.inc_recomputes;
+    double t_lower = start.t_lower;
     if (!inject) { /* the program alone (the oracle tests check it against enumeration) */
         have_incumbent = false;
         t_lower = 0;
