@@ -104,6 +104,31 @@ struct ilp_start {
     double t_lower;
 };
 
+/* When the DP found no plan (st SP_ERR_INFEASIBLE): with recomputation, the DP with every block
+ * that can recompute recomputing; else the program starts without an incumbent. The bound: the
+ * DP without memory caps (recomputation only adds time). Fills out, returns the status. */
+static sp_status without_plan(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                              const struct sp_stage_devices *d, const struct sp_chain *free_chain,
+                              sp_status st, size_t *inc, struct ilp_start *out) {
+    out->have_incumbent = true;
+    out->inc_recomputes = false;
+    out->t_lower = 0;
+    if (st == SP_ERR_INFEASIBLE && o->recompute) {
+        sp_ctx_begin(ctx);
+        st = recompute_all_bounds(ctx, profile, o, d, inc);
+        out->inc_recomputes = st == SP_OK;
+    }
+    if (st == SP_ERR_INFEASIBLE) {
+        out->have_incumbent = false;
+        st = SP_OK;
+        sp_ctx_begin(ctx);
+    }
+    int64_t free_cap = 0;
+    if (st == SP_OK && sp_chain_min_bottleneck(ctx, free_chain, &free_cap) == SP_OK)
+        out->t_lower = (double)free_cap / SP_TICKS_PER_MS;
+    return st;
+}
+
 static sp_status ilp_start(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                            const struct sp_stage_devices *d, const struct sp_placement_classes *pc,
                            const struct sp_chain *c, const struct sp_chain *free_chain,
@@ -122,19 +147,11 @@ static sp_status ilp_start(sp_ctx *ctx, const sp_profile *profile, const sp_part
         st = sp_solve_dp(ctx, profile, o, d, inc);
         for (uint32_t k = 0; st == SP_OK && k <= K; k++)
             inc[k] = sp_chain_position_of(c, inc[k]);
-        if (st == SP_ERR_INFEASIBLE && o->recompute) {
-            sp_ctx_begin(ctx);
-            st = recompute_all_bounds(ctx, profile, o, d, inc);
-            inc_recomputes = st == SP_OK;
-        }
-        if (st == SP_ERR_INFEASIBLE) { /* another placement may fit where this one does not */
-            have_incumbent = false;
-            st = SP_OK;
-            sp_ctx_begin(ctx);
-        }
-        int64_t free_cap = 0;
-        if (st == SP_OK && sp_chain_min_bottleneck(ctx, free_chain, &free_cap) == SP_OK)
-            t_lower = (double)free_cap / SP_TICKS_PER_MS;
+        /* another placement may fit where this one does not */
+        st = without_plan(ctx, profile, o, d, free_chain, st, inc, out);
+        have_incumbent = out->have_incumbent;
+        inc_recomputes = out->inc_recomputes;
+        t_lower = out->t_lower;
     } else if (o->chunks == 1) {
         st = sp_chain_best_bounds(ctx, c, inc, NULL);
         if (st == SP_OK && !o->recompute) /* the DP's bottleneck is exact: it bounds T */
@@ -143,19 +160,10 @@ static sp_status ilp_start(sp_ctx *ctx, const sp_profile *profile, const sp_part
             /* without recomputation the memory limit may leave no plan: then the program starts
              * without an incumbent. Its bottleneck is at least the DP's without memory caps
              * (recomputation only adds time) */
-            if (st == SP_ERR_INFEASIBLE) {
-                sp_ctx_begin(ctx);
-                st = recompute_all_bounds(ctx, profile, o, d, inc);
-                inc_recomputes = st == SP_OK;
-            }
-            if (st == SP_ERR_INFEASIBLE) {
-                have_incumbent = false;
-                st = SP_OK;
-                sp_ctx_begin(ctx);
-            }
-            int64_t free_cap = 0;
-            if (st == SP_OK && sp_chain_min_bottleneck(ctx, free_chain, &free_cap) == SP_OK)
-                t_lower = (double)free_cap / SP_TICKS_PER_MS;
+            st = without_plan(ctx, profile, o, d, free_chain, st, inc, out);
+            have_incumbent = out->have_incumbent;
+            inc_recomputes = out->inc_recomputes;
+            t_lower = out->t_lower;
         }
     } else {
         st = sp_uniform_bounds(ctx, profile, K, inc);
