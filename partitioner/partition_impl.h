@@ -1,7 +1,11 @@
 /* partitioner/partition_impl.h: what the partitioner's files share: the devices the stages run
- * on, and the steps of sp_partition (partition.c) that live in their own files: the DP
- * (solve_dp.c), the GLPK program's set-up (ilp_setup.c), a solved plan's completion
- * (plan_finish.c) and a given split (given.c). */
+ * on and the chain for the options (setup.c), and the steps of sp_partition (partition.c) that
+ * live in their own files: the solvers (solve_dp.c, solve_vshape.c, solve_interleaved.c, the
+ * GLPK program's set-up in ilp_setup.c, placement in solve_placed.c), a plan against the memory
+ * limits (plan_memory.c), a solved plan's completion (plan_finish.c), empty stages
+ * (empty_stages.c) and a given split (given.c). The files call one way: partition.c calls the
+ * solvers and the plan's completion, the solvers call setup.c, chain.c and each other (the ilp
+ * starts from the DP), and nothing calls back into partition.c. */
 #ifndef SP_PARTITIONER_PARTITION_IMPL_H
 #define SP_PARTITIONER_PARTITION_IMPL_H
 

@@ -1,0 +1,67 @@
+/* partitioner/plan_memory.c: a built plan against the memory limits: refused naming the device
+ * that does not fit, and recomputation undone where a stage fits without it. */
+#include <stdio.h>
+
+#include "partition_impl.h"
+
+/* A baseline's plan must still satisfy the memory limits to be usable (per device: the sum of
+ * its chunks when interleaved). */
+sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
+                               const struct sp_stage_devices *d) {
+    for (uint32_t dev = 0; dev < o->stages; dev++) {
+        uint64_t cap = o->memory_limit_bytes, dm = d->memory ? d->memory[dev] : 0;
+        if (dm && (!cap || dm < cap))
+            cap = dm;
+        uint64_t need = 0, resident = 0, saved_held = 0;
+        for (size_t k = dev; k < plan->n_stages; k += o->stages) {
+            const sp_stage *st = &plan->stages[k];
+            need += st->memory_bytes;
+            resident += st->resident_bytes;
+            saved_held += st->memory_bytes - st->resident_bytes;
+        }
+        if (cap && need > cap) {
+            char nb[16], lim[16];
+            return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                           "the %s split does not fit the memory limit: %s %u needs %s "
+                           "(resident %llu + saved activations %llu bytes), the limit is %s%s",
+                           sp_solver_name(o->solver), o->chunks > 1 ? "device" : "stage", dev,
+                           sp_format_bytes(need, nb, sizeof nb), (unsigned long long)resident,
+                           (unsigned long long)saved_held, sp_format_bytes(cap, lim, sizeof lim),
+                           o->chunks > 1 ? ""
+                                         : "; --solver dp finds a plan within the limit when one "
+                                           "exists");
+        }
+    }
+    return SP_OK;
+}
+
+/* Keep recomputation only where memory needs it: the program may recompute a layer it need not
+ * (at equal bottleneck); undoing that only shortens its stage. Layers with the longest
+ * recomputation are undone first. c gives each stage's memory cap and in-flight count. */
+void sp_trim_recompute(const sp_profile *profile, const struct sp_chain *c, const size_t *bounds,
+                       bool *recompute) {
+    for (uint32_t k = 0; recompute && k < c->p; k++) {
+        size_t a = bounds[k], e = bounds[k + 1];
+        uint64_t cap = c->cap[k];
+        uint64_t mem = 0, saved = 0;
+        for (size_t l = a; l < e; l++) {
+            mem += sp_profile_get_layer(profile, l)->memory_bytes;
+            saved += recompute[l] ? 0 : sp_profile_get_layer(profile, l)->saved_bytes;
+        }
+        for (;;) {
+            size_t best = SIZE_MAX;
+            for (size_t l = a; l < e; l++) {
+                const sp_layer *L = sp_profile_get_layer(profile, l);
+                sp_u128 need = (sp_u128)mem + (sp_u128)c->inflight[k] * (saved + L->saved_bytes);
+                if (recompute[l] && (!cap || need <= cap) &&
+                    (best == SIZE_MAX ||
+                     L->recompute_ms > sp_profile_get_layer(profile, best)->recompute_ms))
+                    best = l;
+            }
+            if (best == SIZE_MAX)
+                break;
+            recompute[best] = false;
+            saved += sp_profile_get_layer(profile, best)->saved_bytes;
+        }
+    }
+}
