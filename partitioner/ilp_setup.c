@@ -129,6 +129,37 @@ static sp_status ilp_start(sp_ctx *ctx, const sp_profile *profile, const sp_part
     return st;
 }
 
+/* With recomputation choices and one chunk per device: when the exact DP's plan under the memory
+ * limits, recomputing nothing, already reaches the least bottleneck of the chain without memory
+ * limits (recomputation only adds time, limits only take plans away), no plan does better and
+ * the program need not run (the common case of a limit that does not bind the bottleneck; the
+ * program's LP over blocks x stages is what takes its time). */
+static bool dp_reaches_bound(const struct sp_chain *c, const sp_partition_opts *o,
+                             const struct sp_placement_classes *pc, bool have_incumbent,
+                             bool inc_recomputes, double t_lower_ms, const size_t *inc) {
+    if (!o->recompute || pc || o->chunks != 1 || o->objective != SP_OBJECTIVE_BOTTLENECK ||
+        !have_incumbent || inc_recomputes || !(t_lower_ms > 0))
+        return false;
+    return sp_max_stage_time(c, inc) <= sp_ms_to_ticks(t_lower_ms);
+}
+
+/* the incumbent as the program's result: proven optimal, nothing recomputed */
+static sp_status take_incumbent(sp_ctx *ctx, const struct sp_chain *c, const size_t *inc,
+                                struct sp_ilp_result *res) {
+    memset(res, 0, sizeof *res);
+    size_t K = c->p, B = c->n_pos - 1;
+    res->bounds = sp_mallocarray(K + 1, sizeof *res->bounds);
+    res->recompute = sp_calloc(B, sizeof *res->recompute);
+    if (!res->bounds || !res->recompute)
+        return sp_oom(ctx, "partitioning");
+    memcpy(res->bounds, inc, (K + 1) * sizeof *inc);
+    double t_ms = (double)sp_max_stage_time(c, inc) / SP_TICKS_PER_MS;
+    res->found = res->optimal = true;
+    res->objective_ms = res->best_bound = t_ms;
+    res->status = "optimal";
+    return SP_OK;
+}
+
 sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                        const struct sp_stage_devices *d, size_t *bounds, bool *recompute,
                        const struct sp_placement_classes *pc, bool inject,
@@ -206,7 +237,10 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         have_incumbent = false;
         t_lower = 0;
     }
-    if (st == SP_OK) {
+    if (st == SP_OK && inject &&
+        dp_reaches_bound(&c, o, pc, have_incumbent, inc_recomputes, t_lower, inc))
+        st = take_incumbent(ctx, &c, inc, res);
+    else if (st == SP_OK) {
         struct sp_ilp_input in = {.c = &c,
                                   .devices = o->stages,
                                   .micro_batches = o->micro_batches,
