@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "chain.h"
+#include "partition_impl.h"
 
 /* nearest candidate position index to layer index `target` within [k_min, k_max] */
 static size_t nearest_position(const struct sp_chain *c, size_t target, size_t k_min,
@@ -79,49 +80,36 @@ static sp_status block_layers(sp_ctx *ctx, const sp_profile *profile, uint32_t s
     return SP_OK;
 }
 
-sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
-                            size_t *bounds) {
-    struct sp_chain c;
-    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
-                                   .stages = stages,
-                                   .micro_batches = 1,
-                                   .schedule = SP_SCHEDULE_1F1B};
-    sp_status st = sp_chain_init(ctx, &c, profile, &model);
+sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, const struct sp_chain *c,
+                            uint32_t stages, size_t *bounds) {
+    size_t n = sp_profile_get_layer_count(profile), last = c->n_pos - 1;
+    if (last < stages)
+        return SP_ERR_INFEASIBLE;
+    size_t *blocks = NULL, n_blocks = 0;
+    sp_status st = block_layers(ctx, profile, stages, &blocks, &n_blocks);
     if (st != SP_OK)
         return st;
-    size_t n = sp_profile_get_layer_count(profile), last = c.n_pos - 1;
-    if (last < stages) {
-        sp_chain_release(&c);
-        return SP_ERR_INFEASIBLE;
-    }
-    size_t *blocks = NULL, n_blocks = 0;
-    st = block_layers(ctx, profile, stages, &blocks, &n_blocks);
-    if (st != SP_OK) {
-        sp_chain_release(&c);
-        return st;
-    }
     size_t base = n_blocks / stages, extra = n_blocks % stages, k = 0;
     bounds[0] = 0;
     for (uint32_t s = 1; s < stages; s++) {
         size_t first_block = s * base + (s < extra ? s : extra);
         size_t target = blocks ? blocks[first_block] : first_block;
-        k = nearest_position(&c, target, k + 1, last - (stages - s));
-        bounds[s] = c.pos[k];
+        k = nearest_position(c, target, k + 1, last - (stages - s));
+        bounds[s] = c->pos[k];
     }
     sp_free(blocks);
     bounds[stages] = n;
-    sp_chain_release(&c);
     return SP_OK;
 }
 
-sp_status sp_parameters_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
+sp_status sp_parameters_bounds(sp_ctx *ctx, const struct sp_chain *chain, uint32_t stages,
                                size_t *bounds) {
     struct sp_chain c;
     struct sp_chain_model model = {.weight = SP_WEIGHT_PARAMS,
                                    .stages = stages,
                                    .micro_batches = 1,
                                    .schedule = SP_SCHEDULE_1F1B};
-    sp_status st = sp_chain_init(ctx, &c, profile, &model);
+    sp_status st = sp_chain_restage(ctx, &c, chain, &model);
     if (st != SP_OK)
         return st;
     st = sp_chain_best_bounds(ctx, &c, bounds, NULL);
@@ -130,4 +118,13 @@ sp_status sp_parameters_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t 
             bounds[s] = c.pos[bounds[s]];
     sp_chain_release(&c);
     return st;
+}
+
+sp_status sp_solve_uniform(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol) {
+    return sp_uniform_bounds(ctx, pb->profile, pb->chain, pb->o->stages * pb->o->chunks,
+                             sol->bounds);
+}
+
+sp_status sp_solve_parameters(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol) {
+    return sp_parameters_bounds(ctx, pb->chain, pb->o->stages, sol->bounds);
 }

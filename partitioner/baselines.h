@@ -5,9 +5,13 @@
 
 #include "internal.h"
 
-sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
-                            size_t *bounds);
-sp_status sp_parameters_bounds(sp_ctx *ctx, const sp_profile *profile, uint32_t stages,
+struct sp_chain;
+
+/* the chain gives the allowed positions (any stage model) */
+sp_status sp_uniform_bounds(sp_ctx *ctx, const sp_profile *profile, const struct sp_chain *c,
+                            uint32_t stages, size_t *bounds);
+/* over the chain's positions, restaged with param_bytes as the weight */
+sp_status sp_parameters_bounds(sp_ctx *ctx, const struct sp_chain *c, uint32_t stages,
                                size_t *bounds);
 
 #endif

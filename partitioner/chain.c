@@ -18,16 +18,27 @@ size_t sp_chain_position_of(const struct sp_chain *c, size_t layer) {
     return lo;
 }
 
+static void sums_release(struct sp_chain_sums *m) {
+    if (!m)
+        return;
+    sp_free(m->pos);
+    sp_free(m->w_time);
+    sp_free(m->wf);
+    sp_free(m->w_rc);
+    sp_free(m->w_params);
+    sp_free(m->mem);
+    sp_free(m->saved);
+    sp_free(m->saved_rc);
+    sp_free(m->act);
+    sp_free(m);
+}
+
 void sp_chain_release(struct sp_chain *c) {
-    sp_free(c->pos);
-    sp_free(c->w);
-    sp_free(c->mem);
-    sp_free(c->saved);
+    if (c->owns_sums)
+        sums_release(c->sums);
     sp_free(c->inflight);
-    sp_free(c->wf);
     sp_free(c->cap);
     sp_free(c->speed);
-    sp_free(c->act);
     sp_free(c->link_of);
     sp_free(c->link_ticks);
     memset(c, 0, sizeof *c);
@@ -87,36 +98,95 @@ bool sp_cut_allowed(const sp_profile *profile, size_t l) {
            strcmp(sp_profile_get_layer(profile, l + 1)->kind, "loss") != 0;
 }
 
-sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
-                        const struct sp_chain_model *model) {
-    memset(c, 0, sizeof *c);
-    enum sp_chain_weight weight = model->weight;
-    uint32_t stages = model->stages, micro_batches = model->micro_batches;
+/* One pass over the layers: the positions and every prefix sum (struct sp_chain_sums). */
+static sp_status build_sums(sp_ctx *ctx, const sp_profile *profile, struct sp_chain_sums **out) {
     size_t n = sp_profile_get_layer_count(profile);
     size_t n_pos = 1;
     for (size_t l = 0; l + 1 < n; l++)
         n_pos += sp_cut_allowed(profile, l);
     n_pos += 1;
-    c->n_pos = n_pos;
+    struct sp_chain_sums *m = sp_calloc(1, sizeof *m);
+    if (m) {
+        m->n_pos = n_pos;
+        m->pos = sp_mallocarray(n_pos, sizeof *m->pos);
+        m->w_time = sp_mallocarray(n_pos, sizeof *m->w_time);
+        m->wf = sp_mallocarray(n_pos, sizeof *m->wf);
+        m->w_rc = sp_mallocarray(n_pos, sizeof *m->w_rc);
+        m->w_params = sp_mallocarray(n_pos, sizeof *m->w_params);
+        m->mem = sp_mallocarray(n_pos, sizeof *m->mem);
+        m->saved = sp_mallocarray(n_pos, sizeof *m->saved);
+        m->saved_rc = sp_mallocarray(n_pos, sizeof *m->saved_rc);
+        m->act = sp_mallocarray(n_pos, sizeof *m->act);
+    }
+    if (!m || !m->pos || !m->w_time || !m->wf || !m->w_rc || !m->w_params || !m->mem || !m->saved ||
+        !m->saved_rc || !m->act) {
+        sums_release(m);
+        return sp_oom(ctx, "building the partitioner's chain");
+    }
+    int64_t w = 0, wf = 0, w_rc = 0, w_params = 0;
+    uint64_t mem = 0, saved = 0, saved_rc = 0, block_saved = 0;
+    int64_t block_rc = 0; /* the block's recomputation ticks; -1 when a layer cannot */
+    size_t k = 0;
+    m->pos[0] = 0;
+    m->w_time[0] = m->wf[0] = m->w_rc[0] = m->w_params[0] = 0;
+    m->mem[0] = m->saved[0] = m->saved_rc[0] = m->act[0] = 0;
+    for (size_t l = 0; l < n; l++) {
+        const sp_layer *L = sp_profile_get_layer(profile, l);
+        int64_t f = sp_layer_fwd_ticks(L), t = f + sp_layer_bwd_ticks(L);
+        w += t;
+        wf += f;
+        w_rc += t;
+        w_params += (int64_t)L->param_bytes;
+        mem += L->memory_bytes;
+        block_saved += L->saved_bytes;
+        block_rc =
+            L->recompute_ms < 0 || block_rc < 0 ? -1 : block_rc + sp_ms_to_ticks(L->recompute_ms);
+        if (l + 1 == n || sp_cut_allowed(profile, l)) {
+            saved += block_saved;
+            if (block_rc >= 0)
+                w_rc += block_rc; /* recomputed in the backward, nothing saved */
+            else
+                saved_rc += block_saved;
+            block_saved = 0;
+            block_rc = 0;
+            k++;
+            m->pos[k] = l + 1;
+            m->w_time[k] = w;
+            m->wf[k] = wf;
+            m->w_rc[k] = w_rc;
+            m->w_params[k] = w_params;
+            m->mem[k] = mem;
+            m->saved[k] = saved;
+            m->saved_rc[k] = saved_rc;
+            m->act[k] = L->activation_bytes;
+        }
+    }
+    *out = m;
+    return SP_OK;
+}
+
+/* The stage model over c->sums: the weight's arrays, in-flight counts, caps, speeds, links. */
+static sp_status apply_model(sp_ctx *ctx, struct sp_chain *c, const struct sp_chain_model *model) {
+    const struct sp_chain_sums *m = c->sums;
+    uint32_t stages = model->stages;
+    bool time = model->weight == SP_WEIGHT_TIME, rc = time && model->recompute_all;
+    c->n_pos = m->n_pos;
+    c->pos = m->pos;
+    c->w = !time ? m->w_params : rc ? m->w_rc : m->w_time;
+    c->wf = m->wf;
+    c->mem = m->mem;
+    c->saved = rc ? m->saved_rc : m->saved;
     c->p = stages;
-    c->pos = sp_mallocarray(n_pos, sizeof *c->pos);
-    c->w = sp_mallocarray(n_pos, sizeof *c->w);
-    c->wf = sp_mallocarray(n_pos, sizeof *c->wf);
-    c->mem = sp_mallocarray(n_pos, sizeof *c->mem);
-    c->saved = sp_mallocarray(n_pos, sizeof *c->saved);
     c->inflight = sp_mallocarray(stages, sizeof *c->inflight);
     c->cap = sp_calloc(stages, sizeof *c->cap);
     bool speeds = false;
     for (uint32_t s = 0; model->speed && s < stages; s++)
         speeds |= model->speed[s] != 1.0;
-    c->speed = speeds && weight == SP_WEIGHT_TIME ? sp_mallocarray(stages, sizeof *c->speed) : NULL;
-    if (!c->pos || !c->w || !c->wf || !c->mem || !c->saved || !c->inflight || !c->cap ||
-        (speeds && weight == SP_WEIGHT_TIME && !c->speed)) {
-        sp_chain_release(c);
+    c->speed = speeds && time ? sp_mallocarray(stages, sizeof *c->speed) : NULL;
+    if (!c->inflight || !c->cap || (speeds && time && !c->speed))
         return sp_oom(ctx, "building the partitioner's chain");
-    }
     for (uint32_t s = 0; s < stages; s++) {
-        c->inflight[s] = sp_stage_inflight(model->schedule, s, stages, micro_batches);
+        c->inflight[s] = sp_stage_inflight(model->schedule, s, stages, model->micro_batches);
         uint64_t cap = model->mem_cap, dm = model->device_mem ? model->device_mem[s] : 0;
         if (dm && (!cap || dm < cap))
             cap = dm;
@@ -128,54 +198,32 @@ sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profi
     if (model->blocking && model->links && stages > 1) {
         c->blocking = true;
         c->links = model->links;
-        c->act = sp_calloc(n_pos, sizeof *c->act);
-        if (!c->act) {
-            sp_chain_release(c);
-            return sp_oom(ctx, "building the partitioner's chain");
-        }
-    }
-    int64_t w = 0, wf = 0;
-    uint64_t mem = 0, saved = 0, block_saved = 0;
-    int64_t block_rc = 0; /* the block's recomputation ticks; -1 when a layer cannot */
-    size_t k = 0;
-    c->pos[0] = 0;
-    c->w[0] = 0;
-    c->wf[0] = 0;
-    c->mem[0] = 0;
-    c->saved[0] = 0;
-    for (size_t l = 0; l < n; l++) {
-        const sp_layer *L = sp_profile_get_layer(profile, l);
-        if (weight == SP_WEIGHT_TIME) {
-            int64_t f = sp_layer_fwd_ticks(L);
-            w += f + sp_layer_bwd_ticks(L);
-            wf += f;
-        } else {
-            w += (int64_t)L->param_bytes;
-        }
-        mem += L->memory_bytes;
-        block_saved += L->saved_bytes;
-        block_rc =
-            L->recompute_ms < 0 || block_rc < 0 ? -1 : block_rc + sp_ms_to_ticks(L->recompute_ms);
-        if (l + 1 == n || sp_cut_allowed(profile, l)) {
-            if (model->recompute_all && block_rc >= 0 && weight == SP_WEIGHT_TIME)
-                w += block_rc; /* recomputed in the backward, nothing saved */
-            else
-                saved += block_saved;
-            block_saved = 0;
-            block_rc = 0;
-            k++;
-            c->pos[k] = l + 1;
-            c->w[k] = w;
-            c->wf[k] = wf;
-            c->mem[k] = mem;
-            c->saved[k] = saved;
-            if (c->act)
-                c->act[k] = L->activation_bytes;
-        }
-    }
-    if (c->blocking)
+        c->act = m->act;
         cache_links(c);
+    }
     return SP_OK;
+}
+
+sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
+                        const struct sp_chain_model *model) {
+    memset(c, 0, sizeof *c);
+    sp_status st = build_sums(ctx, profile, &c->sums);
+    c->owns_sums = st == SP_OK;
+    if (st == SP_OK)
+        st = apply_model(ctx, c, model);
+    if (st != SP_OK)
+        sp_chain_release(c);
+    return st;
+}
+
+sp_status sp_chain_restage(sp_ctx *ctx, struct sp_chain *c, const struct sp_chain *base,
+                           const struct sp_chain_model *model) {
+    memset(c, 0, sizeof *c);
+    c->sums = base->sums;
+    sp_status st = apply_model(ctx, c, model);
+    if (st != SP_OK)
+        sp_chain_release(c);
+    return st;
 }
 
 size_t sp_chain_reach_forward(const struct sp_chain *c, uint32_t s, size_t a, int64_t cap) {

@@ -30,13 +30,35 @@ bool sp_cut_allowed(const sp_profile *profile, size_t l);
 
 #define SP_NO_CAP INT64_MAX
 
+/* What the profile alone decides, built once per sp_partition (sp_chain_init) and shared by every
+ * chain restaged from it: the candidate positions and the prefix sums over them. Three weights
+ * are kept (time; time with every block that can recompute recomputed, whose saved bytes are
+ * then not kept; param_bytes) so that any stage model reads them without a second pass. */
+struct sp_chain_sums {
+    size_t n_pos;
+    size_t *pos;        /* [n_pos] layer index of each position */
+    int64_t *w_time;    /* [n_pos] fwd + bwd ticks */
+    int64_t *wf;        /* [n_pos] forward ticks */
+    int64_t *w_rc;      /* [n_pos] time, recomputable blocks recomputed in the backward */
+    int64_t *w_params;  /* [n_pos] param_bytes */
+    uint64_t *mem;      /* [n_pos] memory_bytes */
+    uint64_t *saved;    /* [n_pos] saved_bytes */
+    uint64_t *saved_rc; /* [n_pos] saved_bytes of the blocks that cannot recompute */
+    uint64_t *act;      /* [n_pos] activation_bytes of the layer before position k */
+};
+
+/* A stage model over the sums. The arrays up to `act` point into `sums` (owned by the chain
+ * sp_chain_init built, borrowed by one sp_chain_restage made); the rest is the chain's own. */
 struct sp_chain {
-    size_t n_pos;       /* candidate positions, >= 2 */
-    size_t *pos;        /* pos[n_pos]: layer index of each position */
-    int64_t *w;         /* w[n_pos]: prefix sums of the weight */
-    int64_t *wf;        /* wf[n_pos]: prefix sums of the forward part (time weight only) */
-    uint64_t *mem;      /* mem[n_pos]: prefix sums of memory_bytes */
-    uint64_t *saved;    /* saved[n_pos]: prefix sums of saved_bytes */
+    size_t n_pos;          /* candidate positions, >= 2 */
+    const size_t *pos;     /* pos[n_pos]: layer index of each position */
+    const int64_t *w;      /* w[n_pos]: prefix sums of the weight */
+    const int64_t *wf;     /* wf[n_pos]: prefix sums of the forward part (time weight only) */
+    const uint64_t *mem;   /* mem[n_pos]: prefix sums of memory_bytes */
+    const uint64_t *saved; /* saved[n_pos]: prefix sums of saved_bytes */
+    const uint64_t *act;   /* act[n_pos] with blocking transfers, else NULL */
+    struct sp_chain_sums *sums;
+    bool owns_sums;
     uint32_t p;         /* stages */
     uint32_t *inflight; /* inflight[p]: micro-batches held by stage s */
     uint64_t *cap;      /* cap[p]: memory cap of stage s; 0: none */
@@ -45,7 +67,6 @@ struct sp_chain {
     /* blocking transfers: boundary s -> s+1 at position k costs link_ticks(s, act[k]) on both
      * neighbours, twice per micro-batch (activation forward, gradient back) */
     bool blocking;
-    uint64_t *act; /* act[n_pos]: activation_bytes of the layer before position k */
     const sp_links *links;
     /* transfer ticks cached per distinct link (most clusters have two or three kinds):
      * link_ticks[link_of[s] * n_pos + k]; NULL when too large to cache */
@@ -90,8 +111,13 @@ static inline int64_t sp_chain_comm(const struct sp_chain *c, uint32_t s, size_t
 /* the first position at or after layer index `layer` */
 size_t sp_chain_position_of(const struct sp_chain *c, size_t layer);
 
+/* The profile's chain (its sums built here) under a stage model. */
 sp_status sp_chain_init(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
                         const struct sp_chain_model *model);
+/* The same positions and sums as `base` (borrowed: base must outlive c) under another stage
+ * model: O(stages) work, plus the link cache with blocking transfers. */
+sp_status sp_chain_restage(sp_ctx *ctx, struct sp_chain *c, const struct sp_chain *base,
+                           const struct sp_chain_model *model);
 void sp_chain_release(struct sp_chain *c);
 
 static inline bool sp_chain_mem_ok(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {

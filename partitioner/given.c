@@ -143,9 +143,16 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
             plan->summary.even_split_bottleneck_ms = plan->summary.bottleneck_ms;
             size_t *even = sp_mallocarray(count + 1, sizeof *even);
             sp_plan *even_plan = NULL;
-            if (even && sp_uniform_bounds(ctx, profile, (uint32_t)count, even) == SP_OK &&
+            struct sp_chain c = {0}; /* the allowed cuts, for the even split */
+            struct sp_chain_model cuts = {.weight = SP_WEIGHT_TIME,
+                                          .stages = (uint32_t)count,
+                                          .micro_batches = 1,
+                                          .schedule = SP_SCHEDULE_1F1B};
+            if (even && sp_chain_init(ctx, &c, profile, &cuts) == SP_OK &&
+                sp_uniform_bounds(ctx, profile, &c, (uint32_t)count, even) == SP_OK &&
                 sp_plan_build(ctx, profile, &o, d.speed, even, &even_plan) == SP_OK)
                 plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
+            sp_chain_release(&c);
             sp_plan_destroy(even_plan);
             sp_free(even);
             st = sp_plan_simulate(ctx, plan, o.schedule);

@@ -14,9 +14,9 @@
  * incumbent from the exact DP (V = 1) or the uniform chunk split, then the program. */
 /* The ilp's incumbent when no plan fits without recomputation: the exact DP (stage s on
  * device s) with every block that can recompute recomputing, so nothing of it is saved. */
-static sp_status recompute_all_bounds(sp_ctx *ctx, const sp_profile *profile,
-                                      const sp_partition_opts *o, const struct sp_stage_devices *d,
-                                      size_t *bounds) {
+static sp_status recompute_all_bounds(sp_ctx *ctx, const struct sp_problem *pb, size_t *bounds) {
+    const sp_partition_opts *o = pb->o;
+    const struct sp_stage_devices *d = pb->d;
     struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
                                    .stages = o->stages,
                                    .micro_batches = o->micro_batches,
@@ -26,7 +26,7 @@ static sp_status recompute_all_bounds(sp_ctx *ctx, const sp_profile *profile,
                                    .device_mem = d->memory,
                                    .recompute_all = true};
     struct sp_chain c;
-    sp_status st = sp_chain_init(ctx, &c, profile, &model);
+    sp_status st = sp_chain_restage(ctx, &c, pb->chain, &model);
     if (st != SP_OK)
         return st;
     st = sp_chain_best_bounds(ctx, &c, bounds, NULL);
@@ -45,15 +45,16 @@ struct ilp_start {
 /* When the DP found no plan (st SP_ERR_INFEASIBLE): with recomputation, the DP with every block
  * that can recompute recomputing; else the program starts without an incumbent. The bound: the
  * DP without memory caps (recomputation only adds time). Fills out, returns the status. */
-static sp_status without_plan(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                              const struct sp_stage_devices *d, const struct sp_chain *free_chain,
-                              sp_status st, size_t *inc, struct ilp_start *out) {
+static sp_status without_plan(sp_ctx *ctx, const struct sp_problem *pb,
+                              const struct sp_chain *free_chain, sp_status st, size_t *inc,
+                              struct ilp_start *out) {
+    const sp_partition_opts *o = pb->o;
     out->have_incumbent = true;
     out->inc_recomputes = false;
     out->t_lower = 0;
     if (st == SP_ERR_INFEASIBLE && o->recompute) {
         sp_ctx_begin(ctx);
-        st = recompute_all_bounds(ctx, profile, o, d, inc);
+        st = recompute_all_bounds(ctx, pb, inc);
         out->inc_recomputes = st == SP_OK;
     }
     if (st == SP_ERR_INFEASIBLE) {
@@ -67,11 +68,12 @@ static sp_status without_plan(sp_ctx *ctx, const sp_profile *profile, const sp_p
     return st;
 }
 
-static sp_status ilp_start(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                           const struct sp_stage_devices *d, const struct sp_placement_classes *pc,
-                           const struct sp_chain *c, const struct sp_chain *free_chain,
-                           const struct sp_chunk_memory *cm, const int64_t *rc, size_t *inc,
-                           struct ilp_start *out) {
+static sp_status ilp_start(sp_ctx *ctx, const struct sp_problem *pb,
+                           const struct sp_placement_classes *pc, const struct sp_chain *c,
+                           const struct sp_chain *free_chain, const struct sp_chunk_memory *cm,
+                           const int64_t *rc, size_t *inc, struct ilp_start *out) {
+    const sp_profile *profile = pb->profile;
+    const sp_partition_opts *o = pb->o;
     uint32_t K = o->stages * o->chunks;
     size_t B = c->n_pos - 1;
     bool have_incumbent = true, inc_recomputes = false;
@@ -82,11 +84,11 @@ static sp_status ilp_start(sp_ctx *ctx, const sp_profile *profile, const sp_part
     } else if (pc && o->chunks == 1) {
         /* the incumbent: the exact DP with stage s on device s; the bound: the DP with every
          * stage on the fastest device and no memory limit */
-        st = sp_solve_dp(ctx, profile, o, d, inc);
+        st = sp_dp_bounds(ctx, pb, inc);
         for (uint32_t k = 0; st == SP_OK && k <= K; k++)
             inc[k] = sp_chain_position_of(c, inc[k]);
         /* another placement may fit where this one does not */
-        st = without_plan(ctx, profile, o, d, free_chain, st, inc, out);
+        st = without_plan(ctx, pb, free_chain, st, inc, out);
         have_incumbent = out->have_incumbent;
         inc_recomputes = out->inc_recomputes;
         t_lower = out->t_lower;
@@ -98,13 +100,13 @@ static sp_status ilp_start(sp_ctx *ctx, const sp_profile *profile, const sp_part
             /* without recomputation the memory limit may leave no plan: then the program starts
              * without an incumbent. Its bottleneck is at least the DP's without memory caps
              * (recomputation only adds time) */
-            st = without_plan(ctx, profile, o, d, free_chain, st, inc, out);
+            st = without_plan(ctx, pb, free_chain, st, inc, out);
             have_incumbent = out->have_incumbent;
             inc_recomputes = out->inc_recomputes;
             t_lower = out->t_lower;
         }
     } else {
-        st = sp_uniform_bounds(ctx, profile, K, inc);
+        st = sp_uniform_bounds(ctx, profile, c, K, inc);
         if (st == SP_OK && cm->any_cap) { /* the uniform chunk split, if it fits (GLPK does not
                                            * check an injected plan) */
             bool fits = true, fits_recomputed = rc != NULL;
@@ -160,10 +162,15 @@ static sp_status take_incumbent(sp_ctx *ctx, const struct sp_chain *c, const siz
     return SP_OK;
 }
 
-sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                       const struct sp_stage_devices *d, size_t *bounds, bool *recompute,
-                       const struct sp_placement_classes *pc, bool inject,
-                       struct sp_ilp_result *res) {
+sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb,
+                         const struct sp_placement_classes *pc, struct sp_solution *sol) {
+    const sp_profile *profile = pb->profile;
+    const sp_partition_opts *o = pb->o;
+    const struct sp_stage_devices *d = pb->d;
+    size_t *bounds = sol->bounds;
+    bool *recompute = sol->recompute;
+    struct sp_ilp_result *res = &sol->search;
+    bool inject = !o->ilp_cold;
     uint32_t K = o->stages * o->chunks;
     /* With placement search the chain has no speeds or device memory (the program chooses
      * them); its free chain, which bounds T from below, runs every stage at the fastest speed */
@@ -188,12 +195,12 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                                    .speed = pc ? NULL : speed,
                                    .device_mem = o->chunks > 1 || pc ? NULL : d->memory};
     struct sp_chain c, free_chain; /* free_chain: the same without memory caps */
-    sp_status st = sp_chain_init(ctx, &c, profile, &model);
+    sp_status st = sp_chain_restage(ctx, &c, pb->chain, &model);
     struct sp_chain_model free_model = model;
     free_model.mem_cap = 0;
     free_model.device_mem = NULL;
     free_model.speed = free_speed;
-    if (st == SP_OK && (st = sp_chain_init(ctx, &free_chain, profile, &free_model)) != SP_OK)
+    if (st == SP_OK && (st = sp_chain_restage(ctx, &free_chain, pb->chain, &free_model)) != SP_OK)
         sp_chain_release(&c);
     sp_free(speed);
     sp_free(free_speed);
@@ -230,7 +237,7 @@ sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     struct ilp_start start = {0};
     if (st != SP_OK)
         goto out;
-    st = ilp_start(ctx, profile, o, d, pc, &c, &free_chain, &cm, rc, inc, &start);
+    st = ilp_start(ctx, pb, pc, &c, &free_chain, &cm, rc, inc, &start);
     bool have_incumbent = start.have_incumbent, inc_recomputes = start.inc_recomputes;
     double t_lower = start.t_lower;
     if (!inject) { /* the program alone (the oracle tests check it against enumeration) */
@@ -292,4 +299,8 @@ out:
     sp_chain_release(&c);
     sp_chain_release(&free_chain);
     return st;
+}
+
+sp_status sp_solve_ilp(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol) {
+    return sp_ilp_program(ctx, pb, NULL, sol);
 }

@@ -1,12 +1,12 @@
-/* partitioner/partition.c: sp_partition, the entry point: validates and resolves the options,
- * finds the devices the stages run on (setup.c), runs the chosen solver once or, for
- * --micro-batches auto, once per micro-batch count tried; and sp_plan_options, the options a plan
+/* partitioner/partition.c: sp_partition, the entry point and its one flow: validate and resolve
+ * the options, find the devices the stages run on (setup.c), build the profile's chain once,
+ * pick the solver (solver_for), solve, and finish the plan (plan_finish.c); once, or for
+ * --micro-batches auto once per micro-batch count tried. And sp_plan_options, the options a plan
  * was made with. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "baselines.h"
 #include "cost.h"
 #include "devices_impl.h"
 #include "partition_impl.h"
@@ -28,118 +28,65 @@ void sp_partition_opts_init(sp_partition_opts *opts) {
     opts->time_limit_s = 30;
 }
 
-/* --objective iteration for V-shape schedules. The least device bottleneck is no guide to the
- * iteration at moderate M: the schedule's warm-up and cool-down run chunk by chunk, and the
- * bottleneck's plan may need one long chunk beside a short one (bert-large, P = 4, M = 16: a
- * 5.06 ms chunk and a 0.09 ms one, 96.0 ms under zbv, against 88.4 ms for an equal split 2 %
- * over the bottleneck). So: the balanced-chunk plan under each device-load cap from the least
- * bottleneck to 25 % above it in steps of 1/64, each simulated, the least iteration kept (the
- * first on ties). A search over those 17 plans, not an exact optimum of the iteration. */
-#define SP_VSHAPE_SLACK_STEPS 16u
-
-static sp_status plan_vshape_iteration(sp_ctx *ctx, const sp_profile *profile,
-                                       const sp_partition_opts *o, const struct sp_stage_devices *d,
-                                       sp_plan **out) {
-    size_t K = 2 * (size_t)o->stages;
-    size_t *bounds = sp_mallocarray(K + 1, sizeof *bounds);
-    size_t *last = sp_mallocarray(K + 1, sizeof *last);
-    sp_plan *best = NULL;
-    sp_status st = bounds && last ? SP_OK : sp_oom(ctx, "partitioning");
-    double t0 = sp_now_ms();
-    bool have_last = false;
-    for (unsigned j = 0; st == SP_OK && j <= SP_VSHAPE_SLACK_STEPS; j++) {
-        st = sp_solve_vshape(ctx, profile, o, d, j, bounds);
-        if (st != SP_OK || (have_last && !memcmp(bounds, last, (K + 1) * sizeof *bounds)))
-            continue;
-        memcpy(last, bounds, (K + 1) * sizeof *bounds);
-        have_last = true;
-        sp_plan *plan = NULL;
-        st = sp_plan_finish(ctx, profile, o, d, bounds, NULL, NULL, 0, &plan);
-        if (st != SP_OK)
-            break;
-        if (!best || plan->summary.schedule.iteration_ms < best->summary.schedule.iteration_ms) {
-            sp_plan_destroy(best);
-            best = plan;
-        } else {
-            sp_plan_destroy(plan);
-        }
-    }
-    sp_free(bounds);
-    sp_free(last);
-    if (st != SP_OK) {
-        sp_plan_destroy(best);
-        return st;
-    }
-    best->summary.solve_ms = sp_now_ms() - t0;
-    *out = best;
-    return SP_OK;
-}
-
-/* One complete plan for resolved options: solve, then sp_plan_finish. */
-static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                           const struct sp_stage_devices *d, sp_plan **out) {
-    *out = NULL;
+/* The one solver for resolved options. */
+static sp_solver_fn solver_for(const sp_partition_opts *o) {
     if (o->placement == SP_PLACEMENT_SEARCH)
-        return sp_plan_placed(ctx, profile, o, d, out);
-    if (o->solver == SP_SOLVER_DP && o->objective == SP_OBJECTIVE_ITERATION && o->chunks == 2 &&
-        sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_V)
-        return plan_vshape_iteration(ctx, profile, o, d, out);
-    uint32_t K = o->stages * o->chunks; /* virtual stages */
-    size_t *bounds = sp_mallocarray((size_t)K + 1, sizeof *bounds);
-    size_t n_layers = sp_profile_get_layer_count(profile);
-    bool *recompute = o->recompute ? sp_calloc(n_layers, sizeof *recompute) : NULL;
-    if (!bounds || (o->recompute && !recompute)) {
-        sp_free(bounds);
-        sp_free(recompute);
-        return sp_oom(ctx, "partitioning");
-    }
-    double t0 = sp_now_ms();
-    sp_status st;
-    struct sp_ilp_result ilp = {0};
+        return sp_solve_placed;
     switch (o->solver) {
     case SP_SOLVER_ILP:
-        st = sp_solve_ilp(ctx, profile, o, d, bounds, recompute, NULL, !o->ilp_cold, &ilp);
-        break;
+        return sp_solve_ilp;
     case SP_SOLVER_UNIFORM:
-        st = sp_uniform_bounds(ctx, profile, K, bounds);
-        break;
+        return sp_solve_uniform;
     case SP_SOLVER_PARAMETERS:
-        st = sp_parameters_bounds(ctx, profile, o->stages, bounds);
-        break;
+        return sp_solve_parameters;
     default:
-        if (o->chunks > 1 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_LOOP)
-            st = sp_solve_interleaved(ctx, profile, o, d, bounds, &ilp);
-        else if (o->chunks == 2 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_V)
-            st = sp_solve_vshape(ctx, profile, o, d, 0, bounds);
-        else
-            st = sp_solve_dp(ctx, profile, o, d, bounds);
         break;
     }
-    bool searched = o->solver == SP_SOLVER_ILP || ilp.found; /* figures to record */
-    double solve_ms = sp_now_ms() - t0;
-    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx) && o->chunks > 1 &&
-        sp_profile_get_layer_count(profile) >= K)
-        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
-                     "no split into %u x %u interleaved chunks fits %s: each device holds its "
-                     "chunks' memory_bytes and, at every point of the interleaved order, the "
-                     "saved_bytes of the micro-batches in flight. Raise the limit, use more "
-                     "stages, fewer micro-batches or --solver ilp --recompute auto",
-                     o->stages, o->chunks,
-                     o->memory_limit_bytes ? "the memory limit" : "the devices' memory");
-    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx)) {
-        struct sp_chain c;
-        if (sp_chain_for_opts(ctx, &c, profile, o, d) == SP_OK) {
-            st = sp_explain_infeasible(ctx, profile, &c, o);
-            sp_chain_release(&c);
-        }
-    }
+    if (o->chunks > 1 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_LOOP)
+        return sp_solve_interleaved;
+    if (o->chunks == 2 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_V)
+        return o->objective == SP_OBJECTIVE_ITERATION ? sp_solve_vshape_iteration : sp_solve_vshape;
+    return sp_solve_dp;
+}
+
+/* why a solver found no plan, when it did not say */
+static sp_status explain(sp_ctx *ctx, const struct sp_problem *pb) {
+    const sp_partition_opts *o = pb->o;
+    uint32_t K = o->stages * o->chunks;
+    if (o->chunks > 1 && sp_profile_get_layer_count(pb->profile) >= K)
+        return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                       "no split into %u x %u interleaved chunks fits %s: each device holds its "
+                       "chunks' memory_bytes and, at every point of the interleaved order, the "
+                       "saved_bytes of the micro-batches in flight. Raise the limit, use more "
+                       "stages, fewer micro-batches or --solver ilp --recompute auto",
+                       o->stages, o->chunks,
+                       o->memory_limit_bytes ? "the memory limit" : "the devices' memory");
+    return sp_explain_infeasible(ctx, pb->profile, pb->chain, o);
+}
+
+/* One complete plan for resolved options: the profile's chain restaged for them, the solver
+ * once, the plan finished once. */
+static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const struct sp_chain *base,
+                           const sp_partition_opts *o, const struct sp_stage_devices *d,
+                           sp_plan **out) {
+    *out = NULL;
+    struct sp_chain chain;
+    sp_status st = sp_chain_for_opts(ctx, &chain, profile, base, o, d);
+    if (st != SP_OK)
+        return st;
+    struct sp_problem pb = {.profile = profile, .o = o, .d = d, .chain = &chain};
+    struct sp_solution sol;
+    st = sp_solution_init(ctx, &pb, &sol);
+    double t0 = sp_now_ms();
     if (st == SP_OK)
-        st = sp_plan_finish(ctx, profile, o, d, bounds, recompute, searched ? &ilp : NULL, solve_ms,
-                            out);
-    sp_free(bounds);
-    sp_free(ilp.bounds);
-    sp_free(ilp.recompute);
-    sp_free(recompute);
+        st = solver_for(o)(ctx, &pb, &sol);
+    double solve_ms = sp_now_ms() - t0;
+    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx))
+        st = explain(ctx, &pb);
+    if (st == SP_OK)
+        st = sp_plan_finish(ctx, &pb, &sol, solve_ms, out);
+    sp_solution_release(&sol);
+    sp_chain_release(&chain);
     if (st != SP_OK && !*sp_ctx_get_errmsg(ctx))
         sp_fail(ctx, st, "%s", sp_strerror(st));
     return st;
@@ -156,8 +103,8 @@ struct mb_point {
     double eff;
 };
 
-static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_opts o,
-                           const struct sp_stage_devices *d, sp_plan **out) {
+static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, const struct sp_chain *base,
+                           sp_partition_opts o, const struct sp_stage_devices *d, sp_plan **out) {
     struct mb_point tried[64];
     unsigned n_tried = 0;
     sp_plan *best = NULL;
@@ -175,7 +122,7 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_
     while (st == SP_OK) {
         o.micro_batches = m;
         sp_plan *plan = NULL;
-        st = plan_once(ctx, profile, &o, d, &plan);
+        st = plan_once(ctx, profile, base, &o, d, &plan);
         if (st != SP_OK)
             break;
         double eff = plan->summary.schedule.efficiency;
@@ -250,7 +197,8 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, sp_partition_
 
 /* --allow-empty-stages with fewer places to cut than stages - 1: the plan for `filled` stages,
  * then the empty ones placed (empty_stages.c) */
-static sp_status plan_some_empty(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+static sp_status plan_some_empty(sp_ctx *ctx, const sp_profile *profile,
+                                 const struct sp_chain *base, const sp_partition_opts *o,
                                  const struct sp_stage_devices *d, bool automatic, uint32_t filled,
                                  sp_plan **out) {
     if (o->chunks > 1 || d->list || o->links || o->placement == SP_PLACEMENT_SEARCH)
@@ -268,8 +216,8 @@ static sp_status plan_some_empty(sp_ctx *ctx, const sp_profile *profile, const s
     part.allow_empty_stages = false;
     struct sp_stage_devices none = {0};
     sp_plan *solved = NULL;
-    sp_status st = automatic ? plan_auto(ctx, profile, part, &none, &solved)
-                             : plan_once(ctx, profile, &part, &none, &solved);
+    sp_status st = automatic ? plan_auto(ctx, profile, base, part, &none, &solved)
+                             : plan_once(ctx, profile, base, &part, &none, &solved);
     if (st == SP_OK)
         st = sp_plan_with_empty_stages(ctx, profile, o, d, solved, out);
     if (st == SP_OK)
@@ -427,11 +375,17 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                      "%u stages need %u devices in the links file; it has %zu", o.stages, o.stages,
                      sp_links_get_count(o.links));
+    /* the profile's chain, built once: every plan below restages it */
+    struct sp_chain base = {0};
+    if (st == SP_OK)
+        st = sp_chain_for_opts(ctx, &base, profile, NULL, &o, &d);
     uint32_t filled = sp_stages_with_layers(profile, &o);
     if (st == SP_OK && filled < o.stages)
-        st = plan_some_empty(ctx, profile, &o, &d, automatic, filled, out);
+        st = plan_some_empty(ctx, profile, &base, &o, &d, automatic, filled, out);
     else if (st == SP_OK)
-        st = automatic ? plan_auto(ctx, profile, o, &d, out) : plan_once(ctx, profile, &o, &d, out);
+        st = automatic ? plan_auto(ctx, profile, &base, o, &d, out)
+                       : plan_once(ctx, profile, &base, &o, &d, out);
+    sp_chain_release(&base);
     sp_stage_devices_release(&d);
     return st;
 }

@@ -3,9 +3,10 @@
  * live in their own files: the solvers (solve_dp.c, solve_vshape.c, solve_interleaved.c, the
  * GLPK program's set-up in ilp_setup.c, placement in solve_placed.c), a plan against the memory
  * limits (plan_memory.c), a solved plan's completion (plan_finish.c), empty stages
- * (empty_stages.c) and a given split (given.c). The files call one way: partition.c calls the
- * solvers and the plan's completion, the solvers call setup.c, chain.c and each other (the ilp
- * starts from the DP), and nothing calls back into partition.c. */
+ * (empty_stages.c) and a given split (given.c). One flow: sp_partition resolves the options,
+ * builds the chain once, picks one solver (sp_solver_fn), and finishes its solution into the plan
+ * once (plan_finish.c). The files call one way: the solvers call setup.c, chain.c and each other
+ * (the ilp starts from the DP), and nothing calls back into partition.c. */
 #ifndef SP_PARTITIONER_PARTITION_IMPL_H
 #define SP_PARTITIONER_PARTITION_IMPL_H
 
@@ -26,9 +27,42 @@ void sp_stage_devices_release(struct sp_stage_devices *d);
 sp_status sp_stage_devices_init(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                                 struct sp_stage_devices *d);
 
-/* the chain the DP solves for these options and devices (partitioner/chain.h) */
+/* the chain the DP solves for these options and devices (partitioner/chain.h), built from the
+ * profile, or restaged from `base` (same profile) when base is not NULL */
 sp_status sp_chain_for_opts(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
-                            const sp_partition_opts *o, const struct sp_stage_devices *d);
+                            const struct sp_chain *base, const sp_partition_opts *o,
+                            const struct sp_stage_devices *d);
+
+/* What sp_partition hands to every solver: the profile, the resolved options, the devices the
+ * stages run on, and the profile's chain under the options' stage model (its sums built once per
+ * sp_partition; restaged per micro-batch count tried). A solver needing another stage model
+ * (chunks as virtual stages, no memory caps) restages `chain`. */
+struct sp_problem {
+    const sp_profile *profile;
+    const sp_partition_opts *o;
+    const struct sp_stage_devices *d;
+    const struct sp_chain *chain;
+};
+
+/* What a solver returns; sp_solution_init allocates bounds (and recompute with o->recompute),
+ * sp_solution_release frees what the solver added. */
+struct sp_solution {
+    size_t *bounds;              /* [P V + 1] layer indices */
+    bool *recompute;             /* [n] layers recomputed, or NULL */
+    struct sp_ilp_result search; /* search.found: the search's figures, recorded in the plan */
+    /* --placement search: the chosen devices in stage order (owned), and each pipeline stage's
+     * index in the full list; NULL otherwise */
+    sp_devices *devices;
+    sp_links *links;
+    size_t *device;
+};
+sp_status sp_solution_init(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
+void sp_solution_release(struct sp_solution *sol);
+
+/* One interface for every solver: boundaries (and choices) for the problem, or a status with
+ * the context's message. SP_ERR_INFEASIBLE without a message: sp_partition explains it. */
+typedef sp_status (*sp_solver_fn)(sp_ctx *ctx, const struct sp_problem *pb,
+                                  struct sp_solution *sol);
 
 /* why no plan exists: too few allowed cuts, a block that fits nowhere, or how far the best
  * placement reaches (SP_ERR_INFEASIBLE with the reason) */
@@ -38,26 +72,43 @@ sp_status sp_explain_infeasible(sp_ctx *ctx, const sp_profile *profile, const st
 /* the largest stage time of these boundaries, in ticks */
 int64_t sp_max_stage_time(const struct sp_chain *c, const size_t *bounds);
 
-/* the exact DP's boundaries for o->objective (solve_dp.c) */
-sp_status sp_solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                      const struct sp_stage_devices *d, size_t *bounds);
-
 /* SP_ERR_INVALID_ARG unless M fits a loop-chunk schedule's rounds (torch's rule: M a multiple of
- * max(1, M / P)); SP_OK for one chunk or a V layout (partition.c) */
+ * max(1, M / P)); SP_OK for one chunk or a V layout (setup.c) */
 sp_status sp_check_rounds(sp_ctx *ctx, const sp_partition_opts *o);
 
-/* the exact V-shape partition (zbv, dualpipev) into 2P chunks: bounds[2P + 1] (solve_vshape.c).
- * slack_64ths > 0 relaxes the device-load cap to the least bottleneck x (1 + slack_64ths / 64),
- * under which the chunks are balanced (--objective iteration searches over it). */
-sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                          const struct sp_stage_devices *d, unsigned slack_64ths, size_t *bounds);
+/* ---- the solvers */
 
-/* the exact partition of loop-placed chunks (interleaved schedules, --chunks V >= 2):
- * bounds[P V + 1] (layer indices) and, in res, whether it is proven and its bound and gap, as the
- * ilp reports them (solve_interleaved.c; res->bounds stays NULL) */
-sp_status sp_solve_interleaved(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                               const struct sp_stage_devices *d, size_t *bounds,
-                               struct sp_ilp_result *res);
+/* the exact DP on pb->chain for o->objective (solve_dp.c); sp_dp_bounds: its boundaries alone */
+sp_status sp_solve_dp(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
+sp_status sp_dp_bounds(sp_ctx *ctx, const struct sp_problem *pb, size_t *bounds);
+
+/* the exact V-shape partition (zbv, dualpipev) into 2P chunks (solve_vshape.c); and for
+ * --objective iteration, the best simulated of the balanced-chunk plans under relaxed device-load
+ * caps (vshape_iteration.c) */
+sp_status sp_solve_vshape(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
+sp_status sp_solve_vshape_iteration(sp_ctx *ctx, const struct sp_problem *pb,
+                                    struct sp_solution *sol);
+/* slack_64ths > 0 relaxes the device-load cap to the least bottleneck x (1 + slack_64ths / 64),
+ * under which the chunks are balanced: bounds[2P + 1] */
+sp_status sp_vshape_bounds(sp_ctx *ctx, const struct sp_problem *pb, unsigned slack_64ths,
+                           size_t *bounds);
+
+/* the exact partition of loop-placed chunks (interleaved schedules, --chunks V >= 2), whether it
+ * is proven and its bound and gap in sol->search (solve_interleaved.c) */
+sp_status sp_solve_interleaved(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
+
+/* the GLPK program (ilp_setup.c): boundaries and recomputed layers; sp_ilp_program with
+ * placement classes (pc) also each stage's class, in sol->search.stage_class */
+sp_status sp_solve_ilp(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
+sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb,
+                         const struct sp_placement_classes *pc, struct sp_solution *sol);
+
+/* --placement search: the GLPK program chooses every stage's device (solve_placed.c) */
+sp_status sp_solve_placed(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
+
+/* the baselines (baselines.c): equal layer counts, balanced param_bytes */
+sp_status sp_solve_uniform(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
+sp_status sp_solve_parameters(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
 
 /* --allow-empty-stages (empty_stages.c): the stages that can hold layers, min(P, places to cut
  * + 1), P when empty stages are not allowed or when the dp solver places chunks in a loop (the
@@ -76,19 +127,11 @@ sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partit
 void sp_trim_recompute(const sp_profile *profile, const struct sp_chain *c, const size_t *bounds,
                        bool *recompute);
 
-/* the GLPK program's boundaries, recomputed layers and placement (ilp_setup.c) */
-sp_status sp_solve_ilp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                       const struct sp_stage_devices *d, size_t *bounds, bool *recompute,
-                       const struct sp_placement_classes *pc, bool inject,
-                       struct sp_ilp_result *res);
-
-/* the plan for solved boundaries (and recomputed layers, or NULL): build, check memory,
- * compare with the even split on the same devices, record the ilp's figures (or NULL),
- * simulate (plan_finish.c) */
-sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                         const struct sp_stage_devices *d, const size_t *bounds,
-                         const bool *recompute, const struct sp_ilp_result *ilp, double solve_ms,
-                         sp_plan **out);
+/* The plan for a solution: built on its devices (the chosen ones with placement), checked
+ * against memory, compared with the even split on the same devices, the search's figures
+ * recorded, simulated (plan_finish.c) */
+sp_status sp_plan_finish(sp_ctx *ctx, const struct sp_problem *pb, const struct sp_solution *sol,
+                         double solve_ms, sp_plan **out);
 
 /* the plan simulated under `schedule`, its figures attached (plan_finish.c) */
 sp_status sp_plan_simulate(sp_ctx *ctx, sp_plan *plan, sp_schedule schedule);
@@ -96,9 +139,5 @@ sp_status sp_plan_simulate(sp_ctx *ctx, sp_plan *plan, sp_schedule schedule);
 /* stage k runs on device[k] of list: record it in the plan */
 sp_status sp_record_placement(sp_ctx *ctx, sp_plan *plan, const sp_devices *list,
                               const size_t *device);
-
-/* --placement search: the GLPK program chooses every stage's device */
-sp_status sp_plan_placed(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                         const struct sp_stage_devices *d, sp_plan **out);
 
 #endif

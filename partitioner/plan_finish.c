@@ -29,55 +29,56 @@ sp_status sp_plan_simulate(sp_ctx *ctx, sp_plan *plan, sp_schedule schedule) {
 /* The even split to compare with: equal layer counts; with --allow-empty-stages and more
  * stages than places to cut, the stages that can hold layers split evenly and the others empty
  * first (as empty_stages.c places them) */
-static sp_status even_bounds(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                             uint32_t K, size_t *even) {
-    size_t n = sp_profile_get_layer_count(profile), places = 0;
-    for (size_t l = 0; l + 1 < n; l++)
-        places += sp_cut_allowed(profile, l);
-    uint32_t filled = o->allow_empty_stages && places + 1 < K ? (uint32_t)places + 1 : K;
+static sp_status even_bounds(sp_ctx *ctx, const struct sp_problem *pb, uint32_t K, size_t *even) {
+    size_t places = pb->chain->n_pos - 2;
+    uint32_t filled = pb->o->allow_empty_stages && places + 1 < K ? (uint32_t)places + 1 : K;
     for (uint32_t k = 0; k < K - filled; k++)
         even[k] = 0;
-    return sp_uniform_bounds(ctx, profile, filled, even + (K - filled));
+    return sp_uniform_bounds(ctx, pb->profile, pb->chain, filled, even + (K - filled));
 }
 
-/* The plan for solved boundaries (and recomputed layers, or NULL): build, check, compare with
- * the even split on the same devices, record the ilp's figures (or NULL), simulate. */
-sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                         const struct sp_stage_devices *d, const size_t *bounds,
-                         const bool *recompute, const struct sp_ilp_result *ilp, double solve_ms,
-                         sp_plan **out) {
-    *out = NULL;
+/* the search's figures in the plan, and a warning when it stopped short of a proof */
+static void record_search(sp_ctx *ctx, const sp_partition_opts *o, const struct sp_ilp_result *ilp,
+                          sp_plan *plan) {
+    sp_plan_summary *m = &plan->summary;
+    m->optimal = ilp->optimal;
+    m->mip_gap = ilp->mip_gap;
+    m->best_bound_ms = ilp->best_bound;
+    m->objective_ms = ilp->objective_ms;
+    m->solver_status = ilp->status;
+    m->nodes = ilp->nodes;
+    m->free_binaries = ilp->free_binaries;
+    if (!ilp->optimal)
+        sp_warn(ctx,
+                "the %s stopped at the time limit (%g s): the plan is the best found, %.2f%% "
+                "above the proven bound; raise --time-limit to prove it",
+                o->solver == SP_SOLVER_ILP ? "ilp solver" : "interleaved search", o->time_limit_s,
+                100 * ilp->mip_gap);
+}
+
+/* The plan on the solution's devices (o, d: the problem's, or the chosen ones with placement) */
+static sp_status finish_on(sp_ctx *ctx, const struct sp_problem *pb, const sp_partition_opts *o,
+                           const struct sp_stage_devices *d, const struct sp_solution *sol,
+                           double solve_ms, sp_plan **out) {
     uint32_t K = o->stages * o->chunks; /* virtual stages */
     size_t *even = sp_mallocarray((size_t)K + 1, sizeof *even);
     if (!even)
         return sp_oom(ctx, "partitioning");
     sp_plan *plan = NULL;
-    sp_status st = sp_plan_build_recompute(ctx, profile, o, d->speed, bounds, recompute, &plan);
+    sp_status st =
+        sp_plan_build_recompute(ctx, pb->profile, o, d->speed, sol->bounds, sol->recompute, &plan);
     if (st == SP_OK && o->solver != SP_SOLVER_DP && o->solver != SP_SOLVER_ILP)
         st = sp_check_plan_memory(ctx, plan, o, d);
     if (st == SP_OK)
-        st = even_bounds(ctx, profile, o, K, even);
+        st = even_bounds(ctx, pb, K, even);
     if (st == SP_OK) {
-        plan->summary.optimal = ilp ? ilp->optimal : o->solver == SP_SOLVER_DP;
-        if (ilp) {
-            sp_plan_summary *m = &plan->summary;
-            m->mip_gap = ilp->mip_gap;
-            m->best_bound_ms = ilp->best_bound;
-            m->objective_ms = ilp->objective_ms;
-            m->solver_status = ilp->status;
-            m->nodes = ilp->nodes;
-            m->free_binaries = ilp->free_binaries;
-            if (!ilp->optimal)
-                sp_warn(ctx,
-                        "the %s stopped at the time limit (%g s): the plan is the best found, "
-                        "%.2f%% above the proven bound; raise --time-limit to prove it",
-                        o->solver == SP_SOLVER_ILP ? "ilp solver" : "interleaved search",
-                        o->time_limit_s, 100 * ilp->mip_gap);
-        }
+        plan->summary.optimal = o->solver == SP_SOLVER_DP;
+        if (sol->search.found)
+            record_search(ctx, o, &sol->search, plan);
         plan->summary.solve_ms = solve_ms;
         /* the even split on the same devices and links, figured the same way */
         sp_plan *even_plan = NULL;
-        st = sp_plan_build(ctx, profile, o, d->speed, even, &even_plan);
+        st = sp_plan_build(ctx, pb->profile, o, d->speed, even, &even_plan);
         if (st == SP_OK)
             plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
         sp_plan_destroy(even_plan);
@@ -85,6 +86,32 @@ sp_status sp_plan_finish(sp_ctx *ctx, const sp_profile *profile, const sp_partit
     if (st == SP_OK)
         st = sp_plan_simulate(ctx, plan, o->schedule);
     sp_free(even);
+    if (st != SP_OK) {
+        sp_plan_destroy(plan);
+        return st;
+    }
+    *out = plan;
+    return SP_OK;
+}
+
+sp_status sp_plan_finish(sp_ctx *ctx, const struct sp_problem *pb, const struct sp_solution *sol,
+                         double solve_ms, sp_plan **out) {
+    *out = NULL;
+    if (!sol->devices)
+        return finish_on(ctx, pb, pb->o, pb->d, sol, solve_ms, out);
+    /* placement: figured on the devices chosen (and the links between them) in stage order */
+    sp_partition_opts o2 = *pb->o;
+    o2.devices = sol->devices;
+    o2.links = sol->links;
+    o2.placement = SP_PLACEMENT_ORDER;
+    struct sp_stage_devices d2;
+    sp_plan *plan = NULL;
+    sp_status st = sp_stage_devices_init(ctx, pb->profile, &o2, &d2);
+    if (st == SP_OK)
+        st = finish_on(ctx, pb, &o2, &d2, sol, solve_ms, &plan);
+    if (st == SP_OK)
+        st = sp_record_placement(ctx, plan, pb->d->list, sol->device);
+    sp_stage_devices_release(&d2);
     if (st != SP_OK) {
         sp_plan_destroy(plan);
         return st;

@@ -1,6 +1,7 @@
 /* partitioner/setup.c: resolved options made into what the solvers work on: the devices the
  * stages run on (speeds and memory, the tick range checked), the micro-batch rounds of loop
- * chunks, and the chain of candidate cuts (chain.h) for the options and devices. */
+ * chunks, the chain of candidate cuts (chain.h) for the options and devices, and a solver's
+ * solution (its arrays). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -99,7 +100,8 @@ sp_status sp_check_rounds(sp_ctx *ctx, const sp_partition_opts *o) {
 }
 
 sp_status sp_chain_for_opts(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
-                            const sp_partition_opts *o, const struct sp_stage_devices *d) {
+                            const struct sp_chain *base, const sp_partition_opts *o,
+                            const struct sp_stage_devices *d) {
     struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
                                    .stages = o->stages,
                                    .micro_batches = o->micro_batches,
@@ -109,5 +111,29 @@ sp_status sp_chain_for_opts(sp_ctx *ctx, struct sp_chain *c, const sp_profile *p
                                    .device_mem = d->memory,
                                    .links = o->links,
                                    .blocking = o->comm == SP_COMM_BLOCKING};
-    return sp_chain_init(ctx, c, profile, &model);
+    return base ? sp_chain_restage(ctx, c, base, &model) : sp_chain_init(ctx, c, profile, &model);
+}
+
+sp_status sp_solution_init(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol) {
+    memset(sol, 0, sizeof *sol);
+    size_t K = (size_t)pb->o->stages * pb->o->chunks;
+    size_t n = sp_profile_get_layer_count(pb->profile);
+    sol->bounds = sp_mallocarray(K + 1, sizeof *sol->bounds);
+    sol->recompute = pb->o->recompute ? sp_calloc(n, sizeof *sol->recompute) : NULL;
+    if (sol->bounds && (sol->recompute || !pb->o->recompute))
+        return SP_OK;
+    sp_solution_release(sol);
+    return sp_oom(ctx, "partitioning");
+}
+
+void sp_solution_release(struct sp_solution *sol) {
+    sp_free(sol->bounds);
+    sp_free(sol->recompute);
+    sp_free(sol->search.bounds);
+    sp_free(sol->search.recompute);
+    sp_free(sol->search.stage_class);
+    sp_devices_destroy(sol->devices);
+    sp_links_destroy(sol->links);
+    sp_free(sol->device);
+    memset(sol, 0, sizeof *sol);
 }

@@ -131,34 +131,35 @@ static sp_status solve_iteration(sp_ctx *ctx, const struct sp_chain *c, uint32_t
     return st;
 }
 
-sp_status sp_solve_dp(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                      const struct sp_stage_devices *d, size_t *bounds) {
-    struct sp_chain c;
-    sp_status st = sp_chain_for_opts(ctx, &c, profile, o, d);
-    if (st != SP_OK)
-        return st;
+sp_status sp_dp_bounds(sp_ctx *ctx, const struct sp_problem *pb, size_t *bounds) {
+    const struct sp_chain *c = pb->chain;
+    const sp_partition_opts *o = pb->o;
+    sp_status st = SP_OK;
     int64_t cap = SP_NO_CAP;
     /* the monotone engine (greedy + windows) unless a stage's cost depends on where it ends */
-    bool general = c.blocking;
-    bool sum_varies = c.blocking || c.speed;
-    if (c.n_pos - 1 < o->stages)
+    bool general = c->blocking;
+    bool sum_varies = c->blocking || c->speed;
+    if (c->n_pos - 1 < o->stages)
         st = SP_ERR_INFEASIBLE;
     else if (o->objective != SP_OBJECTIVE_VARIANCE)
-        st = general ? sp_general_min_bottleneck(ctx, &c, &cap)
-                     : sp_chain_min_bottleneck(ctx, &c, &cap);
+        st = general ? sp_general_min_bottleneck(ctx, c, &cap)
+                     : sp_chain_min_bottleneck(ctx, c, &cap);
     if (st == SP_OK) {
         if (o->objective == SP_OBJECTIVE_ITERATION && sum_varies)
-            st = solve_iteration(ctx, &c, o->micro_batches, cap, bounds);
+            st = solve_iteration(ctx, c, o->micro_batches, cap, bounds);
         else if (general)
-            st = sp_general_min_sum(ctx, &c, cap, SP_SUM_SQUARES, bounds, NULL);
+            st = sp_general_min_sum(ctx, c, cap, SP_SUM_SQUARES, bounds, NULL);
         else
-            st = sp_chain_min_sum_squares(ctx, &c, cap, bounds);
+            st = sp_chain_min_sum_squares(ctx, c, cap, bounds);
     }
     if (st == SP_ERR_INFEASIBLE)
-        st = sp_explain_infeasible(ctx, profile, &c, o);
+        st = sp_explain_infeasible(ctx, pb->profile, c, o);
     if (st == SP_OK)
         for (uint32_t s = 0; s <= o->stages; s++)
-            bounds[s] = c.pos[bounds[s]];
-    sp_chain_release(&c);
+            bounds[s] = c->pos[bounds[s]];
     return st;
+}
+
+sp_status sp_solve_dp(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol) {
+    return sp_dp_bounds(ctx, pb, sol->bounds);
 }

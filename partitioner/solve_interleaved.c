@@ -88,7 +88,7 @@ static bool incumbent(sp_ctx *ctx, const sp_profile *profile, struct sp_il *s, s
     if (s->min_chunk && sp_chain_best_bounds(ctx, s->c, bounds, NULL) == SP_OK && usable(s, bounds))
         return true;
     sp_ctx_begin(ctx);
-    if (sp_uniform_bounds(ctx, profile, K, bounds) != SP_OK) {
+    if (sp_uniform_bounds(ctx, profile, s->c, K, bounds) != SP_OK) {
         sp_ctx_begin(ctx);
         return false;
     }
@@ -226,9 +226,12 @@ static sp_status chunk_capped(sp_ctx *ctx, const sp_profile *profile, struct sp_
     return st;
 }
 
-sp_status sp_solve_interleaved(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                               const struct sp_stage_devices *d, size_t *bounds,
-                               struct sp_ilp_result *res) {
+sp_status sp_solve_interleaved(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol) {
+    const sp_profile *profile = pb->profile;
+    const sp_partition_opts *o = pb->o;
+    const struct sp_stage_devices *d = pb->d;
+    size_t *bounds = sol->bounds;
+    struct sp_ilp_result *res = &sol->search;
     uint32_t P = o->stages, V = o->chunks, K = P * V;
     memset(res, 0, sizeof *res);
     if (K > IL_MAX_VIRTUAL_STAGES)
@@ -243,13 +246,14 @@ sp_status sp_solve_interleaved(sp_ctx *ctx, const sp_profile *profile, const sp_
         for (uint32_t k = 0; k < K; k++)
             speed[k] = d->speed[k % P];
     }
+    /* the chunks as K virtual stages, each with its device's speed; memory is the chunks' */
     struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
                                    .stages = K,
                                    .micro_batches = o->micro_batches,
                                    .schedule = o->schedule,
                                    .speed = speed};
     struct sp_chain c;
-    sp_status st = sp_chain_init(ctx, &c, profile, &model);
+    sp_status st = sp_chain_restage(ctx, &c, pb->chain, &model);
     sp_free(speed);
     if (st != SP_OK)
         return st;

@@ -16,8 +16,9 @@
  * chunks; see chunk_squares below), or under --objective variance the least sum of squared
  * device loads among all: a DP over the same states, O(P x states x moves), with moves
  * pruned by the bottleneck; memory limits are checked per device in the same DP (each device's
- * in-flight states under the schedule, partitioner/chunk_memory.h). The DP runs up to
- * SP_VSHAPE_DP_MAX_LAYERS layers; beyond, without memory limits, the bottleneck's partition is
+ * in-flight states under the schedule, partitioner/chunk_memory.h). All of it runs over the
+ * chain's positions (blocks of layers between allowed cuts). The DP runs up to
+ * SP_VSHAPE_DP_MAX_LAYERS blocks; beyond, without memory limits, the bottleneck's partition is
  * kept without the variance tie-break (said in a warning). tests/oracle/test_vshape.c checks
  * both against brute force. */
 #include <math.h>
@@ -29,13 +30,14 @@
 #define SP_VSHAPE_MAX_LAYERS    2048u /* the bisection's tables: (n+1)^2 entries */
 #define SP_VSHAPE_DP_MAX_LAYERS 512u  /* the variance DP's parents: P (n+1)^2 entries */
 
+/* Over the chain's positions: layers joined by forbidden cuts move as one block, so every
+ * position is a place to cut. */
 struct vshape {
     uint32_t P;
-    size_t n, w;                      /* layers; w = n + 1, the states' row length */
-    int64_t *T;                       /* prefix ticks [n + 1] */
-    const bool *cut_ok;               /* cut_ok[i]: a boundary may sit at i (before layer i) */
-    const struct sp_chunk_memory *cm; /* NULL: no memory limit */
-    uint64_t *pre_mem, *pre_saved;    /* prefix memory_bytes, saved_bytes [n + 1] */
+    size_t n, w;                         /* blocks; w = n + 1, the states' row length */
+    const int64_t *T;                    /* prefix ticks [n + 1] */
+    const struct sp_chunk_memory *cm;    /* NULL: no memory limit */
+    const uint64_t *pre_mem, *pre_saved; /* prefix memory_bytes, saved_bytes [n + 1] */
 };
 
 static bool inner_room(const struct vshape *v, uint32_t d, size_t a, size_t b) {
@@ -88,10 +90,8 @@ static bool feasible(const struct vshape *v, int64_t L, uint8_t **reach, int64_t
                 Q[x * w + y] = q;
             }
         for (size_t a2 = 1; a2 < n; a2++) {
-            if (!v->cut_ok[a2])
-                continue;
             for (size_t b2 = last ? a2 : a2; b2 <= (last ? a2 : n - 1); b2++) {
-                if (!v->cut_ok[b2] || !inner_room(v, d, a2, b2))
+                if (!inner_room(v, d, a2, b2))
                     continue;
                 if (Q[a2 * w + b2] < INF && Q[a2 * w + b2] - (v->T[b2] - v->T[a2]) <= L) {
                     R2[(a2 * w + b2) / 8] |= (uint8_t)(1u << ((a2 * w + b2) % 8));
@@ -157,15 +157,12 @@ static int min_sumsq(const struct vshape *v, int64_t L, bool chunk_squares, size
                     int64_t left = v->T[a2] - v->T[a];
                     if (left > L)
                         break;
-                    if (!v->cut_ok[a2])
-                        continue;
                     size_t lo = last ? a2 : a2, hi = last ? a2 : b - 1;
                     for (size_t b2 = hi + 1; b2-- > lo;) {
                         int64_t load = left + (v->T[b] - v->T[b2]);
                         if (load > L)
                             break;
-                        if (!v->cut_ok[b2] || !inner_room(v, d, a2, b2) ||
-                            !device_fits(v, d, a, a2, b2, b))
+                        if (!inner_room(v, d, a2, b2) || !device_fits(v, d, a, a2, b2, b))
                             continue;
                         int64_t right = load - left;
                         double val = base + (chunk_squares ? (double)left * (double)left +
@@ -203,41 +200,46 @@ out:
     return ok;
 }
 
-sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
-                          const struct sp_stage_devices *d, unsigned slack_64ths, size_t *bounds) {
-    size_t n = sp_profile_get_layer_count(profile);
+sp_status sp_vshape_bounds(sp_ctx *ctx, const struct sp_problem *pb, unsigned slack_64ths,
+                           size_t *bounds) {
+    const sp_partition_opts *o = pb->o;
+    const struct sp_stage_devices *d = pb->d;
+    const struct sp_chain *c = pb->chain;
+    size_t layers = sp_profile_get_layer_count(pb->profile), n = c->n_pos - 1;
     uint32_t P = o->stages;
     if (d->speed)
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                        "V-shape partitions assume devices of equal speed; this profile or "
                        "--devices gives speeds");
-    if (n < 2 * (size_t)P)
+    if (layers < 2 * (size_t)P)
         return sp_fail(ctx, SP_ERR_INFEASIBLE,
                        "%s places 2 chunks on each of %u devices: it needs at least %u layers, the "
                        "profile has %zu",
-                       sp_schedule_name(o->schedule), P, 2 * P, n);
+                       sp_schedule_name(o->schedule), P, 2 * P, layers);
+    if (n < 2 * (size_t)P)
+        return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                       "no V-shape partition into %u non-empty chunks respects the profile's "
+                       "forbidden cuts (cut_after: false, or before the loss): its %zu layers "
+                       "make %zu blocks",
+                       2 * P, layers, n);
     if (n > SP_VSHAPE_MAX_LAYERS)
         return sp_fail(ctx, SP_ERR_LIMIT,
-                       "the V-shape solver takes up to %u layers (its tables grow as n^2); the "
-                       "profile has %zu: merge layers into blocks",
+                       "the V-shape solver takes up to %u blocks between allowed cuts (its tables "
+                       "grow as n^2); the profile has %zu: merge layers into blocks",
                        SP_VSHAPE_MAX_LAYERS, n);
     bool has_cap = o->memory_limit_bytes || d->memory;
     if (has_cap && n > SP_VSHAPE_DP_MAX_LAYERS)
         return sp_fail(ctx, SP_ERR_LIMIT,
-                       "V-shape partitions under a memory limit take up to %u layers; the profile "
-                       "has %zu",
+                       "V-shape partitions under a memory limit take up to %u blocks between "
+                       "allowed cuts; the profile has %zu",
                        SP_VSHAPE_DP_MAX_LAYERS, n);
-    struct vshape v = {P, n, n + 1, NULL, NULL, NULL, NULL, NULL};
+    struct vshape v = {P, n, n + 1, c->w, NULL, c->mem, c->saved};
     struct sp_chunk_memory cm = {0};
-    bool *cut_ok = sp_calloc(n + 1, sizeof *cut_ok);
-    v.T = sp_mallocarray(n + 1, sizeof *v.T);
-    v.pre_mem = sp_mallocarray(n + 1, sizeof *v.pre_mem);
-    v.pre_saved = sp_mallocarray(n + 1, sizeof *v.pre_saved);
     size_t w = n + 1, cells = w * w;
     uint8_t **reach = sp_calloc((size_t)P + 1, sizeof *reach);
     int64_t *Q = sp_mallocarray(cells, sizeof *Q);
     sp_status st = SP_OK;
-    if (!cut_ok || !v.T || !v.pre_mem || !v.pre_saved || !reach || !Q)
+    if (!reach || !Q)
         st = sp_oom(ctx, "partitioning V-shape");
     for (uint32_t i = 0; st == SP_OK && i <= P; i++)
         if (!(reach[i] = sp_malloc((cells + 7) / 8)))
@@ -248,17 +250,6 @@ sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_parti
     if (st != SP_OK)
         goto out;
     v.cm = has_cap ? &cm : NULL;
-    v.cut_ok = cut_ok;
-    v.T[0] = 0;
-    v.pre_mem[0] = v.pre_saved[0] = 0;
-    for (size_t l = 0; l < n; l++) {
-        const sp_layer *L = sp_profile_get_layer(profile, l);
-        v.T[l + 1] = v.T[l] + sp_layer_ticks(L);
-        v.pre_mem[l + 1] = v.pre_mem[l] + L->memory_bytes;
-        v.pre_saved[l + 1] = v.pre_saved[l] + L->saved_bytes;
-        cut_ok[l + 1] = l + 1 < n && sp_cut_allowed(profile, l);
-    }
-    cut_ok[0] = cut_ok[n] = true;
     bounds[0] = 0;
     bounds[2 * P] = n;
     int64_t L = INT64_MAX;
@@ -288,8 +279,9 @@ sp_status sp_solve_vshape(sp_ctx *ctx, const sp_profile *profile, const sp_parti
             feasible(&v, L, reach, Q);
             trace_back(&v, L, reach, bounds);
             sp_warn(ctx,
-                    "%zu layers: the partition reaches the least bottleneck, but the variance "
-                    "among such partitions is minimized only up to %u layers",
+                    "%zu blocks between allowed cuts: the partition reaches the least "
+                    "bottleneck, but the variance among such partitions is minimized only up to "
+                    "%u blocks",
                     n, SP_VSHAPE_DP_MAX_LAYERS);
             goto out;
         }
@@ -334,10 +326,13 @@ out:
         sp_free(reach[i]);
     sp_free(reach);
     sp_free(Q);
-    sp_free(cut_ok);
-    sp_free(v.T);
-    sp_free(v.pre_mem);
-    sp_free(v.pre_saved);
     sp_chunk_memory_release(&cm);
+    if (st == SP_OK) /* positions to layer indices */
+        for (uint32_t k = 0; k <= 2 * P; k++)
+            bounds[k] = c->pos[bounds[k]];
     return st;
+}
+
+sp_status sp_solve_vshape(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol) {
+    return sp_vshape_bounds(ctx, pb, 0, sol->bounds);
 }
