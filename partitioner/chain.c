@@ -41,6 +41,7 @@ void sp_chain_release(struct sp_chain *c) {
     sp_free(c->speed);
     sp_free(c->link_of);
     sp_free(c->link_ticks);
+    sp_recompute_cover_destroy(c->cover);
     memset(c, 0, sizeof *c);
 }
 
@@ -194,6 +195,11 @@ static sp_status apply_model(sp_ctx *ctx, struct sp_chain *c, const struct sp_ch
         c->any_cap |= cap != 0;
         if (c->speed)
             c->speed[s] = model->speed[s];
+    }
+    if (model->recompute_choice && model->profile && time && !rc && c->any_cap) {
+        sp_status st = sp_recompute_cover_create(ctx, model->profile, m, &c->cover);
+        if (st != SP_OK)
+            return st;
     }
     if (model->blocking && model->links && stages > 1) {
         c->blocking = true;
@@ -374,6 +380,8 @@ sp_status sp_chain_min_bottleneck(sp_ctx *ctx, const struct sp_chain *c, int64_t
         }
         hi = total;
     }
+    if (c->cover) /* recomputation only adds: every layer recomputed bounds any stage */
+        total = c->w[last] + sp_recompute_cover_all_ticks(c->cover);
     if (hi < lo)
         hi = lo;
     /* The greedy solves the "at most p stages" relaxation exactly, so its optimum is a lower

@@ -72,6 +72,9 @@ struct sp_chain {
      * link_ticks[link_of[s] * n_pos + k]; NULL when too large to cache */
     uint32_t *link_of; /* link_of[p] */
     int64_t *link_ticks;
+    /* recomputation chosen per stage (model.recompute_choice): a stage's time adds the least
+     * recomputation that fits it under its cap (recompute_cover.c); NULL: none */
+    struct sp_recompute_cover *cover;
 };
 
 /* What the chain models besides the profile: stage count, micro-batches (for in-flight
@@ -85,9 +88,31 @@ struct sp_chain_model {
     const uint64_t *device_mem; /* [stages] or NULL; 0 entries: not limited */
     const sp_links *links;      /* with blocking: the link after stage s is links[s][s+1] */
     bool blocking;
-    bool recompute_all; /* every block whose layers all have recompute_ms recomputes them: their
-                         * time joins the backward, their saved bytes are not kept */
+    bool recompute_all;    /* every block whose layers all have recompute_ms recomputes them: their
+                            * time joins the backward, their saved bytes are not kept */
+    bool recompute_choice; /* each stage recomputes the cheapest set of layers with recompute_ms
+                            * that fits its memory cap (equal speeds, overlapped transfers);
+                            * needs `profile` */
+    const sp_profile *profile;
 };
+
+/* ---- recomputation chosen per stage (partitioner/recompute_cover.c) */
+#define SP_RECOMPUTE_NEVER (INT64_MAX / 4) /* no recomputation fits the stage */
+struct sp_recompute_cover;
+sp_status sp_recompute_cover_create(sp_ctx *ctx, const sp_profile *profile,
+                                    const struct sp_chain_sums *m, struct sp_recompute_cover **out);
+void sp_recompute_cover_destroy(struct sp_recompute_cover *rc);
+/* prefix sums over the positions of the saved bytes no recomputation frees */
+const uint64_t *sp_recompute_cover_kept(const struct sp_recompute_cover *rc);
+/* every layer that can recompute recomputing: its ticks */
+int64_t sp_recompute_cover_all_ticks(const struct sp_recompute_cover *rc);
+/* The least recomputation ticks that fit stage s over [a, b) under its cap, chosen per layer: 0
+ * when it fits as it is, a value > budget when none within budget does (SP_RECOMPUTE_NEVER when
+ * none at all). `chosen` (optional, [layers]) gets the recomputed layers set to true. */
+int64_t sp_recompute_cover_ticks(const struct sp_chain *c, uint32_t s, size_t a, size_t b,
+                                 int64_t budget, bool *chosen);
+/* whether a search stopped at its node limit: its answers since may be above the least */
+bool sp_recompute_cover_overflowed(const struct sp_recompute_cover *rc);
 
 /* One transfer over the link after stage s of the activation at position k, in ticks. */
 static inline int64_t sp_chain_link_ticks(const struct sp_chain *c, uint32_t s, size_t k) {
@@ -120,11 +145,14 @@ sp_status sp_chain_restage(sp_ctx *ctx, struct sp_chain *c, const struct sp_chai
                            const struct sp_chain_model *model);
 void sp_chain_release(struct sp_chain *c);
 
+/* Whether stage s over [a, b) fits its memory cap; with recomputation chosen, whether it fits
+ * with every recomputable block recomputed. */
 static inline bool sp_chain_mem_ok(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {
     if (!c->any_cap || !c->cap[s])
         return true;
-    sp_u128 need = (sp_u128)(c->mem[b] - c->mem[a]) +
-                   (sp_u128)c->inflight[s] * (sp_u128)(c->saved[b] - c->saved[a]);
+    const uint64_t *saved = c->cover ? sp_recompute_cover_kept(c->cover) : c->saved;
+    sp_u128 need =
+        (sp_u128)(c->mem[b] - c->mem[a]) + (sp_u128)c->inflight[s] * (sp_u128)(saved[b] - saved[a]);
     return need <= c->cap[s];
 }
 
@@ -138,13 +166,22 @@ static inline int64_t sp_chain_compute(const struct sp_chain *c, uint32_t s, siz
     return sp_speed_scale(f, c->speed[s]) + sp_speed_scale(w - f, c->speed[s]);
 }
 
+/* Stage s's time over [a, b): compute, blocking transfers, and the recomputation it needs. */
 static inline int64_t sp_chain_time(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {
-    return sp_chain_compute(c, s, a, b) + sp_chain_comm(c, s, a, b);
+    int64_t t = sp_chain_compute(c, s, a, b) + sp_chain_comm(c, s, a, b);
+    if (c->cover)
+        t += sp_recompute_cover_ticks(c, s, a, b, SP_RECOMPUTE_NEVER, NULL);
+    return t;
 }
 
 static inline bool sp_chain_admissible(const struct sp_chain *c, uint32_t s, size_t a, size_t b,
                                        int64_t cap) {
-    return sp_chain_time(c, s, a, b) <= cap && sp_chain_mem_ok(c, s, a, b);
+    if (!c->cover)
+        return sp_chain_time(c, s, a, b) <= cap && sp_chain_mem_ok(c, s, a, b);
+    if (!sp_chain_mem_ok(c, s, a, b))
+        return false;
+    int64_t t = sp_chain_compute(c, s, a, b) + sp_chain_comm(c, s, a, b);
+    return t <= cap && t + sp_recompute_cover_ticks(c, s, a, b, cap - t, NULL) <= cap;
 }
 
 /* Furthest b > a with [a, b) admissible for stage s, or a when even one block does not fit. */

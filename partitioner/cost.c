@@ -213,11 +213,13 @@ static void summarize(sp_plan *plan, const sp_profile *profile, const sp_partiti
         lb = (double)total_ticks / speed_sum;
         heaviest_layer = sp_speed_scale(heaviest_layer, fastest);
     }
-    if (speed || (opts->links && opts->comm == SP_COMM_BLOCKING)) {
-        total_ticks = 0; /* from here on: the time the devices take, which depends on the plan */
-        for (uint32_t d = 0; d < p; d++)
-            total_ticks += device_ticks[d];
-    }
+    int64_t device_sum = 0;
+    for (uint32_t d = 0; d < p; d++)
+        device_sum += device_ticks[d];
+    /* From here on, the time the devices take where it depends on the plan: speeds, blocking
+     * transfers, and recomputed layers (the only way equal-speed devices sum to more) */
+    if (speed || (opts->links && opts->comm == SP_COMM_BLOCKING) || device_sum > total_ticks)
+        total_ticks = device_sum;
     sum->total_ms = sp_ticks_to_ms(total_ticks);
     if ((double)heaviest_layer > lb)
         lb = (double)heaviest_layer;

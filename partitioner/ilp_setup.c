@@ -131,35 +131,52 @@ static sp_status ilp_start(sp_ctx *ctx, const struct sp_problem *pb,
     return st;
 }
 
-/* With recomputation choices and one chunk per device: when the exact DP's plan under the memory
- * limits, recomputing nothing, already reaches the least bottleneck of the chain without memory
- * limits (recomputation only adds time, limits only take plans away), no plan does better and
- * the program need not run (the common case of a limit that does not bind the bottleneck; the
- * program's LP over blocks x stages is what takes its time). */
-static bool dp_reaches_bound(const struct sp_chain *c, const sp_partition_opts *o,
-                             const struct sp_placement_classes *pc, bool have_incumbent,
-                             bool inc_recomputes, double t_lower_ms, const size_t *inc) {
-    if (!o->recompute || pc || o->chunks != 1 || o->objective != SP_OBJECTIVE_BOTTLENECK ||
-        !have_incumbent || inc_recomputes || !(t_lower_ms > 0))
-        return false;
-    return sp_max_stage_time(c, inc) <= sp_ms_to_ticks(t_lower_ms);
+/* With recomputation choices, one chunk per device, equal speeds and the bottleneck objective,
+ * the program is not needed: a stage's least recomputation that fits its memory is an exact
+ * covering knapsack (recompute_cover.c), the stage time with it keeps the chain's monotone
+ * admissibility, and the chain's DP then gives the least bottleneck and, among the plans
+ * reaching it, the least sum of squared stage times. *decided is false when a knapsack search
+ * stopped at its node limit: the program runs instead. */
+static bool chain_search_applies(const struct sp_chain *c, const sp_partition_opts *o,
+                                 const struct sp_placement_classes *pc) {
+    return o->recompute && !pc && o->chunks == 1 && o->objective == SP_OBJECTIVE_BOTTLENECK &&
+           !c->speed && !c->blocking;
 }
 
-/* the incumbent as the program's result: proven optimal, nothing recomputed */
-static sp_status take_incumbent(sp_ctx *ctx, const struct sp_chain *c, const size_t *inc,
-                                struct sp_ilp_result *res) {
+static sp_status chain_search(sp_ctx *ctx, const struct sp_problem *pb,
+                              const struct sp_chain_model *model, struct sp_ilp_result *res,
+                              bool *recompute, bool *decided) {
+    *decided = false;
+    struct sp_chain_model m = *model;
+    m.recompute_choice = true;
+    m.profile = pb->profile;
+    struct sp_chain c;
+    sp_status st = sp_chain_restage(ctx, &c, pb->chain, &m);
+    if (st != SP_OK)
+        return st;
     memset(res, 0, sizeof *res);
-    size_t K = c->p, B = c->n_pos - 1;
+    size_t K = c.p;
     res->bounds = sp_mallocarray(K + 1, sizeof *res->bounds);
-    res->recompute = sp_calloc(B, sizeof *res->recompute);
-    if (!res->bounds || !res->recompute)
-        return sp_oom(ctx, "partitioning");
-    memcpy(res->bounds, inc, (K + 1) * sizeof *inc);
-    double t_ms = (double)sp_max_stage_time(c, inc) / SP_TICKS_PER_MS;
-    res->found = res->optimal = true;
-    res->objective_ms = res->best_bound = t_ms;
-    res->status = "optimal";
-    return SP_OK;
+    int64_t cap = 0;
+    if (!res->bounds)
+        st = sp_oom(ctx, "partitioning");
+    else
+        st = sp_chain_best_bounds(ctx, &c, res->bounds, &cap);
+    for (uint32_t s = 0; st == SP_OK && s < K; s++) /* per layer, into the solution */
+        sp_recompute_cover_ticks(&c, s, res->bounds[s], res->bounds[s + 1], SP_RECOMPUTE_NEVER,
+                                 recompute);
+    *decided = !sp_recompute_cover_overflowed(c.cover);
+    sp_chain_release(&c);
+    if (st == SP_OK && *decided) {
+        res->found = res->optimal = true;
+        res->objective_ms = res->best_bound = (double)cap / SP_TICKS_PER_MS;
+        res->status = "optimal";
+        return SP_OK;
+    }
+    sp_free(res->bounds);
+    memset(res, 0, sizeof *res);
+    memset(recompute, 0, sp_profile_get_layer_count(pb->profile) * sizeof *recompute);
+    return *decided || st == SP_ERR_NOMEM ? st : SP_OK; /* not decided: the program runs */
 }
 
 sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb,
@@ -244,10 +261,10 @@ sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb,
         have_incumbent = false;
         t_lower = 0;
     }
-    if (st == SP_OK && inject &&
-        dp_reaches_bound(&c, o, pc, have_incumbent, inc_recomputes, t_lower, inc))
-        st = take_incumbent(ctx, &c, inc, res);
-    else if (st == SP_OK) {
+    bool decided = false;
+    if (st == SP_OK && inject && chain_search_applies(&c, o, pc))
+        st = chain_search(ctx, pb, &model, res, recompute, &decided);
+    if (st == SP_OK && !decided) {
         struct sp_ilp_input in = {.c = &c,
                                   .devices = o->stages,
                                   .micro_batches = o->micro_batches,

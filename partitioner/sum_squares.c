@@ -76,7 +76,8 @@ static void solve_rows(struct stage_dp *d, size_t a1, size_t a2, size_t b1, size
 }
 
 /* With device speeds each stage's time is rounded separately, which can break the quadrangle
- * inequality by a tick; scan every candidate instead (windows at the optimum are small). */
+ * inequality by a tick, and a stage's chosen recomputation is no function of its sum; scan every
+ * candidate instead (windows at the optimum are small). */
 static void scan_rows(struct stage_dp *d, size_t a1, size_t a2, size_t b1, size_t b2) {
     for (size_t a = a1; a <= a2; a++) {
         sp_i128 best = SP_I128_INF;
@@ -148,7 +149,7 @@ sp_status sp_chain_min_sum_squares(sp_ctx *ctx, const struct sp_chain *c, int64_
             d.a_lo = lo[s - 1];
             a_hi = hi[s - 1];
         }
-        if (c->speed)
+        if (c->speed || c->cover)
             scan_rows(&d, d.a_lo, a_hi, lo[s], hi[s]);
         else
             solve_rows(&d, d.a_lo, a_hi, lo[s], hi[s]);

@@ -189,8 +189,9 @@ static void test_against_brute(void) {
 }
 
 /* recomputation: brute force over splits x subsets of recomputed layers, bottleneck under a
- * memory limit (fwd w, bwd 0, recompute_ms = w / 2, 1F1B in-flight counts) */
-static int64_t brute_recompute(const struct inst *in, int P, int M, uint64_t cap) {
+ * memory limit (fwd w, bwd 0, 1F1B in-flight counts); rc[l] < 0: the layer cannot recompute */
+static int64_t brute_recompute(const struct inst *in, const int64_t *rc, int P, int M,
+                               uint64_t cap) {
     int64_t best = INT64_MAX;
     int b[8];
     b[0] = 0;
@@ -199,20 +200,28 @@ static int64_t brute_recompute(const struct inst *in, int P, int M, uint64_t cap
         if (__builtin_popcount(mask) != P - 1)
             continue;
         int s = 1;
+        bool allowed = true;
         for (int i = 1; i < in->n; i++)
-            if (mask & (1u << (i - 1)))
+            if (mask & (1u << (i - 1))) {
+                allowed &= in->cut[i - 1] != 0;
                 b[s++] = i;
-        for (unsigned rc = 0; rc < (1u << in->n); rc++) {
+            }
+        if (!allowed)
+            continue;
+        for (unsigned again = 0; again < (1u << in->n); again++) {
+            bool valid = true;
+            for (int l = 0; l < in->n; l++)
+                valid &= !(again & (1u << l)) || rc[l] >= 0;
             int64_t mx = 0;
-            bool fits = true;
+            bool fits = valid;
             for (int k = 0; k < P && fits; k++) {
                 uint64_t need = 0;
                 uint64_t infl = (uint64_t)(P - k) < (uint64_t)M ? (uint64_t)(P - k) : (uint64_t)M;
                 int64_t t = 0;
                 for (int l = b[k]; l < b[k + 1]; l++) {
-                    bool again = rc & (1u << l);
-                    t += in->w[l] + (again ? in->w[l] / 2 : 0);
-                    need += in->mem[l] + (again ? 0 : infl * in->saved[l]);
+                    bool r = again & (1u << l);
+                    t += in->w[l] + (r ? rc[l] : 0);
+                    need += in->mem[l] + (r ? 0 : infl * in->saved[l]);
                 }
                 fits = need <= cap;
                 mx = t > mx ? t : mx;
@@ -224,34 +233,51 @@ static int64_t brute_recompute(const struct inst *in, int P, int M, uint64_t cap
     return best;
 }
 
+static sp_profile *recompute_profile(const struct inst *in, const int64_t *rc) {
+    char buf[8192];
+    size_t len = (size_t)snprintf(buf, sizeof buf,
+                                  "{\"format\":\"stagepart-profile\",\"version\":1,"
+                                  "\"model\":\"r\",\"micro_batch_size\":1,\"layers\":[");
+    for (int i = 0; i < in->n; i++) {
+        char extra[64] = "";
+        if (rc[i] >= 0)
+            snprintf(extra, sizeof extra, ",\"recompute_ms\":%" PRId64, rc[i] / 1000000);
+        len += (size_t)snprintf(buf + len, sizeof buf - len,
+                                "%s{\"name\":\"l%d\",\"fwd_ms\":%" PRId64
+                                ",\"bwd_ms\":0%s,\"memory_bytes\":%u,\"saved_bytes\":%u,"
+                                "\"cut_after\":%s}",
+                                i ? "," : "", i, in->w[i] / 1000000, extra, in->mem[i],
+                                in->saved[i], in->cut[i] ? "true" : "false");
+    }
+    snprintf(buf + len, sizeof buf - len, "]}");
+    sp_profile *p = NULL;
+    SP_CHECK_STATUS(sp_profile_parse(ctx, "rc.json", buf, strlen(buf), &p), SP_OK);
+    return p;
+}
+
+/* Both paths: the exact chain search with each stage's cheapest recomputation (the default),
+ * with forbidden cuts too, and the program alone (ilp_cold), which chooses per block and so gets
+ * every cut allowed. Whole milliseconds, so every sum is exact. */
 static void test_recompute(void) {
-    int checked = 0, helped = 0;
-    for (int t = 0; t < 80; t++) {
+    int checked[2] = {0, 0}, helped = 0;
+    for (int t = 0; t < 240; t++) {
         struct inst in;
-        random_inst(&in, 3 + (int)rnd(5));
+        int64_t rc[24];
+        random_inst(&in, 3 + (int)rnd(6));
+        bool uniform = rnd(3) == 0; /* equal blocks: the knapsack's many equal subsets */
+        bool cold = t % 3 == 0;
         for (int i = 0; i < in.n; i++) {
-            in.cut[i] = 1;
-            in.w[i] = (int64_t)(2 + 2 * rnd(5)) * 1000000; /* even ms: w / 2 exact */
-            in.saved[i] = 5 + rnd(30);
+            in.cut[i] = cold || rnd(4) != 0;
+            in.w[i] = uniform ? 4000000 : (int64_t)(1 + rnd(9)) * 1000000;
+            in.saved[i] = uniform ? 20 : 5 + rnd(30);
+            rc[i] = rnd(5) == 0 ? -1 : (uniform ? 2000000 : (int64_t)rnd(6) * 1000000);
         }
-        int P = 1 + (int)rnd(3);
+        int P = 1 + (int)rnd(4);
         if (P > in.n)
             continue;
-        uint64_t cap = 40 + rnd(120);
-        int64_t brute = brute_recompute(&in, P, 4 * P, cap);
-        char buf[8192];
-        size_t len = (size_t)snprintf(buf, sizeof buf,
-                                      "{\"format\":\"stagepart-profile\",\"version\":1,"
-                                      "\"model\":\"r\",\"micro_batch_size\":1,\"layers\":[");
-        for (int i = 0; i < in.n; i++)
-            len += (size_t)snprintf(
-                buf + len, sizeof buf - len,
-                "%s{\"name\":\"l%d\",\"fwd_ms\":%" PRId64 ",\"bwd_ms\":0,\"recompute_ms\":%" PRId64
-                ",\"memory_bytes\":%u,\"saved_bytes\":%u}",
-                i ? "," : "", i, in.w[i] / 1000000, in.w[i] / 2000000, in.mem[i], in.saved[i]);
-        snprintf(buf + len, sizeof buf - len, "]}");
-        sp_profile *p = NULL;
-        SP_CHECK_STATUS(sp_profile_parse(ctx, "rc.json", buf, strlen(buf), &p), SP_OK);
+        uint64_t cap = 40 + rnd(160);
+        int64_t brute = brute_recompute(&in, rc, P, 4 * P, cap);
+        sp_profile *p = recompute_profile(&in, rc);
         sp_partition_opts o;
         sp_partition_opts_init(&o);
         o.stages = (uint32_t)P;
@@ -259,30 +285,34 @@ static void test_recompute(void) {
         o.solver = SP_SOLVER_ILP;
         o.recompute = true;
         o.memory_limit_bytes = cap;
+        o.ilp_cold = cold;
         sp_plan *plan = NULL;
         sp_status st = sp_partition(ctx, p, &o, &plan);
         if (brute == INT64_MAX) {
-            SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "brute force found no plan, ilp: %s",
-                         sp_status_name(st));
+            SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "brute force found no plan, ilp%s: %s",
+                         o.ilp_cold ? " (program)" : "", sp_status_name(st));
         } else {
             SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
             if (st == SP_OK) {
                 double bn = sp_plan_get_summary(plan)->bottleneck_ms;
-                SP_CHECK_MSG(fabs(bn - (double)brute / 1e6) < 1e-9, "ilp %.6f, brute force %.6f",
-                             bn, (double)brute / 1e6);
+                SP_CHECK_MSG(fabs(bn - (double)brute / 1e6) < 1e-9,
+                             "ilp%s %.6f, brute force %.6f (instance %d)",
+                             o.ilp_cold ? " (program)" : "", bn, (double)brute / 1e6, t);
+                SP_CHECK(sp_plan_get_summary(plan)->optimal);
                 for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++)
                     SP_CHECK(sp_plan_get_stage(plan, s)->memory_bytes <= cap);
                 for (size_t l = 0; l < (size_t)in.n; l++)
                     helped += sp_plan_get_layer_recomputed(plan, l);
-                checked++;
+                checked[o.ilp_cold]++;
             }
         }
         sp_plan_destroy(plan);
         sp_profile_destroy(p);
     }
-    printf("recomputation: ilp = brute force on %d instances (%d layers recomputed)\n", checked,
-           helped);
-    SP_CHECK(helped > 0);
+    printf("recomputation: chain search = brute force on %d instances, program on %d (%d layers "
+           "recomputed)\n",
+           checked[0], checked[1], helped);
+    SP_CHECK(helped > 0 && checked[0] > 50 && checked[1] > 20);
 }
 
 /* interleaved chunks under a memory limit: brute force over every split, each figured by
