@@ -7,6 +7,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,8 +65,62 @@ static void counted_free(void *p) {
     g_free(p);
 }
 
+/* ---- the parse arena: while one is entered on a thread, cJSON's allocations on that thread are
+ * carved from it and its frees of them do nothing; what does not fit goes to the counted
+ * allocator as always. A streaming reader parses a small piece, reads it and deletes it, a
+ * hundred thousand times for a large profile, and malloc and free of its nodes were a third of
+ * the read. */
+static _Thread_local struct sp_parse_arena *t_arena;
+
+static bool in_arena(const struct sp_parse_arena *a, const void *p) {
+    uintptr_t at = (uintptr_t)p, base = (uintptr_t)a->buf;
+    return at >= base && at < base + a->cap;
+}
+
+static void *cjson_malloc(size_t size) {
+    struct sp_parse_arena *a = t_arena;
+    size_t need = (size + 15) & ~(size_t)15; /* max_align_t on the targets */
+    if (a && need >= size && need <= a->cap - a->used) {
+        void *p = a->buf + a->used;
+        a->used += need;
+        return p;
+    }
+    return counted_malloc(size);
+}
+
+static void cjson_free(void *p) {
+    struct sp_parse_arena *a = t_arena;
+    if (a && in_arena(a, p))
+        return;
+    counted_free(p);
+}
+
+bool sp_parse_arena_init(struct sp_parse_arena *a, size_t cap) {
+    a->used = 0;
+    a->buf = sp_malloc(cap);
+    a->cap = a->buf ? cap : 0;
+    return a->buf != NULL;
+}
+
+void sp_parse_arena_release(struct sp_parse_arena *a) {
+    sp_free(a->buf);
+    a->buf = NULL;
+    a->cap = a->used = 0;
+}
+
+void sp_parse_arena_enter(struct sp_parse_arena *a) {
+    a->used = 0;
+    t_arena = a->buf ? a : NULL;
+}
+
+void sp_parse_arena_leave(void) {
+    if (t_arena)
+        t_arena->used = 0;
+    t_arena = NULL;
+}
+
 static void install_cjson_hooks(void) {
-    cJSON_Hooks hooks = {counted_malloc, counted_free};
+    cJSON_Hooks hooks = {cjson_malloc, cjson_free};
     cJSON_InitHooks(&hooks);
 }
 

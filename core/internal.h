@@ -75,6 +75,18 @@ void sp_warn(sp_ctx *ctx, const char *fmt, ...) SP_PRINTF(2, 3);
 sp_status sp_oom(sp_ctx *ctx, const char *what);
 
 /* ---- allocation (core/alloc.c) */
+/* A parse arena: between sp_parse_arena_enter and sp_parse_arena_leave, cJSON's allocations on
+ * this thread come from the arena (what does not fit from the counted allocator) and freeing
+ * them does nothing. Every cJSON item made inside must be deleted before leaving: leaving
+ * reclaims the arena's memory all at once. Not nested; one arena a thread at a time. */
+struct sp_parse_arena {
+    char *buf;
+    size_t cap, used;
+};
+bool sp_parse_arena_init(struct sp_parse_arena *a, size_t cap); /* false: out of memory */
+void sp_parse_arena_release(struct sp_parse_arena *a);
+void sp_parse_arena_enter(struct sp_parse_arena *a); /* a without memory: enters nothing */
+void sp_parse_arena_leave(void);
 /* hand cJSON the counting allocator (once; sp_ctx_create calls it) */
 void sp_alloc_init(void);
 /* whether the budget refused an allocation on this thread since the last call */

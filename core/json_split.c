@@ -52,9 +52,18 @@ static const char *skip_value(const char *p, const char *end, const char **bad) 
             *bad = p;
         return q == p ? NULL : q;
     }
+    /* Only quotes, brackets and NUL matter inside a container: a table skips the rest a byte at
+     * a time without a chain of comparisons (the layers array of a large profile is most of the
+     * file, and this pass runs over all of it). */
+    static const unsigned char special[256] = {
+        ['"'] = 1, ['{'] = 1, ['['] = 1, ['}'] = 1, [']'] = 1, ['\0'] = 1};
     char stack[MAX_DEPTH];
     size_t depth = 0;
     for (const char *q = p; q < end;) {
+        while (q < end && !special[(unsigned char)*q])
+            q++;
+        if (q == end)
+            break;
         char c = *q;
         if (c == '"') {
             q = skip_string(q, end);
@@ -77,7 +86,7 @@ static const char *skip_value(const char *p, const char *end, const char **bad) 
             }
             if (--depth == 0)
                 return q + 1;
-        } else if (c == '\0') {
+        } else { /* NUL */
             *bad = q;
             return NULL;
         }

@@ -96,9 +96,24 @@ static int layer_field(const char *key) {
     return (f >= 0 && strcmp(key, layer_field_names[f]) == 0) ? f : -1;
 }
 
+/* "layers[i]" without snprintf: it runs once per layer, and printf's machinery was a few percent
+ * of reading a large profile */
+static void layer_where(char *out, size_t i) {
+    char digits[24];
+    size_t n = 0;
+    do
+        digits[n++] = (char)('0' + i % 10);
+    while ((i /= 10) != 0);
+    memcpy(out, "layers[", 7);
+    for (size_t k = 0; k < n; k++)
+        out[7 + k] = digits[n - 1 - k];
+    out[7 + n] = ']';
+    out[8 + n] = '\0';
+}
+
 static void read_layer(struct sp_json_reader *r, const cJSON *obj, size_t i, sp_layer *L) {
     char where[48];
-    snprintf(where, sizeof where, "layers[%zu]", i);
+    layer_where(where, i);
     memset(L, 0, sizeof *L);
     L->name = "";
     L->kind = "";
@@ -211,7 +226,8 @@ struct stream {
     struct sp_json_reader *r;
     sp_profile *p;
     size_t cap;
-    struct sp_strbuf pool; /* names and kinds, NUL-separated, in layer order */
+    struct sp_strbuf pool;       /* names and kinds, NUL-separated, in layer order */
+    struct sp_parse_arena arena; /* one layer's nodes at a time (core/alloc.c) */
 };
 
 static sp_status stream_member(void *arg, const char *key, size_t key_len, const char *value,
@@ -257,10 +273,15 @@ static sp_status stream_layers(struct stream *f) {
         return SP_OK;
     for (;;) {
         const char *value_end = NULL;
+        /* the layer's nodes come from the arena; stream_layer deletes them before it leaves */
+        sp_parse_arena_enter(&f->arena);
         cJSON *obj = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &value_end, 0);
-        if (!obj)
+        if (!obj) {
+            sp_parse_arena_leave();
             return SP_ERR_PARSE; /* malformed, or out of memory: the whole-document path says */
+        }
         sp_status st = stream_layer(f, obj);
+        sp_parse_arena_leave();
         if (st != SP_OK)
             return st;
         p = value_end;
@@ -311,6 +332,9 @@ static sp_status stream_profile(struct stream *f) {
         return SP_ERR_PARSE;
     if (!(f->root = cJSON_CreateObject()))
         return SP_ERR_NOMEM;
+    /* a layer object of the usual fields takes about 1 KiB of nodes; a larger one spills to
+     * malloc. Without the arena (out of memory) every node is malloc'd as before. */
+    sp_parse_arena_init(&f->arena, (size_t)64 << 10);
     sp_status st = sp_json_split_object(f->ctx, f->name, f->data, f->len, stream_member, f);
     if (st == SP_OK && (!f->layers || f->layers[0] != '['))
         st = SP_ERR_PARSE;
@@ -344,6 +368,7 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     struct stream f = {.ctx = ctx, .name = name, .data = data, .len = len, .r = &r, .p = p};
     sp_strbuf_init(&f.pool);
     sp_status st = stream_profile(&f);
+    sp_parse_arena_release(&f.arena);
     cJSON *root = f.root;
     bool streamed = st == SP_OK;
     if (streamed) {

@@ -1,5 +1,5 @@
 /* tests/unit/test_core.c: status table, byte counts, atomic writes, allocator hooks, the
- * plan document's fields and the JSON splitter. */
+ * plan document's fields, the JSON splitter and the parse arena. */
 #include <cjson/cJSON.h>
 #include <regex.h>
 #include <stagepart/stagepart.h>
@@ -196,6 +196,39 @@ static void test_memory_budget(void) {
     free(text);
 }
 
+/* The parse arena: cJSON's nodes come from it while entered, what does not fit spills to the
+ * counted allocator, frees of either kind are right, and leaving gives everything back. */
+static void test_parse_arena(void) {
+    size_t before = sp_memory_in_use();
+    struct sp_parse_arena arena;
+    SP_CHECK(sp_parse_arena_init(&arena, 512));
+    char text[4096];
+    size_t len = (size_t)snprintf(text, sizeof text, "{\"name\":\"");
+    for (int i = 0; i < 1000; i++) /* a string longer than the arena: it spills */
+        text[len++] = (char)('a' + i % 26);
+    len += (size_t)snprintf(text + len, sizeof text - len, "\",\"n\":[1,2,3],\"x\":2.5}");
+    for (int round = 0; round < 3; round++) {
+        sp_parse_arena_enter(&arena);
+        cJSON *v = cJSON_ParseWithLength(text, len);
+        SP_CHECK(v != NULL);
+        SP_CHECK(arena.used > 0 && arena.used <= arena.cap);
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(v, "name");
+        SP_CHECK(cJSON_IsString(name) && strlen(name->valuestring) == 1000);
+        SP_CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(v, "n")) == 3);
+        SP_CHECK(cJSON_GetObjectItemCaseSensitive(v, "x")->valuedouble == 2.5);
+        cJSON_Delete(v);
+        sp_parse_arena_leave();
+        SP_CHECK_EQ_INT(arena.used, 0);
+    }
+    sp_parse_arena_release(&arena);
+    SP_CHECK_EQ_INT(sp_memory_in_use(), before);
+    /* outside any arena cJSON allocates as before */
+    cJSON *v = cJSON_Parse("{\"a\":1}");
+    SP_CHECK(v != NULL && sp_memory_in_use() > before);
+    cJSON_Delete(v);
+    SP_CHECK_EQ_INT(sp_memory_in_use(), before);
+}
+
 /* Python users' patterns as POSIX extended regexes: translated, then matched by regcomp as Python's
  * re would match them; Python-only syntax refused by name */
 static void test_ere_translate(void) {
@@ -331,6 +364,7 @@ static void test_json_split(void) {
 int main(void) {
     sp_ctx_create(&ctx);
     test_json_split();
+    test_parse_arena();
     test_ere_translate();
     test_memory_budget();
     test_status();
