@@ -36,6 +36,11 @@ int cli_exit_code(sp_status status);
 /* `partition --schedule compare`: every schedule's plan in one table or JSON; the exit code */
 int cli_partition_compare(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                           bool json);
+/* `partition --gpus N --global-batch B`: pipeline x data parallel splits in one table or JSON,
+ * the best split's plan written to `output` (may be NULL) with `cmdline`; the exit code */
+int cli_partition_gpus(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                       uint32_t gpus, uint64_t global_batch, bool json, const char *output,
+                       const char *cmdline);
 int cli_report(sp_ctx *ctx, sp_status status, bool json);
 void cli_print_warnings(const sp_ctx *ctx);
 /* "stagepart " + the command's argv (argv[0] is the command name) as one shell-quoted string,

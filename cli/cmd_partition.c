@@ -24,6 +24,8 @@ enum {
     OPT_RECOMPUTE,
     OPT_PLACEMENT,
     OPT_ALLOW_EMPTY,
+    OPT_GPUS,
+    OPT_GLOBAL_BATCH,
 };
 
 const struct cli_opt cmd_partition_opts[] = {
@@ -78,6 +80,15 @@ const struct cli_opt cmd_partition_opts[] = {
      "overlap (default: transfers delay the schedule, not the stages) or blocking (transfers "
      "add to both stages' times)",
      "Constraints"},
+    {OPT_GPUS, "gpus", 0, "<N>",
+     "with --global-batch: every split of N GPUs into pipeline stages x data-parallel "
+     "replicas, each with its exact plan, simulated iteration and gradient all-reduce (needs "
+     "--links over the N GPUs), in one table; -o writes the best split's plan",
+     "Parallelism"},
+    {OPT_GLOBAL_BATCH, "global-batch", 0, "<B>",
+     "samples per training step for --gpus: each split runs B / (replicas x the profile's "
+     "micro_batch_size) micro-batches",
+     "Parallelism"},
     {OPT_OUTPUT, "output", 'o', "<file>", "write the plan JSON to <file> (atomically)", "Output"},
     {OPT_JSON, "json", 0, NULL, "print the plan JSON on stdout instead of the table", "Output"},
     {0, NULL, 0, NULL, NULL, NULL},
@@ -104,7 +115,8 @@ const struct cli_command_help cmd_partition_help = {
     "  stagepart partition model.json -s 8 --memory-limit 80GB -o plan.json\n"
     "  stagepart partition model.json -s 8 --solver uniform --json\n"
     "  stagepart partition model.json -s 8 --chunks 2 --schedule interleaved\n"
-    "  stagepart partition model.json -s 4 -m 16 --schedule compare\n",
+    "  stagepart partition model.json -s 4 -m 16 --schedule compare\n"
+    "  stagepart partition model.json --gpus 8 --global-batch 256 --links links.json\n",
 };
 
 static void bar(char *buf, size_t width, double share) {
@@ -223,11 +235,13 @@ int cmd_partition(int argc, char **argv) {
     sp_partition_opts opts;
     sp_partition_opts_init(&opts);
     const char *output = NULL, *memory_text = NULL;
-    bool json = false, target_given = false, compare = false;
+    bool json = false, target_given = false, compare = false, stages_given = false;
+    uint32_t gpus = 0;
+    uint64_t global_batch = 0;
     const char *devices_path = NULL, *links_path = NULL;
     uint64_t v = 0;
     const struct cli_bind binds[] = {
-        CLI_U32(OPT_STAGES, &opts.stages, 1, SP_MAX_STAGES),
+        CLI_U32(OPT_GPUS, &gpus, 1, 1u << 20),
         CLI_U32(OPT_CHUNKS, &opts.chunks, 1, SP_MAX_STAGES),
         CLI_STRING(OPT_DEVICES, &devices_path),
         CLI_STRING(OPT_LINKS, &links_path),
@@ -241,6 +255,17 @@ int cmd_partition(int argc, char **argv) {
     cli_opt_parser_init(&p, "partition", cmd_partition_opts, argc, argv);
     for (int id; (id = cli_opt_parse(&p, &cmd_partition_help, binds)) > 0;) {
         switch (id) {
+        case OPT_STAGES:
+            if (!cli_opt_uint(&p, 1, SP_MAX_STAGES, &v))
+                return CLI_EXIT_USAGE;
+            opts.stages = (uint32_t)v;
+            stages_given = true;
+            break;
+        case OPT_GLOBAL_BATCH:
+            if (!cli_opt_uint(&p, 1, (uint64_t)1 << 40, &v))
+                return CLI_EXIT_USAGE;
+            global_batch = v;
+            break;
         case OPT_MICRO_BATCHES:
             if (p.value && strcmp(p.value, "auto") == 0) {
                 opts.micro_batches = SP_MICRO_BATCHES_AUTO;
@@ -323,6 +348,22 @@ int cmd_partition(int argc, char **argv) {
     if (compare && opts.micro_batches == SP_MICRO_BATCHES_AUTO)
         return cli_usage_error("partition", "--schedule compare simulates every schedule with "
                                             "the same micro-batch count: give -m M, not auto");
+    if (gpus && !global_batch) {
+        fprintf(stderr, "stagepart: error: --gpus without --global-batch would choose replicated "
+                        "stages (a replica count per stage, PipeDream's planner), which is not "
+                        "built yet; give --global-batch B for the table of pipeline x data "
+                        "parallel splits\n");
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    if (global_batch && !gpus)
+        return cli_usage_error("partition", "--global-batch needs --gpus N");
+    if (gpus && (stages_given || compare || opts.micro_batches))
+        return cli_usage_error("partition",
+                               "--gpus chooses the stage count and the "
+                               "micro-batches (from --global-batch) itself: drop %s",
+                               stages_given ? "--stages"
+                               : compare    ? "--schedule compare"
+                                            : "--micro-batches");
     const char *inputs[] = {p.positional[0], devices_path, links_path};
     int clash = cli_check_output_not_input("partition", "--output", output, inputs, 3);
     if (clash)
@@ -360,6 +401,15 @@ int cmd_partition(int argc, char **argv) {
     }
     opts.devices = devices;
     opts.links = links;
+    if (gpus) {
+        cmdline = cli_command_line(argc, argv);
+        if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK)
+            code = cli_report(ctx, st, json);
+        else
+            code =
+                cli_partition_gpus(ctx, profile, &opts, gpus, global_batch, json, output, cmdline);
+        goto out;
+    }
     if (compare) {
         if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK)
             code = cli_report(ctx, st, json);

@@ -162,6 +162,47 @@ SP_API void sp_partition_opts_init(sp_partition_opts *opts);
 SP_API sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                               sp_plan **out);
 
+/* ---- Pipeline x data parallel: how to use N GPUs (docs/partitioning.md#pipeline-x-data-parallel)
+ *
+ * sp_partition_data_parallel: every split of `gpus` into P pipeline stages times D = gpus / P
+ * data-parallel replicas of the whole pipeline, each with M = global_batch / (D x the profile's
+ * micro_batch_size, 1 when unknown) micro-batches; for each, the exact plan (sp_partition with
+ * opts, stages = P, micro_batches = M), its simulated iteration, and the gradient all-reduce
+ * that follows it: each pipeline device's parameters among its D replicas
+ * (sp_ring_allreduce_ms), the slowest device's. Device r of `opts->links` (required, at least
+ * `gpus` devices) and of `opts->devices` (optional) is stage r / D's replica r % D: replicas
+ * are neighbours, pipeline stages D apart, as Megatron-LM orders its ranks (pipeline parallel
+ * outermost). Step = iteration + all-reduce; the best candidate has the most samples per
+ * second. A split without a plan (M not whole, no plan fitting the memory limits, too few
+ * layers) is kept with its status and reason. Returns SP_ERR_INVALID_ARG for bad arguments,
+ * SP_ERR_INFEASIBLE when no split has a plan (the table is still returned), SP_ERR_NOMEM. */
+typedef struct sp_dp_candidate {
+    uint32_t pipeline;      /* P: pipeline stages */
+    uint32_t data_parallel; /* D = gpus / P: replicas of the whole pipeline */
+    uint32_t micro_batches; /* M per replica per step; 0 when the global batch does not divide */
+    sp_status status;       /* SP_OK, or why this split has no plan */
+    char reason[512];
+    sp_plan *plan;        /* the exact plan for P and M (owned by the table), or NULL */
+    double iteration_ms;  /* the plan's simulated iteration (its schedule, M micro-batches) */
+    double allreduce_ms;  /* the slowest pipeline device's gradient all-reduce, after the flush */
+    double step_ms;       /* iteration_ms + allreduce_ms */
+    double samples_per_s; /* global_batch / step */
+} sp_dp_candidate;
+
+typedef struct sp_dp_table {
+    uint32_t gpus;
+    uint64_t global_batch;
+    uint32_t micro_batch_size; /* the profile's, 1 when it does not say */
+    size_t count;
+    sp_dp_candidate *candidates; /* P increasing */
+    size_t best;                 /* index of the most samples per second; SIZE_MAX: none */
+} sp_dp_table;
+
+SP_API sp_status sp_partition_data_parallel(sp_ctx *ctx, const sp_profile *profile,
+                                            const sp_partition_opts *opts, uint32_t gpus,
+                                            uint64_t global_batch, sp_dp_table **out);
+SP_API void sp_dp_table_destroy(sp_dp_table *table);
+
 /* sp_plan_from_split: a plan for a split given by the caller, e.g. the one a user runs today.
  * first_layers[K] are the first layer of each of the K = opts->stages x opts->chunks stages,
  * increasing from 0 (each stage ends where the next begins, the last at the last layer); with

@@ -25,6 +25,13 @@ extern "C" {
 SP_API const char *sp_schedule_name(sp_schedule schedule);
 SP_API sp_status sp_schedule_from_name(const char *name, sp_schedule *out);
 
+/* sp_ring_allreduce_ms: a ring all-reduce of `bytes` among the devices ranks[0..count-1] of
+ * `links`, in that ring order: 2 (count - 1) steps of bytes / count each over the ring's
+ * slowest link (latency + size / bandwidth), that is 2 (count - 1) / count x bytes / bandwidth
+ * + 2 (count - 1) x latency on a uniform ring. 0 for fewer than 2 members or no links. */
+SP_API double sp_ring_allreduce_ms(const sp_links *links, const size_t *ranks, size_t count,
+                                   uint64_t bytes);
+
 #define SP_SIM_MAX_OPS 100000000u /* 10^8 ops: larger simulations are refused (SP_ERR_LIMIT) */
 
 typedef struct sp_sim_opts {
