@@ -42,6 +42,12 @@ int cli_partition_gpus(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                        uint32_t gpus, uint64_t global_batch, bool json, const char *output,
                        const char *cmdline);
 int cli_report(sp_ctx *ctx, sp_status status, bool json);
+struct cJSON;
+/* print a JSON document built with cJSON and delete it (ok: whether building it succeeded);
+ * the exit code */
+int cli_print_json_tree(struct cJSON *root, bool ok);
+/* the most memory one device of a plan holds: its chunks' memory summed */
+uint64_t cli_peak_device_bytes(const sp_plan *plan);
 void cli_print_warnings(const sp_ctx *ctx);
 /* "stagepart " + the command's argv (argv[0] is the command name) as one shell-quoted string,
  * for provenance; the caller frees it with free(). */

@@ -159,3 +159,28 @@ void cli_restore_signals(struct cli_signals *saved) {
     sigaction(SIGTERM, &saved->old_term, NULL);
     free(saved);
 }
+
+int cli_print_json_tree(cJSON *root, bool ok) {
+    char *text = ok && root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) {
+        fputs("stagepart: error: out of memory\n", stderr);
+        return CLI_EXIT_INTERNAL;
+    }
+    printf("%s\n", text);
+    cJSON_free(text);
+    return CLI_EXIT_OK;
+}
+
+uint64_t cli_peak_device_bytes(const sp_plan *plan) {
+    const sp_plan_summary *m = sp_plan_get_summary(plan);
+    uint64_t peak = 0;
+    for (uint32_t d = 0; d < m->stages; d++) {
+        uint64_t sum = 0;
+        for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
+            if (sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)k) == d)
+                sum += sp_plan_get_stage(plan, k)->memory_bytes;
+        peak = sum > peak ? sum : peak;
+    }
+    return peak;
+}

@@ -22,20 +22,6 @@ struct row {
     uint64_t peak_device_bytes;
 };
 
-/* the most memory one device holds: its chunks' memory summed */
-static uint64_t peak_device_bytes(const sp_plan *plan) {
-    const sp_plan_summary *m = sp_plan_get_summary(plan);
-    uint64_t peak = 0;
-    for (uint32_t d = 0; d < m->stages; d++) {
-        uint64_t sum = 0;
-        for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
-            if (sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)k) == d)
-                sum += sp_plan_get_stage(plan, k)->memory_bytes;
-        peak = sum > peak ? sum : peak;
-    }
-    return peak;
-}
-
 static void solve_row(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *given,
                       struct row *r) {
     sp_partition_opts o = *given;
@@ -53,7 +39,7 @@ static void solve_row(sp_ctx *ctx, const sp_profile *profile, const sp_partition
         r->plan = NULL;
         return;
     }
-    r->peak_device_bytes = peak_device_bytes(r->plan);
+    r->peak_device_bytes = cli_peak_device_bytes(r->plan);
 }
 
 static void print_rows(const struct row *rows, size_t n, const sp_profile *profile,
@@ -110,15 +96,7 @@ static int print_json(const struct row *rows, size_t n, const sp_profile *profil
              cJSON_AddNumberToObject(e, "efficiency", m->schedule.efficiency) &&
              cJSON_AddNumberToObject(e, "peak_device_memory_bytes", (double)r->peak_device_bytes);
     }
-    char *text = ok ? cJSON_Print(root) : NULL;
-    cJSON_Delete(root);
-    if (!text) {
-        fputs("stagepart: error: out of memory\n", stderr);
-        return CLI_EXIT_INTERNAL;
-    }
-    printf("%s\n", text);
-    cJSON_free(text);
-    return CLI_EXIT_OK;
+    return cli_print_json_tree(root, ok);
 }
 
 int cli_partition_compare(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,

@@ -21,19 +21,12 @@ static void print_rows(const sp_dp_table *t, const sp_profile *profile, const ch
             continue;
         }
         const sp_plan_summary *m = sp_plan_get_summary(c->plan);
-        uint64_t peak = 0; /* the most one device holds: the sum of its chunks */
-        for (uint32_t d = 0; d < m->stages; d++) {
-            uint64_t sum = 0;
-            for (size_t k = 0; k < sp_plan_get_stage_count(c->plan); k++)
-                if (sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)k) == d)
-                    sum += sp_plan_get_stage(c->plan, k)->memory_bytes;
-            peak = sum > peak ? sum : peak;
-        }
         char mem[16];
         printf("%9u %6u %6u %14.3f %14.3f %14.3f %12.3f %12.1f %12s%s\n", c->pipeline,
                c->data_parallel, c->micro_batches, m->bottleneck_ms, c->iteration_ms,
                c->allreduce_ms, c->step_ms, c->samples_per_s,
-               sp_format_bytes(peak, mem, sizeof mem), i == t->best ? "  best" : "");
+               sp_format_bytes(cli_peak_device_bytes(c->plan), mem, sizeof mem),
+               i == t->best ? "  best" : "");
     }
     const sp_dp_candidate *b = &t->candidates[t->best];
     printf("\nstep: the simulated iteration (%s) plus the slowest stage's gradient all-reduce "
@@ -75,15 +68,7 @@ static int print_json(const sp_dp_table *t, const sp_profile *profile) {
              cJSON_AddNumberToObject(e, "step_ms", c->step_ms) &&
              cJSON_AddNumberToObject(e, "samples_per_s", c->samples_per_s);
     }
-    char *text = ok ? cJSON_Print(root) : NULL;
-    cJSON_Delete(root);
-    if (!text) {
-        fputs("stagepart: error: out of memory\n", stderr);
-        return CLI_EXIT_INTERNAL;
-    }
-    printf("%s\n", text);
-    cJSON_free(text);
-    return CLI_EXIT_OK;
+    return cli_print_json_tree(root, ok);
 }
 
 int cli_partition_gpus(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
