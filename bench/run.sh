@@ -136,6 +136,14 @@ else
     echo "Placement search, 2,048 layers on 64 devices: no plan after $(( (e - s) / 1000000 )) ms: $(cat "$TMP/pl64.err")"
 fi
 
+# Pipeline x data parallel (#30): every split of 64 GPUs (the links above) for a 1,000-layer
+# LLM-like profile, each with its exact plan, simulation and all-reduce.
+python3 bench/gen_profile.py 1000 "$TMP/p1000.json"
+s=$(date +%s%N)
+"$STAGEPART" partition "$TMP/p1000.json" --gpus 64 --global-batch 4096 --links "$TMP/l64.json" --json >"$TMP/dp.json"
+e=$(date +%s%N)
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); c=t["candidates"]; b=c[t["best"]]; p, d = b["pipeline"], b["data_parallel"]; print(f"\nPipeline x data parallel, 1,000 layers on 64 GPUs, global batch 4096: {len(c)} splits in {sys.argv[2]} ms, best {p} x {d}")' "$TMP/dp.json" $(( (e - s) / 1000000 ))
+
 # Placement: 8 stages on two nodes of four GPUs (node1 at 0.6x speed, half the memory), links
 # fast inside a node and slow between. Stage s on device s (the dp) against the ilp's search.
 echo
