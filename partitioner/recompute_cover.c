@@ -9,7 +9,8 @@
  * It is solved exactly by depth-first branch and bound over the layers in order of ticks per
  * freed byte, pruned by the fractional (LP) bound rounded up (costs are integers) and by
  * dominance (below). A stage holds a few dozen layers, so the search is small; a node limit
- * stops pathological cases, and the chain's user then falls back to the program.
+ * (2 million per stage evaluated) stops pathological cases, and the chain's user then falls
+ * back to the program.
  *
  * The cheapest recomputation never falls when a stage grows (the part of a larger stage's R
  * inside a smaller one still covers the smaller one's need), so the stage time
@@ -21,7 +22,6 @@
 #include "chain.h"
 
 #define SP_COVER_NODE_LIMIT 2000000u /* per stage evaluated */
-#define SP_COVER_MAX_ITEMS  4096u    /* recomputable layers in one stage */
 
 struct sp_recompute_cover {
     size_t layers, n_pos;
@@ -39,6 +39,12 @@ struct sp_recompute_cover {
     uint64_t *suffix_freed; /* [layers + 1] */
     unsigned char *take, *best_take;
     size_t *skipped; /* [layers] items left out on the current path */
+    struct frame {
+        size_t i;
+        uint64_t need;
+        int64_t cost;
+        unsigned char stage; /* 0: entering, 1: after taking item i, 2: after leaving it out */
+    } * frames;              /* [layers + 1] the search's stack */
     size_t n_skipped;
     uint64_t nodes;
     bool overflow;
@@ -55,6 +61,7 @@ void sp_recompute_cover_destroy(struct sp_recompute_cover *rc) {
     sp_free(rc->take);
     sp_free(rc->best_take);
     sp_free(rc->skipped);
+    sp_free(rc->frames);
     sp_free(rc);
 }
 
@@ -76,9 +83,10 @@ sp_status sp_recompute_cover_create(sp_ctx *ctx, const sp_profile *profile,
         rc->take = sp_malloc(n);
         rc->best_take = sp_malloc(n);
         rc->skipped = sp_mallocarray(n, sizeof *rc->skipped);
+        rc->frames = sp_mallocarray(n + 1, sizeof *rc->frames);
     }
     if (!rc || !rc->ticks || !rc->kept || !rc->rc_sum || !rc->items || !rc->suffix_freed ||
-        !rc->take || !rc->best_take || !rc->skipped) {
+        !rc->take || !rc->best_take || !rc->skipped || !rc->frames) {
         sp_recompute_cover_destroy(rc);
         return sp_oom(ctx, "choosing layers to recompute");
     }
@@ -148,42 +156,67 @@ struct search {
     bool found;
 };
 
-static void dfs(struct search *s, size_t i, uint64_t need, int64_t cost) {
-    struct sp_recompute_cover *rc = s->rc;
-    if (need == 0) {
-        if (cost < s->best) {
-            s->best = cost;
-            s->found = true;
-            memcpy(rc->best_take, rc->take, s->m);
-        }
-        return;
-    }
-    if (i == s->m || rc->suffix_freed[i] < need || rc->overflow)
-        return;
-    if (++rc->nodes > SP_COVER_NODE_LIMIT) {
-        rc->overflow = true;
-        return;
-    }
-    if (lp_bound(rc, i, s->m, need, cost) >= s->best)
-        return;
+/* Whether taking item i is dominated: a layer that frees at least as much for at most the time
+ * was left out on this path, so taking that one instead is never worse (the lexicographically
+ * first optimum never takes a dominated one). Without it, equal layers (a transformer's blocks)
+ * make the search try every subset of the same size. */
+static bool dominated(const struct sp_recompute_cover *rc, size_t i) {
     const struct item *it = &rc->items[i];
-    /* Dominance: once a layer that frees at least as much for at most the cost was left out,
-     * taking this one cannot beat taking that one instead (the lexicographically first optimum
-     * never does). Without it, equal layers (a transformer's blocks) make the search try every
-     * subset of the same size. */
-    bool dominated = false;
-    for (size_t k = 0; k < rc->n_skipped && !dominated; k++) {
+    for (size_t k = 0; k < rc->n_skipped; k++) {
         const struct item *o = &rc->items[rc->skipped[k]];
-        dominated = o->freed >= it->freed && o->ticks <= it->ticks;
+        if (o->freed >= it->freed && o->ticks <= it->ticks)
+            return true;
     }
-    if (!dominated) {
-        rc->take[i] = 1;
-        dfs(s, i + 1, need > it->freed ? need - it->freed : 0, cost + it->ticks);
-        rc->take[i] = 0;
+    return false;
+}
+
+/* Depth-first over "take item i, then leave it out", with an explicit stack (a stage may hold
+ * thousands of layers; recursion that deep is no library's to risk). */
+static void search_run(struct search *s, uint64_t need) {
+    struct sp_recompute_cover *rc = s->rc;
+    struct frame *fr = rc->frames;
+    size_t depth = 1;
+    fr[0] = (struct frame){0, need, 0, 0};
+    while (depth > 0) {
+        struct frame *f = &fr[depth - 1];
+        if (f->stage == 0) { /* entering the node */
+            if (f->need == 0) {
+                if (f->cost < s->best) {
+                    s->best = f->cost;
+                    s->found = true;
+                    memcpy(rc->best_take, rc->take, s->m);
+                }
+                depth--;
+                continue;
+            }
+            if (f->i == s->m || rc->suffix_freed[f->i] < f->need || rc->overflow ||
+                lp_bound(rc, f->i, s->m, f->need, f->cost) >= s->best) {
+                depth--;
+                continue;
+            }
+            if (++rc->nodes > SP_COVER_NODE_LIMIT) {
+                rc->overflow = true;
+                depth--;
+                continue;
+            }
+            f->stage = 1;
+            if (!dominated(rc, f->i)) {
+                const struct item *it = &rc->items[f->i];
+                rc->take[f->i] = 1;
+                fr[depth++] =
+                    (struct frame){f->i + 1, f->need > it->freed ? f->need - it->freed : 0,
+                                   f->cost + it->ticks, 0};
+            }
+        } else if (f->stage == 1) { /* the take branch is done (or was dominated): leave it out */
+            rc->take[f->i] = 0;
+            f->stage = 2;
+            rc->skipped[rc->n_skipped++] = f->i;
+            fr[depth++] = (struct frame){f->i + 1, f->need, f->cost, 0};
+        } else {
+            rc->n_skipped--;
+            depth--;
+        }
     }
-    rc->skipped[rc->n_skipped++] = i;
-    dfs(s, i + 1, need, cost);
-    rc->n_skipped--;
 }
 
 int64_t sp_recompute_cover_ticks(const struct sp_chain *c, uint32_t s, size_t a, size_t b,
@@ -206,10 +239,6 @@ int64_t sp_recompute_cover_ticks(const struct sp_chain *c, uint32_t s, size_t a,
         if (rc->ticks[l] >= 0 && freed > 0) /* one that frees nothing is never worth it */
             rc->items[m++] = (struct item){rc->ticks[l], freed, l};
     }
-    if (m > SP_COVER_MAX_ITEMS) { /* the search's depth is its item count: refuse, not risk */
-        rc->overflow = true;
-        return SP_RECOMPUTE_NEVER;
-    }
     qsort(rc->items, m, sizeof *rc->items, by_ratio);
     rc->suffix_freed[m] = 0;
     for (size_t i = m; i-- > 0;) {
@@ -223,7 +252,7 @@ int64_t sp_recompute_cover_ticks(const struct sp_chain *c, uint32_t s, size_t a,
     memset(rc->take, 0, m);
     rc->nodes = 0;
     rc->n_skipped = 0;
-    dfs(&sr, 0, (uint64_t)need128, 0);
+    search_run(&sr, (uint64_t)need128);
     if (!sr.found)
         return budget < SP_RECOMPUTE_NEVER ? budget + 1 : SP_RECOMPUTE_NEVER;
     if (chosen)
