@@ -192,7 +192,11 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
                sp_format_bytes(m->memory_limit_bytes, lim, sizeof lim));
     }
     double ratio = m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1;
-    if (ratio > 1.0005)
+    if (m->even_split_over_memory)
+        printf("even split  %.3f ms, but it does not fit the memory limits: no alternative to "
+               "this plan\n",
+               m->even_split_bottleneck_ms);
+    else if (ratio > 1.0005)
         printf("even split  %.3f ms: bottleneck %.2fx lower than an even split of layers\n",
                m->even_split_bottleneck_ms, ratio);
     else if (ratio < 0.9995)

@@ -198,6 +198,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_json_get_number(&r, root, "", "even_split_bottleneck_ms", false, 0, (double)INFINITY,
                        &m->even_split_bottleneck_ms);
     sp_json_get_number(&r, root, "", "solve_ms", false, 0, (double)INFINITY, &m->solve_ms);
+    sp_json_get_bool(&r, root, "", "even_split_over_memory", false, &m->even_split_over_memory);
     const cJSON *sched = cJSON_GetObjectItemCaseSensitive(root, "schedule");
     if (cJSON_IsObject(sched)) {
         sp_plan_schedule *sc = &m->schedule;

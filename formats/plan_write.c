@@ -94,6 +94,8 @@ static cJSON *plan_tree(const sp_plan *plan) {
          add_number(root, "speedup_vs_even_split",
                     m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1.0) &&
          add_number(root, "solve_ms", m->solve_ms);
+    if (ok && m->even_split_over_memory)
+        ok = cJSON_AddBoolToObject(root, "even_split_over_memory", true) != NULL;
     if (ok && m->solver == SP_SOLVER_ILP) {
         cJSON *o = cJSON_AddObjectToObject(root, "ilp");
         ok = o && add_string(o, "status", m->solver_status ? m->solver_status : "") &&

@@ -122,6 +122,9 @@ sp_status sp_plan_with_empty_stages(sp_ctx *ctx, const sp_profile *profile,
 /* SP_ERR_INFEASIBLE naming the stage when a built plan passes a memory limit */
 sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
                                const struct sp_stage_devices *d);
+/* the same as a yes or no, with no message */
+bool sp_plan_fits_memory(const sp_plan *plan, const sp_partition_opts *o,
+                         const struct sp_stage_devices *d);
 
 /* drop recomputation where the stage fits without it (the ILP may choose more than needed) */
 void sp_trim_recompute(const sp_profile *profile, const struct sp_chain *c, const size_t *bounds,

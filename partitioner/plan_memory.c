@@ -6,33 +6,51 @@
 
 /* A baseline's plan must still satisfy the memory limits to be usable (per device: the sum of
  * its chunks when interleaved). */
-sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
-                               const struct sp_stage_devices *d) {
+/* The first device over its memory cap (UINT32_MAX: none), with what it needs and its cap. */
+static uint32_t device_over(const sp_plan *plan, const sp_partition_opts *o,
+                            const struct sp_stage_devices *d, uint64_t *need_out,
+                            uint64_t *cap_out) {
     for (uint32_t dev = 0; dev < o->stages; dev++) {
         uint64_t cap = o->memory_limit_bytes, dm = d->memory ? d->memory[dev] : 0;
         if (dm && (!cap || dm < cap))
             cap = dm;
-        uint64_t need = 0, resident = 0, saved_held = 0;
-        for (size_t k = dev; k < plan->n_stages; k += o->stages) {
-            const sp_stage *st = &plan->stages[k];
-            need += st->memory_bytes;
-            resident += st->resident_bytes;
-            saved_held += st->memory_bytes - st->resident_bytes;
-        }
+        uint64_t need = 0;
+        for (size_t k = dev; k < plan->n_stages; k += o->stages)
+            need += plan->stages[k].memory_bytes;
         if (cap && need > cap) {
-            char nb[16], lim[16];
-            return sp_fail(ctx, SP_ERR_INFEASIBLE,
-                           "the %s split does not fit the memory limit: %s %u needs %s "
-                           "(resident %llu + saved activations %llu bytes), the limit is %s%s",
-                           sp_solver_name(o->solver), o->chunks > 1 ? "device" : "stage", dev,
-                           sp_format_bytes(need, nb, sizeof nb), (unsigned long long)resident,
-                           (unsigned long long)saved_held, sp_format_bytes(cap, lim, sizeof lim),
-                           o->chunks > 1 ? ""
-                                         : "; --solver dp finds a plan within the limit when one "
-                                           "exists");
+            *need_out = need;
+            *cap_out = cap;
+            return dev;
         }
     }
-    return SP_OK;
+    return UINT32_MAX;
+}
+
+bool sp_plan_fits_memory(const sp_plan *plan, const sp_partition_opts *o,
+                         const struct sp_stage_devices *d) {
+    uint64_t need, cap;
+    return device_over(plan, o, d, &need, &cap) == UINT32_MAX;
+}
+
+sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
+                               const struct sp_stage_devices *d) {
+    uint64_t need = 0, cap = 0, resident = 0, saved_held = 0;
+    uint32_t dev = device_over(plan, o, d, &need, &cap);
+    if (dev == UINT32_MAX)
+        return SP_OK;
+    for (size_t k = dev; k < plan->n_stages; k += o->stages) {
+        resident += plan->stages[k].resident_bytes;
+        saved_held += plan->stages[k].memory_bytes - plan->stages[k].resident_bytes;
+    }
+    char nb[16], lim[16];
+    return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                   "the %s split does not fit the memory limit: %s %u needs %s (resident %llu + "
+                   "saved activations %llu bytes), the limit is %s%s",
+                   sp_solver_name(o->solver), o->chunks > 1 ? "device" : "stage", dev,
+                   sp_format_bytes(need, nb, sizeof nb), (unsigned long long)resident,
+                   (unsigned long long)saved_held, sp_format_bytes(cap, lim, sizeof lim),
+                   o->chunks > 1 ? ""
+                                 : "; --solver dp finds a plan within the limit when one exists");
 }
 
 /* Keep recomputation only where memory needs it: the program may recompute a layer it need not

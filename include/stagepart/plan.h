@@ -63,6 +63,8 @@ typedef struct sp_plan_summary {
     double imbalance;                /* bottleneck / mean (1.0 = perfect balance) */
     double total_ms;                 /* sum of all layers' fwd_ms + bwd_ms */
     double even_split_bottleneck_ms; /* bottleneck of equal layer counts, same P */
+    bool even_split_over_memory;     /* that even split does not fit the memory limits, so its
+                                      * bottleneck is no alternative to this plan's */
     double solve_ms;                 /* wall time spent in the solver */
     uint32_t chunks;                 /* model chunks per device: 1, or V for interleaved */
     sp_chunk_layout chunk_layout;    /* where the chunks run: in a loop, or V-shape (zbv and

@@ -70,4 +70,12 @@ expect_code "placement, devices fewer than stages" 3 "$STAGEPART" partition $P/g
 expect_code "placement, no device fits" 3 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --solver ilp --devices $D --placement search --memory-limit 8GB
 expect_stderr_contains "placement reason" "no placement of 8 stages on the 8 devices fits"
 expect_code "bad placement value" 2 "$STAGEPART" partition $P/gpt3-2.7b.json --placement best
+# an even split that does not fit the limit is said to be none, not compared as if it ran
+expect_code "recomputation under 9 GB" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 --memory-limit 9GB \
+    --solver ilp --recompute auto -o "$TMP/rc9.json"
+expect_stdout_contains "the even split is no alternative" "but it does not fit the memory limits: no alternative"
+grep -q '"even_split_over_memory":[[:space:]]*true' "$TMP/rc9.json" && pass "the plan records it" || fail "the plan records it"
+expect_code "without a limit it is compared" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 8 -o "$TMP/free.json"
+expect_stdout_contains "compared" "lower than an even split of layers"
+grep -q even_split_over_memory "$TMP/free.json" && fail "no flag without a limit" || pass "no flag without a limit"
 test_done
