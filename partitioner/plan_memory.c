@@ -5,7 +5,7 @@
 #include "partition_impl.h"
 
 /* A baseline's plan must still satisfy the memory limits to be usable (per device: the sum of
- * its chunks when interleaved). */
+ * its chunks, in a loop or V-shape). */
 /* The first device over its memory cap (UINT32_MAX: none), with what it needs and its cap. */
 static uint32_t device_over(const sp_plan *plan, const sp_partition_opts *o,
                             const struct sp_stage_devices *d, uint64_t *need_out,
@@ -14,9 +14,10 @@ static uint32_t device_over(const sp_plan *plan, const sp_partition_opts *o,
         uint64_t cap = o->memory_limit_bytes, dm = d->memory ? d->memory[dev] : 0;
         if (dm && (!cap || dm < cap))
             cap = dm;
-        uint64_t need = 0;
-        for (size_t k = dev; k < plan->n_stages; k += o->stages)
-            need += plan->stages[k].memory_bytes;
+        uint64_t need = 0; /* its chunks' memory: in a loop or V-shape, as the plan places them */
+        for (size_t k = 0; k < plan->n_stages; k++)
+            if (sp_chunk_device(plan->summary.chunk_layout, o->stages, (uint32_t)k) == dev)
+                need += plan->stages[k].memory_bytes;
         if (cap && need > cap) {
             *need_out = need;
             *cap_out = cap;
@@ -38,7 +39,9 @@ sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partit
     uint32_t dev = device_over(plan, o, d, &need, &cap);
     if (dev == UINT32_MAX)
         return SP_OK;
-    for (size_t k = dev; k < plan->n_stages; k += o->stages) {
+    for (size_t k = 0; k < plan->n_stages; k++) {
+        if (sp_chunk_device(plan->summary.chunk_layout, o->stages, (uint32_t)k) != dev)
+            continue;
         resident += plan->stages[k].resident_bytes;
         saved_held += plan->stages[k].memory_bytes - plan->stages[k].resident_bytes;
     }
