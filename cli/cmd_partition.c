@@ -45,7 +45,9 @@ const struct cli_opt cmd_partition_opts[] = {
     {OPT_SCHEDULE, "schedule", 0, "<name>",
      "schedule to simulate the plan with: gpipe, 1f1b (default), zb-h1; interleaved or "
      "interleaved-zb with --chunks; zbv or dualpipev (2 chunks per device, V-shape, "
-     "partitioned exactly); compare (every schedule that fits, in one table)",
+     "partitioned exactly); pipedream or 2bw (without flushes: the steady state, stashed "
+     "weight versions in the memory model); compare (every flushing schedule that fits, in one "
+     "table)",
      "Plan"},
     {OPT_TIME_LIMIT, "time-limit", 0, "<s>",
      "ilp solver and the interleaved search: stop after s seconds with the best plan found and "
@@ -332,7 +334,8 @@ int cmd_partition(int argc, char **argv) {
             if (!compare && sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
                 return cli_usage_error("partition",
                                        "--schedule expects gpipe, 1f1b, zb-h1, interleaved, "
-                                       "interleaved-zb, zbv, dualpipev or compare, got '%s'",
+                                       "interleaved-zb, zbv, dualpipev, pipedream, 2bw or "
+                                       "compare, got '%s'",
                                        p.value);
             break;
         }

@@ -10,8 +10,8 @@ enum { OPT_SCHEDULE = 1, OPT_MICRO_BATCHES, OPT_ORDER, OPT_JSON, OPT_TRACE, OPT_
 
 const struct cli_opt cmd_simulate_opts[] = {
     {OPT_SCHEDULE, "schedule", 0, "<name>",
-     "gpipe, 1f1b, zb-h1, interleaved, interleaved-zb, zbv or dualpipev (default: the plan's, "
-     "else 1f1b)",
+     "gpipe, 1f1b, zb-h1, interleaved, interleaved-zb, zbv, dualpipev, or pipedream or 2bw "
+     "(without flushes: the steady state) (default: the plan's, else 1f1b)",
      "Simulation"},
     {OPT_ORDER, "order", 0, "<file.csv>",
      "simulate this op order instead (torch's schedule CSV: one row per rank, actions like 1F0, "
@@ -54,6 +54,10 @@ static void print_table(const sp_sim *sim, const char *model) {
     printf(", %u micro-batches, %llu ops\n\n", m->micro_batches, (unsigned long long)m->ops);
     printf("iteration   %.3f ms   bubble %.2f%%   efficiency %.2f%%\n", m->iteration_ms,
            100 * m->bubble_fraction, 100 * m->efficiency);
+    if (m->schedule == SP_SCHEDULE_PIPEDREAM || m->schedule == SP_SCHEDULE_2BW)
+        printf("steady state: no flush; the %u micro-batches completing after the first %u of a "
+               "run of %u (first and last ms below: the whole run)\n",
+               m->micro_batches, 2 * m->devices, m->micro_batches + 3 * m->devices);
     if (m->equal_stages && isfinite(m->closed_form_ms))
         printf("closed form %.3f ms for equal stages (simulated %.3f ms)\n", m->closed_form_ms,
                m->iteration_ms);
@@ -92,7 +96,8 @@ int cmd_simulate(int argc, char **argv) {
             if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
                 return cli_usage_error("simulate",
                                        "--schedule expects gpipe, 1f1b, zb-h1, interleaved, "
-                                       "interleaved-zb, zbv or dualpipev, got '%s'",
+                                       "interleaved-zb, zbv, dualpipev, pipedream or 2bw, got "
+                                       "'%s'",
                                        p.value);
             schedule_given = true;
             break;

@@ -14,7 +14,9 @@
     XX(SP_SCHEDULE_ZB_H1, "zb-h1")                                                                 \
     XX(SP_SCHEDULE_INTERLEAVED_ZB, "interleaved-zb")                                               \
     XX(SP_SCHEDULE_ZBV, "zbv")                                                                     \
-    XX(SP_SCHEDULE_DUALPIPEV, "dualpipev")
+    XX(SP_SCHEDULE_DUALPIPEV, "dualpipev")                                                         \
+    XX(SP_SCHEDULE_PIPEDREAM, "pipedream")                                                         \
+    XX(SP_SCHEDULE_2BW, "2bw")
 #define SP_CHUNK_LAYOUT_NAMES(XX)                                                                  \
     XX(SP_CHUNKS_LOOP, "loop")                                                                     \
     XX(SP_CHUNKS_V, "v")

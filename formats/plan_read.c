@@ -45,7 +45,8 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
                         sp_json_describe(obj, got, sizeof got));
         return;
     }
-    uint64_t index = k, device = 0, first_layer = 0, last_layer = 0, inflight = 1, chunk = 0;
+    uint64_t index = k, device = 0, first_layer = 0, last_layer = 0, inflight = 1, chunk = 0,
+             versions = 1;
     sp_json_get_uint(r, obj, where, "index", true, 0, &index);
     if (index != k)
         sp_json_problem(r, where, "index", "expected %zu (stages in order), got %llu", k,
@@ -77,7 +78,13 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
     sp_json_get_uint(r, obj, where, "resident_bytes", false, 0, &st->resident_bytes);
     sp_json_get_uint(r, obj, where, "saved_bytes", false, 0, &st->saved_bytes);
     sp_json_get_uint(r, obj, where, "inflight_micro_batches", false, 0, &inflight);
-    st->memory_bytes = st->resident_bytes + inflight * st->saved_bytes;
+    if (sp_json_get_uint(r, obj, where, "weight_versions", false, 0, &versions) &&
+        (versions < 1 || versions > SP_MAX_STAGES))
+        sp_json_problem(r, where, "weight_versions", "expected 1 to %u, got %llu", SP_MAX_STAGES,
+                        (unsigned long long)versions);
+    st->memory_bytes =
+        st->resident_bytes + inflight * st->saved_bytes +
+        (versions > 1 && versions <= SP_MAX_STAGES ? versions - 1 : 0) * st->param_bytes;
     sp_json_get_uint(r, obj, where, "memory_bytes", false, 0, &st->memory_bytes);
     sp_json_get_uint(r, obj, where, "chunk", false, 0, &chunk);
     if (empty) {
@@ -101,6 +108,7 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
     st->layer_count = empty ? 0 : (size_t)(last_layer - first_layer + 1);
     st->inflight = inflight > UINT32_MAX ? UINT32_MAX : (uint32_t)inflight;
     st->chunk = chunk > UINT32_MAX ? UINT32_MAX : (uint32_t)chunk;
+    st->weight_versions = versions >= 1 && versions <= SP_MAX_STAGES ? (uint32_t)versions : 1;
 }
 
 static void recompute_summary(sp_plan *plan) {

@@ -54,7 +54,8 @@ static bool add_stage(cJSON *arr, const sp_stage *s) {
            (s->wgrad_ms >= 0 ? add_number(o, "wgrad_ms", s->wgrad_ms)
                              : cJSON_AddNullToObject(o, "wgrad_ms") != NULL) &&
            add_number(o, "send_ms", s->send_ms) && add_number(o, "comm_ms", s->comm_ms) &&
-           add_number(o, "recompute_ms", s->recompute_ms) && add_number(o, "chunk", s->chunk);
+           add_number(o, "recompute_ms", s->recompute_ms) && add_number(o, "chunk", s->chunk) &&
+           (s->weight_versions <= 1 || add_number(o, "weight_versions", s->weight_versions));
 }
 
 static cJSON *plan_tree(const sp_plan *plan) {

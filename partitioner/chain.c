@@ -38,6 +38,7 @@ void sp_chain_release(struct sp_chain *c) {
         sums_release(c->sums);
     sp_free(c->inflight);
     sp_free(c->cap);
+    sp_free(c->stash);
     sp_free(c->speed);
     sp_free(c->link_of);
     sp_free(c->link_ticks);
@@ -195,6 +196,13 @@ static sp_status apply_model(sp_ctx *ctx, struct sp_chain *c, const struct sp_ch
         c->any_cap |= cap != 0;
         if (c->speed)
             c->speed[s] = model->speed[s];
+    }
+    if (sp_stage_weight_versions(model->schedule, 0, stages) > 1 && c->any_cap) {
+        c->stash = sp_mallocarray(stages, sizeof *c->stash);
+        if (!c->stash)
+            return sp_oom(ctx, "building the partitioner's chain");
+        for (uint32_t s = 0; s < stages; s++)
+            c->stash[s] = sp_stage_weight_versions(model->schedule, s, stages) - 1;
     }
     if (model->recompute_choice && model->profile && time && !rc && c->any_cap) {
         sp_status st = sp_recompute_cover_create(ctx, model->profile, m, &c->cover);

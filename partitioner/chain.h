@@ -62,6 +62,8 @@ struct sp_chain {
     uint32_t p;         /* stages */
     uint32_t *inflight; /* inflight[p]: micro-batches held by stage s */
     uint64_t *cap;      /* cap[p]: memory cap of stage s; 0: none */
+    uint32_t *stash;    /* stash[p]: weight versions stage s keeps besides its own (schedules
+                         * without flushes: sp_stage_weight_versions - 1); NULL: none */
     bool any_cap;
     double *speed; /* speed[p]: relative speed of stage s's device; NULL: all equal */
     /* blocking transfers: boundary s -> s+1 at position k costs link_ticks(s, act[k]) on both
@@ -153,6 +155,8 @@ static inline bool sp_chain_mem_ok(const struct sp_chain *c, uint32_t s, size_t 
     const uint64_t *saved = c->cover ? sp_recompute_cover_kept(c->cover) : c->saved;
     sp_u128 need =
         (sp_u128)(c->mem[b] - c->mem[a]) + (sp_u128)c->inflight[s] * (sp_u128)(saved[b] - saved[a]);
+    if (c->stash) /* stashed weight versions: param_bytes each */
+        need += (sp_u128)c->stash[s] * (sp_u128)(c->sums->w_params[b] - c->sums->w_params[a]);
     return need <= c->cap[s];
 }
 

@@ -131,6 +131,7 @@ static void fill_stage(const sp_profile *profile, const sp_partition_opts *opts,
     }
     st->inflight = sp_stage_inflight(V > 1 ? SP_SCHEDULE_1F1B : opts->schedule, k, p,
                                      opts->micro_batches); /* chunks: chunk_inflight */
+    st->weight_versions = V > 1 ? 1 : sp_stage_weight_versions(opts->schedule, k, p);
     device_ticks[d] += fwd + bwd + comm;
 }
 
@@ -154,11 +155,14 @@ static sp_status chunk_inflight(sp_ctx *ctx, sp_plan *plan, const sp_partition_o
     return st;
 }
 
-/* every stage's memory: resident + in flight x saved, refused beyond 2^53 bytes */
+/* every stage's memory: resident + in flight x saved + the weight versions it stashes beyond its
+ * own (schedules without flushes), refused beyond 2^53 bytes */
 static sp_status stage_memory(sp_ctx *ctx, sp_plan *plan) {
     for (uint32_t k = 0; k < plan->n_stages; k++) {
         sp_stage *st = &plan->stages[k];
-        sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes;
+        sp_u128 mem = (sp_u128)st->resident_bytes + (sp_u128)st->inflight * st->saved_bytes +
+                      (sp_u128)(st->weight_versions > 1 ? st->weight_versions - 1 : 0) *
+                          st->param_bytes;       /* stashed */
         if (mem > (sp_u128)SP_MAX_EXACT_INTEGER) /* a plan could not record it exactly */
             return sp_fail(ctx, SP_ERR_LIMIT,
                            "stage %u's memory (%.4g bytes resident + %u micro-batches in flight "

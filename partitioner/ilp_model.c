@@ -100,11 +100,15 @@ static double work_of(const struct sp_ilp_model *m, size_t b, uint32_t k) {
     return block_work(m, b);
 }
 
-/* memory block b needs on stage k: resident bytes and k's in-flight copies of its saved bytes */
+/* memory block b needs on stage k: resident bytes, k's in-flight copies of its saved bytes, and
+ * the weight versions k stashes beyond its own (schedules without flushes) */
 static double need_of(const struct sp_ilp_model *m, size_t b, uint32_t k) {
     const struct sp_chain *c = m->c;
+    double stash =
+        c->stash ? (double)c->stash[k] * (double)(c->sums->w_params[b + 1] - c->sums->w_params[b])
+                 : 0;
     return (double)(c->mem[b + 1] - c->mem[b]) +
-           (double)c->inflight[k] * (double)(c->saved[b + 1] - c->saved[b]);
+           (double)c->inflight[k] * (double)(c->saved[b + 1] - c->saved[b]) + stash;
 }
 
 static double spared_of(const struct sp_ilp_model *m, size_t b, uint32_t k) {

@@ -317,6 +317,11 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                            "--schedule %s: V-shape plans take the devices in order and "
                            "overlapped transfers (no --placement search, no --comm blocking)",
                            sp_schedule_name(o.schedule));
+    } else if (o.chunks > 1 && sp_schedule_async(o.schedule)) {
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--chunks %u with --schedule %s: %s runs the 1F1B order without flushes, "
+                       "one chunk per device",
+                       o.chunks, sp_schedule_name(o.schedule), sp_schedule_name(o.schedule));
     } else if (o.chunks > 1) {
         if (o.solver == SP_SOLVER_PARAMETERS)
             return sp_fail(ctx, SP_ERR_UNSUPPORTED,

@@ -64,9 +64,10 @@ void sp_trim_recompute(const sp_profile *profile, const struct sp_chain *c, cons
     for (uint32_t k = 0; recompute && k < c->p; k++) {
         size_t a = bounds[k], e = bounds[k + 1];
         uint64_t cap = c->cap[k];
-        uint64_t mem = 0, saved = 0;
+        uint64_t mem = 0, saved = 0, stash = c->stash ? c->stash[k] : 0;
         for (size_t l = a; l < e; l++) {
-            mem += sp_profile_get_layer(profile, l)->memory_bytes;
+            mem += sp_profile_get_layer(profile, l)->memory_bytes +
+                   stash * sp_profile_get_layer(profile, l)->param_bytes; /* stashed versions */
             saved += recompute[l] ? 0 : sp_profile_get_layer(profile, l)->saved_bytes;
         }
         for (;;) {

@@ -7,6 +7,8 @@
 #include "sim_impl.h"
 
 uint32_t sp_stage_inflight(sp_schedule schedule, uint32_t s, uint32_t p, uint32_t m) {
+    if (sp_schedule_async(schedule)) /* no flush: the window never shrinks to M */
+        return p - s;
     uint32_t k = schedule == SP_SCHEDULE_GPIPE ? m : schedule == SP_SCHEDULE_ZB_H1 ? p : p - s;
     return k < m ? k : m;
 }

@@ -5,6 +5,7 @@
  *   gpipe        F0 .. F(M-1), then B0 .. B(M-1)
  *   1f1b         warm-up min(P-1-s, M) forwards, then one forward and one backward in turn,
  *                then the remaining backwards
+ *   pipedream, 2bw  the 1F1B order, run without a flush (async.c measures its steady state)
  *   zb-h1        the 1F1B order with the backward split into I and W; on stage s a W runs
  *                after an I once more than s Is are waiting for their W; the rest end the list
  *   interleaved, interleaved-zb, zbv, dualpipev: torch.distributed.pipelining's orders
@@ -51,6 +52,8 @@ static void device_ops(const struct sp_pipeline *pl, uint32_t d, struct sp_sched
             sp_sched_push(l, 'B', d, j);
         break;
     case SP_SCHEDULE_1F1B:
+    case SP_SCHEDULE_PIPEDREAM: /* no flush: the simulator runs more micro-batches (async.c) */
+    case SP_SCHEDULE_2BW:
     case SP_SCHEDULE_ZB_H1: {
         bool split = pl->schedule == SP_SCHEDULE_ZB_H1;
         uint32_t warm = P - 1 - d < M ? P - 1 - d : M;

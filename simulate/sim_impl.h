@@ -29,6 +29,17 @@ struct sp_sched_op {
     uint32_t stage2, mb2;
 };
 
+/* sp_schedule_async: whether the schedule runs without flushes (pipedream, 2bw): the simulator
+ * measures its steady state (async.c) and stages keep several weight versions. */
+static inline bool sp_schedule_async(sp_schedule schedule) {
+    return schedule == SP_SCHEDULE_PIPEDREAM || schedule == SP_SCHEDULE_2BW;
+}
+/* sp_stage_weight_versions: the weight versions stage s of P holds: one per micro-batch in flight
+ * under pipedream (P - s), two under 2bw, else one. */
+static inline uint32_t sp_stage_weight_versions(sp_schedule schedule, uint32_t s, uint32_t p) {
+    return schedule == SP_SCHEDULE_PIPEDREAM ? p - s : schedule == SP_SCHEDULE_2BW ? 2 : 1;
+}
+
 /* sp_schedule_splits_backward: whether the schedule runs I and W apart (needs wgrad_ms). */
 bool sp_schedule_splits_backward(sp_schedule schedule);
 /* sp_schedule_chunks_needed: chunks per device the schedule runs: 1, 2 (V-shape), or 0 for any
@@ -66,6 +77,10 @@ sp_status sp_simulate_ops(sp_ctx *ctx, const struct sp_pipeline *pl, const struc
                           const size_t *offset, bool keep_ops, sp_sim **out);
 sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool keep_ops,
                                sp_sim **out);
+/* sp_simulate_steady_state: a schedule without flushes (sp_schedule_async) run for M + 3P
+ * micro-batches, its figures those of M micro-batches in the steady state (async.c) */
+sp_status sp_simulate_steady_state(sp_ctx *ctx, const struct sp_pipeline *pl, bool keep_ops,
+                                   sp_sim **out);
 
 /* sp_simulate_plan: sp_simulate without starting a new call on ctx (keeps its warnings), for
  * the partitioner. */

@@ -174,6 +174,9 @@ static double closed_form(const struct sp_pipeline *pl) {
     }
     case SP_SCHEDULE_INTERLEAVED_ZB:
         return (double)NAN; /* no closed form holds in general: docs/schedules.md */
+    case SP_SCHEDULE_PIPEDREAM:
+    case SP_SCHEDULE_2BW: /* no flush: async.c sets it for the window it measures */
+        return (double)NAN;
     }
     return (double)NAN;
 }
@@ -198,6 +201,8 @@ static sp_status report_deadlock(sp_ctx *ctx, const struct sp_pipeline *pl,
 sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool keep_ops,
                                sp_sim **out) {
     *out = NULL;
+    if (sp_schedule_async(pl->schedule))
+        return sp_simulate_steady_state(ctx, pl, keep_ops, out);
     struct sp_sched_op *ops = NULL;
     size_t *offset = NULL;
     sp_status st = sp_schedule_build(ctx, pl, &ops, &offset);
@@ -420,7 +425,10 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
         w[k] = s->wgrad_ms;
         send[k] = k + 1 < K && !blocking ? s->send_ms : 0;
         saved[k] = s->saved_bytes;
-        resident[sp_chunk_device(m->chunk_layout, P, k)] += s->resident_bytes;
+        /* and the weight versions the simulated schedule stashes beyond the stage's own */
+        uint32_t versions = V > 1 ? 1 : sp_stage_weight_versions(opts->schedule, k, P);
+        resident[sp_chunk_device(m->chunk_layout, P, k)] +=
+            s->resident_bytes + (uint64_t)(versions - 1) * s->param_bytes;
     }
     struct sp_pipeline pl = {P, V, M,    opts->schedule, m->chunk_layout, f,
                              b, w, send, saved,          resident};

@@ -22,8 +22,13 @@ typedef enum sp_schedule {
     SP_SCHEDULE_ZB_H1 = 3,          /* zero bubble H1: backward split into I and W */
     SP_SCHEDULE_INTERLEAVED_ZB = 4, /* torch's InterleavedZeroBubble (ZB1P), V chunks per device */
     SP_SCHEDULE_ZBV = 5,            /* torch's ZBVZeroBubble: 2 chunks per device, V-shape */
-    SP_SCHEDULE_DUALPIPEV = 6       /* torch's DualPipeV (DeepSeek): 2 chunks per device, V-shape,
+    SP_SCHEDULE_DUALPIPEV = 6,      /* torch's DualPipeV (DeepSeek): 2 chunks per device, V-shape,
                                      * a forward overlapped with a backward; M >= 2P */
+    SP_SCHEDULE_PIPEDREAM = 7,      /* PipeDream's asynchronous 1F1B: the 1F1B order without
+                                     * flushes, weights updated after every backward, each stage
+                                     * stashing one weight version per micro-batch in flight */
+    SP_SCHEDULE_2BW = 8             /* PipeDream-2BW: the same order without flushes, gradients
+                                     * accumulated over M micro-batches, two weight versions */
 } sp_schedule;
 
 /* Where chunk k of a plan with P devices and V chunks per device runs. */

@@ -29,17 +29,20 @@ typedef struct sp_stage {
     double fwd_ms, bwd_ms;
     double time_ms; /* fwd_ms + bwd_ms: one micro-batch's forward and backward */
     uint64_t param_bytes;
-    uint64_t resident_bytes; /* sum of the layers' memory_bytes */
-    uint64_t saved_bytes;    /* sum of saved_bytes, per micro-batch in flight */
-    uint32_t inflight;       /* micro-batches in flight at its device's memory peak: under 1F1B
-                              * min(P - index, M); with chunks, read off the schedule's order */
-    uint64_t memory_bytes;   /* resident_bytes + inflight * saved_bytes */
-    double wgrad_ms;         /* weight-gradient part of bwd_ms; -1 when a layer lacks it */
-    double send_ms;          /* transfer of this stage's output to the next stage, and of the
-                              * gradient back; 0 for the last stage or without links */
-    uint32_t chunk;          /* model chunk on its device (interleaved plans), else 0 */
-    double comm_ms;          /* blocking transfers inside time_ms: 2 x (in + out); else 0 */
-    double recompute_ms;     /* recomputation inside bwd_ms (those layers keep no saved_bytes) */
+    uint64_t resident_bytes;  /* sum of the layers' memory_bytes */
+    uint64_t saved_bytes;     /* sum of saved_bytes, per micro-batch in flight */
+    uint32_t inflight;        /* micro-batches in flight at its device's memory peak: under 1F1B
+                               * min(P - index, M); with chunks, read off the schedule's order */
+    uint64_t memory_bytes;    /* resident_bytes + inflight * saved_bytes, + (weight_versions - 1)
+                               * * param_bytes */
+    uint32_t weight_versions; /* weight versions the stage holds: 1, or under pipedream one per
+                               * micro-batch in flight (P - index), under 2bw 2 */
+    double wgrad_ms;          /* weight-gradient part of bwd_ms; -1 when a layer lacks it */
+    double send_ms;           /* transfer of this stage's output to the next stage, and of the
+                               * gradient back; 0 for the last stage or without links */
+    uint32_t chunk;           /* model chunk on its device (interleaved plans), else 0 */
+    double comm_ms;           /* blocking transfers inside time_ms: 2 x (in + out); else 0 */
+    double recompute_ms;      /* recomputation inside bwd_ms (those layers keep no saved_bytes) */
 } sp_stage;
 
 typedef struct sp_plan_schedule {

@@ -105,4 +105,31 @@ expect_stderr_contains "corrupt plan: path named" "stages[0].fwd_ms: expected a 
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); p["stages"][1]["first_layer"]+=1; p["stages"][1]["layers"]-=1; json.dump(p,open(sys.argv[2],"w"))' "$TMP/plan.json" "$TMP/gap-plan.json"
 expect_code "plan with a gap" 2 "$STAGEPART" simulate "$TMP/gap-plan.json"
 expect_stderr_contains "gap named" "stages[1].first_layer: expected 9 (stages cover the layers contiguously)"
+
+# schedules without flushes: the steady state, stashed weight versions, refused where they cannot run
+G=$SRC/samples/profiles/gpt3-2.7b.json
+expect_code "pipedream plan" 0 "$STAGEPART" partition "$G" -s 4 -m 16 --schedule pipedream -o "$TMP/pd.json"
+expect_stdout_contains "16 periods of the slowest stage (23.193 ms)" "pipedream, 16 micro-batches: iteration 371.08"
+python3 - "$TMP/pd.json" <<'PY' && pass "weight versions P - s, counted in memory" || fail "weight versions"
+import json, sys
+p = json.load(open(sys.argv[1]))
+for s in p["stages"]:
+    v = s.get("weight_versions", 1)
+    assert v == 4 - s["index"], s
+    assert s["inflight_micro_batches"] == 4 - s["index"]
+    assert s["memory_bytes"] == s["resident_bytes"] + s["inflight_micro_batches"] * s["saved_bytes"] + (v - 1) * s["param_bytes"]
+PY
+expect_code "its plan matches the schema" 0 python3 tests/tools/schema_check.py docs/schema/plan.schema.json "$TMP/pd.json"
+expect_code "simulate it" 0 "$STAGEPART" simulate "$TMP/pd.json" --json
+cp "$TMP/stdout" "$TMP/pd-sim.json"
+expect_code "its simulation matches the schema" 0 python3 tests/tools/schema_check.py docs/schema/simulation.schema.json "$TMP/pd-sim.json"
+expect_code "simulate it" 0 "$STAGEPART" simulate "$TMP/pd.json"
+expect_stdout_contains "says what it measured" "steady state: no flush; the 16 micro-batches completing after the first 8 of a run of 28"
+expect_code "2bw under a memory limit the 1f1b split breaks" 0 "$STAGEPART" partition "$G" -s 4 -m 16 \
+    --schedule 2bw --memory-limit 17GB -o "$TMP/2bw.json"
+expect_stdout_contains "within the limit" "memory      every stage within the limit of 17 GB"
+expect_code "pipedream plans are not exported" 2 "$STAGEPART" export "$TMP/pd.json" --to megatron
+expect_stderr_contains "why" "runs without flushes and keeps stashed weight versions"
+expect_code "one chunk per device" 2 "$STAGEPART" partition "$G" -s 4 --schedule pipedream --chunks 2
+expect_stderr_contains "says so" "--chunks 2 with --schedule pipedream"
 test_done

@@ -37,12 +37,16 @@ struct instance {
     uint64_t act[MAXN];                       /* activation_bytes of each layer */
     int64_t pre_t[MAXN + 1], pre_f[MAXN + 1]; /* prefix sums, filled by finish_instance */
     uint64_t pre_mem[MAXN + 1], pre_saved[MAXN + 1];
+    int async;                /* 0: 1F1B; 1: pipedream, 2: 2bw (no flush, stashed weights) */
+    uint64_t params[MAXN];    /* param_bytes: what a stashed weight version holds */
+    uint64_t pre_params[MAXN + 1];
 };
 
 static void finish_instance(struct instance *in) {
     in->pre_t[0] = in->pre_f[0] = 0;
-    in->pre_mem[0] = in->pre_saved[0] = 0;
+    in->pre_mem[0] = in->pre_saved[0] = in->pre_params[0] = 0;
     for (int i = 0; i < in->n; i++) {
+        in->pre_params[i + 1] = in->pre_params[i] + in->params[i];
         in->pre_t[i + 1] = in->pre_t[i] + in->fwd[i] + in->bwd[i];
         in->pre_f[i + 1] = in->pre_f[i] + in->fwd[i];
         in->pre_mem[i + 1] = in->pre_mem[i] + in->mem[i];
@@ -93,8 +97,10 @@ static void random_instance(struct instance *in, int max_n) {
         in->bwd[i] = t - t / 3;
         in->mem[i] = (uint64_t)rnd_int(0, 100);
         in->saved[i] = (uint64_t)rnd_int(0, 40);
+        in->params[i] = (uint64_t)rnd_int(0, 30);
         in->cut_after[i] = !(forbid && rnd() % 4 == 0);
     }
+    in->async = rnd() % 4 == 0 ? rnd_int(1, 2) : 0;
     in->cap = 0;
     uint64_t total = 0;
     for (int i = 0; i < in->n; i++)
@@ -129,10 +135,11 @@ static char *to_json(const struct instance *in) {
                                 "%s{\"name\":\"l%d\",\"fwd_ms\":%" PRId64 ".%06" PRId64
                                 ",\"bwd_ms\":%" PRId64 ".%06" PRId64 ",\"memory_bytes\":%" PRIu64
                                 ",\"saved_bytes\":%" PRIu64 ",\"activation_bytes\":%" PRIu64
-                                ",\"cut_after\":%s}",
+                                ",\"param_bytes\":%" PRIu64 ",\"cut_after\":%s}",
                                 i ? "," : "", i, in->fwd[i] / 1000000, in->fwd[i] % 1000000,
                                 in->bwd[i] / 1000000, in->bwd[i] % 1000000, in->mem[i],
-                                in->saved[i], in->act[i], in->cut_after[i] ? "true" : "false");
+                                in->saved[i], in->act[i], in->params[i],
+                                in->cut_after[i] ? "true" : "false");
     len += (size_t)snprintf(s + len, cap - len, "]");
     if (in->use_devices) {
         len += (size_t)snprintf(s + len, cap - len, ",\"devices\":[");
@@ -207,7 +214,11 @@ static int range_fits(const struct instance *in, int s, int a, int b) {
     if (!cap)
         return 1;
     uint64_t k = (uint64_t)(in->p - s) < (uint64_t)in->m ? (uint64_t)(in->p - s) : (uint64_t)in->m;
-    uint64_t need = in->pre_mem[b] - in->pre_mem[a] + k * (in->pre_saved[b] - in->pre_saved[a]);
+    if (in->async) /* no flush: P - s in flight, and the stashed weight versions */
+        k = (uint64_t)(in->p - s);
+    uint64_t stashed = in->async == 1 ? (uint64_t)(in->p - s - 1) : in->async == 2 ? 1 : 0;
+    uint64_t need = in->pre_mem[b] - in->pre_mem[a] + k * (in->pre_saved[b] - in->pre_saved[a]) +
+                    stashed * (in->pre_params[b] - in->pre_params[a]);
     return need <= cap;
 }
 
@@ -352,6 +363,9 @@ static int run_library(const struct instance *in, sp_objective objective, sp_ctx
     o.micro_batches = (uint32_t)in->m;
     o.objective = objective;
     o.memory_limit_bytes = in->cap;
+    o.schedule = in->async == 1   ? SP_SCHEDULE_PIPEDREAM
+                 : in->async == 2 ? SP_SCHEDULE_2BW
+                                  : SP_SCHEDULE_1F1B;
     sp_links *links = NULL;
     if (in->blocking) {
         char *lj = links_json(in);

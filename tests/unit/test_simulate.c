@@ -201,6 +201,73 @@ static void test_unequal_bounds(void) {
     printf("1f1b: %d of %d random instances reach Alpa's upper bound\n", upper_tight, trials);
 }
 
+/* Schedules without flushes (async.c): M micro-batches take M periods, the period the largest
+ * over stage ranges [s, e] of their work and both directions of their transfers per e - s + 1
+ * micro-batches (checked here by brute force over the ranges); with no transfer delays, the
+ * slowest stage's f + b. And the simulation agrees: a long run completes micro-batches at that
+ * rate once past its transient. */
+static double brute_period(uint32_t P, const double *f, const double *b, const double *send) {
+    double best = 0;
+    for (uint32_t s = 0; s < P; s++)
+        for (uint32_t e = s; e < P; e++) {
+            double sum = 0;
+            for (uint32_t k = s; k <= e; k++)
+                sum += f[k] + b[k] + (k < e ? 2 * send[k] : 0);
+            best = fmax(best, sum / (double)(e - s + 1));
+        }
+    return best;
+}
+
+/* the end of micro-batch mb's backward on stage 0 in a simulation that kept its ops */
+static double completion(const sp_sim *sim, uint32_t mb) {
+    for (size_t i = 0; i < sp_sim_get_op_count(sim); i++) {
+        const sp_sim_op *op = sp_sim_get_op(sim, i);
+        if (op->stage == 0 && op->micro_batch == mb && op->kind == 'B')
+            return op->end_ms;
+    }
+    return (double)NAN;
+}
+
+static void test_async_steady_state(void) {
+    static double f[32], b[32], send[32];
+    int trials = 400, round_trips = 0;
+    double worst_rate = 0;
+    for (int t = 0; t < trials; t++) {
+        uint32_t P = 1 + (uint32_t)(unit() * 10), M = 1 + (uint32_t)(unit() * 3 * P);
+        bool delays = t % 2;
+        double slowest = 0;
+        for (uint32_t k = 0; k < P; k++) {
+            f[k] = 0.2 + unit();
+            b[k] = f[k] * (1.5 + unit());
+            send[k] = delays && k + 1 < P ? 2 * unit() : 0;
+            slowest = fmax(slowest, f[k] + b[k]);
+        }
+        double period = brute_period(P, f, b, send);
+        round_trips += period > slowest + 1e-9;
+        for (int v = 0; v < 2; v++) {
+            sp_sim *sim =
+                run(v ? SP_SCHEDULE_2BW : SP_SCHEDULE_PIPEDREAM, P, 1, M, f, b, NULL, send);
+            double T = sp_sim_get_summary(sim)->iteration_ms;
+            SP_CHECK_MSG(CLOSE(T, M * period), "%s P=%u M=%u: %.12g, M periods %.12g",
+                         v ? "2bw" : "pipedream", P, M, T, M * period);
+            SP_CHECK_EQ_INT(sp_sim_get_summary(sim)->micro_batches, M);
+            sp_sim_destroy(sim);
+        }
+        /* the event simulation of a long run: micro-batches 40P .. 70P, past the transient and
+         * before the drain, complete at the rate */
+        sp_sim *lng = run(SP_SCHEDULE_PIPEDREAM, P, 1, 80 * P - 3 * P + 1, f, b, NULL, send);
+        double rate = (completion(lng, 70 * P - 1) - completion(lng, 40 * P - 1)) / (30.0 * P);
+        worst_rate = fmax(worst_rate, fabs(rate / period - 1));
+        SP_CHECK_MSG(fabs(rate / period - 1) < 0.01, "P=%u: simulated rate %.9g, period %.9g", P,
+                     rate, period);
+        sp_sim_destroy(lng);
+    }
+    printf("pipedream, 2bw: M periods on %d random instances (%d set by a round trip); long runs "
+           "within %.2g of the period\n",
+           trials, round_trips, worst_rate);
+    SP_CHECK(round_trips > 0);
+}
+
 static void test_errors(void) {
     static double f[8], b[8], w[8];
     fill(f, 8, 1);
@@ -250,6 +317,7 @@ int main(void) {
     test_inflight();
     test_transfer_delays();
     test_unequal_bounds();
+    test_async_steady_state();
     test_errors();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_simulate");
