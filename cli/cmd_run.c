@@ -305,6 +305,20 @@ int cmd_run(int argc, char **argv) {
         st = sp_model_set_shape(ctx, model, mbs, seq_len);
     if (st == SP_OK && !schedule_given) {
         const sp_plan_summary *ps = sp_plan_get_summary(plan);
+        if (ps->schedule.present && (ps->schedule.schedule == SP_SCHEDULE_PIPEDREAM ||
+                                     ps->schedule.schedule == SP_SCHEDULE_2BW)) {
+            fprintf(stderr,
+                    "stagepart: error: the plan was made for %s, which runs without flushes; "
+                    "stagepart run executes flushing schedules: give --schedule 1f1b to measure "
+                    "its split under 1F1B\n",
+                    sp_schedule_name(ps->schedule.schedule));
+            sp_model_destroy(model);
+            sp_plan_destroy(plan);
+            sp_ctx_destroy(ctx);
+            if (opts.transport == SP_TRANSPORT_MPI)
+                sp_mpi_stop(CLI_EXIT_UNAVAILABLE);
+            return CLI_EXIT_UNAVAILABLE;
+        }
         opts.schedule = ps->schedule.present && ps->schedule.schedule == SP_SCHEDULE_GPIPE
                             ? SP_SCHEDULE_GPIPE
                             : SP_SCHEDULE_1F1B;

@@ -130,6 +130,8 @@ expect_code "2bw under a memory limit the 1f1b split breaks" 0 "$STAGEPART" part
 expect_stdout_contains "within the limit" "memory      every stage within the limit of 17 GB"
 expect_code "pipedream plans are not exported" 2 "$STAGEPART" export "$TMP/pd.json" --to megatron
 expect_stderr_contains "why" "runs without flushes and keeps stashed weight versions"
+expect_code "run refuses it: exit 4" 4 "$STAGEPART" run "$TMP/pd.json" --model "$SRC/samples/models/gpt2-small.json"
+expect_stderr_contains "run says why" "stagepart run executes flushing schedules"
 expect_code "one chunk per device" 2 "$STAGEPART" partition "$G" -s 4 --schedule pipedream --chunks 2
 expect_stderr_contains "says so" "--chunks 2 with --schedule pipedream"
 test_done
