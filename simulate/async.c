@@ -32,7 +32,7 @@ static double steady_period(const struct sp_pipeline *pl) {
     }
     uint32_t best_s = 0, best_e = 0;
     for (int it = 0; it < 100 && hi > lo; it++) {
-        double p = lo + (hi - lo) / 2, g = 0, gmin = 0, top = -INFINITY;
+        double p = lo + (hi - lo) / 2, g = 0, gmin = 0, top = -(double)INFINITY;
         uint32_t smin = 0, s_at = 0, e_at = 0;
         for (uint32_t e = 0; e < P; e++) {
             double snd = e + 1 < P ? pl->send[e] : 0;
