@@ -37,8 +37,8 @@ struct instance {
     uint64_t act[MAXN];                       /* activation_bytes of each layer */
     int64_t pre_t[MAXN + 1], pre_f[MAXN + 1]; /* prefix sums, filled by finish_instance */
     uint64_t pre_mem[MAXN + 1], pre_saved[MAXN + 1];
-    int async;                /* 0: 1F1B; 1: pipedream, 2: 2bw (no flush, stashed weights) */
-    uint64_t params[MAXN];    /* param_bytes: what a stashed weight version holds */
+    int async;             /* 0: 1F1B; 1: pipedream, 2: 2bw (no flush, stashed weights) */
+    uint64_t params[MAXN]; /* param_bytes: what a stashed weight version holds */
     uint64_t pre_params[MAXN + 1];
 };
 
@@ -131,15 +131,14 @@ static char *to_json(const struct instance *in) {
                                   "{\"format\":\"stagepart-profile\",\"version\":1,\"model\":\"r\","
                                   "\"micro_batch_size\":1,\"layers\":[");
     for (int i = 0; i < in->n; i++)
-        len += (size_t)snprintf(s + len, cap - len,
-                                "%s{\"name\":\"l%d\",\"fwd_ms\":%" PRId64 ".%06" PRId64
-                                ",\"bwd_ms\":%" PRId64 ".%06" PRId64 ",\"memory_bytes\":%" PRIu64
-                                ",\"saved_bytes\":%" PRIu64 ",\"activation_bytes\":%" PRIu64
-                                ",\"param_bytes\":%" PRIu64 ",\"cut_after\":%s}",
-                                i ? "," : "", i, in->fwd[i] / 1000000, in->fwd[i] % 1000000,
-                                in->bwd[i] / 1000000, in->bwd[i] % 1000000, in->mem[i],
-                                in->saved[i], in->act[i], in->params[i],
-                                in->cut_after[i] ? "true" : "false");
+        len += (size_t)snprintf(
+            s + len, cap - len,
+            "%s{\"name\":\"l%d\",\"fwd_ms\":%" PRId64 ".%06" PRId64 ",\"bwd_ms\":%" PRId64
+            ".%06" PRId64 ",\"memory_bytes\":%" PRIu64 ",\"saved_bytes\":%" PRIu64
+            ",\"activation_bytes\":%" PRIu64 ",\"param_bytes\":%" PRIu64 ",\"cut_after\":%s}",
+            i ? "," : "", i, in->fwd[i] / 1000000, in->fwd[i] % 1000000, in->bwd[i] / 1000000,
+            in->bwd[i] % 1000000, in->mem[i], in->saved[i], in->act[i], in->params[i],
+            in->cut_after[i] ? "true" : "false");
     len += (size_t)snprintf(s + len, cap - len, "]");
     if (in->use_devices) {
         len += (size_t)snprintf(s + len, cap - len, ",\"devices\":[");
