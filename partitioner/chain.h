@@ -147,6 +147,15 @@ sp_status sp_chain_restage(sp_ctx *ctx, struct sp_chain *c, const struct sp_chai
                            const struct sp_chain_model *model);
 void sp_chain_release(struct sp_chain *c);
 
+/* The weight versions stage s over [a, b) stashes beyond its own: param_bytes each (schedules
+ * without flushes; 0 otherwise). */
+static inline sp_u128 sp_chain_stash_bytes(const struct sp_chain *c, uint32_t s, size_t a,
+                                           size_t b) {
+    if (!c->stash)
+        return 0;
+    return (sp_u128)c->stash[s] * (sp_u128)(c->sums->w_params[b] - c->sums->w_params[a]);
+}
+
 /* Whether stage s over [a, b) fits its memory cap; with recomputation chosen, whether it fits
  * with every recomputable block recomputed. */
 static inline bool sp_chain_mem_ok(const struct sp_chain *c, uint32_t s, size_t a, size_t b) {
@@ -155,8 +164,7 @@ static inline bool sp_chain_mem_ok(const struct sp_chain *c, uint32_t s, size_t 
     const uint64_t *saved = c->cover ? sp_recompute_cover_kept(c->cover) : c->saved;
     sp_u128 need =
         (sp_u128)(c->mem[b] - c->mem[a]) + (sp_u128)c->inflight[s] * (sp_u128)(saved[b] - saved[a]);
-    if (c->stash) /* stashed weight versions: param_bytes each */
-        need += (sp_u128)c->stash[s] * (sp_u128)(c->sums->w_params[b] - c->sums->w_params[a]);
+    need += sp_chain_stash_bytes(c, s, a, b);
     return need <= c->cap[s];
 }
 

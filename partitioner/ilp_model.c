@@ -104,11 +104,9 @@ static double work_of(const struct sp_ilp_model *m, size_t b, uint32_t k) {
  * the weight versions k stashes beyond its own (schedules without flushes) */
 static double need_of(const struct sp_ilp_model *m, size_t b, uint32_t k) {
     const struct sp_chain *c = m->c;
-    double stash =
-        c->stash ? (double)c->stash[k] * (double)(c->sums->w_params[b + 1] - c->sums->w_params[b])
-                 : 0;
     return (double)(c->mem[b + 1] - c->mem[b]) +
-           (double)c->inflight[k] * (double)(c->saved[b + 1] - c->saved[b]) + stash;
+           (double)c->inflight[k] * (double)(c->saved[b + 1] - c->saved[b]) +
+           (double)sp_chain_stash_bytes(c, k, b, b + 1);
 }
 
 static double spared_of(const struct sp_ilp_model *m, size_t b, uint32_t k) {

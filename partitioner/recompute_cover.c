@@ -227,8 +227,7 @@ int64_t sp_recompute_cover_ticks(const struct sp_chain *c, uint32_t s, size_t a,
         return 0;
     uint32_t f = c->inflight[s];
     sp_u128 mem = c->mem[b] - c->mem[a], saved = c->saved[b] - c->saved[a];
-    if (c->stash) /* stashed weight versions stay whatever recomputes */
-        mem += (sp_u128)c->stash[s] * (sp_u128)(c->sums->w_params[b] - c->sums->w_params[a]);
+    mem += sp_chain_stash_bytes(c, s, a, b); /* stashed weights stay whatever recomputes */
     sp_u128 use = mem + (sp_u128)f * saved;
     if (use <= cap)
         return 0;
