@@ -22,8 +22,8 @@ static void row(sp_ctx *ctx, sp_schedule sched, uint32_t P, uint32_t V, uint32_t
         send[k] = 0.05;
         saved[k] = 1000;
     }
-    struct sp_pipeline pl = {P, V,    M,     sched, sp_schedule_chunk_layout(sched), f, b,
-                             w, send, saved, NULL};
+    struct sp_pipeline pl = {
+        P, V, M, sched, sp_schedule_chunk_layout(sched), f, b, w, send, saved, NULL, NULL, NULL};
     double t[7];
     uint64_t ops = 0;
     double eff = 0;

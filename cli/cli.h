@@ -41,6 +41,8 @@ int cli_partition_compare(sp_ctx *ctx, const sp_profile *profile, const sp_parti
 int cli_partition_gpus(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                        uint32_t gpus, uint64_t global_batch, bool json, const char *output,
                        const char *cmdline);
+/* `partition --gpus N`: the table of a plan with replicated stages */
+void cli_print_replicated(const sp_plan *plan, const sp_profile *profile);
 int cli_report(sp_ctx *ctx, sp_status status, bool json);
 struct cJSON;
 /* print a JSON document built with cJSON and delete it (ok: whether building it succeeded);

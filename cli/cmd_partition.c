@@ -83,9 +83,12 @@ const struct cli_opt cmd_partition_opts[] = {
      "add to both stages' times)",
      "Constraints"},
     {OPT_GPUS, "gpus", 0, "<N>",
-     "with --global-batch: every split of N GPUs into pipeline stages x data-parallel "
-     "replicas, each with its exact plan, simulated iteration and gradient all-reduce (needs "
-     "--links over the N GPUs), in one table; -o writes the best split's plan",
+     "alone: PipeDream's planner, the stage count, cuts and data-parallel replicas of each "
+     "stage on N GPUs, exactly (least bottleneck share, then fewest stages, then fewest GPUs; "
+     "needs --links over the N GPUs; gpipe, 1f1b, pipedream or 2bw). With --global-batch: "
+     "every split of N GPUs into pipeline stages x data-parallel replicas of the whole "
+     "pipeline, each with its exact plan, simulated iteration and gradient all-reduce, in one "
+     "table; -o writes the best split's plan",
      "Parallelism"},
     {OPT_GLOBAL_BATCH, "global-batch", 0, "<B>",
      "samples per training step for --gpus: each split runs B / (replicas x the profile's "
@@ -118,6 +121,7 @@ const struct cli_command_help cmd_partition_help = {
     "  stagepart partition model.json -s 8 --solver uniform --json\n"
     "  stagepart partition model.json -s 8 --chunks 2 --schedule interleaved\n"
     "  stagepart partition model.json -s 4 -m 16 --schedule compare\n"
+    "  stagepart partition model.json --gpus 8 --links links.json\n"
     "  stagepart partition model.json --gpus 8 --global-batch 256 --links links.json\n",
 };
 
@@ -132,6 +136,12 @@ static void bar(char *buf, size_t width, double share) {
 
 static void print_table(const sp_plan *plan, const sp_profile *profile, const char *written) {
     const sp_plan_summary *m = sp_plan_get_summary(plan);
+    if (m->gpus) {
+        cli_print_replicated(plan, profile);
+        if (written)
+            printf("wrote       %s\n", written);
+        return;
+    }
     printf("%s: %zu layers -> %u stages (solver %s, objective %s%s, %u micro-batches)\n\n",
            sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages,
            sp_solver_name(m->solver), sp_objective_name(m->objective),
@@ -355,19 +365,11 @@ int cmd_partition(int argc, char **argv) {
     if (compare && opts.micro_batches == SP_MICRO_BATCHES_AUTO)
         return cli_usage_error("partition", "--schedule compare simulates every schedule with "
                                             "the same micro-batch count: give -m M, not auto");
-    if (gpus && !global_batch) {
-        fprintf(stderr, "stagepart: error: --gpus without --global-batch would choose replicated "
-                        "stages (a replica count per stage, PipeDream's planner), which is not "
-                        "built yet; give --global-batch B for the table of pipeline x data "
-                        "parallel splits\n");
-        return CLI_EXIT_UNAVAILABLE;
-    }
     if (global_batch && !gpus)
         return cli_usage_error("partition", "--global-batch needs --gpus N");
-    if (gpus && (stages_given || compare || opts.micro_batches))
-        return cli_usage_error("partition",
-                               "--gpus chooses the stage count and the "
-                               "micro-batches (from --global-batch) itself: drop %s",
+    if (gpus && (stages_given || compare || (global_batch && opts.micro_batches)))
+        return cli_usage_error("partition", "--gpus chooses the stage count%s itself: drop %s",
+                               global_batch ? " and the micro-batches (from --global-batch)" : "",
                                stages_given ? "--stages"
                                : compare    ? "--schedule compare"
                                             : "--micro-batches");
@@ -408,7 +410,7 @@ int cmd_partition(int argc, char **argv) {
     }
     opts.devices = devices;
     opts.links = links;
-    if (gpus) {
+    if (gpus && global_batch) {
         cmdline = cli_command_line(argc, argv);
         if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK)
             code = cli_report(ctx, st, json);
@@ -425,7 +427,8 @@ int cmd_partition(int argc, char **argv) {
         goto out;
     }
     if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK ||
-        (st = sp_partition(ctx, profile, &opts, &plan)) != SP_OK) {
+        (st = gpus ? sp_partition_replicated(ctx, profile, &opts, gpus, &plan)
+                   : sp_partition(ctx, profile, &opts, &plan)) != SP_OK) {
         code = cli_report(ctx, st, json);
         goto out;
     }

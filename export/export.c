@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "export_parallel.h"
 #include "layout_impl.h"
 #include "plan_impl.h"
 
@@ -372,15 +373,9 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
                        "the plan records no layer names (made by an older stagepart?); "
                        "partition again to export it");
-    sp_schedule run_as = plan->summary.schedule.schedule;
-    if (plan->summary.schedule.present &&
-        (run_as == SP_SCHEDULE_PIPEDREAM || run_as == SP_SCHEDULE_2BW))
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the plan was made for %s, which runs without flushes and keeps stashed "
-                       "weight versions; Megatron-LM, DeepSpeed, torch.distributed.pipelining "
-                       "and torchtitan run flushing schedules, whose memory and iteration this "
-                       "plan does not describe: partition again with --schedule 1f1b to export",
-                       sp_schedule_name(run_as));
+    uint32_t replicas = 1;
+    if (sp_export_parallelism(ctx, plan, format, &replicas) != SP_OK)
+        return ctx->status;
     for (const char *c = module_prefix; c && *c; c++)
         if (*c == '"' || *c == '\\' || (unsigned char)*c < 32)
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
@@ -578,6 +573,8 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
         }
         break;
     }
+    if (st == SP_OK && replicas > 1) /* every format above takes '#' comments */
+        sp_export_parallel_note(plan, replicas, &text);
     if (st == SP_OK && (text.oom || value.oom))
         st = sp_oom(ctx, "exporting a plan");
     if (st == SP_OK && text_out) {

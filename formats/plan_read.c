@@ -46,7 +46,7 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
         return;
     }
     uint64_t index = k, device = 0, first_layer = 0, last_layer = 0, inflight = 1, chunk = 0,
-             versions = 1;
+             versions = 1, replicas = 1;
     sp_json_get_uint(r, obj, where, "index", true, 0, &index);
     if (index != k)
         sp_json_problem(r, where, "index", "expected %zu (stages in order), got %llu", k,
@@ -87,6 +87,15 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
         (versions > 1 && versions <= SP_MAX_STAGES ? versions - 1 : 0) * st->param_bytes;
     sp_json_get_uint(r, obj, where, "memory_bytes", false, 0, &st->memory_bytes);
     sp_json_get_uint(r, obj, where, "chunk", false, 0, &chunk);
+    if (sp_json_get_uint(r, obj, where, "replicas", false, 1, &replicas) &&
+        replicas > SP_MAX_DEVICES)
+        sp_json_problem(r, where, "replicas", "expected 1 to %u, got %llu", SP_MAX_DEVICES,
+                        (unsigned long long)replicas);
+    st->replicas = replicas <= SP_MAX_DEVICES ? (uint32_t)replicas : 1;
+    sp_json_get_number(r, obj, where, "allreduce_ms", false, 0, SP_PLAN_MAX_STAGE_MS,
+                       &st->allreduce_ms);
+    st->share_ms = st->time_ms;
+    sp_json_get_number(r, obj, where, "share_ms", false, 0, SP_PLAN_MAX_STAGE_MS, &st->share_ms);
     if (empty) {
         if (layers != 0)
             sp_json_problem(r, where, "layers",
@@ -116,10 +125,12 @@ static void recompute_summary(sp_plan *plan) {
     double total = 0, mx = -1;
     m->transfer_ms = 0;
     for (size_t s = 0; s < plan->n_stages; s++) {
-        total += plan->stages[s].time_ms;
+        /* replicated stages: what bounds throughput is each one's share */
+        double t = m->gpus ? plan->stages[s].share_ms : plan->stages[s].time_ms;
+        total += t;
         m->transfer_ms += plan->stages[s].send_ms;
-        if (plan->stages[s].time_ms > mx) {
-            mx = plan->stages[s].time_ms;
+        if (t > mx) {
+            mx = t;
             m->bottleneck_stage = (uint32_t)s;
         }
     }
@@ -130,7 +141,7 @@ static void recompute_summary(sp_plan *plan) {
         double t = 0;
         for (size_t s = 0; s < plan->n_stages; s++)
             if (sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)s) == d)
-                t += plan->stages[s].time_ms;
+                t += m->gpus ? plan->stages[s].share_ms : plan->stages[s].time_ms;
         var += (t - mean) * (t - mean);
         dev_max = fmax(dev_max, t);
     }
@@ -197,6 +208,13 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
                         "\"v\" places exactly 2 chunks per device; this plan has %llu",
                         (unsigned long long)chunks);
     sp_json_get_uint(&r, root, "", "micro_batches", true, 1, &micro);
+    uint64_t gpus = 0; /* replicated stages: the devices used */
+    sp_json_get_uint(&r, root, "", "gpus", false, 1, &gpus);
+    if (gpus && (gpus > SP_MAX_DEVICES || chunks != 1))
+        sp_json_problem(&r, "", "gpus",
+                        "expected at most %u devices and one chunk per stage (replicated "
+                        "stages), got %llu devices and %llu chunks",
+                        SP_MAX_DEVICES, (unsigned long long)gpus, (unsigned long long)chunks);
     sp_json_get_uint(&r, root, "", "memory_limit_bytes", false, 1, &limit);
     sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, (double)INFINITY,
                        &m->lower_bound_ms);
@@ -269,6 +287,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     size_t k = 0;
     for (const cJSON *c = arr->child; c; c = c->next, k++)
         read_stage(&r, c, k, &plan->stages[k], &names[3 * k], &names[3 * k + 1], &names[3 * k + 2]);
+    uint64_t devices_before = 0; /* replicated: the devices of the stages before k */
     for (k = 0; k < n && !ctx->problems; k++) {
         const sp_stage *s = &plan->stages[k];
         char where[48];
@@ -278,6 +297,23 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
             sp_json_problem(&r, where, "first_layer",
                             "expected %zu (stages cover the layers contiguously), got %zu", expect,
                             s->first_layer);
+        if (!gpus && s->replicas != 1)
+            sp_json_problem(&r, where, "replicas",
+                            "expected 1: only a plan with \"gpus\" replicates stages, got %u",
+                            s->replicas);
+        if (gpus) {
+            if (s->device != devices_before)
+                sp_json_problem(&r, where, "device",
+                                "expected %llu (replicated stages take devices in order: the "
+                                "replicas of the stages before), got %u",
+                                (unsigned long long)devices_before, s->device);
+            devices_before += s->replicas;
+            if (k + 1 == n && devices_before != gpus)
+                sp_json_problem(&r, where, "replicas",
+                                "expected the stages' replicas to add up to gpus (%llu), got %llu",
+                                (unsigned long long)gpus, (unsigned long long)devices_before);
+            continue;
+        }
         uint32_t dev = sp_chunk_device((sp_chunk_layout)layout, (uint32_t)stages, (uint32_t)k);
         const char *rule = layout == SP_CHUNKS_V ? "k for k < P, else 2P-1-k" : "k mod P";
         if (placement == SP_PLACEMENT_SEARCH && k >= stages) {
@@ -324,6 +360,7 @@ done:
     m->chunk_layout = (sp_chunk_layout)layout;
     m->micro_batches = (uint32_t)micro;
     m->profile_sms = (uint32_t)profile_sms;
+    m->gpus = (uint32_t)gpus;
     m->memory_limit_bytes = limit;
     plan->n_layers = layers ? (size_t)layers : covered;
     snprintf(plan->profile_sha256, sizeof plan->profile_sha256, "%s", sha ? sha : "");

@@ -31,7 +31,7 @@ static bool add_generator(cJSON *root, const sp_plan *plan) {
            add_string(g, "created", when);
 }
 
-static bool add_stage(cJSON *arr, const sp_stage *s) {
+static bool add_stage(cJSON *arr, const sp_stage *s, bool replicated) {
     cJSON *o = cJSON_CreateObject();
     if (!o || !cJSON_AddItemToArray(arr, o)) {
         cJSON_Delete(o);
@@ -55,7 +55,10 @@ static bool add_stage(cJSON *arr, const sp_stage *s) {
                              : cJSON_AddNullToObject(o, "wgrad_ms") != NULL) &&
            add_number(o, "send_ms", s->send_ms) && add_number(o, "comm_ms", s->comm_ms) &&
            add_number(o, "recompute_ms", s->recompute_ms) && add_number(o, "chunk", s->chunk) &&
-           (s->weight_versions <= 1 || add_number(o, "weight_versions", s->weight_versions));
+           (s->weight_versions <= 1 || add_number(o, "weight_versions", s->weight_versions)) &&
+           (!replicated || (add_number(o, "replicas", s->replicas) &&
+                            add_number(o, "allreduce_ms", s->allreduce_ms) &&
+                            add_number(o, "share_ms", s->share_ms)));
 }
 
 static cJSON *plan_tree(const sp_plan *plan) {
@@ -74,6 +77,7 @@ static cJSON *plan_tree(const sp_plan *plan) {
         cJSON_AddBoolToObject(root, "optimal", m->optimal) &&
         add_number(root, "stage_count", m->stages) && add_number(root, "chunks", m->chunks) &&
         add_number(root, "micro_batches", m->micro_batches) &&
+        (!m->gpus || add_number(root, "gpus", m->gpus)) &&
         /* whose op order the in-flight counts follow: the simulated schedule's */
         add_string(root, "memory_model",
                    m->schedule.present ? sp_schedule_name(m->schedule.schedule) : "1f1b") &&
@@ -135,7 +139,7 @@ static cJSON *plan_tree(const sp_plan *plan) {
     cJSON *stages = ok ? cJSON_AddArrayToObject(root, "stages") : NULL;
     ok = stages != NULL;
     for (size_t s = 0; ok && s < plan->n_stages; s++)
-        ok = add_stage(stages, &plan->stages[s]);
+        ok = add_stage(stages, &plan->stages[s], m->gpus > 0);
     if (ok && plan->recomputed && plan->layer_names) {
         cJSON *arr = cJSON_AddArrayToObject(root, "recomputed_layers");
         ok = arr != NULL;

@@ -132,6 +132,8 @@ static void fill_stage(const sp_profile *profile, const sp_partition_opts *opts,
     st->inflight = sp_stage_inflight(V > 1 ? SP_SCHEDULE_1F1B : opts->schedule, k, p,
                                      opts->micro_batches); /* chunks: chunk_inflight */
     st->weight_versions = V > 1 ? 1 : sp_stage_weight_versions(opts->schedule, k, p);
+    st->replicas = 1;
+    st->share_ms = st->time_ms;
     device_ticks[d] += fwd + bwd + comm;
 }
 

@@ -409,6 +409,12 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
                        "the plan has %u chunks per device (interleaved): this runtime runs one "
                        "stage per worker with gpipe or 1f1b",
                        ps->chunks);
+    if (ps->gpus)
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "the plan replicates stages on %u GPUs: running replicas (ranks taking "
+                       "micro-batches round-robin and all-reducing their gradients) is not built "
+                       "yet; this runtime runs one worker per stage",
+                       ps->gpus);
     for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
         if (!sp_plan_get_stage(plan, k)->layer_count)
             return sp_fail(ctx, SP_ERR_UNSUPPORTED,

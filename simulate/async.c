@@ -18,6 +18,10 @@
 
 #include "sim_impl.h"
 
+static double stage_work(const struct sp_pipeline *pl, uint32_t k) {
+    return pl->f[k] + pl->b[k];
+}
+
 /* The steady-state period above. For a trial period p, the best segment ending at e has
  * G(e+1) - 2 send_e - min_{s<=e} G(s) with G(j) = sum_{k<j} (f_k + b_k - p + 2 send_k); it is
  * >= 0 iff some cycle's mean reaches p. Bisection narrows p, then the best segment's own mean is
@@ -26,7 +30,7 @@ static double steady_period(const struct sp_pipeline *pl) {
     uint32_t P = pl->P;
     double lo = 0, hi = 0;
     for (uint32_t k = 0; k < P; k++) {
-        double a = pl->f[k] + pl->b[k], snd = k + 1 < P ? pl->send[k] : 0;
+        double a = stage_work(pl, k), snd = k + 1 < P ? pl->send[k] : 0;
         lo = fmax(lo, a);
         hi = fmax(hi, a + 2 * snd);
     }
@@ -40,7 +44,7 @@ static double steady_period(const struct sp_pipeline *pl) {
                 gmin = g;
                 smin = e;
             }
-            g += pl->f[e] + pl->b[e] - p + 2 * snd;
+            g += stage_work(pl, e) - p + 2 * snd;
             if (g - 2 * snd - gmin > top) {
                 top = g - 2 * snd - gmin;
                 s_at = smin;
@@ -59,12 +63,29 @@ static double steady_period(const struct sp_pipeline *pl) {
     }
     double sum = 0;
     for (uint32_t k = best_s; k <= best_e; k++)
-        sum += pl->f[k] + pl->b[k] + (k < best_e ? 2 * pl->send[k] : 0);
+        sum += stage_work(pl, k) + (k < best_e ? 2 * pl->send[k] : 0);
     double mean = sum / (double)(best_e - best_s + 1);
     double slowest = 0;
     for (uint32_t k = 0; k < P; k++)
-        slowest = fmax(slowest, pl->f[k] + pl->b[k]);
+        slowest = fmax(slowest, stage_work(pl, k));
     return fmax(mean, slowest);
+}
+
+/* Replicated stages: no closed form is claimed; M periods are measured on the run itself, from
+ * the completion (stage 0's backward) of micro-batch 2D - 1 to that of 2D + M - 1, past the
+ * transient and before the drain (the run has M + 3D). */
+static double measured_period(const sp_sim *sim, uint32_t M, uint32_t D) {
+    double from = 0, to = 0;
+    for (size_t i = 0; i < sim->n_ops; i++) {
+        const sp_sim_op *op = &sim->ops[i];
+        if (op->stage != 0 || op->kind != 'B')
+            continue;
+        if (op->micro_batch == 2 * D - 1)
+            from = op->end_ms;
+        if (op->micro_batch == 2 * D + M - 1)
+            to = op->end_ms;
+    }
+    return to - from;
 }
 
 sp_status sp_simulate_steady_state(sp_ctx *ctx, const struct sp_pipeline *pl, bool keep_ops,
@@ -75,16 +96,16 @@ sp_status sp_simulate_steady_state(sp_ctx *ctx, const struct sp_pipeline *pl, bo
                        "%s runs one chunk per device (the 1F1B order without flushes); the plan "
                        "has %u",
                        sp_schedule_name(pl->schedule), pl->V);
-    uint32_t P = pl->P, M = pl->M;
-    if ((uint64_t)M + 3ull * P > SP_MAX_MICRO_BATCHES)
+    uint32_t P = pl->P, M = pl->M, D = sp_pipeline_devices(pl);
+    if ((uint64_t)M + 3ull * D > SP_MAX_MICRO_BATCHES)
         return sp_fail(ctx, SP_ERR_LIMIT,
                        "%s is measured over M + 3P micro-batches, more than %u here",
                        sp_schedule_name(pl->schedule), SP_MAX_MICRO_BATCHES);
     struct sp_pipeline run = *pl;
-    run.M = M + 3 * P;
+    run.M = M + 3 * D;
     struct sp_sched_op *ops = NULL;
     size_t *offset = NULL;
-    sp_status st = sp_schedule_build(ctx, &run, &ops, &offset);
+    sp_status st = sp_schedule_build_devices(ctx, &run, &ops, &offset);
     sp_sim *sim = NULL;
     if (st == SP_OK)
         st = sp_simulate_ops(ctx, &run, ops, offset, true, &sim);
@@ -92,22 +113,24 @@ sp_status sp_simulate_steady_state(sp_ctx *ctx, const struct sp_pipeline *pl, bo
     sp_free(offset);
     if (st != SP_OK)
         return st;
-    double iteration = (double)M * steady_period(pl), busy_total = 0;
-    for (uint32_t d = 0; d < P; d++) {
-        sp_sim_device *dv = &sim->devices[d];
-        dv->busy_ms = (double)M * (pl->f[d] + pl->b[d]);
-        dv->idle_ms = iteration - dv->busy_ms;
-        busy_total += dv->busy_ms;
-    }
+    double iteration = pl->replicas ? measured_period(sim, M, D) : (double)M * steady_period(pl);
+    double busy_total = 0;
+    for (uint32_t k = 0, d = 0; k < P; k++) /* a replica runs M / r of the M micro-batches */
+        for (uint32_t j = 0; j < (pl->replicas ? pl->replicas[k] : 1); j++, d++) {
+            sp_sim_device *dv = &sim->devices[d];
+            dv->busy_ms = (double)M * (pl->f[k] + pl->b[k]) / (pl->replicas ? pl->replicas[k] : 1);
+            dv->idle_ms = iteration - dv->busy_ms;
+            busy_total += dv->busy_ms;
+        }
     sp_sim_summary *m = &sim->summary;
     m->micro_batches = M;
     m->iteration_ms = iteration;
-    m->bubble_fraction = iteration > 0 ? 1 - busy_total / ((double)P * iteration) : 0;
+    m->bubble_fraction = iteration > 0 ? 1 - busy_total / ((double)D * iteration) : 0;
     m->efficiency = 1 - m->bubble_fraction;
     /* equal stages without delays: one micro-batch completes per f + b */
     m->closed_form_ms = m->equal_stages ? (double)M * (pl->f[0] + pl->b[0]) : (double)NAN;
     m->ideal_ms = 0;
-    for (uint32_t d = 0; d < P; d++)
+    for (uint32_t d = 0; d < D; d++)
         m->ideal_ms = fmax(m->ideal_ms, sim->devices[d].busy_ms);
     if (!keep_ops) {
         sp_free(sim->ops);

@@ -21,8 +21,9 @@ struct walk {
 
 static sp_status build(sp_ctx *ctx, sp_schedule schedule, uint32_t P, uint32_t V, uint32_t M,
                        struct sp_sched_op **ops, size_t **offset) {
-    struct sp_pipeline pl = {
-        P, V, M, schedule, sp_schedule_chunk_layout(schedule), NULL, NULL, NULL, NULL, NULL, NULL};
+    struct sp_pipeline pl = {P,    V,    M,    schedule, sp_schedule_chunk_layout(schedule),
+                             NULL, NULL, NULL, NULL,     NULL,
+                             NULL, NULL, NULL};
     return sp_schedule_build(ctx, &pl, ops, offset);
 }
 

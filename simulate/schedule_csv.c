@@ -234,6 +234,6 @@ sp_status sp_schedule_to_torch_csv(sp_ctx *ctx, const sp_plan *plan, const sp_si
                        SP_MAX_MICRO_BATCHES, M);
     struct sp_pipeline pl = {m->stages, m->chunks, M,    opts->schedule, m->chunk_layout,
                              NULL,      NULL,      NULL, NULL,           NULL,
-                             NULL};
+                             NULL,      NULL,      NULL};
     return sp_schedule_to_csv(ctx, &pl, out);
 }

@@ -17,8 +17,24 @@ struct sp_pipeline {
                                * splits backwards (sp_schedule_splits_backward) */
     const double *send;       /* send[K]: delay of the boundary k -> k+1, both directions */
     const uint64_t *saved;    /* saved[K]: bytes held per micro-batch in flight; may be NULL */
-    const uint64_t *resident; /* resident[P]: bytes held regardless; may be NULL */
+    const uint64_t *resident; /* resident[devices]: bytes held regardless; may be NULL */
+    /* replicated stages (one chunk each): stage k runs on replicas[k] devices, one after the
+     * other in stage order, micro-batch m on its replica m mod replicas[k]; under a flushing
+     * schedule each stage then all-reduces its gradients for allreduce[k] after its last
+     * backward. NULL: one device per stage, no all-reduce */
+    const uint32_t *replicas;
+    const double *allreduce;
 };
+
+/* sp_pipeline_devices: the devices the pipeline runs on: P, or the stages' replicas summed. */
+static inline uint32_t sp_pipeline_devices(const struct sp_pipeline *pl) {
+    if (!pl->replicas)
+        return pl->P;
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < pl->P; k++)
+        n += pl->replicas[k];
+    return n;
+}
 
 /* One op of a device's list, in the schedule's order. kind: 'F' forward, 'B' full backward,
  * 'I' its input-gradient part, 'W' its weight-gradient part, 'O' a forward of (stage, mb)
@@ -52,6 +68,18 @@ uint32_t sp_schedule_chunks_needed(sp_schedule schedule);
  * DualPipeV) and fails with SP_ERR_INVALID_ARG naming it. */
 sp_status sp_schedule_build(sp_ctx *ctx, const struct sp_pipeline *pl, struct sp_sched_op **ops,
                             size_t **offset);
+
+/* sp_schedule_build_devices: sp_schedule_build, and with replicated stages each stage's list
+ * dealt to its replicas (micro-batch m to replica m mod r, the order kept): device d's ops are
+ * ops[offset[d] .. offset[d+1]) for d < sp_pipeline_devices(pl) (replicas.c). */
+sp_status sp_schedule_build_devices(sp_ctx *ctx, const struct sp_pipeline *pl,
+                                    struct sp_sched_op **ops, size_t **offset);
+/* sp_replica_device: the device of stage k's micro-batch mb (replicated stages, replicas.c's
+ * order); base[k] = the replicas of the stages before k. */
+static inline uint32_t sp_replica_device(const struct sp_pipeline *pl, const uint32_t *base,
+                                         uint32_t k, uint32_t mb) {
+    return base[k] + mb % pl->replicas[k];
+}
 
 /* sp_schedule_to_csv: the pipeline's op order as torch's schedule CSV, one row per rank
  * (schedule_csv.c). *out is freed with sp_free. */

@@ -22,6 +22,7 @@ struct sim_state {
     uint32_t K;
     double *end_f, *end_b, *end_w; /* [M * K], NOT_DONE until run; end_b: the input gradient
                                     * (end of I, or of a full B) */
+    uint32_t *base;                /* replicated stages: [P + 1] their first devices; else NULL */
 };
 
 static double *end_of(struct sim_state *s, char kind, uint32_t mb, uint32_t k) {
@@ -29,7 +30,9 @@ static double *end_of(struct sim_state *s, char kind, uint32_t mb, uint32_t k) {
     return &a[(size_t)mb * s->K + k];
 }
 
-static uint32_t device_of(const struct sim_state *s, uint32_t k) {
+static uint32_t device_of(const struct sim_state *s, uint32_t k, uint32_t mb) {
+    if (s->base)
+        return sp_replica_device(s->pl, s->base, k, mb);
     return sp_chunk_device(s->pl->layout, s->pl->P, k);
 }
 
@@ -53,20 +56,20 @@ static double duration(const struct sim_state *s, const struct sp_sched_op *op) 
  * if that has not run. */
 static double part_ready(struct sim_state *s, bool forward, uint32_t k, uint32_t mb) {
     const struct sp_pipeline *pl = s->pl;
-    uint32_t d = device_of(s, k);
+    uint32_t d = device_of(s, k, mb);
     double e;
     if (forward) {
         if (k == 0)
             return 0;
         e = *end_of(s, 'F', mb, k - 1);
-        return e < 0 ? (double)NAN : e + (device_of(s, k - 1) != d ? pl->send[k - 1] : 0);
+        return e < 0 ? (double)NAN : e + (device_of(s, k - 1, mb) != d ? pl->send[k - 1] : 0);
     }
     if (k + 1 == s->K) {
         e = *end_of(s, 'F', mb, k);
         return e < 0 ? (double)NAN : e;
     }
     e = *end_of(s, 'B', mb, k + 1);
-    return e < 0 ? (double)NAN : e + (device_of(s, k + 1) != d ? pl->send[k] : 0);
+    return e < 0 ? (double)NAN : e + (device_of(s, k + 1, mb) != d ? pl->send[k] : 0);
 }
 
 static double ready_at(struct sim_state *s, const struct sp_sched_op *op) {
@@ -95,16 +98,16 @@ static int finish(struct sim_state *s, const struct sp_sched_op *op, double t1, 
         *end_of(s, 'F', op->mb, op->stage) = t1;
         *end_of(s, 'B', op->mb2, op->stage2) = t1;
         if (op->stage + 1 < K)
-            wake[nw++] = device_of(s, op->stage + 1);
+            wake[nw++] = device_of(s, op->stage + 1, op->mb);
         if (op->stage2 > 0)
-            wake[nw++] = device_of(s, op->stage2 - 1);
+            wake[nw++] = device_of(s, op->stage2 - 1, op->mb2);
         return nw;
     }
     *end_of(s, op->kind, op->mb, op->stage) = t1;
     if (op->kind == 'F' && op->stage + 1 < K)
-        wake[nw++] = device_of(s, op->stage + 1);
+        wake[nw++] = device_of(s, op->stage + 1, op->mb);
     if ((op->kind == 'B' || op->kind == 'I') && op->stage > 0)
-        wake[nw++] = device_of(s, op->stage - 1);
+        wake[nw++] = device_of(s, op->stage - 1, op->mb);
     return nw;
 }
 
@@ -186,7 +189,7 @@ static sp_status report_deadlock(sp_ctx *ctx, const struct sp_pipeline *pl,
                                  const size_t *cursor) {
     struct sp_strbuf sb;
     sp_strbuf_init(&sb);
-    for (uint32_t d = 0; d < pl->P; d++)
+    for (uint32_t d = 0; d < sp_pipeline_devices(pl); d++)
         if (cursor[d] < offset[d + 1]) {
             const struct sp_sched_op *op = &ops[cursor[d]];
             sp_strbuf_printf(&sb, "%sdevice %u waits at %c s%u mb%u", sb.len ? "; " : "", d,
@@ -205,7 +208,7 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
         return sp_simulate_steady_state(ctx, pl, keep_ops, out);
     struct sp_sched_op *ops = NULL;
     size_t *offset = NULL;
-    sp_status st = sp_schedule_build(ctx, pl, &ops, &offset);
+    sp_status st = sp_schedule_build_devices(ctx, pl, &ops, &offset);
     if (st != SP_OK)
         return st;
     st = sp_simulate_ops(ctx, pl, ops, offset, keep_ops, out);
@@ -214,33 +217,105 @@ sp_status sp_simulate_pipeline(sp_ctx *ctx, const struct sp_pipeline *pl, bool k
     return st;
 }
 
+/* Each device's figures from its ops' times; the iteration ends with the last op, or with a
+ * replicated stage's all-reduce after its last backward. */
+static sp_status device_figures(sp_ctx *ctx, const struct sim_state *s,
+                                const struct sp_sched_op *ops, const size_t *offset,
+                                const double *start, const double *fin, sp_sim *sim) {
+    const struct sp_pipeline *pl = s->pl;
+    uint32_t D = sp_pipeline_devices(pl);
+    sim->devices = sp_calloc(D, sizeof *sim->devices);
+    if (!sim->devices)
+        return sp_oom(ctx, "simulating the schedule");
+    double iteration = 0, busy_total = 0, ideal = 0;
+    for (uint32_t d = 0; d < D; d++) {
+        sp_sim_device *dv = &sim->devices[d];
+        dv->device = d;
+        uint32_t inflight = 0;
+        uint64_t held = 0, peak_held = 0;
+        for (size_t i = offset[d]; i < offset[d + 1]; i++) {
+            const struct sp_sched_op *op = &ops[i];
+            dv->busy_ms += fin[i] - start[i];
+            /* +1 per forward, -1 per W or full backward; a pair's forward first */
+            if (op->kind == 'F' || op->kind == 'O') {
+                inflight++;
+                held += pl->saved ? pl->saved[op->stage] : 0;
+                if (inflight > dv->peak_inflight)
+                    dv->peak_inflight = inflight;
+                if (held > peak_held)
+                    peak_held = held;
+            }
+            uint32_t freed = op->kind == 'O' ? op->stage2 : op->stage;
+            if (op->kind == 'W' || op->kind == 'B' || op->kind == 'O') {
+                inflight--;
+                held -= pl->saved ? pl->saved[freed] : 0;
+            }
+        }
+        dv->first_start_ms = offset[d + 1] > offset[d] ? start[offset[d]] : 0;
+        dv->last_end_ms = offset[d + 1] > offset[d] ? fin[offset[d + 1] - 1] : 0;
+        dv->peak_memory_bytes = (pl->resident ? pl->resident[d] : 0) + peak_held;
+        iteration = fmax(iteration, dv->last_end_ms);
+        busy_total += dv->busy_ms;
+        ideal = fmax(ideal, dv->busy_ms);
+    }
+    bool flushes = !sp_schedule_async(pl->schedule);
+    for (uint32_t k = 0; flushes && s->base && pl->allreduce && k < pl->P; k++) {
+        double last = 0; /* the stage's replicas all-reduce once all of them are done */
+        for (uint32_t d = s->base[k]; d < s->base[k + 1]; d++)
+            last = fmax(last, sim->devices[d].last_end_ms);
+        iteration = fmax(iteration, last + pl->allreduce[k]);
+    }
+    for (uint32_t d = 0; d < D; d++)
+        sim->devices[d].idle_ms = iteration - sim->devices[d].busy_ms;
+    sp_sim_summary *m = &sim->summary;
+    m->schedule = pl->schedule;
+    m->devices = D;
+    m->chunks = pl->V;
+    m->micro_batches = pl->M;
+    m->ops = offset[D];
+    m->iteration_ms = iteration;
+    m->bubble_fraction = iteration > 0 ? 1 - busy_total / ((double)D * iteration) : 0;
+    m->efficiency = 1 - m->bubble_fraction;
+    m->ideal_ms = ideal;
+    m->equal_stages = !s->base && equal_stages(pl, s->K);
+    m->closed_form_ms = m->equal_stages ? closed_form(pl) : (double)NAN;
+    return SP_OK;
+}
+
 sp_status sp_simulate_ops(sp_ctx *ctx, const struct sp_pipeline *pl, const struct sp_sched_op *ops,
                           const size_t *offset, bool keep_ops, sp_sim **out) {
     *out = NULL;
     sp_status st = SP_OK;
-    uint32_t P = pl->P, K = P * pl->V;
-    size_t n_ops = offset[P], cells = (size_t)pl->M * K;
-    struct sim_state s = {pl, K, NULL, NULL, NULL};
+    uint32_t P = pl->P, K = P * pl->V, D = sp_pipeline_devices(pl);
+    size_t n_ops = offset[D], cells = (size_t)pl->M * K;
+    struct sim_state s = {pl, K, NULL, NULL, NULL, NULL};
     s.end_f = sp_mallocarray(cells, sizeof(double));
     s.end_b = sp_mallocarray(cells, sizeof(double));
     s.end_w = sp_mallocarray(cells, sizeof(double));
     double *start = sp_mallocarray(n_ops, sizeof *start), *fin = sp_mallocarray(n_ops, sizeof *fin);
-    size_t *cursor = sp_calloc(P, sizeof *cursor);
-    uint32_t *stack = sp_mallocarray((size_t)P * 4 + 4, sizeof *stack);
-    bool *queued = sp_calloc(P, sizeof *queued);
-    double *free_at = sp_calloc(P, sizeof *free_at);
+    size_t *cursor = sp_calloc(D, sizeof *cursor);
+    uint32_t *stack = sp_mallocarray((size_t)D * 4 + 4, sizeof *stack);
+    bool *queued = sp_calloc(D, sizeof *queued);
+    double *free_at = sp_calloc(D, sizeof *free_at);
     sp_sim *sim = sp_calloc(1, sizeof *sim);
+    if (pl->replicas)
+        s.base = sp_mallocarray((size_t)P + 1, sizeof *s.base);
     if (!s.end_f || !s.end_b || !s.end_w || !start || !fin || !cursor || !stack || !queued ||
-        !free_at || !sim) {
+        !free_at || !sim || (pl->replicas && !s.base)) {
         st = sp_oom(ctx, "simulating the schedule");
         goto out;
     }
+    if (s.base) {
+        s.base[0] = 0;
+        for (uint32_t k = 0; k < P; k++)
+            s.base[k + 1] = s.base[k] + pl->replicas[k];
+    }
     for (size_t i = 0; i < cells; i++)
         s.end_f[i] = s.end_b[i] = s.end_w[i] = NOT_DONE;
-    for (uint32_t d = 0; d < P; d++)
+    for (uint32_t d = 0; d < D; d++)
         cursor[d] = offset[d];
     size_t top = 0;
-    for (uint32_t d = P; d-- > 0;) {
+    for (uint32_t d = D; d-- > 0;) {
         stack[top++] = d;
         queued[d] = true;
     }
@@ -272,76 +347,29 @@ sp_status sp_simulate_ops(sp_ctx *ctx, const struct sp_pipeline *pl, const struc
         st = report_deadlock(ctx, pl, ops, offset, cursor);
         goto out;
     }
-
-    sim->devices = sp_calloc(P, sizeof *sim->devices);
-    if (!sim->devices) {
-        st = sp_oom(ctx, "simulating the schedule");
-        goto out;
-    }
-    double iteration = 0, busy_total = 0, ideal = 0;
-    for (uint32_t d = 0; d < P; d++) {
-        sp_sim_device *dv = &sim->devices[d];
-        dv->device = d;
-        uint32_t inflight = 0;
-        uint64_t held = 0, peak_held = 0;
-        for (size_t i = offset[d]; i < offset[d + 1]; i++) {
-            const struct sp_sched_op *op = &ops[i];
-            dv->busy_ms += fin[i] - start[i];
-            /* +1 per forward, -1 per W or full backward; a pair's forward first */
-            if (op->kind == 'F' || op->kind == 'O') {
-                inflight++;
-                held += pl->saved ? pl->saved[op->stage] : 0;
-                if (inflight > dv->peak_inflight)
-                    dv->peak_inflight = inflight;
-                if (held > peak_held)
-                    peak_held = held;
-            }
-            uint32_t freed = op->kind == 'O' ? op->stage2 : op->stage;
-            if (op->kind == 'W' || op->kind == 'B' || op->kind == 'O') {
-                inflight--;
-                held -= pl->saved ? pl->saved[freed] : 0;
-            }
-        }
-        dv->first_start_ms = offset[d + 1] > offset[d] ? start[offset[d]] : 0;
-        dv->last_end_ms = offset[d + 1] > offset[d] ? fin[offset[d + 1] - 1] : 0;
-        dv->peak_memory_bytes = (pl->resident ? pl->resident[d] : 0) + peak_held;
-        iteration = fmax(iteration, dv->last_end_ms);
-        busy_total += dv->busy_ms;
-        ideal = fmax(ideal, dv->busy_ms);
-    }
-    for (uint32_t d = 0; d < P; d++)
-        sim->devices[d].idle_ms = iteration - sim->devices[d].busy_ms;
-    sp_sim_summary *m = &sim->summary;
-    m->schedule = pl->schedule;
-    m->devices = P;
-    m->chunks = pl->V;
-    m->micro_batches = pl->M;
-    m->ops = n_ops;
-    m->iteration_ms = iteration;
-    m->bubble_fraction = iteration > 0 ? 1 - busy_total / ((double)P * iteration) : 0;
-    m->efficiency = 1 - m->bubble_fraction;
-    m->ideal_ms = ideal;
-    m->equal_stages = equal_stages(pl, K);
-    m->closed_form_ms = m->equal_stages ? closed_form(pl) : (double)NAN;
-    if (keep_ops) {
+    st = device_figures(ctx, &s, ops, offset, start, fin, sim);
+    if (st == SP_OK && keep_ops) {
         sim->ops = sp_mallocarray(n_ops, sizeof *sim->ops);
         if (!sim->ops) {
             st = sp_oom(ctx, "keeping the simulated ops");
             goto out;
         }
-        for (uint32_t d = 0; d < P; d++)
+        for (uint32_t d = 0; d < D; d++)
             for (size_t i = offset[d]; i < offset[d + 1]; i++)
                 sim->ops[i] = (sp_sim_op){d,        ops[i].stage, ops[i].mb,     ops[i].kind,
                                           start[i], fin[i],       ops[i].stage2, ops[i].mb2};
         sim->n_ops = n_ops;
     }
-    *out = sim;
-    sim = NULL;
+    if (st == SP_OK) {
+        *out = sim;
+        sim = NULL;
+    }
 out:
     sp_sim_destroy(sim);
     sp_free(s.end_f);
     sp_free(s.end_b);
     sp_free(s.end_w);
+    sp_free(s.base);
     sp_free(start);
     sp_free(fin);
     sp_free(cursor);
@@ -407,11 +435,21 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
     if (M < 1 || M > SP_MAX_MICRO_BATCHES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, %u], got %u",
                        SP_MAX_MICRO_BATCHES, M);
+    bool replicated = m->gpus > 0;
+    if (replicated && (V != 1 || opts->order_path))
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "the plan replicates stages: it is simulated with one chunk per device "
+                       "and the schedule's own order (%s)",
+                       V != 1 ? "--chunks needs an unreplicated plan" : "not --order");
+    uint32_t D = replicated ? m->gpus : P;
     double *f = sp_mallocarray(K, sizeof *f), *b = sp_mallocarray(K, sizeof *b);
     double *w = sp_mallocarray(K, sizeof *w), *send = sp_mallocarray(K, sizeof *send);
-    uint64_t *saved = sp_mallocarray(K, sizeof *saved), *resident = sp_calloc(P, sizeof *resident);
+    uint64_t *saved = sp_mallocarray(K, sizeof *saved), *resident = sp_calloc(D, sizeof *resident);
+    uint32_t *replicas = replicated ? sp_mallocarray(P, sizeof *replicas) : NULL;
+    double *allreduce = replicated ? sp_mallocarray(P, sizeof *allreduce) : NULL;
     sp_status st = SP_OK;
-    if (!f || !b || !w || !send || !saved || !resident) {
+    if (!f || !b || !w || !send || !saved || !resident ||
+        (replicated && (!replicas || !allreduce))) {
         st = sp_oom(ctx, "simulating the schedule");
         goto out;
     }
@@ -427,11 +465,23 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
         saved[k] = s->saved_bytes;
         /* and the weight versions the simulated schedule stashes beyond the stage's own */
         uint32_t versions = V > 1 ? 1 : sp_stage_weight_versions(opts->schedule, k, P);
-        resident[sp_chunk_device(m->chunk_layout, P, k)] +=
-            s->resident_bytes + (uint64_t)(versions - 1) * s->param_bytes;
+        uint64_t held = s->resident_bytes + (uint64_t)(versions - 1) * s->param_bytes;
+        if (!replicated) {
+            resident[sp_chunk_device(m->chunk_layout, P, k)] += held;
+            continue;
+        }
+        /* each replica holds the whole stage; a flushing schedule all-reduces once per
+         * iteration, a schedule without flushes after every micro-batch (in the stage's
+         * steady-state share, async.c) */
+        replicas[k] = s->replicas;
+        allreduce[k] = s->allreduce_ms;
+        if (sp_schedule_async(opts->schedule) && allreduce[k] > f[k] + b[k])
+            b[k] = allreduce[k] - f[k]; /* a replica's turn lasts max(compute, all-reduce) */
+        for (uint32_t d = s->device; d < s->device + s->replicas && d < D; d++)
+            resident[d] = held;
     }
-    struct sp_pipeline pl = {P, V, M,    opts->schedule, m->chunk_layout, f,
-                             b, w, send, saved,          resident};
+    struct sp_pipeline pl = {P, V,    M,     opts->schedule, m->chunk_layout, f,        b,
+                             w, send, saved, resident,       replicas,        allreduce};
     if (opts->order_path)
         st = simulate_given_order(ctx, &pl, opts->order_path, opts->keep_ops, out);
     else
@@ -455,6 +505,8 @@ out:
     sp_free(send);
     sp_free(saved);
     sp_free(resident);
+    sp_free(replicas);
+    sp_free(allreduce);
     return st;
 }
 

@@ -208,6 +208,30 @@ SP_API sp_status sp_partition_data_parallel(sp_ctx *ctx, const sp_profile *profi
                                             uint64_t global_batch, sp_dp_table **out);
 SP_API void sp_dp_table_destroy(sp_dp_table *table);
 
+/* ---- Replicated stages: PipeDream's planner (docs/partitioning.md#replicated-stages)
+ *
+ * sp_partition_replicated: how many stages, where to cut, and how many data-parallel replicas
+ * each stage gets on `gpus` devices (the replicas summed at most gpus, gpus <= 512), exactly:
+ * the least bottleneck, then the fewest stages, then the fewest GPUs reaching it. Stages take
+ * devices in order from device 0 of opts->links (required, at least gpus devices), stage s the
+ * next replicas[s]. A stage's replicas take its micro-batches round-robin, each holding the
+ * whole stage (its memory as an unreplicated stage with as many stages after it), and
+ * all-reduce its param_bytes by a ring (sp_ring_allreduce_ms, over the slowest link among
+ * them). One micro-batch's share of the stage's devices, the figure the bottleneck is over:
+ *     time / r + allreduce / M                under gpipe and 1f1b (one all-reduce an iteration)
+ *     max(time, allreduce) / r                under pipedream and 2bw (one per micro-batch)
+ * in integer ticks, rounded up. Activation transfers are overlapped, as in sp_partition: the
+ * plan's send_ms is the slowest link between two neighbouring stages' devices. Options used:
+ * schedule (those four), micro_batches (M; 0: 4 x gpus), memory_limit_bytes, devices (or the
+ * profile's; identical in speed and memory) and links; the rest must be their defaults. The
+ * plan's stages carry replicas, allreduce_ms and share_ms, its summary gpus and the largest
+ * share as bottleneck_ms; it is simulated with every replica a device. Returns
+ * SP_ERR_INVALID_ARG or SP_ERR_UNSUPPORTED (options: the message says which), SP_ERR_INFEASIBLE
+ * (no plan fits the memory limits), SP_ERR_NOMEM. */
+SP_API sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
+                                         const sp_partition_opts *opts, uint32_t gpus,
+                                         sp_plan **out);
+
 /* sp_plan_from_split: a plan for a split given by the caller, e.g. the one a user runs today.
  * first_layers[K] are the first layer of each of the K = opts->stages x opts->chunks stages,
  * increasing from 0 (each stage ends where the next begins, the last at the last layer); with

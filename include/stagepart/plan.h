@@ -43,6 +43,17 @@ typedef struct sp_stage {
     uint32_t chunk;           /* model chunk on its device (interleaved plans), else 0 */
     double comm_ms;           /* blocking transfers inside time_ms: 2 x (in + out); else 0 */
     double recompute_ms;      /* recomputation inside bwd_ms (those layers keep no saved_bytes) */
+    /* replicated stages (sp_partition_replicated): the stage runs on devices device ..
+     * device + replicas - 1, each holding all of it and taking every replicas-th micro-batch;
+     * time_ms is one micro-batch on one of them */
+    uint32_t replicas;   /* 1 unless replicated */
+    double allreduce_ms; /* the ring all-reduce of param_bytes among the replicas (0 for one):
+                          * once per iteration under a flushing schedule, after every
+                          * micro-batch without flushes */
+    double share_ms;     /* one micro-batch's share of the stage's devices: time_ms / replicas +
+                          * allreduce_ms / M when the schedule flushes, max(time_ms, allreduce_ms)
+                          * / replicas when it does not; time_ms for one replica. A replicated
+                          * plan's bottleneck is the largest */
 } sp_stage;
 
 typedef struct sp_plan_schedule {
@@ -87,6 +98,8 @@ typedef struct sp_plan_summary {
     sp_placement placement;    /* how the stages' devices were chosen */
     double transfer_ms;        /* sum of the stages' send_ms, each boundary's transfer time one
                                 * way (what the placement search minimizes second) */
+    uint32_t gpus;             /* replicated plans: the devices used (the stages' replicas
+                                * summed); 0: one device per stage */
     uint32_t profile_sms;      /* the GPU SMs the profile's times were measured on (profile
                                 * --sms N); 0: a whole GPU. `run --gpu-split` judges balance only
                                 * where each stage's partition has that many */

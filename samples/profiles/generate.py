@@ -220,6 +220,55 @@ def resnet50():
     }
 
 
+def vgg16():
+    """VGG-16, PipeDream's example of replicated stages: convolutions heavy in compute and
+    light in parameters, a classifier the reverse."""
+    n = 32  # images per micro-batch, 224x224
+    layers = []
+    cin, hw = 3, 224
+    blocks = [[64, 64], [128, 128], [256, 256, 256], [512, 512, 512], [512, 512, 512]]
+    for b, widths in enumerate(blocks, start=1):
+        for i, cout in enumerate(widths, start=1):
+            flops = 2 * n * hw * hw * cin * cout * 9
+            params = cin * cout * 9 + cout
+            # the conv's input and its ReLU's output (bf16)
+            saved = n * BF16 * (cin + cout) * hw * hw
+            layers.append(layer(f"conv{b}_{i}", "conv", flops, flops, n * cout * hw * hw * BF16,
+                                saved, params))
+            cin = cout
+        hw //= 2
+        pool = layer(f"pool{b}", "pool", 0, 0, n * cin * hw * hw * BF16,
+                     n * cin * 4 * hw * hw * BF16, 0)
+        pool["fwd_ms"] = ms(nbytes=n * cin * 5 * hw * hw * BF16)
+        pool["bwd_ms"] = pool["fwd_ms"]
+        pool["wgrad_ms"] = 0.0
+        pool["recompute_ms"] = pool["fwd_ms"]
+        layers.append(pool)
+    for name, fin, fout in [("fc6", 512 * 7 * 7, 4096), ("fc7", 4096, 4096), ("fc8", 4096, 1000)]:
+        flops = 2 * n * fin * fout
+        layers.append(layer(name, "fc", flops, flops, n * fout * BF16, n * fin * BF16,
+                            fin * fout + fout))
+    loss = layer("loss", "loss", 0, 0, 8, n * 1000 * FP32, 0)
+    loss["fwd_ms"] = ms(nbytes=n * 1000 * FP32 * 2)
+    loss["bwd_ms"] = loss["fwd_ms"]
+    loss["wgrad_ms"] = 0.0
+    loss["recompute_ms"] = loss["fwd_ms"]
+    layers.append(loss)
+    return {
+        "format": "stagepart-profile",
+        "version": 1,
+        "model": "vgg16",
+        "micro_batch_size": n,
+        "device": "estimate for one H100 SXM (400 TFLOP/s achieved bf16, 3.35 TB/s)",
+        "source": (f"{ASSUMPTIONS}. Architecture: VGG-16 (Simonyan and Zisserman 2014, "
+                   "configuration D) on 224x224 images, 32 per micro-batch: 13 3x3 convolutions "
+                   "(15 GFLOP per image forward, 15M parameters) and 5 max pools, then the "
+                   "classifier's 3 fully connected layers (0.1 GFLOP, 124M parameters); "
+                   "convolution and matmul FLOPs only."),
+        "layers": layers,
+    }
+
+
 def equal_64():
     block = {"kind": "transformer", "fwd_ms": 1.0, "bwd_ms": 2.0, "wgrad_ms": 1.0,
              "recompute_ms": 1.0, "activation_bytes": 1048576, "saved_bytes": 8388608,
@@ -260,6 +309,7 @@ def profiles():
             False, mtp=1),
         "bert-large.json": bert_large(),
         "resnet50.json": resnet50(),
+        "vgg16.json": vgg16(),
     }
 
 

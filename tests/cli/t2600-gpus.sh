@@ -1,7 +1,8 @@
 #!/bin/sh
 # t2600-gpus: `partition --gpus N --global-batch B`, the table of pipeline x data parallel
 # splits on a sample profile and links: every divisor of N has its row, the best is marked and
-# its plan written; what it cannot do yet, or without links, is said with its exit code.
+# its plan written; what it cannot do, or without links, is said with its exit code. (--gpus
+# alone, replicated stages: t2700.)
 . "$(dirname "$0")/lib.sh"
 
 P=$SRC/samples/profiles/gpt3-2.7b.json
@@ -38,8 +39,6 @@ expect_stdout_contains "replicas on unlike devices are refused by row" \
     "stage 0's replicas run on unlike devices (node0.gpu0: speed 1"
 expect_code "without links: exit 2" 2 "$STAGEPART" partition "$P" --gpus 8 --global-batch 256
 expect_stderr_contains "names --links" "needs links between all of them (--links with at least 8 devices"
-expect_code "replicated stages are not built: exit 4" 4 "$STAGEPART" partition "$P" --gpus 8
-expect_stderr_contains "says so" "not built yet"
 expect_code "--stages with --gpus: usage" 2 "$STAGEPART" partition "$P" --gpus 8 --global-batch 256 \
     --links "$L" -s 4
 expect_code "nothing fits: exit 3" 3 "$STAGEPART" partition "$P" --gpus 8 --global-batch 256 \

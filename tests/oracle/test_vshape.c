@@ -81,8 +81,8 @@ static int split_fits(const struct inst *in, const int *b) {
             resident[k < P ? k : K - 1 - k] += in->mem[l];
         }
     }
-    struct sp_pipeline pl = {(uint32_t)P, 2,    (uint32_t)in->M, in->schedule, SP_CHUNKS_V, f, bw,
-                             w,           send, saved,           resident};
+    struct sp_pipeline pl = {(uint32_t)P, 2,    (uint32_t)in->M, in->schedule, SP_CHUNKS_V, f,   bw,
+                             w,           send, saved,           resident,     NULL,        NULL};
     sp_sim *sim = NULL;
     if (sp_simulate_pipeline(ctx, &pl, false, &sim) != SP_OK)
         return 0;

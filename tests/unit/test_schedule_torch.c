@@ -321,8 +321,9 @@ static int compare(sp_schedule sched, int P, int V, int M, int random_times, int
             torch_interleaved(P, V, M, d, sched == SP_SCHEDULE_INTERLEAVED_ZB, &ranks[d]);
     }
     struct sp_pipeline pl = {
-        (uint32_t)P, (uint32_t)V, (uint32_t)M, sched, layout_v ? SP_CHUNKS_V : SP_CHUNKS_LOOP, f, b,
-        w,           send,        NULL,        NULL};
+        (uint32_t)P, (uint32_t)V, (uint32_t)M, sched, layout_v ? SP_CHUNKS_V : SP_CHUNKS_LOOP,
+        f,           b,           w,           send,  NULL,
+        NULL,        NULL,        NULL};
     sp_sim *sim = NULL;
     sp_status st = sp_simulate_pipeline(ctx, &pl, true, &sim);
     SP_CHECK_STATUS(st, SP_OK);
@@ -417,8 +418,8 @@ static void test_zbv_closed_form(void) {
         for (uint32_t M = 2 * P - 1; M <= 4 * P; M++) {
             for (uint32_t k = 0; k < 2 * P; k++)
                 f[k] = 1.5, w[k] = 1.5, b[k] = 3;
-            struct sp_pipeline pl = {P,    2,    M,   SP_SCHEDULE_ZBV, SP_CHUNKS_V, f, b, w,
-                                     send, NULL, NULL};
+            struct sp_pipeline pl = {
+                P, 2, M, SP_SCHEDULE_ZBV, SP_CHUNKS_V, f, b, w, send, NULL, NULL, NULL, NULL};
             sp_sim *sim = NULL;
             SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, false, &sim), SP_OK);
             if (!sim)
@@ -449,8 +450,8 @@ static void test_dualpipev_bubble(void) {
             uint32_t M = 2 * P + P % 3;
             for (uint32_t k = 0; k < 2 * P; k++)
                 f[k] = cases[c][0], w[k] = cases[c][2], b[k] = cases[c][1] + cases[c][2];
-            struct sp_pipeline pl = {P,    2,    M,   SP_SCHEDULE_DUALPIPEV, SP_CHUNKS_V, f, b, w,
-                                     send, NULL, NULL};
+            struct sp_pipeline pl = {
+                P, 2, M, SP_SCHEDULE_DUALPIPEV, SP_CHUNKS_V, f, b, w, send, NULL, NULL, NULL, NULL};
             sp_sim *sim = NULL;
             SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, false, &sim), SP_OK);
             if (!sim)

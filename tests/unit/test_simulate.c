@@ -16,7 +16,8 @@ static sp_sim *run(sp_schedule sched, uint32_t P, uint32_t V, uint32_t M, const 
     for (int i = 0; i < 4096; i++)
         saved[i] = 10;
     struct sp_pipeline pl = {
-        P, V, M, sched, sp_schedule_chunk_layout(sched), f, b, w, send ? send : zeros, saved, NULL};
+        P,     V,    M,    sched, sp_schedule_chunk_layout(sched), f, b, w, send ? send : zeros,
+        saved, NULL, NULL, NULL};
     sp_sim *sim = NULL;
     sp_status st = sp_simulate_pipeline(ctx, &pl, true, &sim);
     if (st != SP_OK)
@@ -273,7 +274,8 @@ static void test_errors(void) {
     fill(f, 8, 1);
     fill(b, 8, 2);
     fill(w, 8, -1);
-    struct sp_pipeline pl = {4, 1, 8, SP_SCHEDULE_ZB_H1, SP_CHUNKS_LOOP, f, b, w, f, NULL, NULL};
+    struct sp_pipeline pl = {4,    1,    8,   SP_SCHEDULE_ZB_H1, SP_CHUNKS_LOOP, f, b, w, f, NULL,
+                             NULL, NULL, NULL};
     sp_sim *sim = NULL;
     SP_CHECK_STATUS(sp_simulate_pipeline(ctx, &pl, true, &sim), SP_ERR_INVALID_ARG);
     SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "zb-h1 needs wgrad_ms");

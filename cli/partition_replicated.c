@@ -1,0 +1,66 @@
+/* cli/partition_replicated.c: the table of a plan whose stages are replicated (`stagepart
+ * partition PROFILE --gpus N`, sp_partition_replicated): each stage's replicas, devices,
+ * all-reduce and share of a micro-batch, against the bottleneck. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void stage_range(const sp_stage *st, char *buf, size_t size) {
+    if (st->layer_count == 1)
+        snprintf(buf, size, "%s", st->first_name);
+    else
+        snprintf(buf, size, "%s .. %s", st->first_name, st->last_name);
+}
+
+void cli_print_replicated(const sp_plan *plan, const sp_profile *profile) {
+    const sp_plan_summary *m = sp_plan_get_summary(plan);
+    bool flushes = m->schedule.present && m->schedule.schedule != SP_SCHEDULE_PIPEDREAM &&
+                   m->schedule.schedule != SP_SCHEDULE_2BW;
+    printf("%s: %zu layers -> %u stages on %u GPUs (replicated stages, optimal, %u "
+           "micro-batches)\n\n",
+           sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages, m->gpus,
+           m->micro_batches);
+    printf("stage  %-32s %6s %8s %9s %10s %13s %10s %10s  share of bottleneck\n", "layers", "count",
+           "replicas", "devices", "time ms", "all-reduce ms", "share ms", "memory");
+    for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++) {
+        const sp_stage *st = sp_plan_get_stage(plan, s);
+        char range[256], mem[16], devs[32], b[21];
+        stage_range(st, range, sizeof range);
+        if (st->replicas > 1)
+            snprintf(devs, sizeof devs, "%u-%u", st->device, st->device + st->replicas - 1);
+        else
+            snprintf(devs, sizeof devs, "%u", st->device);
+        double share = m->bottleneck_ms > 0 ? st->share_ms / m->bottleneck_ms : 1.0;
+        size_t full = (size_t)(share * 20 + 0.5);
+        for (size_t i = 0; i < 20; i++)
+            b[i] = i < full ? '#' : '.';
+        b[20] = '\0';
+        printf("%5zu  %-32.32s %6zu %8u %9s %10.3f %13.3f %10.3f %10s  %s %3.0f%%\n", s, range,
+               st->layer_count, st->replicas, devs, st->time_ms, st->allreduce_ms, st->share_ms,
+               sp_format_bytes(st->memory_bytes, mem, sizeof mem), b, 100 * share);
+    }
+    printf("\nshare       one micro-batch's share of a stage's devices: %s\n",
+           flushes ? "time / replicas + all-reduce / M (one all-reduce per iteration, after the "
+                     "flush)"
+                   : "max(time, all-reduce) / replicas (one all-reduce per micro-batch, "
+                     "overlapped with the next)");
+    printf("bottleneck  %.3f ms per micro-batch (stage %u): %.1f micro-batches per second   "
+           "lower bound %.3f ms (all work spread over %u GPUs, no all-reduce)\n",
+           m->bottleneck_ms, m->bottleneck_stage,
+           m->bottleneck_ms > 0 ? 1000.0 / m->bottleneck_ms : 0.0, m->lower_bound_ms, m->gpus);
+    if (m->memory_limit_bytes) {
+        char lim[16];
+        printf("memory      every replica within the limit of %s\n",
+               sp_format_bytes(m->memory_limit_bytes, lim, sizeof lim));
+    }
+    printf("even split  %.3f ms with the same replicas%s\n", m->even_split_bottleneck_ms,
+           m->even_split_over_memory ? ", but it does not fit the memory limits" : "");
+    if (m->schedule.present)
+        printf("schedule    %s, %u micro-batches on %u devices: iteration %.3f ms, bubble "
+               "%.1f%%, efficiency %.1f%% (simulated, every replica a device)\n",
+               sp_schedule_name(m->schedule.schedule), m->schedule.micro_batches, m->gpus,
+               m->schedule.iteration_ms, 100 * m->schedule.bubble_fraction,
+               100 * m->schedule.efficiency);
+    printf("solved in   %.3f ms\n", m->solve_ms);
+}

@@ -1,0 +1,244 @@
+/* partitioner/replicated.c: `partition --gpus N`, PipeDream's planner: how many stages, where
+ * to cut and how many data-parallel replicas each stage gets (sp_partition_replicated). The
+ * options are checked here, replicated_search.c finds the plan, and the plan is built as a
+ * given split whose stages then get their replicas, devices, all-reduces and shares, and is
+ * simulated with every replica a device (simulate/replicas.c). */
+#include <math.h>
+#include <string.h>
+
+#include "baselines.h"
+#include "devices_impl.h"
+#include "partition_impl.h"
+#include "plan_impl.h"
+#include "replicated.h"
+#include "sim_impl.h"
+
+#define SP_MAX_REPLICATED_GPUS 512u
+
+static sp_status check_options(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                               uint32_t gpus, const sp_devices **devices) {
+    if (gpus < 1 || gpus > SP_MAX_REPLICATED_GPUS)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--gpus must be in [1, %u] for replicated stages (the search grows as "
+                       "N^3), got %u",
+                       SP_MAX_REPLICATED_GPUS, gpus);
+    sp_schedule sc = o->schedule;
+    if (sc != SP_SCHEDULE_GPIPE && sc != SP_SCHEDULE_1F1B && !sp_schedule_async(sc))
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "replicated stages run gpipe, 1f1b, pipedream or 2bw (one chunk per "
+                       "device, in-flight counts set by the stages after each); --schedule %s "
+                       "is not built for them",
+                       sp_schedule_name(sc));
+    if (o->chunks > 1 || o->solver != SP_SOLVER_DP || o->objective != SP_OBJECTIVE_BOTTLENECK ||
+        o->recompute || o->placement != SP_PLACEMENT_ORDER || o->allow_empty_stages ||
+        o->comm != SP_COMM_OVERLAP)
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "replicated stages are planned by their own exact search for the least "
+                       "bottleneck: --chunks, --solver, --objective, --recompute, --placement, "
+                       "--allow-empty-stages and --comm blocking do not apply to them");
+    if (o->micro_batches == SP_MICRO_BATCHES_AUTO)
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "--micro-batches auto does not apply to replicated stages: give M");
+    if (!o->links || sp_links_get_count(o->links) < gpus)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "replicated stages all-reduce their gradients over the links between "
+                       "their devices: --links must describe at least %u devices%s",
+                       gpus, o->links ? "" : " (none given)");
+    *devices = o->devices ? o->devices : sp_profile_get_devices(profile);
+    if (!*devices)
+        return SP_OK;
+    if (sp_devices_get_count(*devices) < gpus)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "the device list has %zu devices, --gpus %u",
+                       sp_devices_get_count(*devices), gpus);
+    const sp_device_info *d0 = sp_devices_get_device(*devices, 0);
+    for (uint32_t d = 1; d < gpus; d++) {
+        const sp_device_info *di = sp_devices_get_device(*devices, d);
+        if (di->speed != d0->speed || di->memory_bytes != d0->memory_bytes)
+            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                           "replicated stages are planned on identical devices; '%s' and '%s' "
+                           "differ in speed or memory",
+                           d0->name, di->name);
+    }
+    return SP_OK;
+}
+
+/* each stage's figures on its replicas: devices, all-reduce, share, and the transfer to the next
+ * stage over the slowest link between the two stages' devices */
+static sp_status set_replicas(sp_ctx *ctx, sp_plan *plan, const sp_profile *profile,
+                              const struct sp_replica_model *m, const struct sp_replica_plan *rp,
+                              const sp_devices *devices) {
+    uint32_t P = rp->stages;
+    uint32_t *device = sp_mallocarray(P, sizeof *device);
+    const char **names = sp_mallocarray(P, sizeof *names);
+    size_t *ranks = sp_mallocarray(m->gpus, sizeof *ranks);
+    if (!device || !names || !ranks) {
+        sp_free(device);
+        sp_free(names);
+        sp_free(ranks);
+        return sp_oom(ctx, "planning replicated stages");
+    }
+    for (uint32_t s = 0; s < P; s++) {
+        sp_stage *st = &plan->stages[s];
+        uint32_t g = rp->first_device[s], r = rp->replicas[s];
+        device[s] = g;
+        names[s] =
+            devices ? sp_devices_get_device(devices, g)->name : sp_links_get_name(m->links, g);
+        for (uint32_t j = 0; j < r; j++)
+            ranks[j] = g + j;
+        st->replicas = r;
+        st->allreduce_ms = sp_ring_allreduce_ms(m->links, ranks, r, st->param_bytes);
+        st->share_ms =
+            sp_ticks_to_ms(sp_replica_share_ticks(m, rp->bounds[s], rp->bounds[s + 1], g, r));
+        st->send_ms = 0;
+        if (s + 1 == P)
+            continue;
+        uint64_t bytes = sp_profile_get_layer(profile, st->last_layer)->activation_bytes;
+        uint32_t g2 = rp->first_device[s + 1], r2 = rp->replicas[s + 1];
+        for (uint32_t i = g; i < g + r; i++)
+            for (uint32_t j = g2; j < g2 + r2; j++)
+                st->send_ms = fmax(st->send_ms, sp_links_transfer_ms(m->links, i, j, bytes));
+    }
+    sp_status st = sp_plan_set_devices(ctx, plan, device, names);
+    sp_free(device);
+    sp_free(names);
+    sp_free(ranks);
+    return st;
+}
+
+/* the even split on the same replicas and devices, and whether it fits */
+static sp_status even_split(sp_ctx *ctx, const sp_profile *profile,
+                            const struct sp_replica_model *m, const struct sp_replica_plan *rp,
+                            double *bottleneck_ms, bool *over_memory) {
+    uint32_t P = rp->stages;
+    size_t *even = sp_mallocarray((size_t)P + 1, sizeof *even);
+    if (!even)
+        return sp_oom(ctx, "planning replicated stages");
+    sp_status st = sp_uniform_bounds(ctx, profile, m->chain, P, even);
+    int64_t worst = 0;
+    *over_memory = false;
+    for (uint32_t s = 0; st == SP_OK && s < P; s++) {
+        size_t a = sp_chain_position_of(m->chain, even[s]);
+        size_t b = sp_chain_position_of(m->chain, even[s + 1]);
+        int64_t t = sp_replica_share_ticks(m, a, b, rp->first_device[s], rp->replicas[s]);
+        worst = t > worst ? t : worst;
+        *over_memory |= m->mem_cap && sp_replica_memory(m, a, b, P - s) > m->mem_cap;
+    }
+    *bottleneck_ms = sp_ticks_to_ms(worst);
+    sp_free(even);
+    return st;
+}
+
+/* the summary from the shares: what bounds a replicated pipeline's throughput */
+static void summarize(sp_plan *plan, const struct sp_replica_plan *rp, uint32_t M) {
+    sp_plan_summary *sm = &plan->summary;
+    double total = 0, worst = -1, var = 0;
+    sm->transfer_ms = 0;
+    for (uint32_t s = 0; s < rp->stages; s++) {
+        const sp_stage *st = &plan->stages[s];
+        total += st->share_ms;
+        sm->transfer_ms += st->send_ms;
+        if (st->share_ms > worst) {
+            worst = st->share_ms;
+            sm->bottleneck_stage = s;
+        }
+    }
+    double mean = total / rp->stages;
+    for (uint32_t s = 0; s < rp->stages; s++)
+        var += (plan->stages[s].share_ms - mean) * (plan->stages[s].share_ms - mean);
+    sm->gpus = rp->gpus_used;
+    sm->bottleneck_ms = worst;
+    sm->mean_ms = mean;
+    sm->stddev_ms = sqrt(var / rp->stages);
+    sm->imbalance = mean > 0 ? worst / mean : 1.0;
+    sm->lower_bound_ms = sm->total_ms / rp->gpus_used; /* all work spread, no all-reduce */
+    sm->formula_iteration_ms = (double)(M - 1) * worst + total;
+    sm->optimal = true;
+}
+
+static sp_status build_plan(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                            const sp_devices *devices, const struct sp_replica_model *m,
+                            const struct sp_replica_plan *rp, sp_plan **out) {
+    uint32_t P = rp->stages;
+    size_t *first = sp_mallocarray(P, sizeof *first), *same = sp_calloc(P, sizeof *same);
+    sp_devices *stage_devices = NULL; /* P copies of the (identical) devices, for their speed */
+    sp_status st = first && same ? SP_OK : sp_oom(ctx, "planning replicated stages");
+    for (uint32_t s = 0; st == SP_OK && s < P; s++)
+        first[s] = m->chain->pos[rp->bounds[s]];
+    if (st == SP_OK && devices)
+        st = sp_devices_select(ctx, devices, same, P, &stage_devices);
+    sp_partition_opts g = *o;
+    g.stages = P;
+    g.micro_batches = m->micro_batches;
+    g.chunks = 1;
+    g.links = NULL; /* transfers and all-reduces are set from the replicas' devices below */
+    g.devices = stage_devices;
+    g.memory_limit_bytes = 0; /* the search kept every replica within it */
+    sp_plan *plan = NULL;
+    if (st == SP_OK)
+        st = sp_plan_from_split(ctx, profile, &g, first, P, &plan);
+    if (st == SP_OK)
+        st = set_replicas(ctx, plan, profile, m, rp, devices);
+    if (st == SP_OK) {
+        plan->summary.solver = SP_SOLVER_DP;
+        plan->summary.memory_limit_bytes = o->memory_limit_bytes;
+        summarize(plan, rp, m->micro_batches);
+        st = even_split(ctx, profile, m, rp, &plan->summary.even_split_bottleneck_ms,
+                        &plan->summary.even_split_over_memory);
+    }
+    if (st == SP_OK)
+        st = sp_plan_simulate(ctx, plan, o->schedule);
+    sp_free(first);
+    sp_free(same);
+    sp_devices_destroy(stage_devices);
+    if (st != SP_OK) {
+        sp_plan_destroy(plan);
+        return st;
+    }
+    *out = plan;
+    return SP_OK;
+}
+
+sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
+                                  const sp_partition_opts *opts, uint32_t gpus, sp_plan **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!profile || !opts || !out)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_partition_replicated: NULL argument");
+    *out = NULL;
+    const sp_devices *devices = NULL;
+    sp_status st = check_options(ctx, profile, opts, gpus, &devices);
+    if (st != SP_OK)
+        return st;
+    double t0 = sp_now_ms();
+    uint32_t M = opts->micro_batches ? opts->micro_batches : 4 * gpus;
+    uint64_t cap = opts->memory_limit_bytes;
+    const sp_device_info *d0 = devices ? sp_devices_get_device(devices, 0) : NULL;
+    if (d0 && d0->memory_bytes && (!cap || d0->memory_bytes < cap))
+        cap = d0->memory_bytes;
+    struct sp_chain chain;
+    struct sp_chain_model cm = {SP_WEIGHT_TIME, 1,    M,     opts->schedule, 0,     NULL,
+                                NULL,           NULL, false, false,          false, NULL};
+    st = sp_chain_init(ctx, &chain, profile, &cm);
+    if (st != SP_OK)
+        return st;
+    struct sp_replica_model m = {&chain, opts->links,          gpus, M,   opts->schedule,
+                                 cap,    d0 ? d0->speed : 1.0, NULL, NULL};
+    struct sp_replica_plan rp = {0};
+    st = sp_replica_model_init(ctx, &m);
+    if (st == SP_OK)
+        st = sp_replica_search(ctx, &m, &rp);
+    if (st == SP_ERR_INFEASIBLE)
+        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
+                     "no plan on %u GPUs fits the memory limit (%llu bytes per device): each "
+                     "replica holds its whole stage",
+                     gpus, (unsigned long long)cap);
+    if (st == SP_OK)
+        st = build_plan(ctx, profile, opts, devices, &m, &rp, out);
+    if (st == SP_OK)
+        (*out)->summary.solve_ms = sp_now_ms() - t0;
+    sp_replica_plan_release(&rp);
+    sp_replica_model_release(&m);
+    sp_chain_release(&chain);
+    return st;
+}

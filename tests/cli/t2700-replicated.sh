@@ -1,0 +1,62 @@
+#!/bin/sh
+# t2700-replicated: `partition PROFILE --gpus N` alone, PipeDream's planner: VGG-16 on the
+# two-node sample links, its table and plan (replicas adding up to what it uses, each stage's
+# share the largest at the bottleneck), the plan simulated again from its file with every
+# replica a device, and what it refuses with its exit code.
+. "$(dirname "$0")/lib.sh"
+
+P=$SRC/samples/profiles/vgg16.json
+L=$SRC/samples/links/two-nodes-8.json
+
+expect_code "VGG-16 on 8 GPUs" 0 "$STAGEPART" partition "$P" --gpus 8 --links "$L" \
+    -o "$TMP/plan.json"
+expect_stdout_contains "the title says replicated" "stages on 8 GPUs (replicated stages, optimal"
+expect_stdout_contains "the share's rule under 1f1b" "time / replicas + all-reduce / M"
+expect_stdout_contains "the simulated schedule" "(simulated, every replica a device)"
+python3 - "$TMP/plan.json" <<'PY' && pass "plan: replicas add up to gpus, devices in order, bottleneck = largest share" || fail "plan fields"
+import json, sys
+p = json.load(open(sys.argv[1]))
+st = p["stages"]
+assert p["gpus"] == sum(s["replicas"] for s in st) <= 8, p["gpus"]
+dev = 0
+for s in st:
+    assert s["device"] == dev, (s["device"], dev)
+    dev += s["replicas"]
+    assert s["share_ms"] <= p["bottleneck_ms"] + 1e-12
+    # flushing: time / r + all-reduce / M, rounded up to a nanosecond
+    want = s["time_ms"] / s["replicas"] + s["allreduce_ms"] / p["micro_batches"]
+    assert want <= s["share_ms"] + 1e-9 and s["share_ms"] - want < 1.5e-6, (want, s["share_ms"])
+    assert (s["allreduce_ms"] > 0) == (s["replicas"] > 1)
+assert max(s["share_ms"] for s in st) == p["bottleneck_ms"]
+PY
+expect_code "simulated again from the plan" 0 "$STAGEPART" simulate "$TMP/plan.json" --json
+python3 - "$TMP/plan.json" "$TMP/stdout" <<'PY' && pass "simulate: one device per replica, the plan's iteration" || fail "simulate of a replicated plan"
+import json, sys
+p, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+summary = s.get("summary", s)
+assert summary["devices"] == p["gpus"], summary
+assert abs(summary["iteration_ms"] - p["schedule"]["iteration_ms"]) < 1e-6
+PY
+expect_code "equal replicas export as a data-parallel size" 0 "$STAGEPART" export "$TMP/plan.json" \
+    --to deepspeed
+expect_stdout_contains "the size" "the framework's data-parallel size is 4"
+expect_code "7 GPUs: replicas differ per stage" 0 "$STAGEPART" partition "$P" --gpus 7 --links "$L" \
+    -o "$TMP/plan7.json"
+expect_code "which no framework expresses: exit 4" 4 "$STAGEPART" export "$TMP/plan7.json" \
+    --to megatron
+expect_stderr_contains "says why" "cannot express replicas per stage"
+expect_code "pipedream: the share without flushes" 0 "$STAGEPART" partition "$P" --gpus 8 \
+    --links "$L" --schedule pipedream
+expect_stdout_contains "max(time, all-reduce) / replicas" "max(time, all-reduce) / replicas"
+expect_code "--micro-batches is the M of the all-reduce's share" 0 "$STAGEPART" partition "$P" \
+    --gpus 8 --links "$L" -m 64 --json
+expect_stdout_contains "M = 64" '"micro_batches":	64'
+expect_code "without links: exit 2" 2 "$STAGEPART" partition "$P" --gpus 8
+expect_stderr_contains "names --links" "--links must describe at least 8 devices"
+expect_code "zb-h1 is not built for replicas: exit 4" 4 "$STAGEPART" partition "$P" --gpus 8 \
+    --links "$L" --schedule zb-h1
+expect_code "--stages with --gpus: usage" 2 "$STAGEPART" partition "$P" --gpus 8 --links "$L" -s 2
+expect_code "nothing fits: exit 3" 3 "$STAGEPART" partition "$P" --gpus 8 --links "$L" \
+    --memory-limit 100MB
+expect_stderr_contains "says why" "each replica holds its whole stage"
+test_done
