@@ -144,6 +144,19 @@ s=$(date +%s%N)
 e=$(date +%s%N)
 python3 -c 'import json,sys; t=json.load(open(sys.argv[1])); c=t["candidates"]; b=c[t["best"]]; p, d = b["pipeline"], b["data_parallel"]; print(f"\nPipeline x data parallel, 1,000 layers on 64 GPUs, global batch 4096: {len(c)} splits in {sys.argv[2]} ms, best {p} x {d}")' "$TMP/dp.json" $(( (e - s) / 1000000 ))
 
+# Replicated stages (#30, PipeDream's planner): the same profile and links, cuts and replica
+# counts on 64 GPUs, against the yardstick of the DP's plan for 64 stages measured alongside.
+for sc in 1f1b pipedream; do
+    s=$(date +%s%N)
+    "$STAGEPART" partition "$TMP/p1000.json" --gpus 64 --links "$TMP/l64.json" --schedule $sc \
+        --json >"$TMP/rep.json"
+    e=$(date +%s%N)
+    "$STAGEPART" partition "$TMP/p1000.json" -s 64 --schedule $sc --json >"$TMP/dp64.json"
+    f=$(date +%s%N)
+    python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); st=p["stages"]; r=[s["replicas"] for s in st]; a, b = int(sys.argv[3]), int(sys.argv[4]); print(f"Replicated stages ({sys.argv[2]}), 1,000 layers on 64 GPUs: {a} ms ({a / b:.1f}x the dp for -s 64, {b} ms), {len(st)} stages on {p["gpus"]} GPUs, replicas {min(r)} to {max(r)}, solve {p["solve_ms"]:.0f} ms")' \
+        "$TMP/rep.json" $sc $(( (e - s) / 1000000 )) $(( (f - e) / 1000000 ))
+done
+
 # Placement: 8 stages on two nodes of four GPUs (node1 at 0.6x speed, half the memory), links
 # fast inside a node and slow between. Stage s on device s (the dp) against the ilp's search.
 echo
