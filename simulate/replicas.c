@@ -1,16 +1,8 @@
 /* simulate/replicas.c: replicated stages' op lists. A stage with r replicas takes its
  * micro-batches round-robin, as PipeDream's replicated stages do: replica j gets micro-batches
- * j, j + r, j + 2r, ... and runs on them the schedule's own order for the stage, as if they were
- * the whole batch. Under the 1F1B orders (1f1b, pipedream, 2bw) a replica of stage s starts
- * with w_s forwards, then runs one backward and one forward in turn:
- *     w_0 = P,  w_s = min(P - s, max(1, floor(w_{s-1} r_{s-1} / r_s)))
- * so a replica never holds more than the P - s micro-batches the memory model gives stage s,
- * and a stage's replicas together wait for no more forwards than the stage before started in
- * its warm-up (w_s r_s <= w_{s-1} r_{s-1}, or w_s = 1: each replica turns at once), which keeps
- * the order free of deadlocks (the simulator would report one; tests/oracle/test_replicated.c
- * simulates thousands of random plans). When the stages after s have many more replicas than
- * s, that window is shorter than their round trip, and the simulation shows the replicas
- * waiting. */
+ * j, j + r, j + 2r, ... Under gpipe each replica runs the schedule's order on its own ones
+ * (all forwards, then all backwards); under the 1F1B schedules it runs as PipeDream's workers
+ * do (replicas_policy.c). Every replica is a device of the simulation. */
 #include "sim_impl.h"
 
 /* replica j of stage s: its count of the M micro-batches */
@@ -18,13 +10,11 @@ static uint32_t replica_count(uint32_t M, uint32_t r, uint32_t j) {
     return M / r + (j < M % r ? 1 : 0);
 }
 
-/* stage s's order for n micro-batches with w forwards first (the order of stage s in a pipeline
- * of s + w stages), written to out (room for 3n ops) with micro-batch i renamed j + i r; the
- * count written, or SIZE_MAX with ctx's message */
-static size_t replica_ops(sp_ctx *ctx, const struct sp_pipeline *pl, uint32_t s, uint32_t w,
-                          uint32_t n, uint32_t j, struct sp_sched_op *out) {
+/* stage s's gpipe order for n micro-batches, written to out (room for 2n ops) with micro-batch
+ * i renamed j + i r; the count written, or SIZE_MAX with ctx's message */
+static size_t replica_ops(sp_ctx *ctx, const struct sp_pipeline *pl, uint32_t s, uint32_t n,
+                          uint32_t j, struct sp_sched_op *out) {
     struct sp_pipeline one = *pl;
-    one.P = s + w;
     one.M = n;
     one.replicas = NULL;
     one.allreduce = NULL;
@@ -64,17 +54,26 @@ sp_status sp_schedule_build_devices(sp_ctx *ctx, const struct sp_pipeline *pl,
         *offset = NULL;
         return sp_oom(ctx, "dealing micro-batches to replicas");
     }
-    size_t used = 0;
-    uint32_t d = 0, w = P;
-    for (uint32_t s = 0; s < P; s++) {
-        if (s > 0) {
-            uint64_t fed = (uint64_t)w * pl->replicas[s - 1] / pl->replicas[s];
-            w = fed < 1 ? 1 : fed > P - s ? P - s : (uint32_t)fed;
+    if (pl->schedule != SP_SCHEDULE_GPIPE) { /* the 1F1B schedules: as the workers' policy runs */
+        sp_status st = pl->f && pl->b && pl->send
+                           ? sp_replica_policy_lists(ctx, pl, *ops, *offset)
+                           : sp_fail(ctx, SP_ERR_INVALID_ARG,
+                                     "replicated stages are ordered on their times: none given");
+        if (st != SP_OK) {
+            sp_free(*ops);
+            sp_free(*offset);
+            *ops = NULL;
+            *offset = NULL;
         }
+        return st;
+    }
+    size_t used = 0;
+    uint32_t d = 0;
+    for (uint32_t s = 0; s < P; s++)
         for (uint32_t j = 0; j < pl->replicas[s]; j++, d++) {
             (*offset)[d] = used;
             uint32_t n = replica_count(pl->M, pl->replicas[s], j);
-            size_t got = n ? replica_ops(ctx, pl, s, w, n, j, *ops + used) : 0;
+            size_t got = n ? replica_ops(ctx, pl, s, n, j, *ops + used) : 0;
             if (got == SIZE_MAX) {
                 sp_free(*ops);
                 sp_free(*offset);
@@ -84,7 +83,6 @@ sp_status sp_schedule_build_devices(sp_ctx *ctx, const struct sp_pipeline *pl,
             }
             used += got;
         }
-    }
     (*offset)[D] = used;
     return SP_OK;
 }

@@ -74,6 +74,11 @@ sp_status sp_schedule_build(sp_ctx *ctx, const struct sp_pipeline *pl, struct sp
  * ops[offset[d] .. offset[d+1]) for d < sp_pipeline_devices(pl) (replicas.c). */
 sp_status sp_schedule_build_devices(sp_ctx *ctx, const struct sp_pipeline *pl,
                                     struct sp_sched_op **ops, size_t **offset);
+/* sp_replica_policy_lists: replicated stages under 1f1b, pipedream or 2bw: each replica's op
+ * list as PipeDream's workers' policy runs it on the pipeline's times (f, b and send required):
+ * offset[D + 1] and ops[2 x M x P] (replicas_policy.c). */
+sp_status sp_replica_policy_lists(sp_ctx *ctx, const struct sp_pipeline *pl,
+                                  struct sp_sched_op *ops, size_t *offset);
 /* sp_replica_device: the device of stage k's micro-batch mb (replicated stages, replicas.c's
  * order); base[k] = the replicas of the stages before k. */
 static inline uint32_t sp_replica_device(const struct sp_pipeline *pl, const uint32_t *base,

@@ -155,6 +155,46 @@ static void test_round_trip(void) {
     sp_profile_destroy(p);
 }
 
+/* A plan read from its document: 2 stages of 2 replicas, equal times f + b = 3 ms, no
+ * transfers. Replica j of both stages takes the same micro-batches, so the replicas pair up
+ * into two unreplicated 2-stage pipelines of M / 2 micro-batches each: 1F1B's closed form
+ * (M / 2 + P - 1)(f + b), and a flushing schedule then waits for the slower stage's
+ * all-reduce after its last backward (stage 0's, the last to finish under 1F1B). */
+#define PAIR_FMT                                                                                   \
+    "{\"format\":\"stagepart-plan\",\"version\":1,\"model\":\"e\",\"stage_count\":2,"              \
+    "\"micro_batches\":8,\"gpus\":4,\"stages\":["                                                  \
+    "{\"index\":0,\"device\":0,\"first_layer\":0,\"last_layer\":0,\"fwd_ms\":1,"                   \
+    "\"bwd_ms\":2,\"replicas\":2,\"allreduce_ms\":%g,\"share_ms\":1.5},"                           \
+    "{\"index\":1,\"device\":2,\"first_layer\":1,\"last_layer\":1,\"fwd_ms\":1,"                   \
+    "\"bwd_ms\":2,\"replicas\":2,\"allreduce_ms\":0,\"share_ms\":1.5}]}"
+
+static void test_paired_replicas(void) {
+    const double allreduce[] = {0, 7};
+    for (int i = 0; i < 2; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, PAIR_FMT, allreduce[i]);
+        sp_plan *plan = NULL;
+        SP_CHECK_STATUS(sp_plan_parse(ctx, "pair.json", text, strlen(text), &plan), SP_OK);
+        if (!plan)
+            continue;
+        SP_CHECK(fabs(sp_plan_get_summary(plan)->bottleneck_ms - 1.5) < 1e-12);
+        sp_sim_opts so;
+        sp_sim_opts_init(&so);
+        sp_sim *sim = NULL;
+        SP_CHECK_STATUS(sp_simulate(ctx, plan, &so, &sim), SP_OK);
+        double want = (8.0 / 2 + 2 - 1) * 3 + allreduce[i];
+        SP_CHECK_MSG(sim && fabs(sp_sim_get_summary(sim)->iteration_ms - want) < 1e-9,
+                     "1f1b: %g ms, closed form %g",
+                     sim ? sp_sim_get_summary(sim)->iteration_ms : -1, want);
+        sp_sim_destroy(sim);
+        so.schedule = SP_SCHEDULE_GPIPE; /* the same for all forwards first */
+        SP_CHECK_STATUS(sp_simulate(ctx, plan, &so, &sim), SP_OK);
+        SP_CHECK(sim && fabs(sp_sim_get_summary(sim)->iteration_ms - want) < 1e-9);
+        sp_sim_destroy(sim);
+        sp_plan_destroy(plan);
+    }
+}
+
 static void test_refusals(void) {
     sp_profile *p = equal_profile(4, 1, 2, 1000ull);
     sp_links *l = flat_links(2, 10, 5);
@@ -183,6 +223,7 @@ int main(void) {
     test_one_stage_all_replicas();
     test_allreduce_charges();
     test_round_trip();
+    test_paired_replicas();
     test_refusals();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_replicated_unit");
