@@ -117,6 +117,13 @@ static sp_status same_devices_and_links(sp_ctx *ctx, const sp_plan *plan, const 
     const sp_plan_summary *m = sp_plan_get_summary(plan);
     const sp_stage *named = NULL;
     bool transfers = m->transfer_ms > 0;
+    if (m->gpus && !links) /* replicated: all-reduces and transfers run over the links */
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "%s replicates stages on %u GPUs; give check the --links file it was "
+                       "made with so its all-reduces compare",
+                       plan_name, m->gpus);
+    if (m->gpus && !list) /* its devices are named by the links */
+        return SP_OK;
     for (size_t k = 0; k < n; k++) {
         const sp_stage *s = sp_plan_get_stage(plan, k);
         if (!named && s->device_name && *s->device_name)
@@ -144,6 +151,22 @@ static sp_status same_devices_and_links(sp_ctx *ctx, const sp_plan *plan, const 
                        "--links file so its stage times compare",
                        plan_name, m->transfer_ms);
     return SP_OK;
+}
+
+/* the committed split (and replicas) on the profile as it is now */
+static sp_status plan_now(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
+                          const sp_partition_opts *popts, const size_t *first, sp_plan **now) {
+    size_t n = sp_plan_get_stage_count(plan);
+    if (!sp_plan_get_summary(plan)->gpus)
+        return sp_plan_from_split(ctx, profile, popts, first, n, now);
+    uint32_t *replicas = sp_mallocarray(n, sizeof *replicas);
+    if (!replicas)
+        return sp_oom(ctx, "checking the plan");
+    for (size_t k = 0; k < n; k++)
+        replicas[k] = sp_plan_get_stage(plan, k)->replicas;
+    sp_status st = sp_plan_from_replicated_split(ctx, profile, popts, first, replicas, n, now);
+    sp_free(replicas);
+    return st;
 }
 
 sp_status sp_check(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
@@ -187,9 +210,14 @@ sp_status sp_check(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
     sp_plan_options(plan, &popts);
     popts.devices = opts->devices;
     popts.links = opts->links;
-    if ((st = sp_plan_from_split(ctx, profile, &popts, first, sp_plan_get_stage_count(plan),
-                                 &now)) != SP_OK ||
-        (st = sp_partition(ctx, profile, &popts, &fresh)) != SP_OK)
+    if ((st = plan_now(ctx, plan, profile, &popts, first, &now)) != SP_OK)
+        goto out;
+    /* a new plan on as many GPUs as the replicated plan uses, or the same stage count */
+    st =
+        sp_plan_get_summary(plan)->gpus
+            ? sp_partition_replicated(ctx, profile, &popts, sp_plan_get_summary(plan)->gpus, &fresh)
+            : sp_partition(ctx, profile, &popts, &fresh);
+    if (st != SP_OK)
         goto out;
     if (!evaluate(r, plan, now, fresh, opts))
         st = sp_oom(ctx, "checking the plan");

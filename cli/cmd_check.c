@@ -57,7 +57,9 @@ const struct cli_command_help cmd_check_help = {
     "time under the plan's schedule, compares them with the plan's recorded prediction, and\n"
     "partitions the new profile again to see what a new plan would gain. A plan made for\n"
     "devices or links is re-evaluated on the same ones (--devices, --links), each stage on\n"
-    "the device the plan gave it. Prints one line per criterion; exit 1 when any fails. With\n"
+    "the device the plan gave it; a replicated plan (partition --gpus N) keeps its replicas\n"
+    "(--links required) and is compared with the replicated search on as many GPUs. Prints one\n"
+    "line per criterion; exit 1 when any fails. With\n"
     "GITHUB_ACTIONS=true failures are also printed as ::error annotations. docs/ci.md has\n"
     "complete GitHub Actions and GitLab CI jobs.",
     "  stagepart check --plan plan.json --profile new-profile.json\n"

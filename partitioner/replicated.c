@@ -152,7 +152,7 @@ static void summarize(sp_plan *plan, const struct sp_replica_plan *rp, uint32_t 
     sm->imbalance = mean > 0 ? worst / mean : 1.0;
     sm->lower_bound_ms = sm->total_ms / rp->gpus_used; /* all work spread, no all-reduce */
     sm->formula_iteration_ms = (double)(M - 1) * worst + total;
-    sm->optimal = true;
+    sm->optimal = false; /* the search's plans say otherwise */
 }
 
 static sp_status build_plan(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
@@ -198,6 +198,43 @@ static sp_status build_plan(sp_ctx *ctx, const sp_profile *profile, const sp_par
     return SP_OK;
 }
 
+/* The model every replicated plan is judged by: the chain, the links' rings, M and the memory
+ * cap (the options checked first). */
+struct replicated_setup {
+    const sp_devices *devices;
+    struct sp_chain chain;
+    struct sp_replica_model m;
+};
+
+static sp_status setup(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                       uint32_t gpus, struct replicated_setup *su) {
+    memset(su, 0, sizeof *su);
+    sp_status st = check_options(ctx, profile, opts, gpus, &su->devices);
+    if (st != SP_OK)
+        return st;
+    uint32_t M = opts->micro_batches ? opts->micro_batches : 4 * gpus;
+    uint64_t cap = opts->memory_limit_bytes;
+    const sp_device_info *d0 = su->devices ? sp_devices_get_device(su->devices, 0) : NULL;
+    if (d0 && d0->memory_bytes && (!cap || d0->memory_bytes < cap))
+        cap = d0->memory_bytes;
+    struct sp_chain_model cm = {SP_WEIGHT_TIME, 1,    M,     opts->schedule, 0,     NULL,
+                                NULL,           NULL, false, false,          false, NULL};
+    st = sp_chain_init(ctx, &su->chain, profile, &cm);
+    if (st != SP_OK)
+        return st;
+    su->m = (struct sp_replica_model){&su->chain, opts->links,          gpus, M,   opts->schedule,
+                                      cap,        d0 ? d0->speed : 1.0, NULL, NULL};
+    st = sp_replica_model_init(ctx, &su->m);
+    if (st != SP_OK)
+        sp_chain_release(&su->chain);
+    return st;
+}
+
+static void release(struct replicated_setup *su) {
+    sp_replica_model_release(&su->m);
+    sp_chain_release(&su->chain);
+}
+
 sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
                                   const sp_partition_opts *opts, uint32_t gpus, sp_plan **out) {
     if (!ctx)
@@ -206,39 +243,87 @@ sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
     if (!profile || !opts || !out)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_partition_replicated: NULL argument");
     *out = NULL;
-    const sp_devices *devices = NULL;
-    sp_status st = check_options(ctx, profile, opts, gpus, &devices);
-    if (st != SP_OK)
-        return st;
     double t0 = sp_now_ms();
-    uint32_t M = opts->micro_batches ? opts->micro_batches : 4 * gpus;
-    uint64_t cap = opts->memory_limit_bytes;
-    const sp_device_info *d0 = devices ? sp_devices_get_device(devices, 0) : NULL;
-    if (d0 && d0->memory_bytes && (!cap || d0->memory_bytes < cap))
-        cap = d0->memory_bytes;
-    struct sp_chain chain;
-    struct sp_chain_model cm = {SP_WEIGHT_TIME, 1,    M,     opts->schedule, 0,     NULL,
-                                NULL,           NULL, false, false,          false, NULL};
-    st = sp_chain_init(ctx, &chain, profile, &cm);
+    struct replicated_setup su;
+    sp_status st = setup(ctx, profile, opts, gpus, &su);
     if (st != SP_OK)
         return st;
-    struct sp_replica_model m = {&chain, opts->links,          gpus, M,   opts->schedule,
-                                 cap,    d0 ? d0->speed : 1.0, NULL, NULL};
     struct sp_replica_plan rp = {0};
-    st = sp_replica_model_init(ctx, &m);
-    if (st == SP_OK)
-        st = sp_replica_search(ctx, &m, &rp);
+    st = sp_replica_search(ctx, &su.m, &rp);
     if (st == SP_ERR_INFEASIBLE)
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                      "no plan on %u GPUs fits the memory limit (%llu bytes per device): each "
                      "replica holds its whole stage",
-                     gpus, (unsigned long long)cap);
+                     gpus, (unsigned long long)su.m.mem_cap);
     if (st == SP_OK)
-        st = build_plan(ctx, profile, opts, devices, &m, &rp, out);
-    if (st == SP_OK)
+        st = build_plan(ctx, profile, opts, su.devices, &su.m, &rp, out);
+    if (st == SP_OK) {
+        (*out)->summary.optimal = true;
         (*out)->summary.solve_ms = sp_now_ms() - t0;
+    }
     sp_replica_plan_release(&rp);
-    sp_replica_model_release(&m);
-    sp_chain_release(&chain);
+    release(&su);
+    return st;
+}
+
+/* the given split and replicas as the search's plan: positions, devices from 0 in order */
+static sp_status given_plan(sp_ctx *ctx, const struct sp_chain *c, const size_t *first,
+                            const uint32_t *replicas, size_t count, struct sp_replica_plan *rp) {
+    size_t n = c->pos[c->n_pos - 1];
+    rp->stages = (uint32_t)count;
+    rp->bounds = sp_mallocarray(count + 1, sizeof *rp->bounds);
+    rp->replicas = sp_mallocarray(count, sizeof *rp->replicas);
+    rp->first_device = sp_mallocarray(count, sizeof *rp->first_device);
+    if (!rp->bounds || !rp->replicas || !rp->first_device)
+        return sp_oom(ctx, "a replicated split");
+    for (size_t s = 0; s < count; s++) {
+        size_t k = sp_chain_position_of(c, first[s]);
+        if (first[s] >= n || (s == 0 ? first[s] != 0 : first[s] <= first[s - 1]) ||
+            c->pos[k] != first[s])
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "stage %zu starts at layer %zu: stages start at layer 0, in increasing "
+                           "order, below %zu, where a stage may begin (not inside layers joined "
+                           "by \"cut_after\": false)",
+                           s, first[s], n);
+        rp->bounds[s] = k;
+        rp->replicas[s] = replicas[s];
+        rp->first_device[s] = rp->gpus_used;
+        rp->gpus_used += replicas[s];
+    }
+    rp->bounds[count] = c->n_pos - 1;
+    return SP_OK;
+}
+
+sp_status sp_plan_from_replicated_split(sp_ctx *ctx, const sp_profile *profile,
+                                        const sp_partition_opts *opts, const size_t *first_layers,
+                                        const uint32_t *replicas, size_t count, sp_plan **out) {
+    if (!ctx)
+        return SP_ERR_INVALID_ARG;
+    sp_ctx_begin(ctx);
+    if (!profile || !opts || !first_layers || !replicas || !out || !count ||
+        count > SP_MAX_REPLICATED_GPUS)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_from_replicated_split: no split");
+    *out = NULL;
+    uint64_t gpus = 0;
+    for (size_t s = 0; s < count; s++) {
+        if (!replicas[s])
+            return sp_fail(ctx, SP_ERR_INVALID_ARG, "stage %zu has no replica", s);
+        gpus += replicas[s];
+    }
+    if (gpus > SP_MAX_REPLICATED_GPUS)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "the replicas add up to %llu GPUs, above %u",
+                       (unsigned long long)gpus, SP_MAX_REPLICATED_GPUS);
+    struct replicated_setup su;
+    sp_status st = setup(ctx, profile, opts, (uint32_t)gpus, &su);
+    if (st != SP_OK)
+        return st;
+    struct sp_replica_plan rp = {0};
+    st = given_plan(ctx, &su.chain, first_layers, replicas, count, &rp);
+    if (st == SP_OK)
+        st = build_plan(ctx, profile, opts, su.devices, &su.m, &rp, out);
+    if (st == SP_OK)
+        (*out)->summary.solver = SP_SOLVER_GIVEN;
+    sp_replica_plan_release(&rp);
+    release(&su);
     return st;
 }

@@ -232,6 +232,18 @@ SP_API sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
                                          const sp_partition_opts *opts, uint32_t gpus,
                                          sp_plan **out);
 
+/* sp_plan_from_replicated_split: the plan for a given split with given replica counts: stage s
+ * begins at first_layers[s] (0 first, increasing, where a stage may begin) and runs on
+ * replicas[s] devices, stages on consecutive devices from 0; every figure as
+ * sp_partition_replicated gives it (same options, gpus the replicas summed), solver "given",
+ * memory reported, not enforced. `check` re-evaluates a replicated plan with it. Returns
+ * SP_ERR_INVALID_ARG (a split that is not one, or options as sp_partition_replicated),
+ * SP_ERR_UNSUPPORTED, SP_ERR_NOMEM. */
+SP_API sp_status sp_plan_from_replicated_split(sp_ctx *ctx, const sp_profile *profile,
+                                               const sp_partition_opts *opts,
+                                               const size_t *first_layers, const uint32_t *replicas,
+                                               size_t count, sp_plan **out);
+
 /* sp_plan_from_split: a plan for a split given by the caller, e.g. the one a user runs today.
  * first_layers[K] are the first layer of each of the K = opts->stages x opts->chunks stages,
  * increasing from 0 (each stage ends where the next begins, the last at the last layer); with

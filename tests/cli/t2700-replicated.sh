@@ -45,6 +45,24 @@ expect_code "7 GPUs: replicas differ per stage" 0 "$STAGEPART" partition "$P" --
 expect_code "which no framework expresses: exit 4" 4 "$STAGEPART" export "$TMP/plan7.json" \
     --to megatron
 expect_stderr_contains "says why" "cannot express replicas per stage"
+expect_code "check: the same profile passes" 0 "$STAGEPART" check --plan "$TMP/plan.json" \
+    --profile "$P" --links "$L"
+expect_stdout_contains "the replicated plan re-evaluated" "predicted iteration"
+python3 - "$P" "$TMP/slow.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for l in p["layers"]:
+    if l["name"].startswith("conv1"):
+        l["fwd_ms"] *= 3
+        l["bwd_ms"] *= 3
+json.dump(p, open(sys.argv[2], "w"))
+PY
+expect_code "check: slower first layers fail it" 1 "$STAGEPART" check --plan "$TMP/plan.json" \
+    --profile "$TMP/slow.json" --links "$L"
+expect_stdout_contains "the regression is named" "FAIL  regression"
+expect_code "check without the links: exit 2" 2 "$STAGEPART" check --plan "$TMP/plan.json" \
+    --profile "$P"
+expect_stderr_contains "names --links" "give check the --links file"
 expect_code "pipedream: the share without flushes" 0 "$STAGEPART" partition "$P" --gpus 8 \
     --links "$L" --schedule pipedream
 expect_stdout_contains "max(time, all-reduce) / replicas" "max(time, all-reduce) / replicas"

@@ -211,6 +211,20 @@ static void test_refusals(void) {
     o.chunks = 2;
     SP_CHECK_STATUS(sp_partition_replicated(ctx, p, &o, 2, &plan), SP_ERR_UNSUPPORTED);
     o.chunks = 1;
+    /* a given split with its replicas: not one when it does not start at 0 or go up */
+    size_t first[2] = {0, 2}, backwards[2] = {0, 0};
+    uint32_t reps[2] = {1, 1};
+    SP_CHECK_STATUS(sp_plan_from_replicated_split(ctx, p, &o, first, reps, 2, &plan), SP_OK);
+    SP_CHECK(plan && sp_plan_get_summary(plan)->solver == SP_SOLVER_GIVEN &&
+             sp_plan_get_summary(plan)->gpus == 2);
+    sp_plan_destroy(plan);
+    plan = NULL;
+    SP_CHECK_STATUS(sp_plan_from_replicated_split(ctx, p, &o, backwards, reps, 2, &plan),
+                    SP_ERR_INVALID_ARG);
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "stage 1 starts at layer 0");
+    reps[1] = 2; /* 3 GPUs: more than the links describe */
+    SP_CHECK_STATUS(sp_plan_from_replicated_split(ctx, p, &o, first, reps, 2, &plan),
+                    SP_ERR_INVALID_ARG);
     o.memory_limit_bytes = 1;
     SP_CHECK_STATUS(sp_partition_replicated(ctx, p, &o, 2, &plan), SP_ERR_INFEASIBLE);
     SP_CHECK(plan == NULL);
