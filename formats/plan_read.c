@@ -88,10 +88,10 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
     sp_json_get_uint(r, obj, where, "memory_bytes", false, 0, &st->memory_bytes);
     sp_json_get_uint(r, obj, where, "chunk", false, 0, &chunk);
     if (sp_json_get_uint(r, obj, where, "replicas", false, 1, &replicas) &&
-        replicas > SP_MAX_DEVICES)
-        sp_json_problem(r, where, "replicas", "expected 1 to %u, got %llu", SP_MAX_DEVICES,
+        replicas > SP_MAX_REPLICATED_GPUS)
+        sp_json_problem(r, where, "replicas", "expected 1 to %u, got %llu", SP_MAX_REPLICATED_GPUS,
                         (unsigned long long)replicas);
-    st->replicas = replicas <= SP_MAX_DEVICES ? (uint32_t)replicas : 1;
+    st->replicas = replicas <= SP_MAX_REPLICATED_GPUS ? (uint32_t)replicas : 1;
     sp_json_get_number(r, obj, where, "allreduce_ms", false, 0, SP_PLAN_MAX_STAGE_MS,
                        &st->allreduce_ms);
     st->share_ms = st->time_ms;
@@ -210,11 +210,12 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_json_get_uint(&r, root, "", "micro_batches", true, 1, &micro);
     uint64_t gpus = 0; /* replicated stages: the devices used */
     sp_json_get_uint(&r, root, "", "gpus", false, 1, &gpus);
-    if (gpus && (gpus > SP_MAX_DEVICES || chunks != 1))
+    if (gpus && (gpus > SP_MAX_REPLICATED_GPUS || chunks != 1))
         sp_json_problem(&r, "", "gpus",
                         "expected at most %u devices and one chunk per stage (replicated "
                         "stages), got %llu devices and %llu chunks",
-                        SP_MAX_DEVICES, (unsigned long long)gpus, (unsigned long long)chunks);
+                        SP_MAX_REPLICATED_GPUS, (unsigned long long)gpus,
+                        (unsigned long long)chunks);
     sp_json_get_uint(&r, root, "", "memory_limit_bytes", false, 1, &limit);
     sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, (double)INFINITY,
                        &m->lower_bound_ms);

@@ -13,8 +13,6 @@
 #include "replicated.h"
 #include "sim_impl.h"
 
-#define SP_MAX_REPLICATED_GPUS 512u
-
 static sp_status check_options(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                                uint32_t gpus, const sp_devices **devices) {
     if (gpus < 1 || gpus > SP_MAX_REPLICATED_GPUS)

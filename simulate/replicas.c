@@ -10,11 +10,13 @@ static uint32_t replica_count(uint32_t M, uint32_t r, uint32_t j) {
     return M / r + (j < M % r ? 1 : 0);
 }
 
-/* stage s's gpipe order for n micro-batches, written to out (room for 2n ops) with micro-batch
- * i renamed j + i r; the count written, or SIZE_MAX with ctx's message */
+/* stage s's gpipe order for n micro-batches (the same on every stage: a one-stage pipeline's),
+ * written to out (room for 2n ops) with micro-batch i renamed j + i r; the count written, or
+ * SIZE_MAX with ctx's message */
 static size_t replica_ops(sp_ctx *ctx, const struct sp_pipeline *pl, uint32_t s, uint32_t n,
                           uint32_t j, struct sp_sched_op *out) {
     struct sp_pipeline one = *pl;
+    one.P = 1;
     one.M = n;
     one.replicas = NULL;
     one.allreduce = NULL;
@@ -23,9 +25,10 @@ static size_t replica_ops(sp_ctx *ctx, const struct sp_pipeline *pl, uint32_t s,
     if (sp_schedule_build(ctx, &one, &ops, &offset) != SP_OK)
         return SIZE_MAX;
     uint32_t r = pl->replicas[s];
-    size_t count = offset[s + 1] - offset[s];
+    size_t count = offset[1];
     for (size_t i = 0; i < count; i++) {
-        out[i] = ops[offset[s] + i];
+        out[i] = ops[i];
+        out[i].stage = s;
         out[i].mb = j + out[i].mb * r;
         out[i].mb2 = j + out[i].mb2 * r;
     }
@@ -45,6 +48,9 @@ sp_status sp_schedule_build_devices(sp_ctx *ctx, const struct sp_pipeline *pl,
     uint32_t P = pl->P, D = sp_pipeline_devices(pl);
     /* every op of every stage: F, B (or I and W) per micro-batch */
     size_t room = (size_t)3 * pl->M * P;
+    if ((uint64_t)pl->M * 3 * P > SP_SIM_MAX_OPS)
+        return sp_fail(ctx, SP_ERR_LIMIT, "%llu ops to simulate, more than %u",
+                       (unsigned long long)pl->M * 3 * P, SP_SIM_MAX_OPS);
     *ops = sp_mallocarray(room ? room : 1, sizeof **ops);
     *offset = sp_mallocarray((size_t)D + 1, sizeof **offset);
     if (!*ops || !*offset) {

@@ -91,32 +91,99 @@ static void run_op(struct play *p, struct lane *L, char kind, uint32_t mb, uint3
     L->held--;
 }
 
-static sp_status play_out(sp_ctx *ctx, struct play *p, struct lane *lanes, uint32_t D,
-                          struct sp_sched_op *ops, const size_t *offset) {
-    size_t left = offset[D];
-    while (left) {
-        double best = (double)INFINITY;
-        uint32_t who = D, mb = 0, slot = 0;
-        char kind = 0;
-        for (uint32_t d = 0; d < D; d++) {
-            char k = 0;
-            uint32_t m = 0, sl = 0;
-            double t = candidate(p, &lanes[d], &k, &m, &sl);
-            if (t < best) {
-                best = t;
-                who = d;
-                kind = k;
-                mb = m;
-                slot = sl;
-            }
-        }
-        if (who == D)
-            return sp_fail(ctx, SP_ERR_INTERNAL,
-                           "replicated stages: no replica can run (%zu ops left)", left);
-        run_op(p, &lanes[who], kind, mb, slot, best, ops + offset[who]);
-        left--;
+/* Each lane's next op is cached with its start and kept in a binary heap ordered by (start,
+ * lane); an op changes only its own lane's next op and that of the lane its output goes to, so
+ * each op costs O(log D + P) instead of a scan of every lane. Entries go stale when their lane's
+ * candidate changes (ver). */
+struct cand {
+    double t;
+    char kind;
+    uint32_t mb, slot, ver;
+};
+
+struct heap_entry {
+    double t;
+    uint32_t d, ver;
+};
+
+static bool before(const struct heap_entry *a, const struct heap_entry *b) {
+    return a->t < b->t || (a->t == b->t && a->d < b->d);
+}
+
+static void heap_push(struct heap_entry *h, size_t *n, struct heap_entry e) {
+    size_t i = (*n)++;
+    while (i > 0 && before(&e, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
     }
-    return SP_OK;
+    h[i] = e;
+}
+
+static struct heap_entry heap_pop(struct heap_entry *h, size_t *n) {
+    struct heap_entry top = h[0], last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && before(&h[c + 1], &h[c]))
+            c++;
+        if (!before(&h[c], &last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n)
+        h[i] = last;
+    return top;
+}
+
+static void refresh(struct play *p, struct lane *lanes, struct cand *c, uint32_t d,
+                    struct heap_entry *h, size_t *n) {
+    c[d].ver++;
+    c[d].t = candidate(p, &lanes[d], &c[d].kind, &c[d].mb, &c[d].slot);
+    if (c[d].t < (double)INFINITY)
+        heap_push(h, n, (struct heap_entry){c[d].t, d, c[d].ver});
+}
+
+static sp_status play_out(sp_ctx *ctx, struct play *p, struct lane *lanes, const uint32_t *base,
+                          uint32_t D, struct sp_sched_op *ops, const size_t *offset) {
+    const struct sp_pipeline *pl = p->pl;
+    size_t left = offset[D], n = 0;
+    struct cand *c = sp_calloc(D, sizeof *c);
+    /* each push follows a refresh: at most 3 per op plus the first D */
+    struct heap_entry *h = sp_mallocarray(3 * left + D + 1, sizeof *h);
+    if (!c || !h) {
+        sp_free(c);
+        sp_free(h);
+        return sp_oom(ctx, "ordering replicas");
+    }
+    for (uint32_t d = 0; d < D; d++)
+        refresh(p, lanes, c, d, h, &n);
+    sp_status st = SP_OK;
+    while (left && st == SP_OK) {
+        if (!n) {
+            st = sp_fail(ctx, SP_ERR_INTERNAL,
+                         "replicated stages: no replica can run (%zu ops left)", left);
+            break;
+        }
+        struct heap_entry e = heap_pop(h, &n);
+        if (e.ver != c[e.d].ver)
+            continue;
+        struct lane *L = &lanes[e.d];
+        char kind = c[e.d].kind;
+        uint32_t s = L->s, mb = c[e.d].mb;
+        run_op(p, L, kind, mb, c[e.d].slot, e.t, ops + offset[e.d]);
+        left--;
+        refresh(p, lanes, c, e.d, h, &n);
+        if (kind == 'F' && s + 1 < pl->P)
+            refresh(p, lanes, c, sp_replica_device(pl, base, s + 1, mb), h, &n);
+        else if (kind == 'B' && s > 0)
+            refresh(p, lanes, c, sp_replica_device(pl, base, s - 1, mb), h, &n);
+    }
+    sp_free(c);
+    sp_free(h);
+    return st;
 }
 
 sp_status sp_replica_policy_lists(sp_ctx *ctx, const struct sp_pipeline *pl,
@@ -127,11 +194,14 @@ sp_status sp_replica_policy_lists(sp_ctx *ctx, const struct sp_pipeline *pl,
     struct play p = {pl, sp_mallocarray(cells, sizeof(double)),
                      sp_mallocarray(cells, sizeof(double))};
     uint32_t *held = sp_mallocarray((size_t)D * P + 1, sizeof *held);
-    sp_status st = lanes && p.end_f && p.end_b && held ? SP_OK : sp_oom(ctx, "ordering replicas");
+    uint32_t *base = sp_mallocarray((size_t)P + 1, sizeof *base);
+    sp_status st =
+        lanes && p.end_f && p.end_b && held && base ? SP_OK : sp_oom(ctx, "ordering replicas");
     for (size_t i = 0; st == SP_OK && i < cells; i++)
         p.end_f[i] = p.end_b[i] = -1;
     size_t used = 0;
-    for (uint32_t s = 0, d = 0; st == SP_OK && s < P; s++)
+    for (uint32_t s = 0, d = 0; st == SP_OK && s < P; s++) {
+        base[s] = d;
         for (uint32_t j = 0; j < pl->replicas[s]; j++, d++) {
             struct lane *L = &lanes[d];
             L->s = s;
@@ -143,13 +213,16 @@ sp_status sp_replica_policy_lists(sp_ctx *ctx, const struct sp_pipeline *pl,
             offset[d] = used;
             used += 2 * (size_t)L->n;
         }
+    }
     if (st == SP_OK) {
+        base[P] = D;
         offset[D] = used;
-        st = play_out(ctx, &p, lanes, D, ops, offset);
+        st = play_out(ctx, &p, lanes, base, D, ops, offset);
     }
     sp_free(lanes);
     sp_free(p.end_f);
     sp_free(p.end_b);
     sp_free(held);
+    sp_free(base);
     return st;
 }

@@ -228,6 +228,7 @@ SP_API void sp_dp_table_destroy(sp_dp_table *table);
  * share as bottleneck_ms; it is simulated with every replica a device. Returns
  * SP_ERR_INVALID_ARG or SP_ERR_UNSUPPORTED (options: the message says which), SP_ERR_INFEASIBLE
  * (no plan fits the memory limits), SP_ERR_NOMEM. */
+#define SP_MAX_REPLICATED_GPUS 512u /* the search grows as N^3 */
 SP_API sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
                                          const sp_partition_opts *opts, uint32_t gpus,
                                          sp_plan **out);
