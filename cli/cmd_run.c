@@ -97,7 +97,10 @@ const struct cli_command_help cmd_run_help = {
     "naming the stage, step and micro-batch (3 when a stage cannot allocate its layers). Ctrl-C\n"
     "stops the run and writes nothing (exit 130). --isolate runs one op at a time (stages on\n"
     "  one GPU or one core): busy times compare with the plan, and the iteration is replayed\n"
-    "  through the simulator from the measured op times. docs/runtime.md.",
+    "  through the simulator from the measured op times. A plan with replicated stages\n"
+    "  (partition --gpus N) runs with --transport mpi, one rank per replica (mpirun -np N):\n"
+    "  replicas take every r-th micro-batch and sum their gradients before each update.\n"
+    "  docs/runtime.md.",
     "  stagepart profile samples/models/gpt2-small.json -o gpt2.json\n"
     "  stagepart partition gpt2.json --stages 2 -o plan.json\n"
     "  stagepart run plan.json --model samples/models/gpt2-small.json -o report.json --svg "
@@ -113,6 +116,11 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
     if (S->transport == SP_TRANSPORT_MPI && S->backend == SP_RUN_BACKEND_CUDA)
         printf("one MPI rank per stage, each on its local rank's GPU (%s between them)\n\n",
                S->nccl ? "NCCL" : "host buffers");
+    else if (S->transport == SP_TRANSPORT_MPI && sp_plan_get_summary(plan)->gpus)
+        printf("one MPI rank per replica (%u ranks): a stage's figures are its replicas' mean, "
+               "each running every r-th micro-batch, their gradients summed by an all-reduce "
+               "before each update\n\n",
+               sp_plan_get_summary(plan)->gpus);
     else if (S->transport == SP_TRANSPORT_MPI)
         printf("one MPI rank per stage\n\n");
     else if (S->backend == SP_RUN_BACKEND_CUDA)

@@ -177,12 +177,17 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
     if (st != SP_OK)
         return st;
     uint32_t P = (uint32_t)sp_plan_get_stage_count(plan), total = opts->warmup_steps + opts->steps;
-    struct sp_pipeline pl;
-    memset(&pl, 0, sizeof pl);
-    pl.P = P, pl.V = 1, pl.M = M, pl.schedule = opts->schedule;
+    uint32_t D = P; /* devices: the stages, or their replicas */
     struct sp_sched_op *ops = NULL;
     size_t *offset = NULL;
-    st = sp_schedule_build(ctx, &pl, &ops, &offset);
+    if (sp_plan_get_summary(plan)->gpus) { /* each replica's order, as the simulator plays it */
+        st = sp_plan_device_ops(ctx, plan, opts->schedule, M, &ops, &offset, &D);
+    } else {
+        struct sp_pipeline pl;
+        memset(&pl, 0, sizeof pl);
+        pl.P = P, pl.V = 1, pl.M = M, pl.schedule = opts->schedule;
+        st = sp_schedule_build(ctx, &pl, &ops, &offset);
+    }
     if (st != SP_OK)
         return st;
     struct sp_run *run = sp_calloc(1, sizeof *run);
@@ -191,8 +196,10 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
     if (st == SP_OK && (!run || !(run->stats = sp_calloc((size_t)total * P, sizeof *run->stats)) ||
                         !(run->stages = sp_calloc(P, sizeof *run->stages)) ||
                         !(run->timeline = sp_calloc(1, sizeof *run->timeline)) ||
-                        !(run->timeline->ops = sp_calloc(offset[P], sizeof *run->timeline->ops)) ||
-                        !(run->timeline->devices = sp_calloc(P, sizeof *run->timeline->devices)))) {
+                        !(run->timeline->ops = sp_calloc(offset[D], sizeof *run->timeline->ops)) ||
+                        !(run->timeline->devices = sp_calloc(D, sizeof *run->timeline->devices)) ||
+                        (D != P && !(run->replica_stats = sp_calloc(
+                                         (size_t)total * D, sizeof *run->replica_stats))))) {
         st = sp_oom(ctx, "the run");
     }
     /* the cores this process may use: stage s goes on the s-th */
@@ -242,7 +249,7 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
     else
         sp_free(be);
     if (st == SP_OK) {
-        run->timeline->n_ops = offset[P];
+        run->timeline->n_ops = offset[D];
         st = sp_run_finish(ctx, run, plan, m, opts);
     }
     sp_free(ops);

@@ -19,11 +19,14 @@ struct sp_step_stats {
 struct sp_run {
     sp_run_summary summary;
     sp_run_stage *stages;        /* [P] */
-    struct sp_step_stats *stats; /* [(warmup + steps) * P]: step-major */
-    double *step_loss;           /* [warmup + steps] */
-    double *step_ms;             /* [warmup + steps]: iteration (pipeline) time of each step */
-    double optimizer_ms;         /* median over measured steps, the slowest stage's */
-    sp_sim *timeline;            /* the last step, measured */
+    struct sp_step_stats *stats; /* [(warmup + steps) * P]: step-major; replicated stages: the
+                                  * mean over the stage's replicas (loss: their sum) */
+    struct sp_step_stats *replica_stats; /* replicated: [(warmup + steps) * gpus], step-major,
+                                          * each replica's own; NULL otherwise */
+    double *step_loss;                   /* [warmup + steps] */
+    double *step_ms;     /* [warmup + steps]: iteration (pipeline) time of each step */
+    double optimizer_ms; /* median over measured steps, the slowest stage's */
+    sp_sim *timeline;    /* the last step, measured */
     char *model_name, *cpu;
     double *predicted_time_ms;   /* [P]: the plan's stage times (one micro-batch fwd + bwd) */
     struct sp_stage_exec **kept; /* [P], with keep_state */

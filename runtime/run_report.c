@@ -21,6 +21,7 @@ void sp_run_destroy(sp_run *run) {
     sp_free(run->kept);
     sp_free(run->stages);
     sp_free(run->stats);
+    sp_free(run->replica_stats);
     sp_free(run->step_loss);
     sp_free(run->step_ms);
     sp_free(run->predicted_time_ms);
@@ -113,7 +114,10 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
     S->first_loss = run->step_loss[0];
     S->last_loss = run->step_loss[total - 1];
 
-    double busy_max = 0.0, busy_sum = 0.0;
+    /* replicated stages: a stage's figures are its replicas' mean, each replica running M / r of
+     * the micro-batches; the devices are the replicas */
+    uint32_t D = ps->gpus ? ps->gpus : P;
+    double busy_max = 0.0, busy_sum = 0.0, device_busy = 0.0;
     for (uint32_t s = 0; s < P; s++) {
         sp_run_stage *r = &run->stages[s];
         r->stage = s;
@@ -132,14 +136,16 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
         r->predicted_memory_bytes =
             ps_s->resident_bytes +
             (uint64_t)sp_stage_inflight(o->schedule, s, P, S->micro_batches) * ps_s->saved_bytes;
-        r->predicted_busy_ms = S->micro_batches * run->predicted_time_ms[s];
+        double replicas = ps->gpus ? sp_plan_get_stage(plan, s)->replicas : 1;
+        device_busy += replicas * r->busy_ms;
+        r->predicted_busy_ms = S->micro_batches * run->predicted_time_ms[s] / replicas;
         r->busy_error =
             r->predicted_busy_ms > 0 ? r->busy_ms / r->predicted_busy_ms - 1 : (double)NAN;
         if (fabs(r->busy_error) > S->max_stage_error || isnan(r->busy_error))
             S->max_stage_error = fabs(r->busy_error);
     }
     S->imbalance = busy_sum > 0 ? busy_max / (busy_sum / P) : 1.0;
-    S->bubble_fraction = S->iteration_ms > 0 ? 1.0 - busy_sum / (P * S->iteration_ms) : 0.0;
+    S->bubble_fraction = S->iteration_ms > 0 ? 1.0 - device_busy / (D * S->iteration_ms) : 0.0;
     sp_free(tmp);
 
     /* the prediction: the plan simulated under the run's schedule and micro-batches */
@@ -179,27 +185,33 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
     /* the timeline of the last step, in the simulator's form */
     sp_sim *t = run->timeline;
     t->summary.schedule = o->schedule;
-    t->summary.devices = P;
+    t->summary.devices = D;
     t->summary.chunks = 1;
     t->summary.micro_batches = S->micro_batches;
     t->summary.ops = t->n_ops;
     t->summary.iteration_ms = run->step_ms[total - 1];
     t->summary.closed_form_ms = (double)NAN;
     double busy_last = 0.0;
-    for (uint32_t s = 0; s < P; s++) {
-        const struct sp_step_stats *x = &run->stats[(size_t)(total - 1) * P + s];
+    for (uint32_t s = 0; s < D; s++) { /* each replica its own device */
+        const struct sp_step_stats *x = run->replica_stats
+                                            ? &run->replica_stats[(size_t)(total - 1) * D + s]
+                                            : &run->stats[(size_t)(total - 1) * P + s];
+        uint32_t stage = ps->gpus ? 0 : s;
+        for (uint32_t k = 0; ps->gpus && k < P; k++) /* the stage whose devices hold s */
+            if (sp_plan_get_stage(plan, k)->device <= s)
+                stage = k;
         sp_sim_device *d = &t->devices[s];
         d->device = s;
         d->busy_ms = x->busy_ms;
         d->idle_ms = t->summary.iteration_ms - x->busy_ms;
         d->last_end_ms = x->end_ms;
-        d->peak_inflight = run->stages[s].peak_inflight;
-        d->peak_memory_bytes = run->stages[s].peak_memory_bytes;
+        d->peak_inflight = run->stages[stage].peak_inflight;
+        d->peak_memory_bytes = run->stages[stage].peak_memory_bytes;
         busy_last += x->busy_ms;
         t->summary.ideal_ms = fmax(t->summary.ideal_ms, x->busy_ms);
     }
     t->summary.bubble_fraction =
-        t->summary.iteration_ms > 0 ? 1.0 - busy_last / (P * t->summary.iteration_ms) : 0.0;
+        t->summary.iteration_ms > 0 ? 1.0 - busy_last / (D * t->summary.iteration_ms) : 0.0;
     t->summary.efficiency = 1.0 - t->summary.bubble_fraction;
     char title[512];
     snprintf(title, sizeof title, "%s: measured, %s, %u stages, %u micro-batches (step %u)",

@@ -303,6 +303,16 @@ void sp_stage_worker_run(struct sp_stage_worker *w) {
         if (!take_turn(w, base + w->sgd_turn, step, w->M - 1))
             return;
         double o0 = sp_now_ms();
+        /* replicated: the replicas' gradients summed, as one worker running every micro-batch
+         * would have them, before the same update */
+        if (w->ops->sum_gradients && !w->ops->sum_gradients(w->t, w->s, w->se)) {
+            if (!w->ops->stopping(w->t))
+                failf(w, SP_ERR_NO_DEVICE,
+                      "stage %u: the all-reduce of its replicas' gradients at step %u did not "
+                      "finish within %.0f ms",
+                      w->s, step, w->o->timeout_ms);
+            return;
+        }
         sp_stage_exec_sgd(w->se, w->o->learning_rate / (float)w->M);
         if (!finished(w, step, w->M - 1, "optimizer"))
             return;
@@ -409,12 +419,15 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
                        "the plan has %u chunks per device (interleaved): this runtime runs one "
                        "stage per worker with gpipe or 1f1b",
                        ps->chunks);
-    if (ps->gpus)
+    if (ps->gpus &&
+        (o->transport != SP_TRANSPORT_MPI || o->backend != SP_RUN_BACKEND_CPU || o->keep_state))
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                       "the plan replicates stages on %u GPUs: running replicas (ranks taking "
-                       "micro-batches round-robin and all-reducing their gradients) is not built "
-                       "yet; this runtime runs one worker per stage",
-                       ps->gpus);
+                       "the plan replicates stages on %u GPUs: its replicas run as MPI ranks on "
+                       "the CPU (--transport mpi, mpirun -np %u); %s",
+                       ps->gpus, ps->gpus,
+                       o->transport != SP_TRANSPORT_MPI ? "not on threads"
+                       : o->keep_state                  ? "keeping the weights is for threads"
+                                                        : "replicas on GPUs are not built yet");
     for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
         if (!sp_plan_get_stage(plan, k)->layer_count)
             return sp_fail(ctx, SP_ERR_UNSUPPORTED,

@@ -39,6 +39,9 @@ struct sp_transport_ops {
      * that stopped when a wait runs out: explain_timeout writes that into msg. */
     void (*set_state)(void *t, uint32_t s, uint32_t step, uint32_t mb, char kind, int waiting_on);
     void (*explain_timeout)(void *t, uint32_t s, uint32_t peer, char *msg, size_t cap);
+    /* Replicated stages: sum the stage's gradients over its replicas in place (an all-reduce),
+     * before the update; false at the timeout or when the run stops. NULL: one worker a stage. */
+    bool (*sum_gradients)(void *t, uint32_t s, struct sp_stage_exec *se);
 };
 
 struct sp_stage_worker {

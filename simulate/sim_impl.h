@@ -74,6 +74,11 @@ sp_status sp_schedule_build(sp_ctx *ctx, const struct sp_pipeline *pl, struct sp
  * ops[offset[d] .. offset[d+1]) for d < sp_pipeline_devices(pl) (replicas.c). */
 sp_status sp_schedule_build_devices(sp_ctx *ctx, const struct sp_pipeline *pl,
                                     struct sp_sched_op **ops, size_t **offset);
+/* sp_plan_device_ops: each device's op list for the plan under `schedule` with M micro-batches,
+ * as the simulator orders and keeps them (ops[offset[d] .. offset[d+1]) for d < *devices: the
+ * plan's stages, or its replicas). Both freed with sp_free (plan_ops.c). */
+sp_status sp_plan_device_ops(sp_ctx *ctx, const sp_plan *plan, sp_schedule schedule, uint32_t M,
+                             struct sp_sched_op **ops, size_t **offset, uint32_t *devices);
 /* sp_replica_policy_lists: replicated stages under 1f1b, pipedream or 2bw: each replica's op
  * list as PipeDream's workers' policy runs it on the pipeline's times (f, b and send required):
  * offset[D + 1] and ops[2 x M x P] (replicas_policy.c). */

@@ -41,6 +41,12 @@ struct ring { /* buffers this rank sends from, in one direction */
 
 struct mpi_t {
     uint32_t s, P;
+    /* replicated stages: this rank, the ranks, each stage's first rank base[P + 1] (stage s's
+     * micro-batch mb is on rank base[s] + mb mod its replicas) and its replicas' communicator;
+     * otherwise rank = s, ranks = P, base NULL */
+    uint32_t rank, ranks;
+    const uint32_t *base;
+    MPI_Comm stage_comm;
     const struct sp_exec_backend *be; /* the stage's: the CPU's, or its GPU's */
     struct sp_nccl_p2p *nccl;         /* GPU to GPU, or NULL: host buffers */
     float *arrived;                   /* on a GPU: where a tensor lands before it is copied up */
@@ -52,6 +58,12 @@ struct mpi_t {
     char abort_msg[1024]; /* [0..3]: the status, then the text */
     struct ring ring[2];  /* [SP_DIR_ACT]: to s + 1; [SP_DIR_GRAD]: to s - 1 */
 };
+
+static int rank_of(const struct mpi_t *t, uint32_t stage, uint32_t mb) {
+    if (!t->base)
+        return (int)stage;
+    return (int)(t->base[stage] + mb % (t->base[stage + 1] - t->base[stage]));
+}
 
 static int data_tag(uint32_t mb, enum sp_dir dir) {
     return TAG_DATA + (int)(mb % TAG_MB_RANGE) * 2 + (int)dir;
@@ -115,8 +127,8 @@ static void mpi_fail(void *p, sp_status st, const char *message) {
     int32_t code = (int32_t)st;
     memcpy(buf, &code, sizeof code);
     snprintf(buf + sizeof code, sizeof buf - sizeof code, "%s", message);
-    for (uint32_t r = 0; r < t->P; r++)
-        if (r != t->s) {
+    for (uint32_t r = 0; r < t->ranks; r++)
+        if (r != t->rank) {
             MPI_Request req;
             MPI_Isend(buf, (int)sizeof buf, MPI_CHAR, (int)r, TAG_ABORT, MPI_COMM_WORLD, &req);
             double deadline = sp_now_ms() + 100.0; /* a dead rank cannot take it: do not wait */
@@ -145,8 +157,8 @@ static bool mpi_recv(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32
                      size_t elems, double deadline_ms, double *waited_ms, double *copy_ms) {
     struct mpi_t *t = p;
     MPI_Request req; /* on the CPU MPI writes straight into dst: the copy is inside the wait */
-    MPI_Irecv(t->arrived ? t->arrived : dst, (int)elems, MPI_FLOAT, (int)peer, data_tag(mb, dir),
-              MPI_COMM_WORLD, &req);
+    MPI_Irecv(t->arrived ? t->arrived : dst, (int)elems, MPI_FLOAT, rank_of(t, peer, mb),
+              data_tag(mb, dir), MPI_COMM_WORLD, &req);
     if (!wait_req(t, &req, deadline_ms, waited_ms, false))
         return false;
     if (!t->arrived)
@@ -178,7 +190,7 @@ static void mpi_send(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32
     (void)s;
     struct mpi_t *t = p;
     struct ring *r = &t->ring[dir];
-    MPI_Isend(r->buf[r->next], (int)r->elems, MPI_FLOAT, (int)peer, data_tag(mb, dir),
+    MPI_Isend(r->buf[r->next], (int)r->elems, MPI_FLOAT, rank_of(t, peer, mb), data_tag(mb, dir),
               MPI_COMM_WORLD, &r->req[r->next]);
     r->next = (r->next + 1) % r->cap;
 }
@@ -188,11 +200,29 @@ static void set_state(void *p, uint32_t s, uint32_t step, uint32_t mb, char kind
 }
 
 static void explain_timeout(void *p, uint32_t s, uint32_t peer, char *msg, size_t cap) {
-    (void)p, (void)s;
+    (void)s;
+    const struct mpi_t *t = p;
     snprintf(msg, cap,
-             "rank %u sent nothing in that time (it died, hangs, or waits in turn on another "
+             "%s %u sent nothing in that time (it died, hangs, or waits in turn on another "
              "stage)",
-             peer);
+             t->base ? "the replica of stage" : "rank", peer);
+}
+
+/* a stage's replicas sum their gradients, layer by layer (bounded like every wait here) */
+static bool mpi_sum_gradients(void *p, uint32_t s, struct sp_stage_exec *se) {
+    (void)s;
+    struct mpi_t *t = p;
+    for (size_t k = 0; k <= se->last - se->first; k++) {
+        size_t np = se->m->layers[se->first + k].param_elems;
+        if (!np)
+            continue;
+        MPI_Request req;
+        MPI_Iallreduce(MPI_IN_PLACE, se->dparams[k], (int)np, MPI_FLOAT, MPI_SUM, t->stage_comm,
+                       &req);
+        if (!wait_req(t, &req, sp_now_ms() + t->timeout_ms, NULL, true))
+            return false;
+    }
+    return true;
 }
 
 static const struct sp_transport_ops mpi_ops = {
@@ -204,6 +234,18 @@ static const struct sp_transport_ops mpi_ops = {
     .stopping = stopping,
     .set_state = set_state,
     .explain_timeout = explain_timeout,
+};
+
+static const struct sp_transport_ops mpi_replica_ops = {
+    .step_gate = mpi_gate,
+    .recv = mpi_recv,
+    .send_buffer = mpi_send_buffer,
+    .send = mpi_send,
+    .fail = mpi_fail,
+    .stopping = stopping,
+    .set_state = set_state,
+    .explain_timeout = explain_timeout,
+    .sum_gradients = mpi_sum_gradients,
 };
 
 /* ---- NCCL between GPUs: the same waits, on CUDA events instead of MPI requests */
@@ -338,19 +380,19 @@ static sp_status choose_links(sp_ctx *ctx, struct mpi_t *t, struct sp_stage_work
     mine.nccl = device >= 0 && sp_nccl_available(&why) && !(off && strcmp(off, "0") == 0);
     unsigned char ids[2][SP_NCCL_ID_BYTES];
     memset(ids, 0, sizeof ids);
-    if (t->s == 0 && mine.nccl) { /* a failure here only means host buffers */
+    if (t->rank == 0 && mine.nccl) { /* a failure here only means host buffers */
         sp_ctx *scratch = NULL;
         mine.nccl = sp_ctx_create(&scratch) == SP_OK && sp_nccl_make_ids(scratch, ids) == SP_OK;
         sp_ctx_destroy(scratch);
     }
-    struct placement *all = sp_calloc(t->P, sizeof *all);
+    struct placement *all = sp_calloc(t->ranks, sizeof *all);
     if (!all)
         return st == SP_OK ? sp_oom(ctx, "the run") : st;
     MPI_Request req;
     MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
                    MPI_COMM_WORLD, &req);
-    bool heard = bounded(t, &req), use = heard && t->P > 1;
-    for (uint32_t a = 0; use && a < t->P; a++) {
+    bool heard = bounded(t, &req), use = heard && t->P > 1 && !t->base;
+    for (uint32_t a = 0; use && a < t->ranks; a++) {
         use = all[a].ready && all[a].nccl;
         for (uint32_t b = 0; use && b < a; b++) /* NCCL refuses two ranks on one GPU */
             use = !(all[a].device == all[b].device &&
@@ -397,18 +439,31 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     uint32_t P = (uint32_t)sp_plan_get_stage_count(plan), total = o->warmup_steps + o->steps;
-    if ((uint32_t)size != P)
+    uint32_t gpus = sp_plan_get_summary(plan)->gpus, ranks = gpus ? gpus : P;
+    if ((uint32_t)size != ranks)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the plan has %u stages and the MPI job %d ranks: start it with mpirun "
-                       "-np %u",
-                       P, size, P);
+                       "the plan has %u %s and the MPI job %d ranks: start it with mpirun -np %u",
+                       ranks, gpus ? "replicas of its stages" : "stages", size, ranks);
     if (o->keep_state)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "keep_state is for the threads transport");
-    uint32_t s = (uint32_t)rank;
+    uint32_t s = (uint32_t)rank, *base = gpus ? sp_mallocarray((size_t)P + 1, sizeof *base) : NULL;
+    if (gpus && !base)
+        return sp_oom(ctx, "the run");
+    for (uint32_t k = 0; base && k <= P; k++) /* rank -> stage: replicas in stage order */
+        base[k] = k ? base[k - 1] + sp_plan_get_stage(plan, k - 1)->replicas : 0;
+    for (uint32_t k = 0; base && k < P; k++)
+        if ((uint32_t)rank >= base[k])
+            s = k;
     run->rank = rank;
     struct mpi_t t;
     memset(&t, 0, sizeof t);
     t.s = s, t.P = P, t.timeout_ms = o->timeout_ms, t.ctx = ctx;
+    t.rank = (uint32_t)rank, t.ranks = ranks, t.base = base, t.stage_comm = MPI_COMM_NULL;
+    /* collective: every rank splits, each into its stage's replicas */
+    if (base && MPI_Comm_split(MPI_COMM_WORLD, (int)s, rank, &t.stage_comm) != MPI_SUCCESS) {
+        sp_free(base);
+        return sp_fail(ctx, SP_ERR_NO_DEVICE, "rank %d: MPI_Comm_split failed", rank);
+    }
     /* the same run on every rank? (min and max of the fingerprints agree) */
     uint64_t fp = sp_mpi_fingerprint(plan, m, o, M), lo = 0, hi = 0;
     MPI_Request agree[2];
@@ -429,15 +484,15 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     struct sp_step_stats *stats = sp_calloc(total, sizeof *stats);
     struct sp_stage_worker w;
     memset(&w, 0, sizeof w);
-    w.ops = &mpi_ops, w.t = &t, w.m = m, w.o = o;
+    w.ops = base ? &mpi_replica_ops : &mpi_ops, w.t = &t, w.m = m, w.o = o;
     w.s = s, w.P = P, w.M = M, w.steps_total = total;
-    w.list = ops + offset[s], w.n_ops = offset[s + 1] - offset[s];
+    w.list = ops + offset[rank], w.n_ops = offset[rank + 1] - offset[rank];
     /* the local rank's core among those this process may use (mpirun may have bound it) */
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    unsigned lr = local ? (unsigned)strtoul(local, NULL, 10) : s;
+    unsigned lr = local ? (unsigned)strtoul(local, NULL, 10) : (unsigned)rank;
     w.core = o->pin ? cores[lr % n_cores] : -1;
     w.stats = stats, w.stats_stride = 1;
-    w.rec = run->timeline->ops + offset[s];
+    w.rec = run->timeline->ops + offset[rank];
     const sp_stage *stage = sp_plan_get_stage(plan, s);
     size_t out_elems = m->layers[stage->last_layer].out_elems;
     size_t in_elems = m->layers[stage->first_layer].in_elems;
@@ -500,52 +555,12 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
         st = t.status != SP_OK ? t.status : sp_fail(ctx, SP_ERR_NO_DEVICE, "another stage failed");
     }
     if (st == SP_OK) { /* every rank gets every stage's figures */
-        struct sp_step_stats *every = sp_calloc((size_t)total * P, sizeof *every);
         struct sp_mpi_stage_info mine_info = {w.core, device, w.slots, w.se->bytes + w.extra_bytes,
                                               ""};
         if (gethostname(mine_info.host, sizeof mine_info.host - 1) != 0)
             snprintf(mine_info.host, sizeof mine_info.host, "?");
-        struct sp_mpi_stage_info *infos = sp_calloc(P, sizeof *infos);
-        int *counts = sp_calloc(P, sizeof *counts), *displs = sp_calloc(P, sizeof *displs);
-        bool ok = every && infos && counts && displs;
-        if (ok) {
-            for (uint32_t r = 0; r < P; r++) {
-                counts[r] = (int)((offset[r + 1] - offset[r]) * sizeof(sp_sim_op));
-                displs[r] = (int)(offset[r] * sizeof(sp_sim_op));
-            }
-            MPI_Request reqs[3];
-            MPI_Iallgather(stats, (int)(total * sizeof *stats), MPI_BYTE, every,
-                           (int)(total * sizeof *stats), MPI_BYTE, MPI_COMM_WORLD, &reqs[0]);
-            MPI_Iallgather(&mine_info, (int)sizeof mine_info, MPI_BYTE, infos,
-                           (int)sizeof mine_info, MPI_BYTE, MPI_COMM_WORLD, &reqs[1]);
-            MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, run->timeline->ops, counts, displs, MPI_BYTE,
-                            MPI_COMM_WORLD, &reqs[2]);
-            for (int k = 0; k < 3 && ok; k++)
-                ok = bounded(&t, &reqs[k]);
-        }
-        if (ok) {
-            for (uint32_t r = 0; r < P; r++) {
-                for (uint32_t k = 0; k < total; k++)
-                    run->stats[(size_t)k * P + r] = every[(size_t)r * total + k];
-                run->stages[r].core = infos[r].core;
-                run->stages[r].device = infos[r].device;
-                memcpy(run->stages[r].host, infos[r].host, sizeof run->stages[r].host);
-                run->stages[r].host[sizeof run->stages[r].host - 1] = '\0';
-                run->stages[r].peak_inflight = infos[r].slots;
-                run->stages[r].peak_memory_bytes = infos[r].bytes;
-            }
-            sp_mpi_shared_gpus(ctx, run, infos, P);
-        } else {
-            st = every && infos && counts && displs
-                     ? sp_fail(ctx, SP_ERR_NO_DEVICE,
-                               "the ranks did not exchange their figures within %.0f ms",
-                               o->timeout_ms)
-                     : sp_oom(ctx, "the run's figures");
-        }
-        sp_free(every);
-        sp_free(infos);
-        sp_free(counts);
-        sp_free(displs);
+        st = sp_mpi_share_figures(ctx, run, P, base, ranks, total, offset, stats, &mine_info,
+                                  o->timeout_ms);
     }
     ring_release(&t, &t.ring[SP_DIR_ACT]);
     ring_release(&t, &t.ring[SP_DIR_GRAD]);
@@ -565,36 +580,8 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
         t.be->release_host(t.be->device, t.arrived);
     sp_run_devices_close(devices); /* after the stage's memory on it is released */
     sp_free(stats);
+    if (t.stage_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&t.stage_comm);
+    sp_free(base);
     return st;
-}
-
-sp_status sp_mpi_start(sp_ctx *ctx, int *rank, int *size) {
-    int initialized = 0, provided = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized && MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-        return sp_fail(ctx, SP_ERR_NO_DEVICE, "MPI did not start (MPI_Init_thread failed)");
-    MPI_Comm_rank(MPI_COMM_WORLD, rank);
-    MPI_Comm_size(MPI_COMM_WORLD, size);
-    return SP_OK;
-}
-
-void sp_mpi_stop(int exit_code) {
-    int initialized = 0, finalized = 0;
-    MPI_Initialized(&initialized);
-    MPI_Finalized(&finalized);
-    if (!initialized || finalized)
-        return;
-    int size = 1, rank = 0;
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (exit_code != 0 && size > 1) { /* alone, nobody can be left waiting */
-        /* A failure every rank sees at once (a plan for another number of ranks) is reported by
-         * rank 0: another rank's abort would kill it before it says why, so the others give it a
-         * moment first. A rank whose neighbours wait on it still stops the job within 0.5 s. */
-        if (rank != 0)
-            nanosleep(&(struct timespec){0, 500 * 1000 * 1000}, NULL);
-        MPI_Abort(MPI_COMM_WORLD, exit_code);
-    } else {
-        MPI_Finalize();
-    }
 }

@@ -57,6 +57,42 @@ if [ ! -e "$TMP/failed.json" ]; then pass "no report after a failure"; else fail
 expect_code "GPU ranks without a GPU: exit 4" 4 $MPIRUN -np 2 "$STAGEPART" run "$TMP/plan2.json" \
     --model $MODEL --transport mpi --backend cuda
 expect_stderr_contains "the rank named" "(stage "
+# Replicated stages (partition --gpus): a plan made from fixed stage times (1 + 2 ms a layer) and
+# 0.1 GB/s links, so the same split everywhere: 3 stages on 4 ranks, the last one replicated.
+# Its replicas take every other micro-batch and sum their gradients: the losses are the threads
+# run's above (the same model, data and M) up to float rounding.
+python3 - "$TMP/profile.json" "$TMP/fixed.json" "$TMP/links4.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for l in p["layers"]:
+    l["fwd_ms"], l["bwd_ms"] = 1.0, 2.0
+    l.pop("wgrad_ms", None)
+json.dump(p, open(sys.argv[2], "w"))
+n = 4
+bw = [[0 if a == b else 0.1 for b in range(n)] for a in range(n)]
+lat = [[0 if a == b else 5.0 for b in range(n)] for a in range(n)]
+json.dump({"format": "stagepart-links", "version": 1, "devices": [f"cpu{i}" for i in range(n)],
+           "bandwidth_GBps": bw, "latency_us": lat}, open(sys.argv[3], "w"))
+PY
+"$STAGEPART" partition "$TMP/fixed.json" --gpus 4 --links "$TMP/links4.json" -m 8 \
+    -o "$TMP/replicated.json" >/dev/null || fail "replicated plan"
+python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); r = [s["replicas"] for s in p["stages"]]; assert p["gpus"] == 4 and len(r) > 1 and max(r) > 1, r' \
+    "$TMP/replicated.json" && pass "a plan with replicas differing per stage" || fail "replicas"
+expect_code "replicas as ranks" 0 $MPIRUN -np 4 "$STAGEPART" run "$TMP/replicated.json" \
+    --model $MODEL --transport mpi --steps 2 -o "$TMP/mpi-replicated.json"
+expect_stdout_contains "says so" "one MPI rank per replica (4 ranks)"
+python3 - "$TMP/mpi-replicated.json" "$TMP/threads2.json" <<'PY' && pass "replicas train as one worker a stage does (losses within 1e-4)" || fail "replicated losses"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert len(a["loss"]) == len(b["loss"]) == 3, (a["loss"], b["loss"])
+assert all(abs(x - y) <= 1e-4 for x, y in zip(a["loss"], b["loss"])), (a["loss"], b["loss"])
+assert all(s["busy_ms"] > 0 for s in a["measured"]["stages"])
+PY
+expect_code "replicas: ranks != replicas, exit 2" 2 $MPIRUN -np 3 "$STAGEPART" run \
+    "$TMP/replicated.json" --model $MODEL --transport mpi
+expect_stderr_contains "says why" "the plan has 4 replicas of its stages and the MPI job 3 ranks"
+expect_code "replicas on threads: exit 4" 4 "$STAGEPART" run "$TMP/replicated.json" --model $MODEL
+expect_stderr_contains "says why" "its replicas run as MPI ranks on the CPU"
 # a rank killed: the job ends, in bounded time, with no report
 $MPIRUN -np 2 "$STAGEPART" run "$TMP/plan2.json" --model $MODEL --transport mpi --steps 100000 \
     --timeout 5 -o "$TMP/killed.json" >"$TMP/stdout" 2>"$TMP/stderr" &
