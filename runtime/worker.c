@@ -419,15 +419,13 @@ sp_status sp_run_validate(sp_ctx *ctx, const sp_plan *plan, const struct sp_mode
                        "the plan has %u chunks per device (interleaved): this runtime runs one "
                        "stage per worker with gpipe or 1f1b",
                        ps->chunks);
-    if (ps->gpus &&
-        (o->transport != SP_TRANSPORT_MPI || o->backend != SP_RUN_BACKEND_CPU || o->keep_state))
+    if (ps->gpus && (o->transport != SP_TRANSPORT_MPI || o->keep_state))
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                       "the plan replicates stages on %u GPUs: its replicas run as MPI ranks on "
-                       "the CPU (--transport mpi, mpirun -np %u); %s",
+                       "the plan replicates stages on %u GPUs: its replicas run as MPI ranks "
+                       "(--transport mpi, mpirun -np %u), %s",
                        ps->gpus, ps->gpus,
                        o->transport != SP_TRANSPORT_MPI ? "not on threads"
-                       : o->keep_state                  ? "keeping the weights is for threads"
-                                                        : "replicas on GPUs are not built yet");
+                                                        : "and keeping the weights is for threads");
     for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
         if (!sp_plan_get_stage(plan, k)->layer_count)
             return sp_fail(ctx, SP_ERR_UNSUPPORTED,

@@ -15,18 +15,15 @@ static const char *tiny =
     " \"micro_batch_size\": 2, \"preset\": {\"kind\": \"gpt\", \"layers\": 4, \"hidden\": 16,"
     " \"heads\": 2, \"vocab\": 13, \"max_seq_len\": 8}}";
 
-/* a plan of the CPU profile of m, split at first[P] (each stage's first layer), M micro-batches;
- * with sms > 0 the profile says its times were measured on that many GPU SMs (measurement.sms,
- * as `profile --sms` writes), so the plan has profile_sms */
-static sp_plan *make_plan_sms(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_t P, uint32_t M,
-                              unsigned sms) {
+/* the CPU profile of m; with sms > 0 the profile says its times were measured on that many GPU
+ * SMs (measurement.sms, as `profile --sms` writes) */
+static sp_profile *make_profile_sms(sp_ctx *ctx, sp_model *m, unsigned sms) {
     sp_model_profile_opts po;
     sp_model_profile_opts_init(&po);
     po.iters = 1;
     po.warmup = 0;
     char *json = NULL;
     sp_profile *profile = NULL;
-    sp_plan *plan = NULL;
     sp_model_info info;
     sp_model_get_info(m, &info);
     sp_model_layer_timing *t = calloc(info.layers, sizeof *t);
@@ -53,14 +50,66 @@ static sp_plan *make_plan_sms(sp_ctx *ctx, sp_model *m, const size_t *first, uin
                  fabs(t[i].bwd_ms - L->bwd_ms) <= 1e-12 * L->bwd_ms && t[i].cv >= 0);
     }
     free(t);
+    sp_free(json);
+    return profile;
+}
+
+/* a plan of the CPU profile of m, split at first[P] (each stage's first layer), M micro-batches;
+ * sms as for make_profile_sms, so the plan has profile_sms */
+static sp_plan *make_plan_sms(sp_ctx *ctx, sp_model *m, const size_t *first, uint32_t P, uint32_t M,
+                              unsigned sms) {
+    sp_profile *profile = make_profile_sms(ctx, m, sms);
+    sp_plan *plan = NULL;
     sp_partition_opts o;
     sp_partition_opts_init(&o);
     o.stages = P;
     o.micro_batches = M;
-    sp_status st = sp_plan_from_split(ctx, profile, &o, first, P, &plan);
+    sp_status st = profile ? sp_plan_from_split(ctx, profile, &o, first, P, &plan) : SP_ERR_NOMEM;
     SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
-    sp_free(json);
     sp_profile_destroy(profile);
+    return plan;
+}
+
+/* a plan with replicated stages: stage s from first[s] on replicas[s] devices (count stages), M
+ * micro-batches, over flat links (10 GB/s, 5 us) between the replicas summed */
+static inline sp_plan *make_replicated_plan(sp_ctx *ctx, sp_model *m, const size_t *first,
+                                            const uint32_t *replicas, size_t count, uint32_t M) {
+    uint32_t n = 0;
+    for (size_t s = 0; s < count; s++)
+        n += replicas[s];
+    char links[4096];
+    size_t len = (size_t)snprintf(links, sizeof links,
+                                  "{\"format\":\"stagepart-links\",\"version\":1,\"devices\":[");
+    for (uint32_t d = 0; d < n; d++)
+        len += (size_t)snprintf(links + len, sizeof links - len, "%s\"g%u\"", d ? "," : "", d);
+    for (int k = 0; k < 2; k++) {
+        len += (size_t)snprintf(links + len, sizeof links - len, "],\"%s\":[",
+                                k ? "latency_us" : "bandwidth_GBps");
+        for (uint32_t a = 0; a < n; a++) {
+            len += (size_t)snprintf(links + len, sizeof links - len, "%s[", a ? "," : "");
+            for (uint32_t b = 0; b < n; b++)
+                len += (size_t)snprintf(links + len, sizeof links - len, "%s%d", b ? "," : "",
+                                        a == b ? 0
+                                        : k    ? 5
+                                               : 10);
+            len += (size_t)snprintf(links + len, sizeof links - len, "]");
+        }
+    }
+    snprintf(links + len, sizeof links - len, "]}");
+    sp_links *l = NULL;
+    SP_CHECK_STATUS(sp_links_parse(ctx, "links", links, strlen(links), &l), SP_OK);
+    sp_profile *profile = make_profile_sms(ctx, m, 0);
+    sp_plan *plan = NULL;
+    sp_partition_opts o;
+    sp_partition_opts_init(&o);
+    o.micro_batches = M;
+    o.links = l;
+    sp_status st = profile && l ? sp_plan_from_replicated_split(ctx, profile, &o, first, replicas,
+                                                                count, &plan)
+                                : SP_ERR_NOMEM;
+    SP_CHECK_MSG(st == SP_OK, "%s", sp_ctx_get_errmsg(ctx));
+    sp_profile_destroy(profile);
+    sp_links_destroy(l);
     return plan;
 }
 

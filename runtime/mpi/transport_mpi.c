@@ -25,39 +25,9 @@
 
 #include <unistd.h>
 
-#include "gpu_links.h"
 #include "mpi_ranks.h"
 #include "run_devices.h"
-#include "worker.h"
-
-enum { TAG_ABORT = 1, TAG_DATA = 4, TAG_MB_RANGE = 8192 };
-
-struct ring { /* buffers this rank sends from, in one direction */
-    uint32_t cap, next;
-    size_t elems;
-    float **buf;
-    MPI_Request *req;
-};
-
-struct mpi_t {
-    uint32_t s, P;
-    /* replicated stages: this rank, the ranks, each stage's first rank base[P + 1] (stage s's
-     * micro-batch mb is on rank base[s] + mb mod its replicas) and its replicas' communicator;
-     * otherwise rank = s, ranks = P, base NULL */
-    uint32_t rank, ranks;
-    const uint32_t *base;
-    MPI_Comm stage_comm;
-    const struct sp_exec_backend *be; /* the stage's: the CPU's, or its GPU's */
-    struct sp_nccl_p2p *nccl;         /* GPU to GPU, or NULL: host buffers */
-    float *arrived;                   /* on a GPU: where a tensor lands before it is copied up */
-    double timeout_ms;
-    sp_ctx *ctx;
-    sp_status status;
-    bool stop;
-    MPI_Request abort_req;
-    char abort_msg[1024]; /* [0..3]: the status, then the text */
-    struct ring ring[2];  /* [SP_DIR_ACT]: to s + 1; [SP_DIR_GRAD]: to s - 1 */
-};
+#include "transport_mpi_impl.h"
 
 static int rank_of(const struct mpi_t *t, uint32_t stage, uint32_t mb) {
     if (!t->base)
@@ -69,7 +39,7 @@ static int data_tag(uint32_t mb, enum sp_dir dir) {
     return TAG_DATA + (int)(mb % TAG_MB_RANGE) * 2 + (int)dir;
 }
 
-static void nap(void) {
+void sp_mpi_nap(void) {
     struct timespec ts = {0, 200000L}; /* 0.2 ms between polls */
     nanosleep(&ts, NULL);
 }
@@ -80,7 +50,7 @@ static void record(struct mpi_t *t, sp_status st, const char *message) {
     t->stop = true;
 }
 
-static bool stopping(void *p) {
+bool sp_mpi_stopping(void *p) {
     struct mpi_t *t = p;
     if (t->stop)
         return true;
@@ -104,9 +74,9 @@ static bool wait_req(struct mpi_t *t, MPI_Request *req, double deadline_ms, doub
     int done = 0;
     for (;;) {
         MPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (done || stopping(t) || sp_now_ms() >= deadline_ms)
+        if (done || sp_mpi_stopping(t) || sp_now_ms() >= deadline_ms)
             break;
-        nap();
+        sp_mpi_nap();
     }
     if (!done && !collective && *req != MPI_REQUEST_NULL) {
         MPI_Cancel(req);
@@ -117,7 +87,7 @@ static bool wait_req(struct mpi_t *t, MPI_Request *req, double deadline_ms, doub
     return done != 0;
 }
 
-static void mpi_fail(void *p, sp_status st, const char *message) {
+void sp_mpi_fail(void *p, sp_status st, const char *message) {
     struct mpi_t *t = p;
     if (t->stop && t->status != SP_OK)
         return;
@@ -136,14 +106,14 @@ static void mpi_fail(void *p, sp_status st, const char *message) {
             while (!done && sp_now_ms() < deadline) {
                 MPI_Test(&req, &done, MPI_STATUS_IGNORE);
                 if (!done)
-                    nap();
+                    sp_mpi_nap();
             }
             if (!done)
                 MPI_Request_free(&req);
         }
 }
 
-static bool mpi_gate(void *p, uint32_t s, uint32_t step, double *t0_ms) {
+bool sp_mpi_gate(void *p, uint32_t s, uint32_t step, double *t0_ms) {
     (void)s, (void)step;
     struct mpi_t *t = p;
     MPI_Request req;
@@ -170,7 +140,7 @@ static bool mpi_recv(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32
         char msg[160];
         snprintf(msg, sizeof msg, "stage %u: copying micro-batch %u from rank %u to its GPU failed",
                  s, mb, peer);
-        mpi_fail(t, SP_ERR_NO_DEVICE, msg);
+        sp_mpi_fail(t, SP_ERR_NO_DEVICE, msg);
     }
     return ok;
 }
@@ -195,11 +165,11 @@ static void mpi_send(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32
     r->next = (r->next + 1) % r->cap;
 }
 
-static void set_state(void *p, uint32_t s, uint32_t step, uint32_t mb, char kind, int waiting_on) {
+void sp_mpi_set_state(void *p, uint32_t s, uint32_t step, uint32_t mb, char kind, int waiting_on) {
     (void)p, (void)s, (void)step, (void)mb, (void)kind, (void)waiting_on;
 }
 
-static void explain_timeout(void *p, uint32_t s, uint32_t peer, char *msg, size_t cap) {
+void sp_mpi_explain_timeout(void *p, uint32_t s, uint32_t peer, char *msg, size_t cap) {
     (void)s;
     const struct mpi_t *t = p;
     snprintf(msg, cap,
@@ -208,118 +178,58 @@ static void explain_timeout(void *p, uint32_t s, uint32_t peer, char *msg, size_
              t->base ? "the replica of stage" : "rank", peer);
 }
 
-/* a stage's replicas sum their gradients, layer by layer (bounded like every wait here) */
+/* a stage's replicas sum their gradients, layer by layer (bounded like every wait here); on a
+ * GPU through page-locked host memory, as its tensors go */
 static bool mpi_sum_gradients(void *p, uint32_t s, struct sp_stage_exec *se) {
-    (void)s;
     struct mpi_t *t = p;
+    bool gpu = t->be != &sp_exec_backend_cpu;
     for (size_t k = 0; k <= se->last - se->first; k++) {
-        size_t np = se->m->layers[se->first + k].param_elems;
+        size_t np = se->m->layers[se->first + k].param_elems, bytes = np * sizeof(float);
         if (!np)
             continue;
+        float *g = gpu ? t->grad_host : se->dparams[k];
+        if (gpu && !t->be->download(t->be->device, g, se->dparams[k], bytes)) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "stage %u: reading its gradients from its GPU failed", s);
+            sp_mpi_fail(t, SP_ERR_NO_DEVICE, msg);
+            return false;
+        }
         MPI_Request req;
-        MPI_Iallreduce(MPI_IN_PLACE, se->dparams[k], (int)np, MPI_FLOAT, MPI_SUM, t->stage_comm,
-                       &req);
+        MPI_Iallreduce(MPI_IN_PLACE, g, (int)np, MPI_FLOAT, MPI_SUM, t->stage_comm, &req);
         if (!wait_req(t, &req, sp_now_ms() + t->timeout_ms, NULL, true))
             return false;
+        if (gpu && !t->be->upload(t->be->device, se->dparams[k], g, bytes)) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "stage %u: writing its summed gradients to its GPU failed",
+                     s);
+            sp_mpi_fail(t, SP_ERR_NO_DEVICE, msg);
+            return false;
+        }
     }
     return true;
 }
 
 static const struct sp_transport_ops mpi_ops = {
-    .step_gate = mpi_gate,
+    .step_gate = sp_mpi_gate,
     .recv = mpi_recv,
     .send_buffer = mpi_send_buffer,
     .send = mpi_send,
-    .fail = mpi_fail,
-    .stopping = stopping,
-    .set_state = set_state,
-    .explain_timeout = explain_timeout,
+    .fail = sp_mpi_fail,
+    .stopping = sp_mpi_stopping,
+    .set_state = sp_mpi_set_state,
+    .explain_timeout = sp_mpi_explain_timeout,
 };
 
 static const struct sp_transport_ops mpi_replica_ops = {
-    .step_gate = mpi_gate,
+    .step_gate = sp_mpi_gate,
     .recv = mpi_recv,
     .send_buffer = mpi_send_buffer,
     .send = mpi_send,
-    .fail = mpi_fail,
-    .stopping = stopping,
-    .set_state = set_state,
-    .explain_timeout = explain_timeout,
+    .fail = sp_mpi_fail,
+    .stopping = sp_mpi_stopping,
+    .set_state = sp_mpi_set_state,
+    .explain_timeout = sp_mpi_explain_timeout,
     .sum_gradients = mpi_sum_gradients,
-};
-
-/* ---- NCCL between GPUs: the same waits, on CUDA events instead of MPI requests */
-
-static void nccl_failed(struct mpi_t *t, uint32_t s, const char *what) {
-    char msg[512];
-    snprintf(msg, sizeof msg, "stage %u: NCCL %s failed: %s", s, what, sp_nccl_error(t->nccl));
-    mpi_fail(t, SP_ERR_NO_DEVICE, msg);
-}
-
-/* poll until done (1), an error (-1) or the deadline or a stop (0); a wait that runs out aborts
- * the communicators: NCCL would wait for a silent peer forever */
-static int nccl_wait(struct mpi_t *t, int (*poll)(struct mpi_t *, int, float **), int dir,
-                     float **buf, double deadline_ms, double *waited_ms) {
-    double t0 = sp_now_ms();
-    int r;
-    while ((r = poll(t, dir, buf)) == 0 && !stopping(t) && sp_now_ms() < deadline_ms)
-        nap();
-    *waited_ms += sp_now_ms() - t0;
-    if (r == 0)
-        sp_nccl_abort(t->nccl);
-    return r;
-}
-
-static int poll_recv(struct mpi_t *t, int dir, float **buf) {
-    (void)buf;
-    return sp_nccl_recv_done(t->nccl, dir);
-}
-
-static int poll_slot(struct mpi_t *t, int dir, float **buf) {
-    return sp_nccl_send_slot(t->nccl, dir, buf);
-}
-
-static bool nccl_recv(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32_t mb, float *dst,
-                      size_t elems, double deadline_ms, double *waited_ms, double *copy_ms) {
-    (void)mb, (void)copy_ms; /* NCCL writes straight into dst on the GPU */
-    struct mpi_t *t = p;
-    if (!sp_nccl_recv(t->nccl, (int)dir, (int)peer, dst, elems)) {
-        nccl_failed(t, s, "receive");
-        return false;
-    }
-    int r = nccl_wait(t, poll_recv, (int)dir, NULL, deadline_ms, waited_ms);
-    if (r < 0)
-        nccl_failed(t, s, "receive");
-    return r == 1;
-}
-
-static float *nccl_send_buffer(void *p, uint32_t s, uint32_t peer, enum sp_dir dir,
-                               double deadline_ms, double *waited_ms) {
-    (void)peer;
-    struct mpi_t *t = p;
-    float *buf = NULL;
-    int r = nccl_wait(t, poll_slot, (int)dir, &buf, deadline_ms, waited_ms);
-    if (r < 0)
-        nccl_failed(t, s, "send");
-    return r == 1 ? buf : NULL;
-}
-
-static void nccl_send(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32_t mb) {
-    (void)mb;
-    struct mpi_t *t = p;
-    if (!sp_nccl_send(t->nccl, (int)dir, (int)peer))
-        nccl_failed(t, s, "send");
-}
-
-static const struct sp_transport_ops nccl_ops = {
-    .step_gate = mpi_gate,
-    .recv = nccl_recv,
-    .send_buffer = nccl_send_buffer,
-    .send = nccl_send,
-    .fail = mpi_fail,
-    .stopping = stopping,
-    .set_state = set_state,
-    .explain_timeout = explain_timeout,
 };
 
 static bool ring_init(struct mpi_t *t, struct ring *r, uint32_t cap, size_t elems) {
@@ -355,7 +265,7 @@ static bool bounded(struct mpi_t *t, MPI_Request *req) {
     while (!done && sp_now_ms() < deadline) {
         MPI_Test(req, &done, MPI_STATUS_IGNORE);
         if (!done)
-            nap();
+            sp_mpi_nap();
     }
     return done != 0;
 }
@@ -413,7 +323,8 @@ static sp_status choose_links(sp_ctx *ctx, struct mpi_t *t, struct sp_stage_work
     if (use) { /* collective: every rank is here, set up */
         st = sp_nccl_open(ctx, t->be, (int)t->s, (int)t->P, ids, cap, send_elems, &t->nccl);
         if (st == SP_OK) {
-            w->ops = &nccl_ops; /* the output goes into a send buffer on the stage's own GPU */
+            w->ops =
+                &sp_mpi_nccl_ops; /* the output goes into a send buffer on the stage's own GPU */
             w->prev_device = w->next_device = t->be->device;
         }
         return st;
@@ -519,10 +430,15 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     size_t arrive = in_elems > out_elems ? in_elems : out_elems;
     if (st == SP_OK) /* the send buffers counted, on the host or on the GPU */
         st = sp_stage_worker_setup(ctx, &w, plan, (sends + (w.be ? arrive : 0)) * sizeof(float));
+    size_t most = 0; /* replicas on GPUs: room for a layer's gradients in host memory */
+    for (size_t l = stage->first_layer; base && w.be && l <= stage->last_layer; l++)
+        most = m->layers[l].param_elems > most ? m->layers[l].param_elems : most;
+    if (st == SP_OK && most && !(t.grad_host = t.be->alloc_host(t.be->device, most * 4)))
+        st = sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u: no host memory for its gradients", s);
     if (st != SP_OK) { /* before the collectives of choose_links: the others must not wait */
         char why[1024];
         snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
-        mpi_fail(&t, st, why);
+        sp_mpi_fail(&t, st, why);
     }
     const size_t send_elems[2] = {s + 1 < P ? out_elems : 0, s > 0 ? in_elems : 0};
     sp_status failed_before = st;
@@ -530,7 +446,7 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     if (st != SP_OK && failed_before == SP_OK) { /* tell the others, who would wait for it */
         char why[1024];
         snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
-        mpi_fail(&t, st, why);
+        sp_mpi_fail(&t, st, why);
     }
     if (st == SP_OK) {
         sp_stage_worker_pin(&w);
@@ -550,8 +466,8 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     } else if (!all && st == SP_OK) {
         /* another rank failed after this one finished: its message is on the way */
         double deadline = sp_now_ms() + 1000.0;
-        while (!stopping(&t) && sp_now_ms() < deadline)
-            nap();
+        while (!sp_mpi_stopping(&t) && sp_now_ms() < deadline)
+            sp_mpi_nap();
         st = t.status != SP_OK ? t.status : sp_fail(ctx, SP_ERR_NO_DEVICE, "another stage failed");
     }
     if (st == SP_OK) { /* every rank gets every stage's figures */
@@ -578,6 +494,8 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     sp_stage_worker_release(&w);
     if (t.arrived)
         t.be->release_host(t.be->device, t.arrived);
+    if (t.grad_host)
+        t.be->release_host(t.be->device, t.grad_host);
     sp_run_devices_close(devices); /* after the stage's memory on it is released */
     sp_free(stats);
     if (t.stage_comm != MPI_COMM_NULL)

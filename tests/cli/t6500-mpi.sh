@@ -92,7 +92,7 @@ expect_code "replicas: ranks != replicas, exit 2" 2 $MPIRUN -np 3 "$STAGEPART" r
     "$TMP/replicated.json" --model $MODEL --transport mpi
 expect_stderr_contains "says why" "the plan has 4 replicas of its stages and the MPI job 3 ranks"
 expect_code "replicas on threads: exit 4" 4 "$STAGEPART" run "$TMP/replicated.json" --model $MODEL
-expect_stderr_contains "says why" "its replicas run as MPI ranks on the CPU"
+expect_stderr_contains "says why" "its replicas run as MPI ranks (--transport mpi, mpirun -np 4), not on threads"
 # a rank killed: the job ends, in bounded time, with no report
 $MPIRUN -np 2 "$STAGEPART" run "$TMP/plan2.json" --model $MODEL --transport mpi --steps 100000 \
     --timeout 5 -o "$TMP/killed.json" >"$TMP/stdout" 2>"$TMP/stderr" &

@@ -9,6 +9,8 @@
  *    summation order differs), under GPipe and 1F1B;
  *  - each stage names its host and its GPU, the local rank's mod the GPUs there are; ranks that
  *    share one are shared_hardware (their balance not judged);
+ *  - replicated stages (a plan from sp_plan_from_replicated_split) train to the same losses,
+ *    their gradients summed through host memory;
  *  - a stage that fails stops every rank with its message. */
 #include <math.h>
 #include <stdio.h>
@@ -75,6 +77,34 @@ int main(int argc, char **argv) {
         sp_run_destroy(cpu);
         sp_run_destroy(gpu);
         sp_plan_destroy(plan);
+    }
+    /* replicated stages on GPU ranks (host buffers between them, their gradients summed
+     * through host memory): one stage on both ranks, or a stage then two replicas of the next;
+     * the losses of the CPU threads run of an unreplicated plan (the same data and updates) */
+    static const size_t first2[] = {0}, first3[] = {0, 2};
+    static const uint32_t reps2[] = {2}, reps3[] = {1, 2};
+    for (int sched = 0; m && (size == 2 || size == 3) && sched < 2; sched++) {
+        sp_schedule schedule = sched ? SP_SCHEDULE_1F1B : SP_SCHEDULE_GPIPE;
+        sp_plan *plan = make_plan(ctx, m, split, (uint32_t)size, 6);
+        sp_plan *rplan = size == 2 ? make_replicated_plan(ctx, m, first2, reps2, 1, 6)
+                                   : make_replicated_plan(ctx, m, first3, reps3, 2, 6);
+        sp_run *cpu =
+            run_plan_as(ctx, plan, m, SP_RUN_BACKEND_CPU, SP_TRANSPORT_THREADS, schedule, false);
+        sp_run *gpu = rplan ? run_plan_as(ctx, rplan, m, SP_RUN_BACKEND_CUDA, SP_TRANSPORT_MPI,
+                                          schedule, false)
+                            : NULL;
+        for (size_t i = 0; cpu && gpu && i < 3; i++) {
+            double a = sp_run_get_step_loss(cpu, i), b = sp_run_get_step_loss(gpu, i);
+            SP_CHECK_MSG(fabs(a - b) <= 1e-4 * fabs(a),
+                         "rank %d, %d replicas, %s, step %zu: loss %.7f on CPU threads, %.7f on "
+                         "replicated GPU ranks",
+                         rank, size, sp_schedule_name(schedule), i, a, b);
+        }
+        SP_CHECK(!gpu || !sp_run_get_summary(gpu)->nccl); /* replicas: host buffers */
+        sp_run_destroy(cpu);
+        sp_run_destroy(gpu);
+        sp_plan_destroy(plan);
+        sp_plan_destroy(rplan);
     }
     /* a failing stage: every rank stops with its message (exit code and MPI_Abort are the
      * command's; here each rank checks what it was told) */
