@@ -29,12 +29,6 @@
 #include "run_devices.h"
 #include "transport_mpi_impl.h"
 
-static int rank_of(const struct mpi_t *t, uint32_t stage, uint32_t mb) {
-    if (!t->base)
-        return (int)stage;
-    return (int)(t->base[stage] + mb % (t->base[stage + 1] - t->base[stage]));
-}
-
 static int data_tag(uint32_t mb, enum sp_dir dir) {
     return TAG_DATA + (int)(mb % TAG_MB_RANGE) * 2 + (int)dir;
 }
@@ -127,7 +121,7 @@ static bool mpi_recv(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32
                      size_t elems, double deadline_ms, double *waited_ms, double *copy_ms) {
     struct mpi_t *t = p;
     MPI_Request req; /* on the CPU MPI writes straight into dst: the copy is inside the wait */
-    MPI_Irecv(t->arrived ? t->arrived : dst, (int)elems, MPI_FLOAT, rank_of(t, peer, mb),
+    MPI_Irecv(t->arrived ? t->arrived : dst, (int)elems, MPI_FLOAT, sp_mpi_rank_of(t, peer, mb),
               data_tag(mb, dir), MPI_COMM_WORLD, &req);
     if (!wait_req(t, &req, deadline_ms, waited_ms, false))
         return false;
@@ -160,8 +154,8 @@ static void mpi_send(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32
     (void)s;
     struct mpi_t *t = p;
     struct ring *r = &t->ring[dir];
-    MPI_Isend(r->buf[r->next], (int)r->elems, MPI_FLOAT, rank_of(t, peer, mb), data_tag(mb, dir),
-              MPI_COMM_WORLD, &r->req[r->next]);
+    MPI_Isend(r->buf[r->next], (int)r->elems, MPI_FLOAT, sp_mpi_rank_of(t, peer, mb),
+              data_tag(mb, dir), MPI_COMM_WORLD, &r->req[r->next]);
     r->next = (r->next + 1) % r->cap;
 }
 
@@ -180,7 +174,7 @@ void sp_mpi_explain_timeout(void *p, uint32_t s, uint32_t peer, char *msg, size_
 
 /* a stage's replicas sum their gradients, layer by layer (bounded like every wait here); on a
  * GPU through page-locked host memory, as its tensors go */
-static bool mpi_sum_gradients(void *p, uint32_t s, struct sp_stage_exec *se) {
+bool sp_mpi_sum_gradients(void *p, uint32_t s, struct sp_stage_exec *se) {
     struct mpi_t *t = p;
     bool gpu = t->be != &sp_exec_backend_cpu;
     for (size_t k = 0; k <= se->last - se->first; k++) {
@@ -229,7 +223,7 @@ static const struct sp_transport_ops mpi_replica_ops = {
     .stopping = sp_mpi_stopping,
     .set_state = sp_mpi_set_state,
     .explain_timeout = sp_mpi_explain_timeout,
-    .sum_gradients = mpi_sum_gradients,
+    .sum_gradients = sp_mpi_sum_gradients,
 };
 
 static bool ring_init(struct mpi_t *t, struct ring *r, uint32_t cap, size_t elems) {
@@ -301,7 +295,7 @@ static sp_status choose_links(sp_ctx *ctx, struct mpi_t *t, struct sp_stage_work
     MPI_Request req;
     MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
                    MPI_COMM_WORLD, &req);
-    bool heard = bounded(t, &req), use = heard && t->P > 1 && !t->base;
+    bool heard = bounded(t, &req), use = heard && t->ranks > 1;
     for (uint32_t a = 0; use && a < t->ranks; a++) {
         use = all[a].ready && all[a].nccl;
         for (uint32_t b = 0; use && b < a; b++) /* NCCL refuses two ranks on one GPU */
@@ -321,10 +315,10 @@ static sp_status choose_links(sp_ctx *ctx, struct mpi_t *t, struct sp_stage_work
                        t->s, t->timeout_ms);
     run->summary.nccl = use;
     if (use) { /* collective: every rank is here, set up */
-        st = sp_nccl_open(ctx, t->be, (int)t->s, (int)t->P, ids, cap, send_elems, &t->nccl);
+        st = sp_nccl_open(ctx, t->be, (int)t->rank, (int)t->ranks, ids, cap, send_elems, &t->nccl);
         if (st == SP_OK) {
-            w->ops =
-                &sp_mpi_nccl_ops; /* the output goes into a send buffer on the stage's own GPU */
+            w->ops = t->base ? &sp_mpi_nccl_replica_ops
+                             : &sp_mpi_nccl_ops; /* the output goes into a send buffer on its GPU */
             w->prev_device = w->next_device = t->be->device;
         }
         return st;

@@ -38,6 +38,13 @@ struct mpi_t {
     struct ring ring[2];  /* [SP_DIR_ACT]: to s + 1; [SP_DIR_GRAD]: to s - 1 */
 };
 
+/* the rank holding stage `stage`'s micro-batch mb */
+static inline int sp_mpi_rank_of(const struct mpi_t *t, uint32_t stage, uint32_t mb) {
+    if (!t->base)
+        return (int)stage;
+    return (int)(t->base[stage] + mb % (t->base[stage + 1] - t->base[stage]));
+}
+
 /* the waits' pause between polls, and the transport's table entries both parts use */
 void sp_mpi_nap(void);
 bool sp_mpi_stopping(void *t);
@@ -45,8 +52,12 @@ void sp_mpi_fail(void *t, sp_status st, const char *message);
 bool sp_mpi_gate(void *t, uint32_t s, uint32_t step, double *t0_ms);
 void sp_mpi_set_state(void *t, uint32_t s, uint32_t step, uint32_t mb, char kind, int waiting_on);
 void sp_mpi_explain_timeout(void *t, uint32_t s, uint32_t peer, char *msg, size_t cap);
+/* replicated stages: the stage's gradients summed over its replicas (MPI, through host memory
+ * on a GPU) */
+bool sp_mpi_sum_gradients(void *t, uint32_t s, struct sp_stage_exec *se);
 
-/* tensors GPU to GPU by NCCL (transport_nccl.c) */
-extern const struct sp_transport_ops sp_mpi_nccl_ops;
+/* tensors GPU to GPU by NCCL (transport_nccl.c); with replicated stages, their gradients summed
+ * too */
+extern const struct sp_transport_ops sp_mpi_nccl_ops, sp_mpi_nccl_replica_ops;
 
 #endif

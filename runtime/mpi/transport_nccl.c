@@ -36,9 +36,9 @@ static int poll_slot(struct mpi_t *t, int dir, float **buf) {
 
 static bool nccl_recv(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32_t mb, float *dst,
                       size_t elems, double deadline_ms, double *waited_ms, double *copy_ms) {
-    (void)mb, (void)copy_ms; /* NCCL writes straight into dst on the GPU */
+    (void)copy_ms; /* NCCL writes straight into dst on the GPU */
     struct mpi_t *t = p;
-    if (!sp_nccl_recv(t->nccl, (int)dir, (int)peer, dst, elems)) {
+    if (!sp_nccl_recv(t->nccl, (int)dir, sp_mpi_rank_of(t, peer, mb), dst, elems)) {
         nccl_failed(t, s, "receive");
         return false;
     }
@@ -60,9 +60,8 @@ static float *nccl_send_buffer(void *p, uint32_t s, uint32_t peer, enum sp_dir d
 }
 
 static void nccl_send(void *p, uint32_t s, uint32_t peer, enum sp_dir dir, uint32_t mb) {
-    (void)mb;
     struct mpi_t *t = p;
-    if (!sp_nccl_send(t->nccl, (int)dir, (int)peer))
+    if (!sp_nccl_send(t->nccl, (int)dir, sp_mpi_rank_of(t, peer, mb)))
         nccl_failed(t, s, "send");
 }
 
@@ -75,4 +74,16 @@ const struct sp_transport_ops sp_mpi_nccl_ops = {
     .stopping = sp_mpi_stopping,
     .set_state = sp_mpi_set_state,
     .explain_timeout = sp_mpi_explain_timeout,
+};
+
+const struct sp_transport_ops sp_mpi_nccl_replica_ops = {
+    .step_gate = sp_mpi_gate,
+    .recv = nccl_recv,
+    .send_buffer = nccl_send_buffer,
+    .send = nccl_send,
+    .fail = sp_mpi_fail,
+    .stopping = sp_mpi_stopping,
+    .set_state = sp_mpi_set_state,
+    .explain_timeout = sp_mpi_explain_timeout,
+    .sum_gradients = sp_mpi_sum_gradients,
 };

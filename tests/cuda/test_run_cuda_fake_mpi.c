@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
         sp_run_destroy(gpu);
         sp_plan_destroy(plan);
     }
-    /* replicated stages on GPU ranks (host buffers between them, their gradients summed
+    /* replicated stages on GPU ranks (tensors by NCCL as above, their gradients summed by MPI
      * through host memory): one stage on both ranks, or a stage then two replicas of the next;
      * the losses of the CPU threads run of an unreplicated plan (the same data and updates) */
     static const size_t first2[] = {0}, first3[] = {0, 2};
@@ -100,7 +100,14 @@ int main(int argc, char **argv) {
                          "replicated GPU ranks",
                          rank, size, sp_schedule_name(schedule), i, a, b);
         }
-        SP_CHECK(!gpu || !sp_run_get_summary(gpu)->nccl); /* replicas: host buffers */
+#ifdef SP_TEST_NCCL /* NCCL between replicas too, when each has a GPU of its own */
+        const char *off = getenv("STAGEPART_NCCL");
+        bool nccl = size <= n_devices && !(off && strcmp(off, "0") == 0);
+#else
+        bool nccl = false;
+#endif
+        SP_CHECK_MSG(!gpu || sp_run_get_summary(gpu)->nccl == nccl, "rank %d: replicas by %s", rank,
+                     gpu && sp_run_get_summary(gpu)->nccl ? "NCCL" : "host buffers");
         sp_run_destroy(cpu);
         sp_run_destroy(gpu);
         sp_plan_destroy(plan);
