@@ -84,7 +84,7 @@ const struct cli_opt cmd_partition_opts[] = {
      "Constraints"},
     {OPT_GPUS, "gpus", 0, "<N>",
      "alone: PipeDream's planner, the stage count, cuts and data-parallel replicas of each "
-     "stage on N GPUs, exactly (least bottleneck share, then fewest stages, then fewest GPUs; "
+     "stage on N GPUs, exactly (least bottleneck share, then fewest stages, then fewest devices; "
      "needs --links over the N GPUs; gpipe, 1f1b, pipedream or 2bw). With --global-batch: "
      "every split of N GPUs into pipeline stages x data-parallel replicas of the whole "
      "pipeline, each with its exact plan, simulated iteration and gradient all-reduce, in one "

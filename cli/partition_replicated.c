@@ -46,9 +46,9 @@ void cli_print_replicated(const sp_plan *plan, const sp_profile *profile) {
                    : "max(time, all-reduce) / replicas (one all-reduce per micro-batch, "
                      "overlapped with the next)");
     printf("bottleneck  %.3f ms per micro-batch (stage %u): %.1f micro-batches per second   "
-           "lower bound %.3f ms (all work spread over %u GPUs, no all-reduce)\n",
+           "lower bound %.3f ms (all work spread over every GPU, no all-reduce)\n",
            m->bottleneck_ms, m->bottleneck_stage,
-           m->bottleneck_ms > 0 ? 1000.0 / m->bottleneck_ms : 0.0, m->lower_bound_ms, m->gpus);
+           m->bottleneck_ms > 0 ? 1000.0 / m->bottleneck_ms : 0.0, m->lower_bound_ms);
     if (m->memory_limit_bytes) {
         char lim[16];
         printf("memory      every replica within the limit of %s\n",

@@ -288,7 +288,8 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     size_t k = 0;
     for (const cJSON *c = arr->child; c; c = c->next, k++)
         read_stage(&r, c, k, &plan->stages[k], &names[3 * k], &names[3 * k + 1], &names[3 * k + 2]);
-    uint64_t devices_before = 0; /* replicated: the devices of the stages before k */
+    uint64_t devices_before = 0, next_device = 0; /* replicated: the replicas before stage k,
+                                                   * the first device after the stage before */
     for (k = 0; k < n && !ctx->problems; k++) {
         const sp_stage *s = &plan->stages[k];
         char where[48];
@@ -302,12 +303,13 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
             sp_json_problem(&r, where, "replicas",
                             "expected 1: only a plan with \"gpus\" replicates stages, got %u",
                             s->replicas);
-        if (gpus) {
-            if (s->device != devices_before)
+        if (gpus) { /* devices in order, idle ones allowed between stages */
+            if (s->device < next_device)
                 sp_json_problem(&r, where, "device",
-                                "expected %llu (replicated stages take devices in order: the "
-                                "replicas of the stages before), got %u",
-                                (unsigned long long)devices_before, s->device);
+                                "expected at least %llu (replicated stages take devices in "
+                                "order: after the devices of the stage before), got %u",
+                                (unsigned long long)next_device, s->device);
+            next_device = (uint64_t)s->device + s->replicas;
             devices_before += s->replicas;
             if (k + 1 == n && devices_before != gpus)
                 sp_json_problem(&r, where, "replicas",

@@ -48,15 +48,6 @@ static sp_status check_options(sp_ctx *ctx, const sp_profile *profile, const sp_
     if (sp_devices_get_count(*devices) < gpus)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "the device list has %zu devices, --gpus %u",
                        sp_devices_get_count(*devices), gpus);
-    const sp_device_info *d0 = sp_devices_get_device(*devices, 0);
-    for (uint32_t d = 1; d < gpus; d++) {
-        const sp_device_info *di = sp_devices_get_device(*devices, d);
-        if (di->speed != d0->speed || di->memory_bytes != d0->memory_bytes)
-            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                           "replicated stages are planned on identical devices; '%s' and '%s' "
-                           "differ in speed or memory",
-                           d0->name, di->name);
-    }
     return SP_OK;
 }
 
@@ -119,7 +110,8 @@ static sp_status even_split(sp_ctx *ctx, const sp_profile *profile,
         size_t b = sp_chain_position_of(m->chain, even[s + 1]);
         int64_t t = sp_replica_share_ticks(m, a, b, rp->first_device[s], rp->replicas[s]);
         worst = t > worst ? t : worst;
-        *over_memory |= m->mem_cap && sp_replica_memory(m, a, b, P - s) > m->mem_cap;
+        uint64_t room = sp_replica_room(m, rp->first_device[s], rp->replicas[s]);
+        *over_memory |= room && sp_replica_memory(m, a, b, P - s) > room;
     }
     *bottleneck_ms = sp_ticks_to_ms(worst);
     sp_free(even);
@@ -148,7 +140,7 @@ static void summarize(sp_plan *plan, const struct sp_replica_plan *rp, uint32_t 
     sm->mean_ms = mean;
     sm->stddev_ms = sqrt(var / rp->stages);
     sm->imbalance = mean > 0 ? worst / mean : 1.0;
-    sm->lower_bound_ms = sm->total_ms / rp->gpus_used; /* all work spread, no all-reduce */
+
     sm->formula_iteration_ms = (double)(M - 1) * worst + total;
     sm->optimal = false; /* the search's plans say otherwise */
 }
@@ -157,13 +149,22 @@ static sp_status build_plan(sp_ctx *ctx, const sp_profile *profile, const sp_par
                             const sp_devices *devices, const struct sp_replica_model *m,
                             const struct sp_replica_plan *rp, sp_plan **out) {
     uint32_t P = rp->stages;
-    size_t *first = sp_mallocarray(P, sizeof *first), *same = sp_calloc(P, sizeof *same);
-    sp_devices *stage_devices = NULL; /* P copies of the (identical) devices, for their speed */
-    sp_status st = first && same ? SP_OK : sp_oom(ctx, "planning replicated stages");
-    for (uint32_t s = 0; st == SP_OK && s < P; s++)
+    size_t *first = sp_mallocarray(P, sizeof *first), *slow = sp_calloc(P, sizeof *slow);
+    sp_devices *stage_devices = NULL; /* each stage's slowest replica: its times are that one's */
+    sp_status st = first && slow ? SP_OK : sp_oom(ctx, "planning replicated stages");
+    for (uint32_t s = 0; st == SP_OK && s < P; s++) {
         first[s] = m->chain->pos[rp->bounds[s]];
+        slow[s] = rp->first_device[s];
+        uint32_t end = rp->first_device[s] + rp->replicas[s];
+        for (uint32_t d = rp->first_device[s]; devices && d < end; d++)
+            if (sp_devices_get_device(devices, d)->speed <
+                sp_devices_get_device(devices, slow[s])->speed)
+                slow[s] = d;
+    }
     if (st == SP_OK && devices)
-        st = sp_devices_select(ctx, devices, same, P, &stage_devices);
+        st = sp_devices_select(ctx, devices, slow, P, &stage_devices);
+    for (uint32_t s = 0; st == SP_OK && stage_devices && s < P; s++)
+        stage_devices->info[s].memory_bytes = 0; /* the search checked each replica's room */
     sp_partition_opts g = *o;
     g.stages = P;
     g.micro_batches = m->micro_batches;
@@ -180,13 +181,18 @@ static sp_status build_plan(sp_ctx *ctx, const sp_profile *profile, const sp_par
         plan->summary.solver = SP_SOLVER_DP;
         plan->summary.memory_limit_bytes = o->memory_limit_bytes;
         summarize(plan, rp, m->micro_batches);
+        /* no plan beats all the work spread over every device at its speed, no all-reduce */
+        double speeds = 0;
+        for (uint32_t d = 0; d < m->gpus; d++)
+            speeds += devices ? sp_devices_get_device(devices, d)->speed : 1.0;
+        plan->summary.lower_bound_ms = sp_ticks_to_ms(m->chain->w[m->chain->n_pos - 1]) / speeds;
         st = even_split(ctx, profile, m, rp, &plan->summary.even_split_bottleneck_ms,
                         &plan->summary.even_split_over_memory);
     }
     if (st == SP_OK)
         st = sp_plan_simulate(ctx, plan, o->schedule);
     sp_free(first);
-    sp_free(same);
+    sp_free(slow);
     sp_devices_destroy(stage_devices);
     if (st != SP_OK) {
         sp_plan_destroy(plan);
@@ -211,17 +217,14 @@ static sp_status setup(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     if (st != SP_OK)
         return st;
     uint32_t M = opts->micro_batches ? opts->micro_batches : 4 * gpus;
-    uint64_t cap = opts->memory_limit_bytes;
-    const sp_device_info *d0 = su->devices ? sp_devices_get_device(su->devices, 0) : NULL;
-    if (d0 && d0->memory_bytes && (!cap || d0->memory_bytes < cap))
-        cap = d0->memory_bytes;
     struct sp_chain_model cm = {SP_WEIGHT_TIME, 1,    M,     opts->schedule, 0,     NULL,
                                 NULL,           NULL, false, false,          false, NULL};
     st = sp_chain_init(ctx, &su->chain, profile, &cm);
     if (st != SP_OK)
         return st;
-    su->m = (struct sp_replica_model){&su->chain, opts->links,          gpus, M,   opts->schedule,
-                                      cap,        d0 ? d0->speed : 1.0, NULL, NULL};
+    su->m = (struct sp_replica_model){
+        &su->chain, opts->links, gpus, M,   opts->schedule, opts->memory_limit_bytes, su->devices,
+        NULL,       NULL,        NULL, NULL};
     st = sp_replica_model_init(ctx, &su->m);
     if (st != SP_OK)
         sp_chain_release(&su->chain);
@@ -250,9 +253,9 @@ sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
     st = sp_replica_search(ctx, &su.m, &rp);
     if (st == SP_ERR_INFEASIBLE)
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
-                     "no plan on %u GPUs fits the memory limit (%llu bytes per device): each "
-                     "replica holds its whole stage",
-                     gpus, (unsigned long long)su.m.mem_cap);
+                     "no plan on %u GPUs fits the memory limits (--memory-limit, the devices' "
+                     "memory): each replica holds its whole stage",
+                     gpus);
     if (st == SP_OK)
         st = build_plan(ctx, profile, opts, su.devices, &su.m, &rp, out);
     if (st == SP_OK) {

@@ -14,13 +14,18 @@ struct sp_replica_model {
     uint32_t gpus;                /* N: devices 0 .. N - 1 */
     uint32_t micro_batches;       /* M per iteration */
     sp_schedule schedule;         /* gpipe, 1f1b, pipedream or 2bw */
-    uint64_t mem_cap;             /* bytes one device may hold; 0: none */
-    double speed;                 /* the devices' relative speed (all equal) */
+    uint64_t mem_cap;             /* bytes one device may hold (--memory-limit); 0: none */
+    const sp_devices *devices;    /* the devices' speeds and memory (device d of the plan is d of
+                                   * the list), or NULL: identical, unlimited */
     /* ring[g * (N + 1) + r] .. ring[g * (N + 1) + r + 1]: for the ring of devices g .. g + r - 1,
      * the offsets into ring_pairs of its links that can be its slowest (duplicates and links
      * dominated in both latency and bandwidth dropped: the slowest is the same) */
     size_t *ring;
     uint32_t *ring_pairs; /* from * N + to */
+    /* per (g, r) as ring: the slowest speed among devices g .. g + r - 1 (round-robin waits for
+     * it) and the bytes each may hold (the least of their memory and mem_cap; 0: none) */
+    double *slowest;
+    uint64_t *room;
 };
 
 sp_status sp_replica_model_init(sp_ctx *ctx, struct sp_replica_model *m);
@@ -38,13 +43,18 @@ int64_t sp_replica_allreduce_ticks(const struct sp_replica_model *m, uint32_t g,
 int64_t sp_replica_share_ticks(const struct sp_replica_model *m, size_t a, size_t b, uint32_t g,
                                uint32_t r);
 
+/* The slowest speed and the room of devices g .. g + r - 1 (r >= 1). */
+double sp_replica_speed(const struct sp_replica_model *m, uint32_t g, uint32_t r);
+uint64_t sp_replica_room(const struct sp_replica_model *m, uint32_t g, uint32_t r);
+
 /* What one replica of a stage holds with k stages from it to the pipeline's end (itself
  * included): resident + inflight(k) x saved + stashed weight versions, as an unreplicated stage
  * k from the end holds. */
 sp_u128 sp_replica_memory(const struct sp_replica_model *m, size_t a, size_t b, uint32_t k);
 
 /* The plan found: P stages, stage s over positions [bounds[s], bounds[s + 1]) on devices
- * first_device[s] .. + replicas[s] - 1 (contiguous, in stage order from device 0). */
+ * first_device[s] .. + replicas[s] - 1 (in stage order from device 0, idle devices possibly
+ * between stages); gpus_used: the replicas summed. */
 struct sp_replica_plan {
     uint32_t stages, gpus_used;
     int64_t bottleneck_ticks;
@@ -55,7 +65,7 @@ struct sp_replica_plan {
 void sp_replica_plan_release(struct sp_replica_plan *p);
 
 /* The least bottleneck (largest share) over every plan on at most N GPUs; among the plans
- * reaching it, the fewest stages, then the fewest GPUs; each stage ending as late as the
+ * reaching it, the fewest stages, then the fewest devices spanned; each stage ending as late as the
  * bottleneck allows. SP_ERR_INFEASIBLE (no message) when no plan fits the memory cap. */
 sp_status sp_replica_search(sp_ctx *ctx, const struct sp_replica_model *m,
                             struct sp_replica_plan *out);

@@ -1,20 +1,24 @@
 /* partitioner/replicated_search.c: the exact search over cuts and replica counts
  * (docs/partitioning.md#replicated-stages).
  *
- * Stages take devices in order from device 0, stage s the r_s devices after stage s - 1's. For
- * a cap T on every stage's share, a table over (k stages still to place, g devices used) keeps
- * the furthest position any placement reaches; from (k, g) at position a, a stage on r devices
- * may end anywhere its share and memory allow (both only grow with its end), and the furthest
- * such end is kept at (k - 1, g + r). The memory a stage needs depends on k alone (its
- * in-flight micro-batches and stashed weights count the stages after it), so every stage count
- * P starts at (P, 0) in one table. A plan exists under T exactly when some (0, g) reaches the
- * end: the furthest position dominates a nearer one unless it leaves a later stage empty, and
- * then dropping that stage gives a plan with fewer stages, whose earlier stages hold no more
- * in flight (by induction on P the table finds one). Bisection on the integer cap gives the
- * least bottleneck; scanning P upward with one start at a time then gives the fewest stages
- * reaching it (a P missed would mean a plan with fewer), and its table the fewest GPUs. The
- * table is O(N^2) states of O(N) moves, each a binary search over positions: O(N^3 log L) per
- * cap, independent of the layer count otherwise. */
+ * Stages take devices in order from device 0, stage s r_s consecutive ones after stage s - 1's,
+ * a device between stages possibly idle. For a cap T on every stage's share, a table over (k
+ * stages still to place, g devices passed) keeps the furthest position any placement reaches;
+ * from (k, g) at position a, a stage on devices g .. g + r - 1 may end anywhere its share and
+ * memory allow (both only grow with its end), and the furthest such end is kept at
+ * (k - 1, g + r); (k, g) also passes to (k, g + 1), device g idle. The memory a stage needs
+ * depends on k alone (its in-flight micro-batches and stashed weights count the stages after
+ * it), so every stage count P starts at (P, 0) in one table. A plan exists under T exactly when
+ * some (0, g) reaches the end: the furthest position dominates a nearer one unless it leaves a
+ * later stage empty, and then dropping that stage (its devices idle, the stages after it where
+ * they were) gives a plan with fewer stages, whose earlier stages hold no more in flight (by
+ * induction on P the table finds one). Bisection on the integer cap gives the least bottleneck;
+ * scanning P upward with one start at a time then gives the fewest stages reaching it (a P
+ * missed would mean a plan with fewer), and its table the fewest devices spanned. The table is
+ * O(N^2) states of O(N) moves, each a binary search over positions: O(N^3 log L) per cap,
+ * independent of the layer count otherwise. tests/oracle/test_replicated.c checks it against
+ * enumeration. */
+#include <math.h>
 #include <string.h>
 
 #include "devices_impl.h"
@@ -24,8 +28,44 @@
 void sp_replica_model_release(struct sp_replica_model *m) {
     sp_free(m->ring);
     sp_free(m->ring_pairs);
+    sp_free(m->slowest);
+    sp_free(m->room);
     m->ring = NULL;
     m->ring_pairs = NULL;
+    m->slowest = NULL;
+    m->room = NULL;
+}
+
+/* the devices' slowest speed and least room for every (g, r) */
+static bool device_ranges(struct sp_replica_model *m) {
+    uint32_t N = m->gpus;
+    size_t slots = (size_t)N * (N + 1) + 1;
+    m->slowest = sp_mallocarray(slots, sizeof *m->slowest);
+    m->room = sp_calloc(slots, sizeof *m->room);
+    if (!m->slowest || !m->room)
+        return false;
+    for (uint32_t g = 0; g < N; g++) {
+        double speed = (double)INFINITY;
+        uint64_t room = m->mem_cap;
+        for (uint32_t r = 1; g + r <= N; r++) {
+            const sp_device_info *d =
+                m->devices ? sp_devices_get_device(m->devices, g + r - 1) : NULL;
+            speed = d && d->speed < speed ? d->speed : speed;
+            if (d && d->memory_bytes && (!room || d->memory_bytes < room))
+                room = d->memory_bytes;
+            m->slowest[(size_t)g * (N + 1) + r] = speed < (double)INFINITY ? speed : 1.0;
+            m->room[(size_t)g * (N + 1) + r] = room;
+        }
+    }
+    return true;
+}
+
+double sp_replica_speed(const struct sp_replica_model *m, uint32_t g, uint32_t r) {
+    return m->slowest[(size_t)g * (m->gpus + 1) + r];
+}
+
+uint64_t sp_replica_room(const struct sp_replica_model *m, uint32_t g, uint32_t r) {
+    return m->room[(size_t)g * (m->gpus + 1) + r];
 }
 
 /* whether link p is never slower than link q for any size (so q's time is the larger) */
@@ -79,7 +119,7 @@ sp_status sp_replica_model_init(sp_ctx *ctx, struct sp_replica_model *m) {
             used += n;
         }
     sp_free(one);
-    if (st != SP_OK) {
+    if (st != SP_OK || !device_ranges(m)) {
         sp_replica_model_release(m);
         return sp_oom(ctx, "planning replicated stages");
     }
@@ -103,18 +143,22 @@ int64_t sp_replica_allreduce_ticks(const struct sp_replica_model *m, uint32_t g,
     return sp_ms_to_ticks(2.0 * (double)(r - 1) * slowest);
 }
 
-static int64_t compute_ticks(const struct sp_replica_model *m, size_t a, size_t b) {
+/* one micro-batch on the slowest of devices g .. g + r - 1: forward and backward each scaled
+ * and rounded to a tick, as a plan's stage times are (sp_chain_compute) */
+static int64_t compute_ticks(const struct sp_replica_model *m, size_t a, size_t b, uint32_t g,
+                             uint32_t r) {
     const struct sp_chain *c = m->chain;
     int64_t w = c->w[b] - c->w[a];
-    if (m->speed == 1.0)
+    double speed = sp_replica_speed(m, g, r);
+    if (speed == 1.0)
         return w;
     int64_t f = c->wf[b] - c->wf[a];
-    return sp_speed_scale(f, m->speed) + sp_speed_scale(w - f, m->speed);
+    return sp_speed_scale(f, speed) + sp_speed_scale(w - f, speed);
 }
 
 int64_t sp_replica_share_ticks(const struct sp_replica_model *m, size_t a, size_t b, uint32_t g,
                                uint32_t r) {
-    int64_t compute = compute_ticks(m, a, b);
+    int64_t compute = compute_ticks(m, a, b, g, r);
     uint64_t params = (uint64_t)(m->chain->sums->w_params[b] - m->chain->sums->w_params[a]);
     int64_t ar = sp_replica_allreduce_ticks(m, g, r, params);
     if (sp_schedule_async(m->schedule)) {
@@ -138,7 +182,8 @@ sp_u128 sp_replica_memory(const struct sp_replica_model *m, size_t a, size_t b, 
 
 static bool admissible(const struct sp_replica_model *m, size_t a, size_t b, uint32_t k, uint32_t g,
                        uint32_t r, int64_t cap) {
-    if (m->mem_cap && sp_replica_memory(m, a, b, k) > m->mem_cap)
+    uint64_t room = sp_replica_room(m, g, r);
+    if (room && sp_replica_memory(m, a, b, k) > room)
         return false;
     return sp_replica_share_ticks(m, a, b, g, r) <= cap;
 }
@@ -161,18 +206,24 @@ static size_t reach(const struct sp_replica_model *m, size_t a, size_t end, uint
     return lo;
 }
 
+#define SKIPPED UINT32_MAX /* parent of a state reached by leaving device g - 1 idle */
+
 struct table {
     uint32_t K, N;
     long long *best;  /* [(K + 1) * (N + 1)]: furthest position, -1: unreached */
-    uint32_t *parent; /* [(K + 1) * (N + 1)]: the devices used before the last stage placed */
+    uint32_t *parent; /* [(K + 1) * (N + 1)]: the devices before the last stage placed, or
+                       * SKIPPED */
 };
 
 static size_t cell(const struct table *t, uint32_t k, uint32_t g) {
     return (size_t)k * (t->N + 1) + g;
 }
 
-/* Fill the table under cap: every start P in [p_lo, p_hi]. Returns the fewest devices with
- * which some start reaches the end, UINT32_MAX when none does. */
+/* Fill the table under cap: every start P in [p_lo, p_hi]. A device may be left idle between
+ * stages (a skip), which keeps the furthest position dominant when devices differ: a plan whose
+ * later stage the furthest position empties drops that stage and leaves its devices idle, the
+ * stages after it on the same devices as before. Returns the fewest devices spanned (the last
+ * stage's end) with which some start reaches the end, UINT32_MAX when none does. */
 static uint32_t fill(const struct sp_replica_model *m, struct table *t, int64_t cap, uint32_t p_lo,
                      uint32_t p_hi) {
     uint32_t K = t->K, N = t->N;
@@ -183,6 +234,10 @@ static uint32_t fill(const struct sp_replica_model *m, struct table *t, int64_t 
         t->best[cell(t, p, 0)] = 0;
     for (uint32_t k = p_hi; k >= 1; k--)
         for (uint32_t g = 0; g + k <= N; g++) {
+            if (g > 0 && t->best[cell(t, k, g - 1)] > t->best[cell(t, k, g)]) {
+                t->best[cell(t, k, g)] = t->best[cell(t, k, g - 1)];
+                t->parent[cell(t, k, g)] = SKIPPED;
+            }
             long long a = t->best[cell(t, k, g)];
             if (a < 0 || (size_t)a + k > end) /* each stage left needs a position */
                 continue;
@@ -208,23 +263,30 @@ void sp_replica_plan_release(struct sp_replica_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-/* the plan the table holds for P stages ending on `used` devices */
-static sp_status trace_back(sp_ctx *ctx, const struct table *t, uint32_t P, uint32_t used,
+/* the plan the table holds for P stages ending at device `span` */
+static sp_status trace_back(sp_ctx *ctx, const struct table *t, uint32_t P, uint32_t span,
                             struct sp_replica_plan *out) {
     out->stages = P;
-    out->gpus_used = used;
+    out->gpus_used = 0;
     out->bounds = sp_mallocarray((size_t)P + 1, sizeof *out->bounds);
     out->replicas = sp_mallocarray(P, sizeof *out->replicas);
     out->first_device = sp_mallocarray(P, sizeof *out->first_device);
     if (!out->bounds || !out->replicas || !out->first_device)
         return sp_oom(ctx, "planning replicated stages");
-    uint32_t g = used;
-    for (uint32_t k = 0; k < P; k++) {
-        uint32_t s = P - 1 - k, prev = t->parent[cell(t, k, g)];
+    uint32_t g = span, k = 0;
+    while (k < P) {
+        uint32_t prev = t->parent[cell(t, k, g)];
+        if (prev == SKIPPED) { /* device g - 1 idle */
+            g--;
+            continue;
+        }
+        uint32_t s = P - 1 - k;
         out->bounds[s + 1] = (size_t)t->best[cell(t, k, g)];
         out->replicas[s] = g - prev;
         out->first_device[s] = prev;
+        out->gpus_used += g - prev;
         g = prev;
+        k++;
     }
     out->bounds[0] = 0;
     return SP_OK;

@@ -196,10 +196,12 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
         const struct sp_step_stats *x = run->replica_stats
                                             ? &run->replica_stats[(size_t)(total - 1) * D + s]
                                             : &run->stats[(size_t)(total - 1) * P + s];
-        uint32_t stage = ps->gpus ? 0 : s;
-        for (uint32_t k = 0; ps->gpus && k < P; k++) /* the stage whose devices hold s */
-            if (sp_plan_get_stage(plan, k)->device <= s)
+        uint32_t stage = ps->gpus ? 0 : s, before = 0; /* replicas: rank s's stage */
+        for (uint32_t k = 0; ps->gpus && k < P; k++) {
+            if (before <= s)
                 stage = k;
+            before += sp_plan_get_stage(plan, k)->replicas;
+        }
         sp_sim_device *d = &t->devices[s];
         d->device = s;
         d->busy_ms = x->busy_ms;

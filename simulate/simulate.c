@@ -441,7 +441,7 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
                        "the plan replicates stages: it is simulated with one chunk per device "
                        "and the schedule's own order (%s)",
                        V != 1 ? "--chunks needs an unreplicated plan" : "not --order");
-    uint32_t D = replicated ? m->gpus : P;
+    uint32_t D = replicated ? m->gpus : P, lane = 0;
     double *f = sp_mallocarray(K, sizeof *f), *b = sp_mallocarray(K, sizeof *b);
     double *w = sp_mallocarray(K, sizeof *w), *send = sp_mallocarray(K, sizeof *send);
     uint64_t *saved = sp_mallocarray(K, sizeof *saved), *resident = sp_calloc(D, sizeof *resident);
@@ -477,8 +477,8 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
         allreduce[k] = s->allreduce_ms;
         if (sp_schedule_async(opts->schedule) && allreduce[k] > f[k] + b[k])
             b[k] = allreduce[k] - f[k]; /* a replica's turn lasts max(compute, all-reduce) */
-        for (uint32_t d = s->device; d < s->device + s->replicas && d < D; d++)
-            resident[d] = held;
+        for (uint32_t j = 0; j < s->replicas && lane < D; j++) /* replicas are devices */
+            resident[lane++] = held;
     }
     struct sp_pipeline pl = {P, V,    M,     opts->schedule, m->chunk_layout, f,        b,
                              w, send, saved, resident,       replicas,        allreduce};

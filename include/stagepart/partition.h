@@ -212,9 +212,10 @@ SP_API void sp_dp_table_destroy(sp_dp_table *table);
  *
  * sp_partition_replicated: how many stages, where to cut, and how many data-parallel replicas
  * each stage gets on `gpus` devices (the replicas summed at most gpus, gpus <= 512), exactly:
- * the least bottleneck, then the fewest stages, then the fewest GPUs reaching it. Stages take
- * devices in order from device 0 of opts->links (required, at least gpus devices), stage s the
- * next replicas[s]. A stage's replicas take its micro-batches round-robin, each holding the
+ * the least bottleneck, then the fewest stages, then the fewest devices spanned. Stages take
+ * devices in order from device 0 of opts->links (required, at least gpus devices), stage s
+ * replicas[s] consecutive ones after stage s - 1's; a device between stages may be left idle
+ * (a slow one, with differing devices). A stage's replicas take its micro-batches round-robin, each holding the
  * whole stage (its memory as an unreplicated stage with as many stages after it), and
  * all-reduce its param_bytes by a ring (sp_ring_allreduce_ms, over the slowest link among
  * them). One micro-batch's share of the stage's devices, the figure the bottleneck is over:
@@ -223,7 +224,8 @@ SP_API void sp_dp_table_destroy(sp_dp_table *table);
  * in integer ticks, rounded up. Activation transfers are overlapped, as in sp_partition: the
  * plan's send_ms is the slowest link between two neighbouring stages' devices. Options used:
  * schedule (those four), micro_batches (M; 0: 4 x gpus), memory_limit_bytes, devices (or the
- * profile's; identical in speed and memory) and links; the rest must be their defaults. The
+ * profile's: a stage runs at its slowest replica's speed, since round-robin waits for it, and
+ * fits the least memory among its devices) and links; the rest must be their defaults. The
  * plan's stages carry replicas, allreduce_ms and share_ms, its summary gpus and the largest
  * share as bottleneck_ms; it is simulated with every replica a device. Returns
  * SP_ERR_INVALID_ARG or SP_ERR_UNSUPPORTED (options: the message says which), SP_ERR_INFEASIBLE
@@ -235,7 +237,7 @@ SP_API sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
 
 /* sp_plan_from_replicated_split: the plan for a given split with given replica counts: stage s
  * begins at first_layers[s] (0 first, increasing, where a stage may begin) and runs on
- * replicas[s] devices, stages on consecutive devices from 0; every figure as
+ * replicas[s] devices, stages on consecutive devices from 0, none idle; every figure as
  * sp_partition_replicated gives it (same options, gpus the replicas summed), solver "given",
  * memory reported, not enforced. `check` re-evaluates a replicated plan with it. Returns
  * SP_ERR_INVALID_ARG (a split that is not one, or options as sp_partition_replicated),

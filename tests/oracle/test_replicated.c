@@ -3,18 +3,25 @@
  * Random small instances: up to 7 layers (some joined), up to 5 GPUs in nodes of one to three
  * (links fast inside, slow between, now and then one odd link), times, parameters and memory
  * that make all-reduces cost from nothing to more than the compute, a memory limit now and then,
- * each of the four schedules. The oracle enumerates every stage count, every split and every
- * replica count per stage with at most N GPUs, stages on consecutive devices from device 0,
+ * each of the four schedules, now and then a devices list (speeds 1 or 0.5, some with memory). The
+ * oracle enumerates every stage count, every split and every
+ * replica count per stage with at most N GPUs, stages on devices in order from device 0 with any
+ * devices left idle between them,
  * and judges each plan from the documented model alone: the ring all-reduce
  * (sp_ring_allreduce_ms), the share of a micro-batch (ceil of time / r + all-reduce / M when
- * the schedule flushes, of max(time, all-reduce) / r when it does not), a replica's memory
- * (resident + in-flight x saved + stashed weight versions, with k stages from it to the end:
+ * the schedule flushes, of max(time, all-reduce) / r when it does not; time on the slowest of
+ * the stage's devices), a replica's memory
+ * (resident + in-flight x saved + stashed weight versions within the least of the limit and its
+ * devices' memory, with k stages from it to the end:
  * GPipe M, 1F1B min(k, M), pipedream and 2bw k in flight; pipedream k versions, 2bw 2). The
- * search must match the least bottleneck, then the fewest stages, then the fewest GPUs, and its
+ * search must match the least bottleneck, then the fewest stages, then the fewest devices
+ * spanned, and its
  * plan must reach that bottleneck and fit. */
 #include <inttypes.h>
 #include <math.h>
 #include <stagepart/stagepart.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "../test.h"
 
@@ -37,6 +44,10 @@ struct inst {
     double lat_us[MAX_G][MAX_G], bw[MAX_G][MAX_G];
     uint64_t limit;
     sp_links *links;
+    bool with_devices; /* a devices list: speeds 1 or 0.5, memory or none */
+    double speed[MAX_G];
+    uint64_t dev_mem[MAX_G];
+    sp_devices *devices;
 };
 
 static void random_inst(struct inst *in) {
@@ -68,6 +79,34 @@ static void random_inst(struct inst *in) {
         in->bw[a][b] = 0.5;
     }
     in->limit = rnd(3) ? 0 : (uint64_t)(60 + rnd(400)) * 1000000;
+    in->with_devices = rnd(3) == 0;
+    for (int d = 0; d < in->gpus; d++) {
+        in->speed[d] = in->with_devices && rnd(3) == 0 ? 0.5 : 1.0;
+        in->dev_mem[d] = in->with_devices && rnd(3) == 0 ? (uint64_t)(80 + rnd(400)) * 1000000 : 0;
+    }
+}
+
+static sp_devices *devices_of(const struct inst *in) {
+    char buf[4096];
+    size_t len = (size_t)snprintf(buf, sizeof buf,
+                                  "{\"format\":\"stagepart-devices\",\"version\":1,\"devices\":[");
+    for (int d = 0; d < in->gpus; d++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len,
+                                "%s{\"name\":\"g%d\",\"speed\":%g,\"memory_bytes\":%" PRIu64 "}",
+                                d ? "," : "", d, in->speed[d], in->dev_mem[d]);
+    snprintf(buf + len, sizeof buf - len, "]}");
+    char path[] = "/tmp/stagepart-replicated-XXXXXX";
+    int fd = mkstemp(path);
+    SP_CHECK(fd >= 0);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (f) {
+        fputs(buf, f);
+        fclose(f);
+    }
+    sp_devices *dv = NULL;
+    SP_CHECK_STATUS(sp_devices_load(ctx, path, &dv), SP_OK);
+    unlink(path);
+    return dv;
 }
 
 static sp_profile *profile_of(const struct inst *in) {
@@ -118,12 +157,19 @@ static bool async_schedule(const struct inst *in) {
 
 /* stage over layers [a, b) on devices g .. g + r - 1, k stages from it to the end */
 static int64_t share_ticks(const struct inst *in, int a, int b, int g, int r) {
-    int64_t compute = 0;
+    int64_t fwd = 0, bwd = 0;
     uint64_t params = 0;
+    double speed = 1.0; /* the slowest replica's: round-robin waits for it */
+    for (int j = 0; j < r; j++)
+        speed = in->speed[g + j] < speed ? in->speed[g + j] : speed;
     for (int i = a; i < b; i++) {
-        compute += (int64_t)in->fwd_ms[i] * 1000000 + (int64_t)in->bwd_ms[i] * 1000000;
+        fwd += (int64_t)in->fwd_ms[i] * 1000000;
+        bwd += (int64_t)in->bwd_ms[i] * 1000000;
         params += in->params[i];
     }
+    int64_t compute = fwd + bwd;
+    if (speed != 1.0) /* forward and backward each scaled and rounded, as a plan's times */
+        compute = llround((double)fwd / speed) + llround((double)bwd / speed);
     size_t ranks[MAX_G];
     for (int j = 0; j < r; j++)
         ranks[j] = (size_t)(g + j);
@@ -136,8 +182,12 @@ static int64_t share_ticks(const struct inst *in, int a, int b, int g, int r) {
     return (num + den - 1) / den;
 }
 
-static bool fits(const struct inst *in, int a, int b, int k) {
-    if (!in->limit)
+static bool fits(const struct inst *in, int a, int b, int k, int g, int r) {
+    uint64_t room = in->limit; /* the least of the limit and the devices' memory */
+    for (int j = 0; j < r; j++)
+        if (in->dev_mem[g + j] && (!room || in->dev_mem[g + j] < room))
+            room = in->dev_mem[g + j];
+    if (!room)
         return true;
     uint64_t inflight = in->schedule == SP_SCHEDULE_GPIPE ? in->M
                         : in->schedule == SP_SCHEDULE_1F1B
@@ -149,12 +199,12 @@ static bool fits(const struct inst *in, int a, int b, int k) {
     uint64_t need = 0;
     for (int i = a; i < b; i++)
         need += in->mem[i] + inflight * in->saved[i] + (versions - 1) * in->params[i];
-    return need <= in->limit;
+    return need <= room;
 }
 
 struct best {
     int64_t t;
-    int P, gpus;
+    int P, span; /* stages; the devices the plan spans, idle ones between stages included */
 };
 
 /* stages s.. from layer a on device g; bound[], reps[] hold the stages so far */
@@ -164,7 +214,7 @@ static void enumerate(const struct inst *in, int P, int s, int a, int g, int64_t
         if (a != in->n)
             return;
         bool better = worst < best->t || (worst == best->t && P < best->P) ||
-                      (worst == best->t && P == best->P && g < best->gpus);
+                      (worst == best->t && P == best->P && g < best->span);
         if (better)
             *best = (struct best){worst, P, g};
         return;
@@ -174,12 +224,13 @@ static void enumerate(const struct inst *in, int P, int s, int a, int g, int64_t
             continue;
         if ((b == in->n) != (s == P - 1))
             continue;
-        if (!fits(in, a, b, P - s))
-            continue;
-        for (int r = 1; g + r + (P - s - 1) <= in->gpus; r++) {
-            int64_t t = share_ticks(in, a, b, g, r);
-            enumerate(in, P, s + 1, b, g + r, t > worst ? t : worst, best);
-        }
+        for (int g0 = g; g0 < in->gpus; g0++) /* devices g .. g0 - 1 left idle */
+            for (int r = 1; g0 + r + (P - s - 1) <= in->gpus; r++) {
+                if (!fits(in, a, b, P - s, g0, r))
+                    continue;
+                int64_t t = share_ticks(in, a, b, g0, r);
+                enumerate(in, P, s + 1, b, g0 + r, t > worst ? t : worst, best);
+            }
     }
 }
 
@@ -187,6 +238,7 @@ static void check_instance(int trial) {
     struct inst in;
     random_inst(&in);
     in.links = links_of(&in);
+    in.devices = in.with_devices ? devices_of(&in) : NULL;
     sp_profile *profile = profile_of(&in);
     struct best best = {INT64_MAX, 0, 0};
     for (int P = 1; P <= in.n && P <= in.gpus; P++)
@@ -197,6 +249,7 @@ static void check_instance(int trial) {
     o.micro_batches = in.M;
     o.memory_limit_bytes = in.limit;
     o.links = in.links;
+    o.devices = in.devices;
     sp_plan *plan = NULL;
     sp_status st = sp_partition_replicated(ctx, profile, &o, (uint32_t)in.gpus, &plan);
     if (best.P == 0) {
@@ -207,19 +260,22 @@ static void check_instance(int trial) {
     } else {
         const sp_plan_summary *m = sp_plan_get_summary(plan);
         int64_t got = llround(m->bottleneck_ms * 1e6), worst = 0;
-        SP_CHECK_MSG(got == best.t && (int)m->stages == best.P && (int)m->gpus == best.gpus,
+        const sp_stage *last = sp_plan_get_stage(plan, m->stages - 1);
+        int span = (int)(last->device + last->replicas);
+        SP_CHECK_MSG(got == best.t && (int)m->stages == best.P && span == best.span,
                      "trial %d (%s, M %u, %d layers, %d GPUs): search %" PRId64
-                     " ticks, %u stages, %u GPUs; oracle %" PRId64 ", %d, %d",
+                     " ticks, %u stages, %d devices spanned; oracle %" PRId64 ", %d, %d",
                      trial, sp_schedule_name(in.schedule), in.M, in.n, in.gpus, got, m->stages,
-                     m->gpus, best.t, best.P, best.gpus);
+                     span, best.t, best.P, best.span);
         /* the plan itself, judged by the oracle's model */
         for (uint32_t s = 0; s < m->stages; s++) {
             const sp_stage *stg = sp_plan_get_stage(plan, s);
             int a = (int)stg->first_layer, b = (int)stg->last_layer + 1;
             int64_t t = share_ticks(&in, a, b, (int)stg->device, (int)stg->replicas);
             worst = t > worst ? t : worst;
-            SP_CHECK_MSG(fits(&in, a, b, (int)(m->stages - s)), "trial %d: stage %u over memory",
-                         trial, s);
+            SP_CHECK_MSG(
+                fits(&in, a, b, (int)(m->stages - s), (int)stg->device, (int)stg->replicas),
+                "trial %d: stage %u over memory", trial, s);
             SP_CHECK_MSG(llround(stg->share_ms * 1e6) == t, "trial %d: stage %u share", trial, s);
         }
         SP_CHECK_MSG(worst == best.t, "trial %d: the plan's own bottleneck %" PRId64, trial, worst);
@@ -227,6 +283,7 @@ static void check_instance(int trial) {
     sp_plan_destroy(plan);
     sp_profile_destroy(profile);
     sp_links_destroy(in.links);
+    sp_devices_destroy(in.devices);
 }
 
 int main(int argc, char **argv) {

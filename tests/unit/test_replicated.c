@@ -139,14 +139,15 @@ static void test_round_trip(void) {
     SP_CHECK(fabs(sp_sim_get_summary(sim)->iteration_ms - a->schedule.iteration_ms) < 1e-9);
     SP_CHECK_EQ_INT(sp_sim_get_summary(sim)->devices, a->gpus);
     sp_sim_destroy(sim);
-    /* a stage whose device does not follow the replicas before it */
-    char *bad = strstr(text, "\"device\":\t0");
+    /* replicas that do not add up to the GPUs the plan says it uses */
+    char *bad = strstr(text, "\"replicas\":\t");
     SP_CHECK(bad != NULL);
     if (bad) {
-        bad[10] = '3';
+        char *digit = bad + strlen("\"replicas\":\t");
+        *digit = *digit == '1' ? '2' : '1';
         sp_plan *broken = NULL;
         SP_CHECK_STATUS(sp_plan_parse(ctx, "r.json", text, strlen(text), &broken), SP_ERR_SCHEMA);
-        SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "replicated stages take devices in order");
+        SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "replicas to add up to gpus");
     }
     sp_free(text);
     sp_plan_destroy(plan);
@@ -192,6 +193,15 @@ static void test_paired_replicas(void) {
         SP_CHECK(sim && fabs(sp_sim_get_summary(sim)->iteration_ms - want) < 1e-9);
         sp_sim_destroy(sim);
         sp_plan_destroy(plan);
+        /* the second stage on a device of the first: refused */
+        char *dev = strstr(text, "\"device\":2");
+        SP_CHECK(dev != NULL);
+        if (dev) {
+            dev[9] = '1';
+            SP_CHECK_STATUS(sp_plan_parse(ctx, "pair.json", text, strlen(text), &plan),
+                            SP_ERR_SCHEMA);
+            SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "after the devices of the stage before");
+        }
     }
 }
 
