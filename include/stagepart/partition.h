@@ -215,8 +215,9 @@ SP_API void sp_dp_table_destroy(sp_dp_table *table);
  * the least bottleneck, then the fewest stages, then the fewest devices spanned. Stages take
  * devices in order from device 0 of opts->links (required, at least gpus devices), stage s
  * replicas[s] consecutive ones after stage s - 1's; a device between stages may be left idle
- * (a slow one, with differing devices). A stage's replicas take its micro-batches round-robin, each holding the
- * whole stage (its memory as an unreplicated stage with as many stages after it), and
+ * (a slow one, with differing devices). A stage's replicas take its micro-batches
+ * round-robin, each holding the whole stage (its memory as an unreplicated stage with as many
+ * stages after it), and
  * all-reduce its param_bytes by a ring (sp_ring_allreduce_ms, over the slowest link among
  * them). One micro-batch's share of the stage's devices, the figure the bottleneck is over:
  *     time / r + allreduce / M                under gpipe and 1f1b (one all-reduce an iteration)
