@@ -13,7 +13,8 @@
  * two small sizes once. "profile-attach" is `profile` with "--attach -- <a program that does not
  * exist>" appended, so its options and values are parsed and checked but nothing runs (exit 4
  * without the collector, 2 when the program cannot start); --events-dir goes to the temporary
- * folder. Left out: --solver ilp (its time limit is 30 s), a program of the fuzzer's choosing,
+ * folder. The library's memory budget is 768 MiB, as the command sets one from the machine's.
+ * Left out: --solver ilp (its time limit is 30 s), a program of the fuzzer's choosing,
  * and run --transport mpi (it would start MPI in the fuzzer). */
 #include <stdbool.h>
 #include <stdio.h>
@@ -82,6 +83,10 @@ static void setup(void) {
     atexit(cleanup);
     if (!freopen("/dev/null", "w", stdout)) /* plans and tables: not what is checked */
         abort();
+    /* the stagepart command sets a memory budget (cli/main.c); the commands called here get one
+     * under libFuzzer's -rss_limit_mb=2048, so a size that asks for more (simulate -m 5000000
+     * with a timeline) is refused with its exit code instead of ending the fuzzer */
+    sp_set_memory_budget((size_t)768 << 20);
 }
 
 /* an argument as typed, made safe: outputs go to the temporary folder */
