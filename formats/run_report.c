@@ -112,7 +112,8 @@ sp_status sp_run_report_to_json(sp_ctx *ctx, const struct sp_run_report_doc *run
              num(o, "transfer_ms", r->transfer_ms) &&
              num(o, "transfer_bytes", (double)r->transfer_bytes) &&
              num(o, "peak_inflight", r->peak_inflight) &&
-             num(o, "peak_memory_bytes", (double)r->peak_memory_bytes) && num(p, "stage", s) &&
+             num(o, "peak_memory_bytes", (double)r->peak_memory_bytes) &&
+             (r->replicas <= 1 || num(o, "replicas", r->replicas)) && num(p, "stage", s) &&
              num(p, "busy_ms", r->predicted_busy_ms) &&
              num(p, "memory_bytes", (double)r->predicted_memory_bytes) &&
              num(p, "time_ms", run->predicted_time_ms[s]);

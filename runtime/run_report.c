@@ -136,7 +136,8 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
         r->predicted_memory_bytes =
             ps_s->resident_bytes +
             (uint64_t)sp_stage_inflight(o->schedule, s, P, S->micro_batches) * ps_s->saved_bytes;
-        double replicas = ps->gpus ? sp_plan_get_stage(plan, s)->replicas : 1;
+        r->replicas = ps->gpus ? sp_plan_get_stage(plan, s)->replicas : 1;
+        double replicas = r->replicas;
         device_busy += replicas * r->busy_ms;
         r->predicted_busy_ms = S->micro_batches * run->predicted_time_ms[s] / replicas;
         r->busy_error =

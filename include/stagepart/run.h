@@ -119,11 +119,14 @@ typedef struct sp_run_stage {
     uint64_t peak_memory_bytes; /* weights, gradients, the saved tensors of the most micro-batches
                                  * in flight, scratch and queue buffers */
     uint32_t peak_inflight;
-    double predicted_busy_ms;        /* M x the plan's stage time */
+    double predicted_busy_ms;        /* M x the plan's stage time (/ replicas) */
     uint64_t predicted_memory_bytes; /* the plan's memory model under the run's schedule and M:
                                       * resident + in flight x saved bytes (no scratch or queue
                                       * buffers, which peak_memory_bytes also counts) */
     double busy_error;               /* busy_ms / predicted_busy_ms - 1 */
+    uint32_t replicas; /* a replicated plan's: its replicas' ranks, the figures above their mean
+                        * (each ran every replicas-th micro-batch; predicted_busy_ms is then
+                        * M / replicas x the stage time); 1 otherwise */
 } sp_run_stage;
 
 typedef struct sp_run_summary {

@@ -87,7 +87,10 @@ a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert len(a["loss"]) == len(b["loss"]) == 3, (a["loss"], b["loss"])
 assert all(abs(x - y) <= 1e-4 for x, y in zip(a["loss"], b["loss"])), (a["loss"], b["loss"])
 assert all(s["busy_ms"] > 0 for s in a["measured"]["stages"])
+assert max(s.get("replicas", 1) for s in a["measured"]["stages"]) == 2, a["measured"]["stages"]
 PY
+expect_code "the replicated report matches its schema" 0 python3 "$SRC/tests/tools/schema_check.py" \
+    "$SRC/docs/schema/run-report.schema.json" "$TMP/mpi-replicated.json"
 expect_code "replicas: ranks != replicas, exit 2" 2 $MPIRUN -np 3 "$STAGEPART" run \
     "$TMP/replicated.json" --model $MODEL --transport mpi
 expect_stderr_contains "says why" "the plan has 4 replicas of its stages and the MPI job 3 ranks"
