@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "links_fixture.h"
 #include "stagepart/stagepart.h"
 #include "test.h"
 
@@ -77,27 +78,7 @@ static inline sp_plan *make_replicated_plan(sp_ctx *ctx, sp_model *m, const size
     uint32_t n = 0;
     for (size_t s = 0; s < count; s++)
         n += replicas[s];
-    char links[4096];
-    size_t len = (size_t)snprintf(links, sizeof links,
-                                  "{\"format\":\"stagepart-links\",\"version\":1,\"devices\":[");
-    for (uint32_t d = 0; d < n; d++)
-        len += (size_t)snprintf(links + len, sizeof links - len, "%s\"g%u\"", d ? "," : "", d);
-    for (int k = 0; k < 2; k++) {
-        len += (size_t)snprintf(links + len, sizeof links - len, "],\"%s\":[",
-                                k ? "latency_us" : "bandwidth_GBps");
-        for (uint32_t a = 0; a < n; a++) {
-            len += (size_t)snprintf(links + len, sizeof links - len, "%s[", a ? "," : "");
-            for (uint32_t b = 0; b < n; b++)
-                len += (size_t)snprintf(links + len, sizeof links - len, "%s%d", b ? "," : "",
-                                        a == b ? 0
-                                        : k    ? 5
-                                               : 10);
-            len += (size_t)snprintf(links + len, sizeof links - len, "]");
-        }
-    }
-    snprintf(links + len, sizeof links - len, "]}");
-    sp_links *l = NULL;
-    SP_CHECK_STATUS(sp_links_parse(ctx, "links", links, strlen(links), &l), SP_OK);
+    sp_links *l = test_links(ctx, (int)n, (int)n, 10, 10, 5);
     sp_profile *profile = make_profile_sms(ctx, m, 0);
     sp_plan *plan = NULL;
     sp_partition_opts o;

@@ -214,18 +214,6 @@ static const struct sp_transport_ops mpi_ops = {
     .explain_timeout = sp_mpi_explain_timeout,
 };
 
-static const struct sp_transport_ops mpi_replica_ops = {
-    .step_gate = sp_mpi_gate,
-    .recv = mpi_recv,
-    .send_buffer = mpi_send_buffer,
-    .send = mpi_send,
-    .fail = sp_mpi_fail,
-    .stopping = sp_mpi_stopping,
-    .set_state = sp_mpi_set_state,
-    .explain_timeout = sp_mpi_explain_timeout,
-    .sum_gradients = sp_mpi_sum_gradients,
-};
-
 static bool ring_init(struct mpi_t *t, struct ring *r, uint32_t cap, size_t elems) {
     r->cap = cap, r->next = 0, r->elems = elems;
     r->buf = sp_calloc(cap, sizeof *r->buf);
@@ -317,8 +305,9 @@ static sp_status choose_links(sp_ctx *ctx, struct mpi_t *t, struct sp_stage_work
     if (use) { /* collective: every rank is here, set up */
         st = sp_nccl_open(ctx, t->be, (int)t->rank, (int)t->ranks, ids, cap, send_elems, &t->nccl);
         if (st == SP_OK) {
-            w->ops = t->base ? &sp_mpi_nccl_replica_ops
-                             : &sp_mpi_nccl_ops; /* the output goes into a send buffer on its GPU */
+            t->ops = sp_mpi_nccl_ops; /* the output goes into a send buffer on its GPU */
+            t->ops.sum_gradients = t->base ? sp_mpi_sum_gradients : NULL;
+            w->ops = &t->ops;
             w->prev_device = w->next_device = t->be->device;
         }
         return st;
@@ -389,7 +378,9 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
     struct sp_step_stats *stats = sp_calloc(total, sizeof *stats);
     struct sp_stage_worker w;
     memset(&w, 0, sizeof w);
-    w.ops = base ? &mpi_replica_ops : &mpi_ops, w.t = &t, w.m = m, w.o = o;
+    t.ops = mpi_ops; /* replicated stages: and the replicas' gradients summed */
+    t.ops.sum_gradients = base ? sp_mpi_sum_gradients : NULL;
+    w.ops = &t.ops, w.t = &t, w.m = m, w.o = o;
     w.s = s, w.P = P, w.M = M, w.steps_total = total;
     w.list = ops + offset[rank], w.n_ops = offset[rank + 1] - offset[rank];
     /* the local rank's core among those this process may use (mpirun may have bound it) */

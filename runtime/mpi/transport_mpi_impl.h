@@ -34,8 +34,10 @@ struct mpi_t {
     sp_status status;
     bool stop;
     MPI_Request abort_req;
-    char abort_msg[1024]; /* [0..3]: the status, then the text */
-    struct ring ring[2];  /* [SP_DIR_ACT]: to s + 1; [SP_DIR_GRAD]: to s - 1 */
+    char abort_msg[1024];        /* [0..3]: the status, then the text */
+    struct ring ring[2];         /* [SP_DIR_ACT]: to s + 1; [SP_DIR_GRAD]: to s - 1 */
+    struct sp_transport_ops ops; /* the worker's: the MPI or the NCCL table, with sum_gradients
+                                  * for replicated stages */
 };
 
 /* the rank holding stage `stage`'s micro-batch mb */
@@ -56,8 +58,7 @@ void sp_mpi_explain_timeout(void *t, uint32_t s, uint32_t peer, char *msg, size_
  * on a GPU) */
 bool sp_mpi_sum_gradients(void *t, uint32_t s, struct sp_stage_exec *se);
 
-/* tensors GPU to GPU by NCCL (transport_nccl.c); with replicated stages, their gradients summed
- * too */
-extern const struct sp_transport_ops sp_mpi_nccl_ops, sp_mpi_nccl_replica_ops;
+/* tensors GPU to GPU by NCCL (transport_nccl.c) */
+extern const struct sp_transport_ops sp_mpi_nccl_ops;
 
 #endif

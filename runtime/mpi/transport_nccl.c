@@ -75,15 +75,3 @@ const struct sp_transport_ops sp_mpi_nccl_ops = {
     .set_state = sp_mpi_set_state,
     .explain_timeout = sp_mpi_explain_timeout,
 };
-
-const struct sp_transport_ops sp_mpi_nccl_replica_ops = {
-    .step_gate = sp_mpi_gate,
-    .recv = nccl_recv,
-    .send_buffer = nccl_send_buffer,
-    .send = nccl_send,
-    .fail = sp_mpi_fail,
-    .stopping = sp_mpi_stopping,
-    .set_state = sp_mpi_set_state,
-    .explain_timeout = sp_mpi_explain_timeout,
-    .sum_gradients = sp_mpi_sum_gradients,
-};

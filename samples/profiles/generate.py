@@ -55,6 +55,17 @@ def layer(name, kind, fwd_flops, wgrad_flops, act, saved, params, mem_bytes=None
     return d
 
 
+def memory_bound_layer(name, kind, moved_bytes, act, saved):
+    """A layer without parameters whose time is the bytes it moves (a loss, a pool): forward
+    and backward alike."""
+    d = layer(name, kind, 0, 0, act, saved, 0)
+    d["fwd_ms"] = ms(nbytes=moved_bytes)
+    d["bwd_ms"] = d["fwd_ms"]
+    d["wgrad_ms"] = 0.0
+    d["recompute_ms"] = d["fwd_ms"]
+    return d
+
+
 def transformer_layer(i, tokens, seq, h, heads, kv_dim, ffn, gated, causal, prefix="layers"):
     attn_params = 2 * h * h + 2 * h * kv_dim  # q, o: h x h; k, v: h x kv_dim
     mlp_params = (3 if gated else 2) * h * ffn
@@ -201,12 +212,7 @@ def resnet50():
     fc_flops = 2 * n * 2048 * 1000
     layers.append(layer("fc", "head", fc_flops, fc_flops, n * 1000 * FP32,
                         n * 2048 * 7 * 7 * BF16, 2048 * 1000 + 1000))
-    loss = layer("loss", "loss", 0, 0, 8, n * 1000 * FP32, 0)
-    loss["fwd_ms"] = ms(nbytes=n * 1000 * FP32 * 2)
-    loss["bwd_ms"] = loss["fwd_ms"]
-    loss["wgrad_ms"] = 0.0
-    loss["recompute_ms"] = loss["fwd_ms"]
-    layers.append(loss)
+    layers.append(memory_bound_layer("loss", "loss", n * 1000 * FP32 * 2, 8, n * 1000 * FP32))
     return {
         "format": "stagepart-profile",
         "version": 1,
@@ -237,23 +243,13 @@ def vgg16():
                                 saved, params))
             cin = cout
         hw //= 2
-        pool = layer(f"pool{b}", "pool", 0, 0, n * cin * hw * hw * BF16,
-                     n * cin * 4 * hw * hw * BF16, 0)
-        pool["fwd_ms"] = ms(nbytes=n * cin * 5 * hw * hw * BF16)
-        pool["bwd_ms"] = pool["fwd_ms"]
-        pool["wgrad_ms"] = 0.0
-        pool["recompute_ms"] = pool["fwd_ms"]
-        layers.append(pool)
+        layers.append(memory_bound_layer(f"pool{b}", "pool", n * cin * 5 * hw * hw * BF16,
+                                         n * cin * hw * hw * BF16, n * cin * 4 * hw * hw * BF16))
     for name, fin, fout in [("fc6", 512 * 7 * 7, 4096), ("fc7", 4096, 4096), ("fc8", 4096, 1000)]:
         flops = 2 * n * fin * fout
         layers.append(layer(name, "fc", flops, flops, n * fout * BF16, n * fin * BF16,
                             fin * fout + fout))
-    loss = layer("loss", "loss", 0, 0, 8, n * 1000 * FP32, 0)
-    loss["fwd_ms"] = ms(nbytes=n * 1000 * FP32 * 2)
-    loss["bwd_ms"] = loss["fwd_ms"]
-    loss["wgrad_ms"] = 0.0
-    loss["recompute_ms"] = loss["fwd_ms"]
-    layers.append(loss)
+    layers.append(memory_bound_layer("loss", "loss", n * 1000 * FP32 * 2, 8, n * 1000 * FP32))
     return {
         "format": "stagepart-profile",
         "version": 1,

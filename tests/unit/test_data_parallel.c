@@ -7,36 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../links_fixture.h"
 #include "../test.h"
 
 static sp_ctx *ctx;
 
-/* n devices in nodes of `per_node`: bandwidth inside / between (GB/s), latency in us */
 static sp_links *links_of(int n, int per_node, double in_GBps, double out_GBps, double lat_us) {
-    char buf[65536];
-    size_t len = (size_t)snprintf(buf, sizeof buf,
-                                  "{\"format\":\"stagepart-links\",\"version\":1,\"devices\":[");
-    for (int i = 0; i < n; i++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s\"g%d\"", i ? "," : "", i);
-    for (int m = 0; m < 2; m++) {
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "],\"%s\":[",
-                                m ? "latency_us" : "bandwidth_GBps");
-        for (int i = 0; i < n; i++) {
-            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s[", i ? "," : "");
-            for (int j = 0; j < n; j++) {
-                double v = i == j                         ? 0
-                           : m                            ? lat_us
-                           : i / per_node == j / per_node ? in_GBps
-                                                          : out_GBps;
-                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%g", j ? "," : "", v);
-            }
-            len += (size_t)snprintf(buf + len, sizeof buf - len, "]");
-        }
-    }
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "]}");
-    sp_links *l = NULL;
-    SP_CHECK_STATUS(sp_links_parse(ctx, "links.json", buf, len, &l), SP_OK);
-    return l;
+    return test_links(ctx, n, per_node, in_GBps, out_GBps, lat_us);
 }
 
 static void test_ring_closed_form(void) {

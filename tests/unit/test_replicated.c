@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stagepart/stagepart.h>
 
+#include "../links_fixture.h"
 #include "../test.h"
 
 static sp_ctx *ctx;
@@ -27,28 +28,7 @@ static sp_profile *equal_profile(int n, int f, int b, unsigned long long params)
 
 /* n devices, every link bw GB/s and lat us */
 static sp_links *flat_links(int n, double bw, double lat) {
-    char buf[8192];
-    size_t len = (size_t)snprintf(buf, sizeof buf,
-                                  "{\"format\":\"stagepart-links\",\"version\":1,\"devices\":[");
-    for (int d = 0; d < n; d++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s\"g%d\"", d ? "," : "", d);
-    for (int m = 0; m < 2; m++) {
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "],\"%s\":[",
-                                m ? "latency_us" : "bandwidth_GBps");
-        for (int a = 0; a < n; a++) {
-            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s[", a ? "," : "");
-            for (int b = 0; b < n; b++)
-                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%g", b ? "," : "",
-                                        a == b ? 0
-                                        : m    ? lat
-                                               : bw);
-            len += (size_t)snprintf(buf + len, sizeof buf - len, "]");
-        }
-    }
-    snprintf(buf + len, sizeof buf - len, "]}");
-    sp_links *l = NULL;
-    SP_CHECK_STATUS(sp_links_parse(ctx, "links.json", buf, strlen(buf), &l), SP_OK);
-    return l;
+    return test_links(ctx, n, n, bw, bw, lat);
 }
 
 /* Parameters free to all-reduce: every GPU replicates one stage holding everything (fewest
