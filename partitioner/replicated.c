@@ -1,5 +1,5 @@
 /* partitioner/replicated.c: `partition --gpus N`, PipeDream's planner: how many stages, where
- * to cut and how many data-parallel replicas each stage gets (sp_partition_replicated). The
+ * to cut and how many data-parallel replicas each stage has (sp_partition_replicated). The
  * options are checked here, replicated_search.c finds the plan, and the plan is built as a
  * given split whose stages then get their replicas, devices, all-reduces and shares, and is
  * simulated with every replica a device (simulate/replicas.c). */
