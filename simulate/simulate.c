@@ -436,6 +436,12 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, %u], got %u",
                        SP_MAX_MICRO_BATCHES, M);
     bool replicated = m->gpus > 0;
+    sp_schedule sc = opts->schedule;
+    if (replicated && sc != SP_SCHEDULE_GPIPE && sc != SP_SCHEDULE_1F1B && !sp_schedule_async(sc))
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "the plan replicates stages: they are simulated under gpipe, 1f1b, "
+                       "pipedream or 2bw, not %s",
+                       sp_schedule_name(sc));
     if (replicated && (V != 1 || opts->order_path))
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                        "the plan replicates stages: it is simulated with one chunk per device "

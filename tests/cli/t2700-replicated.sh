@@ -63,6 +63,8 @@ expect_stdout_contains "the regression is named" "FAIL  regression"
 expect_code "check without the links: exit 2" 2 "$STAGEPART" check --plan "$TMP/plan.json" \
     --profile "$P"
 expect_stderr_contains "names --links" "give check the --links file"
+expect_code "simulated under zb-h1: exit 4" 4 "$STAGEPART" simulate "$TMP/plan.json" --schedule zb-h1
+expect_stderr_contains "says which" "simulated under gpipe, 1f1b, pipedream or 2bw, not zb-h1"
 expect_code "pipedream: the share without flushes" 0 "$STAGEPART" partition "$P" --gpus 8 \
     --links "$L" --schedule pipedream
 expect_stdout_contains "max(time, all-reduce) / replicas" "max(time, all-reduce) / replicas"
