@@ -13,7 +13,8 @@
  * two small sizes once. "profile-attach" is `profile` with "--attach -- <a program that does not
  * exist>" appended, so its options and values are parsed and checked but nothing runs (exit 4
  * without the collector, 2 when the program cannot start); --events-dir goes to the temporary
- * folder. The library's memory budget is 768 MiB, as the command sets one from the machine's.
+ * folder. The library's memory budget is 768 MiB, as the command sets one from the machine's, and
+ * a micro-batch count or global batch above 2048 is read as 2048 (sizes that only take long).
  * Left out: --solver ilp (its time limit is 30 s), a program of the fuzzer's choosing,
  * and run --transport mpi (it would start MPI in the fuzzer). */
 #include <stdbool.h>
@@ -89,9 +90,44 @@ static void setup(void) {
     sp_set_memory_budget((size_t)768 << 20);
 }
 
+/* Sizes that set how much a command simulates: a value above SIZE_CAP is read as SIZE_CAP.
+ * The simulator is linear in the micro-batches, so millions of them only make one execution
+ * outlast libFuzzer's 10 s (simulate -m 398174 --trace under ASan did); every digit string
+ * still reaches the option parser up to that size. */
+#define SIZE_CAP 2048ull
+static const char *const sized[] = {"-m", "--micro-batches", "--global-batch"};
+static bool prev_sized; /* the argument before named one of them */
+
+static void cap_size(char *value) {
+    if (!value[0] || strspn(value, "0123456789") != strlen(value))
+        return;
+    unsigned long long v = strtoull(value, NULL, 10);
+    if (strlen(value) > 12 || v > SIZE_CAP)
+        snprintf(value, 8, "%llu", SIZE_CAP);
+}
+
 /* an argument as typed, made safe: outputs go to the temporary folder */
 static bool take(char **argv, int *argc, const char *arg, bool *next_is_output) {
     char buf[MAX_ARG + 300];
+    bool sized_value = prev_sized;
+    prev_sized = false;
+    for (size_t k = 0; k < sizeof sized / sizeof *sized; k++) {
+        size_t n = strlen(sized[k]);
+        if (strcmp(arg, sized[k]) == 0)
+            prev_sized = true;
+        else if (strncmp(arg, sized[k], n) == 0 && arg[n] == '=' && strlen(arg) < MAX_ARG) {
+            snprintf(buf, sizeof buf, "%s", arg);
+            cap_size(buf + n + 1);
+            argv[*argc] = strdup(buf);
+            return argv[(*argc)++] != NULL;
+        }
+    }
+    if (sized_value && strlen(arg) < MAX_ARG) {
+        snprintf(buf, sizeof buf, "%s", arg);
+        cap_size(buf);
+        argv[*argc] = strdup(buf);
+        return argv[(*argc)++] != NULL;
+    }
     if (*next_is_output) {
         snprintf(buf, sizeof buf, "%s/out", dir);
         *next_is_output = false;
@@ -122,6 +158,7 @@ static bool take(char **argv, int *argc, const char *arg, bool *next_is_output) 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     setup();
+    prev_sized = false;
     char *argv[MAX_ARGS + MAX_TAIL + 1] = {NULL};
     int argc = 0;
     bool next_is_output = false, ok = true;
