@@ -1,6 +1,7 @@
 /* formats/plan.c: the plan object (formats/plan_impl.h): its getters, what readers and the
  * partitioner record in it, and its release. Built from boundaries in partitioner/cost.c, read
  * in formats/plan_read.c, written in formats/plan_write.c. */
+#include <math.h>
 #include <string.h>
 
 #include "plan_impl.h"
@@ -120,4 +121,35 @@ uint32_t sp_chunk_device(sp_chunk_layout layout, uint32_t P, uint32_t k) {
     if (layout == SP_CHUNKS_V && k < 2 * P)
         return k < P ? k : 2 * P - 1 - k;
     return k % P;
+}
+
+void sp_plan_recompute_summary(sp_plan *plan) {
+    sp_plan_summary *m = &plan->summary;
+    double total = 0, mx = -1;
+    m->transfer_ms = 0;
+    for (size_t s = 0; s < plan->n_stages; s++) {
+        /* replicated stages: what bounds throughput is each one's share */
+        double t = m->gpus ? plan->stages[s].share_ms : plan->stages[s].time_ms;
+        total += t;
+        m->transfer_ms += plan->stages[s].send_ms;
+        if (t > mx) {
+            mx = t;
+            m->bottleneck_stage = (uint32_t)s;
+        }
+    }
+    /* per device: chunks of one device add up */
+    double mean = total / (double)m->stages, var = 0;
+    double dev_max = 0;
+    for (uint32_t d = 0; d < m->stages; d++) {
+        double t = 0;
+        for (size_t s = 0; s < plan->n_stages; s++)
+            if (sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)s) == d)
+                t += m->gpus ? plan->stages[s].share_ms : plan->stages[s].time_ms;
+        var += (t - mean) * (t - mean);
+        dev_max = fmax(dev_max, t);
+    }
+    m->bottleneck_ms = m->chunks > 1 ? dev_max : mx;
+    m->mean_ms = mean;
+    m->stddev_ms = sqrt(var / (double)m->stages);
+    m->imbalance = mean > 0 ? m->bottleneck_ms / mean : 1.0;
 }

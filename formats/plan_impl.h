@@ -28,6 +28,11 @@ struct sp_plan {
 sp_status sp_plan_set_devices(sp_ctx *ctx, sp_plan *plan, const uint32_t *device,
                               const char *const *names);
 
+/* sp_plan_recompute_summary: the summary's bottleneck (and its stage), mean, stddev, imbalance and
+ * transfer_ms from the stages: their time_ms (a device's chunks added), or with replicated
+ * stages (summary.gpus set) their share_ms. */
+void sp_plan_recompute_summary(sp_plan *plan);
+
 /* sp_plan_set_layers: record the profile's layer names and kinds (copied). */
 sp_status sp_plan_set_layers(sp_ctx *ctx, sp_plan *plan, size_t n, const char *const *names,
                              const char *const *kinds);

@@ -120,37 +120,6 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
     st->weight_versions = versions >= 1 && versions <= SP_MAX_STAGES ? (uint32_t)versions : 1;
 }
 
-static void recompute_summary(sp_plan *plan) {
-    sp_plan_summary *m = &plan->summary;
-    double total = 0, mx = -1;
-    m->transfer_ms = 0;
-    for (size_t s = 0; s < plan->n_stages; s++) {
-        /* replicated stages: what bounds throughput is each one's share */
-        double t = m->gpus ? plan->stages[s].share_ms : plan->stages[s].time_ms;
-        total += t;
-        m->transfer_ms += plan->stages[s].send_ms;
-        if (t > mx) {
-            mx = t;
-            m->bottleneck_stage = (uint32_t)s;
-        }
-    }
-    /* per device: chunks of one device add up */
-    double mean = total / (double)m->stages, var = 0;
-    double dev_max = 0;
-    for (uint32_t d = 0; d < m->stages; d++) {
-        double t = 0;
-        for (size_t s = 0; s < plan->n_stages; s++)
-            if (sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)s) == d)
-                t += m->gpus ? plan->stages[s].share_ms : plan->stages[s].time_ms;
-        var += (t - mean) * (t - mean);
-        dev_max = fmax(dev_max, t);
-    }
-    m->bottleneck_ms = m->chunks > 1 ? dev_max : mx;
-    m->mean_ms = mean;
-    m->stddev_ms = sqrt(var / (double)m->stages);
-    m->imbalance = mean > 0 ? m->bottleneck_ms / mean : 1.0;
-}
-
 sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
                         sp_plan **out) {
     if (!ctx)
@@ -389,7 +358,7 @@ done:
             w += l;
         }
     }
-    recompute_summary(plan);
+    sp_plan_recompute_summary(plan);
     {
         const char **device_names = sp_mallocarray(plan->n_stages, sizeof *device_names);
         for (size_t i = 0; device_names && i < plan->n_stages; i++)

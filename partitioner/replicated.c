@@ -121,27 +121,9 @@ static sp_status even_split(sp_ctx *ctx, const sp_profile *profile,
 /* the summary from the shares: what bounds a replicated pipeline's throughput */
 static void summarize(sp_plan *plan, const struct sp_replica_plan *rp, uint32_t M) {
     sp_plan_summary *sm = &plan->summary;
-    double total = 0, worst = -1, var = 0;
-    sm->transfer_ms = 0;
-    for (uint32_t s = 0; s < rp->stages; s++) {
-        const sp_stage *st = &plan->stages[s];
-        total += st->share_ms;
-        sm->transfer_ms += st->send_ms;
-        if (st->share_ms > worst) {
-            worst = st->share_ms;
-            sm->bottleneck_stage = s;
-        }
-    }
-    double mean = total / rp->stages;
-    for (uint32_t s = 0; s < rp->stages; s++)
-        var += (plan->stages[s].share_ms - mean) * (plan->stages[s].share_ms - mean);
     sm->gpus = rp->gpus_used;
-    sm->bottleneck_ms = worst;
-    sm->mean_ms = mean;
-    sm->stddev_ms = sqrt(var / rp->stages);
-    sm->imbalance = mean > 0 ? worst / mean : 1.0;
-
-    sm->formula_iteration_ms = (double)(M - 1) * worst + total;
+    sp_plan_recompute_summary(plan); /* from the shares, as a plan read back */
+    sm->formula_iteration_ms = (double)(M - 1) * sm->bottleneck_ms + sm->mean_ms * rp->stages;
     sm->optimal = false; /* the search's plans say otherwise */
 }
 

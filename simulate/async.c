@@ -18,10 +18,6 @@
 
 #include "sim_impl.h"
 
-static double stage_work(const struct sp_pipeline *pl, uint32_t k) {
-    return pl->f[k] + pl->b[k];
-}
-
 /* The steady-state period above. For a trial period p, the best segment ending at e has
  * G(e+1) - 2 send_e - min_{s<=e} G(s) with G(j) = sum_{k<j} (f_k + b_k - p + 2 send_k); it is
  * >= 0 iff some cycle's mean reaches p. Bisection narrows p, then the best segment's own mean is
@@ -30,7 +26,7 @@ static double steady_period(const struct sp_pipeline *pl) {
     uint32_t P = pl->P;
     double lo = 0, hi = 0;
     for (uint32_t k = 0; k < P; k++) {
-        double a = stage_work(pl, k), snd = k + 1 < P ? pl->send[k] : 0;
+        double a = pl->f[k] + pl->b[k], snd = k + 1 < P ? pl->send[k] : 0;
         lo = fmax(lo, a);
         hi = fmax(hi, a + 2 * snd);
     }
@@ -44,7 +40,7 @@ static double steady_period(const struct sp_pipeline *pl) {
                 gmin = g;
                 smin = e;
             }
-            g += stage_work(pl, e) - p + 2 * snd;
+            g += pl->f[e] + pl->b[e] - p + 2 * snd;
             if (g - 2 * snd - gmin > top) {
                 top = g - 2 * snd - gmin;
                 s_at = smin;
@@ -63,11 +59,11 @@ static double steady_period(const struct sp_pipeline *pl) {
     }
     double sum = 0;
     for (uint32_t k = best_s; k <= best_e; k++)
-        sum += stage_work(pl, k) + (k < best_e ? 2 * pl->send[k] : 0);
+        sum += pl->f[k] + pl->b[k] + (k < best_e ? 2 * pl->send[k] : 0);
     double mean = sum / (double)(best_e - best_s + 1);
     double slowest = 0;
     for (uint32_t k = 0; k < P; k++)
-        slowest = fmax(slowest, stage_work(pl, k));
+        slowest = fmax(slowest, pl->f[k] + pl->b[k]);
     return fmax(mean, slowest);
 }
 
