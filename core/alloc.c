@@ -142,6 +142,10 @@ size_t sp_memory_in_use(void) {
     return v > 0 ? (size_t)v : 0;
 }
 
+bool sp_alloc_is_default(void) {
+    return counting();
+}
+
 bool sp_alloc_take_over_budget(void) {
     bool was = t_over_budget;
     t_over_budget = false;

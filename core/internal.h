@@ -89,6 +89,8 @@ void sp_parse_arena_enter(struct sp_parse_arena *a); /* a without memory: enters
 void sp_parse_arena_leave(void);
 /* hand cJSON the counting allocator (once; sp_ctx_create calls it) */
 void sp_alloc_init(void);
+/* whether the allocator is malloc's (thread-safe), not one from sp_set_allocator */
+bool sp_alloc_is_default(void);
 /* whether the budget refused an allocation on this thread since the last call */
 bool sp_alloc_take_over_budget(void);
 

@@ -103,6 +103,11 @@ static sp_status malformed(sp_ctx *ctx, const char *name, const char *doc, size_
 
 sp_status sp_json_split_object(sp_ctx *ctx, const char *name, const char *doc, size_t len,
                                sp_json_member_fn fn, void *arg) {
+    return sp_json_split_object_take(ctx, name, doc, len, NULL, fn, arg);
+}
+
+sp_status sp_json_split_object_take(sp_ctx *ctx, const char *name, const char *doc, size_t len,
+                                    sp_json_take_fn take, sp_json_member_fn fn, void *arg) {
     const char *end = doc + len, *p = skip_space(doc, end);
     if (p == end)
         return sp_fail(ctx, SP_ERR_PARSE, "%s: empty file, expected a JSON object", name);
@@ -139,11 +144,14 @@ sp_status sp_json_split_object(sp_ctx *ctx, const char *name, const char *doc, s
         if (p >= end || *p != ':')
             return malformed(ctx, name, doc, len, p);
         const char *value = skip_space(p + 1, end);
-        const char *value_end = skip_value(value, end, &bad);
+        size_t taken = 0;
+        sp_status st = take ? take(arg, key, key_len, value, (size_t)(end - value), &taken) : SP_OK;
+        if (st != SP_OK)
+            return st;
+        const char *value_end = taken ? value + taken : skip_value(value, end, &bad);
         if (!value_end)
             return malformed(ctx, name, doc, len, bad);
-        sp_status st = fn(arg, key, key_len, value, (size_t)(value_end - value));
-        if (st != SP_OK)
+        if (!taken && (st = fn(arg, key, key_len, value, (size_t)(value_end - value))) != SP_OK)
             return st;
         p = skip_space(value_end, end);
         if (p < end && *p == ',') {

@@ -28,6 +28,13 @@ typedef sp_status (*sp_json_member_fn)(void *arg, const char *key, size_t key_le
                                        const char *value, size_t value_len);
 sp_status sp_json_split_object(sp_ctx *ctx, const char *name, const char *doc, size_t len,
                                sp_json_member_fn fn, void *arg);
+/* The same, where take may read a member's value itself (a large array, read in pieces): it is
+ * handed the value's start and the rest of the document, and says how long the value was
+ * (*value_len), or 0 to leave it to the splitter and fn. */
+typedef sp_status (*sp_json_take_fn)(void *arg, const char *key, size_t key_len, const char *value,
+                                     size_t rest_len, size_t *value_len);
+sp_status sp_json_split_object_take(sp_ctx *ctx, const char *name, const char *doc, size_t len,
+                                    sp_json_take_fn take, sp_json_member_fn fn, void *arg);
 /* Each element of the array at array[0..array_len) (a value of doc). */
 typedef sp_status (*sp_json_element_fn)(void *arg, const char *value, size_t value_len);
 sp_status sp_json_split_array(sp_ctx *ctx, const char *name, const char *doc, size_t doc_len,

@@ -11,6 +11,7 @@
 
 #include "devices_impl.h"
 #include "json_util.h"
+#include "profile_impl.h"
 
 #define SP_PROFILE_MAX_FILE_BYTES ((size_t)4 << 30) /* 4 GiB: larger files are refused */
 
@@ -111,7 +112,7 @@ static void layer_where(char *out, size_t i) {
     out[8 + n] = '\0';
 }
 
-static void read_layer(struct sp_json_reader *r, const cJSON *obj, size_t i, sp_layer *L) {
+void sp_profile_read_layer(struct sp_json_reader *r, const cJSON *obj, size_t i, sp_layer *L) {
     char where[48];
     layer_where(where, i);
     memset(L, 0, sizeof *L);
@@ -222,13 +223,31 @@ struct stream {
     size_t len;
     cJSON *root;
     const char *layers; /* the "layers" value's text, or NULL */
-    size_t layers_len;
     struct sp_json_reader *r;
     sp_profile *p;
-    size_t cap;
-    struct sp_strbuf pool;       /* names and kinds, NUL-separated, in layer order */
-    struct sp_parse_arena arena; /* one layer's nodes at a time (core/alloc.c) */
+    struct sp_strbuf pool;    /* names and kinds, NUL-separated, in layer order */
+    struct sp_side_job *side; /* the digest, while the layers are read */
 };
+
+/* The first "layers" member, when it is an array: read where it stands, in pieces on several
+ * threads (formats/profile_layers.c), which also says where it ends. */
+static sp_status stream_take(void *arg, const char *key, size_t key_len, const char *value,
+                             size_t rest_len, size_t *value_len) {
+    struct stream *f = arg;
+    if (f->layers || *value != '[' || key_len != 6 || memcmp(key, "layers", 6) != 0)
+        return SP_OK;
+    struct sp_profile_layers list;
+    sp_status st =
+        sp_profile_layers_read(f->r, value, rest_len, SP_PROFILE_PIECE_BYTES, 0, f->side, &list);
+    if (st != SP_OK)
+        return st;
+    f->layers = value;
+    f->p->layers = list.layers;
+    f->p->n_layers = list.n;
+    f->pool = list.pool;
+    *value_len = (size_t)(list.end - value);
+    return SP_OK;
+}
 
 static sp_status stream_member(void *arg, const char *key, size_t key_len, const char *value,
                                size_t value_len) {
@@ -236,10 +255,8 @@ static sp_status stream_member(void *arg, const char *key, size_t key_len, const
     if (memchr(key, '\\', key_len)) /* an escaped key: the whole-document path reads it */
         return SP_ERR_PARSE;
     if (key_len == 6 && memcmp(key, "layers", 6) == 0) {
-        if (!f->layers) { /* a repeated key: the first counts, as cJSON reads it */
+        if (!f->layers) /* not an array (a repeated key: the first counts, as cJSON reads it) */
             f->layers = value;
-            f->layers_len = value_len;
-        }
         return SP_OK;
     }
     cJSON *v = NULL;
@@ -260,70 +277,6 @@ static sp_status stream_member(void *arg, const char *key, size_t key_len, const
     return st;
 }
 
-static sp_status stream_layer(struct stream *f, cJSON *obj);
-
-/* Each element of the layers array, parsed where it starts: cJSON says where it ends, so the
- * array needs no separate pass to split it. Anything unexpected: SP_ERR_PARSE (the whole-document
- * path reads it). */
-static sp_status stream_layers(struct stream *f) {
-    const char *p = f->layers + 1, *end = f->layers + f->layers_len;
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
-        p++;
-    if (p < end && *p == ']')
-        return SP_OK;
-    for (;;) {
-        const char *value_end = NULL;
-        /* the layer's nodes come from the arena; stream_layer deletes them before it leaves */
-        sp_parse_arena_enter(&f->arena);
-        cJSON *obj = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &value_end, 0);
-        if (!obj) {
-            sp_parse_arena_leave();
-            return SP_ERR_PARSE; /* malformed, or out of memory: the whole-document path says */
-        }
-        sp_status st = stream_layer(f, obj);
-        sp_parse_arena_leave();
-        if (st != SP_OK)
-            return st;
-        p = value_end;
-        while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
-            p++;
-        if (p < end && *p == ',') {
-            p++;
-            continue;
-        }
-        return p < end && *p == ']' && p + 1 == end ? SP_OK : SP_ERR_PARSE;
-    }
-}
-
-static sp_status stream_layer(struct stream *f, cJSON *obj) {
-    sp_profile *p = f->p;
-    if (p->n_layers == SP_PROFILE_MAX_LAYERS) { /* the whole-document path says so */
-        cJSON_Delete(obj);
-        return SP_ERR_LIMIT;
-    }
-    if (p->n_layers == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 1024;
-        sp_layer *grown = sp_realloc(p->layers, cap * sizeof *grown);
-        if (!grown) {
-            cJSON_Delete(obj);
-            return SP_ERR_NOMEM;
-        }
-        p->layers = grown;
-        f->cap = cap;
-    }
-    sp_layer *L = &p->layers[p->n_layers];
-    read_layer(f->r, obj, p->n_layers++, L);
-    /* the strings live in the piece: into the pool, their offsets kept until it stops moving */
-    size_t name_at = f->pool.len, kind_at;
-    sp_strbuf_append(&f->pool, L->name, strlen(L->name) + 1);
-    kind_at = f->pool.len;
-    sp_strbuf_append(&f->pool, L->kind, strlen(L->kind) + 1);
-    L->name = (const char *)(uintptr_t)name_at;
-    L->kind = (const char *)(uintptr_t)kind_at;
-    cJSON_Delete(obj);
-    return f->pool.oom ? SP_ERR_NOMEM : SP_OK;
-}
-
 /* The root (without "layers") and every layer read; another status than SP_OK or SP_ERR_NOMEM
  * when the whole-document path must read it instead (malformed, not an object, no "layers"
  * array, no layer or too many, a NUL byte, an escaped key), with nothing of it kept. */
@@ -332,14 +285,10 @@ static sp_status stream_profile(struct stream *f) {
         return SP_ERR_PARSE;
     if (!(f->root = cJSON_CreateObject()))
         return SP_ERR_NOMEM;
-    /* a layer object of the usual fields takes about 1 KiB of nodes; a larger one spills to
-     * malloc. Without the arena (out of memory) every node is malloc'd as before. */
-    sp_parse_arena_init(&f->arena, (size_t)64 << 10);
-    sp_status st = sp_json_split_object(f->ctx, f->name, f->data, f->len, stream_member, f);
+    sp_status st =
+        sp_json_split_object_take(f->ctx, f->name, f->data, f->len, stream_take, stream_member, f);
     if (st == SP_OK && (!f->layers || f->layers[0] != '['))
         st = SP_ERR_PARSE;
-    if (st == SP_OK)
-        st = stream_layers(f);
     if (st == SP_OK && f->p->n_layers == 0)
         st = SP_ERR_PARSE; /* the whole-document path says why */
     if (st == SP_OK) {     /* the pool stops moving: offsets become pointers */
@@ -350,6 +299,22 @@ static sp_status stream_profile(struct stream *f) {
         }
     }
     return st;
+}
+
+/* the profile's digest, on whichever thread is free while the layers are read */
+struct digest_job {
+    const char *data;
+    size_t len;
+    char hex[65];
+    bool ok;
+};
+
+static void run_digest(void *arg) {
+    struct digest_job *d = arg;
+    sp_ctx own = {0}; /* a failure is told by computing it again on the caller's context */
+    d->ok = sp_sha256_hex(&own, d->data, d->len, d->hex) == SP_OK;
+    sp_strbuf_release(&own.err);
+    sp_strbuf_release(&own.warn);
 }
 
 sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
@@ -365,10 +330,12 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     sp_profile *p = sp_calloc(1, sizeof *p);
     if (!p)
         return sp_oom(ctx, "reading a profile");
-    struct stream f = {.ctx = ctx, .name = name, .data = data, .len = len, .r = &r, .p = p};
+    struct digest_job digest = {.data = data, .len = len};
+    struct sp_side_job side = {.run = run_digest, .arg = &digest};
+    struct stream f = {
+        .ctx = ctx, .name = name, .data = data, .len = len, .r = &r, .p = p, .side = &side};
     sp_strbuf_init(&f.pool);
     sp_status st = stream_profile(&f);
-    sp_parse_arena_release(&f.arena);
     cJSON *root = f.root;
     bool streamed = st == SP_OK;
     if (streamed) {
@@ -460,7 +427,7 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     p->n_layers = n;
     size_t i = 0;
     for (const cJSON *c = layers->child; c; c = c->next, i++)
-        read_layer(&r, c, i, &p->layers[i]);
+        sp_profile_read_layer(&r, c, i, &p->layers[i]);
     if (ctx->problems == 0 && !sp_json_check_unique_names(&r, p->layers, sizeof *p->layers, n)) {
         fail = sp_oom(ctx, "checking layer names");
         goto done_status;
@@ -481,7 +448,8 @@ done:
     if ((st = dup_field(ctx, model, &p->model)) != SP_OK ||
         (st = dup_field(ctx, source, &p->source)) != SP_OK ||
         (st = dup_field(ctx, device, &p->device)) != SP_OK ||
-        (st = sp_sha256_hex(ctx, data, len, p->sha256)) != SP_OK) {
+        (st = side.done && digest.ok ? (memcpy(p->sha256, digest.hex, sizeof p->sha256), SP_OK)
+                                     : sp_sha256_hex(ctx, data, len, p->sha256)) != SP_OK) {
         fail = st;
         goto done_status;
     }

@@ -1,0 +1,292 @@
+/* formats/profile_layers.c: a profile's "layers" array read one element at a time, in pieces
+ * on as many threads as the process may run (formats/profile.c hands it the array's text).
+ *
+ * Where an element starts cannot be known without reading everything before it (a name may hold
+ * any text), so the pieces are guesses checked afterwards: past each 1/K of the text the first
+ * "}", "," "{" (whitespace allowed between) is taken as the start of a layer object, and every
+ * piece parses element after element from its guess until it stands exactly on a later piece's
+ * guess (that guess is then a real element start: the piece before it read real elements up to
+ * it) or at the array's end. Following the pieces from the first, whose start is certain, gives
+ * the same elements as one pass would; a piece whose guess was wrong is never reached and is
+ * dropped, its text having been read by the piece before it. Any piece on that chain with a
+ * problem, and any custom allocator (not promised to be thread-safe), sends the array through
+ * one pass on this thread, whose messages name each layer by its index. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "profile_impl.h"
+
+enum {
+    MAX_PIECES = 64,
+    MAX_THREADS = 8,
+};
+
+struct piece {
+    const char *start; /* its first element's first byte, as guessed (the first piece: known) */
+    sp_layer *layers;  /* names and kinds as offsets into pool */
+    size_t n, cap;
+    size_t expect; /* its first capacity: the layers its text holds at 200 bytes each */
+    struct sp_strbuf pool;
+    size_t joined;    /* the piece whose start it reached, or the piece count: the array's end */
+    const char *end;  /* just past the array's "]", where it reached it */
+    sp_status status; /* SP_OK, or why it stopped: SP_ERR_PARSE (malformed), _NOMEM, _LIMIT */
+    sp_ctx problems;  /* what read_layer reported (pieces read on their own) */
+};
+
+struct pieces {
+    struct sp_json_reader *r; /* the caller's: only for one pass on the calling thread */
+    const char *end;          /* where the text ends (the document's end) */
+    struct piece *piece;
+    size_t count;
+    struct sp_side_job *side; /* run by the first thread free, or NULL */
+    atomic_size_t next;       /* the next task a thread takes: the side job, then the pieces */
+};
+
+static const char *skip_space(const char *p, const char *end) {
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+        p++;
+    return p;
+}
+
+/* one element read: the layer kept, its strings copied into the piece's pool */
+static sp_status keep_layer(struct piece *pc, struct sp_json_reader *r, const cJSON *obj) {
+    if (pc->n == SP_PROFILE_MAX_LAYERS) /* the whole-document path says so */
+        return SP_ERR_LIMIT;
+    if (pc->n == pc->cap) {
+        size_t cap = pc->cap ? 2 * pc->cap : pc->expect;
+        sp_layer *grown = sp_realloc(pc->layers, cap * sizeof *grown);
+        if (!grown)
+            return SP_ERR_NOMEM;
+        pc->layers = grown;
+        pc->cap = cap;
+    }
+    sp_layer *L = &pc->layers[pc->n];
+    sp_profile_read_layer(r, obj, pc->n++, L);
+    size_t name_at = pc->pool.len, kind_at;
+    sp_strbuf_append(&pc->pool, L->name, strlen(L->name) + 1);
+    kind_at = pc->pool.len;
+    sp_strbuf_append(&pc->pool, L->kind, strlen(L->kind) + 1);
+    L->name = (const char *)(uintptr_t)name_at;
+    L->kind = (const char *)(uintptr_t)kind_at;
+    return pc->pool.oom ? SP_ERR_NOMEM : SP_OK;
+}
+
+/* Piece i, element after element from its start, until it stands on a later piece's start
+ * or at the array's end; each element's nodes come from the thread's arena and go with it. */
+static void read_piece(struct pieces *ps, size_t i, struct sp_json_reader *r,
+                       struct sp_parse_arena *arena) {
+    struct piece *pc = &ps->piece[i];
+    const char *p = pc->start, *end = ps->end;
+    size_t next = i + 1;
+    for (;;) {
+        const char *value_end = NULL;
+        sp_parse_arena_enter(arena);
+        cJSON *obj = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &value_end, 0);
+        sp_status st = obj ? keep_layer(pc, r, obj) : SP_ERR_PARSE;
+        cJSON_Delete(obj);
+        sp_parse_arena_leave();
+        if (st != SP_OK) {
+            pc->status = st;
+            return;
+        }
+        p = skip_space(value_end, end);
+        if (p < end && *p == ',') {
+            p = skip_space(p + 1, end);
+            while (next < ps->count && ps->piece[next].start < p)
+                next++; /* a guess inside what this piece read: not an element start */
+            if (next < ps->count && ps->piece[next].start == p) {
+                pc->joined = next;
+                return;
+            }
+            continue;
+        }
+        pc->status = p < end && *p == ']' ? SP_OK : SP_ERR_PARSE;
+        pc->end = p + 1;
+        pc->joined = ps->count;
+        return;
+    }
+}
+
+static void *read_pieces(void *arg) {
+    struct pieces *ps = arg;
+    struct sp_parse_arena arena; /* a layer object of the usual fields takes about 1 KiB */
+    sp_parse_arena_init(&arena, (size_t)64 << 10); /* without memory: nodes from malloc */
+    for (;;) {
+        size_t i = atomic_fetch_add(&ps->next, 1);
+        if (ps->side) { /* task 0 is the side job, task i + 1 piece i */
+            if (i == 0) {
+                ps->side->run(ps->side->arg);
+                ps->side->done = true; /* read after the threads are joined */
+                continue;
+            }
+            i--;
+        }
+        if (i >= ps->count)
+            break;
+        struct sp_json_reader own = {&ps->piece[i].problems, ps->r->file};
+        read_piece(ps, i, ps->count == 1 ? ps->r : &own, &arena);
+    }
+    sp_parse_arena_release(&arena);
+    return NULL;
+}
+
+static size_t usable_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return (size_t)CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (size_t)n : 1;
+}
+
+/* The guessed starts: past each 1/count of the text, the "{" of the first "}" "," "{". */
+static size_t guess_starts(struct piece *piece, const char *first, const char *end, size_t count) {
+    size_t n = 1;
+    piece[0].start = first;
+    for (size_t k = 1; k < count; k++) {
+        const char *from = first + (size_t)(end - first) / count * k, *p = from;
+        if (from <= piece[n - 1].start)
+            continue;
+        const char *brace = NULL;
+        while ((p = memchr(p, '}', (size_t)(end - p))) != NULL) {
+            const char *q = skip_space(p + 1, end);
+            if (q < end && *q == ',') {
+                q = skip_space(q + 1, end);
+                if (q < end && *q == '{') {
+                    brace = q;
+                    break;
+                }
+            }
+            p++;
+        }
+        if (!brace)
+            break;
+        if (brace > piece[n - 1].start)
+            piece[n++].start = brace;
+    }
+    return n;
+}
+
+static void release_pieces(struct piece *piece, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        sp_free(piece[i].layers);
+        sp_strbuf_release(&piece[i].pool);
+        sp_strbuf_release(&piece[i].problems.err);
+        sp_strbuf_release(&piece[i].problems.warn);
+    }
+}
+
+/* The chain from the first piece into one list; *again: a piece on it has problems (one pass
+ * says which layers). */
+static sp_status join_pieces(struct piece *piece, size_t count, struct sp_profile_layers *out,
+                             bool *again) {
+    size_t n = 0, bytes = 0;
+    for (size_t i = 0; i < count; i = piece[i].joined) {
+        if (piece[i].status != SP_OK)
+            return piece[i].status;
+        if (piece[i].joined == count)
+            out->end = piece[i].end;
+        if (piece[i].problems.problems) {
+            *again = true;
+            return SP_OK;
+        }
+        n += piece[i].n;
+        bytes += piece[i].pool.len;
+    }
+    if (n > SP_PROFILE_MAX_LAYERS)
+        return SP_ERR_LIMIT;
+    if (piece[0].joined == count) { /* one piece: its list as it is */
+        out->layers = piece[0].layers;
+        out->n = piece[0].n;
+        out->pool = piece[0].pool;
+        out->end = piece[0].end;
+        piece[0].layers = NULL;
+        sp_strbuf_init(&piece[0].pool);
+        return SP_OK;
+    }
+    out->layers = sp_mallocarray(n, sizeof *out->layers);
+    out->pool.buf = sp_malloc(bytes + 1);
+    if (!out->layers || !out->pool.buf) {
+        sp_free(out->layers);
+        out->layers = NULL;
+        sp_strbuf_release(&out->pool);
+        return SP_ERR_NOMEM;
+    }
+    out->pool.cap = bytes + 1;
+    for (size_t i = 0; i < count; i = piece[i].joined) {
+        uintptr_t shift = out->pool.len;
+        for (size_t k = 0; k < piece[i].n; k++) {
+            sp_layer L = piece[i].layers[k];
+            L.name = (const char *)((uintptr_t)L.name + shift);
+            L.kind = (const char *)((uintptr_t)L.kind + shift);
+            out->layers[out->n++] = L;
+        }
+        memcpy(out->pool.buf + out->pool.len, piece[i].pool.buf, piece[i].pool.len);
+        out->pool.len += piece[i].pool.len;
+    }
+    out->pool.buf[out->pool.len] = '\0';
+    return SP_OK;
+}
+
+/* count pieces read by up to `threads` threads (this one among them) */
+static sp_status read_array(struct sp_json_reader *r, const char *first, const char *end,
+                            size_t count, size_t threads, struct sp_side_job *side,
+                            struct sp_profile_layers *out, bool *again) {
+    struct piece piece[MAX_PIECES];
+    memset(piece, 0, sizeof piece);
+    struct pieces ps = {.r = r, .end = end, .piece = piece, .side = side};
+    ps.count = guess_starts(piece, first, end, count);
+    for (size_t i = 0; i < ps.count; i++) { /* a layer of the usual fields is 200 bytes or more */
+        size_t bytes = (size_t)((i + 1 < ps.count ? piece[i + 1].start : end) - piece[i].start);
+        size_t expect = bytes / 200;
+        piece[i].expect = expect < 1024                ? 1024
+                          : expect > ((size_t)1 << 20) ? (size_t)1 << 20
+                                                       : expect;
+    }
+    atomic_init(&ps.next, 0);
+    if (ps.count == 1) { /* one piece: read on this thread, the side job left to the caller */
+        threads = 1;
+        ps.side = NULL;
+    }
+    size_t tasks = ps.count + (ps.side != NULL);
+    threads = threads < tasks ? threads : tasks;
+    pthread_t tid[MAX_THREADS];
+    size_t started = 0;
+    for (size_t t = 1; t < threads; t++) /* a thread that does not start: the others read more */
+        if (pthread_create(&tid[started], NULL, read_pieces, &ps) == 0)
+            started++;
+    read_pieces(&ps);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    sp_status st = join_pieces(piece, ps.count, out, again);
+    release_pieces(piece, ps.count);
+    return st;
+}
+
+sp_status sp_profile_layers_read(struct sp_json_reader *r, const char *array, size_t max_len,
+                                 size_t piece_bytes, size_t threads, struct sp_side_job *side,
+                                 struct sp_profile_layers *out) {
+    memset(out, 0, sizeof *out);
+    sp_strbuf_init(&out->pool);
+    const char *end = array + max_len, *first = skip_space(array + 1, end);
+    if (first < end && *first == ']') {
+        out->end = first + 1;
+        return SP_OK;
+    }
+    size_t count = piece_bytes ? max_len / piece_bytes : 1;
+    count = count < 1 ? 1 : count > MAX_PIECES ? MAX_PIECES : count;
+    threads = threads ? threads : usable_cpus();
+    threads = threads > MAX_THREADS ? MAX_THREADS : threads;
+    bool again = false;
+    if (count == 1 || threads == 1 || !sp_alloc_is_default())
+        return read_array(r, first, end, 1, 1, NULL, out, &again);
+    sp_status st = read_array(r, first, end, count, threads, side, out, &again);
+    /* problems, or memory that ran out on another thread (whose budget note this thread's
+     * message would miss): one pass says which */
+    if (again || st == SP_ERR_NOMEM)
+        st = read_array(r, first, end, 1, 1, NULL, out, &again);
+    return st;
+}
