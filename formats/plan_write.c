@@ -61,6 +61,20 @@ static bool add_stage(cJSON *arr, const sp_stage *s, bool replicated) {
                             add_number(o, "share_ms", s->share_ms)));
 }
 
+/* an array of the plan's own strings, not copied: the tree lives shorter than the plan, and a
+ * plan of 100,000 layers would otherwise copy 200,000 names */
+static bool add_string_refs(cJSON *root, const char *key, const char *const *strings, size_t n) {
+    cJSON *arr = cJSON_AddArrayToObject(root, key);
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *str = cJSON_CreateStringReference(strings[i]);
+        if (!str || !cJSON_AddItemToArray(arr, str)) {
+            cJSON_Delete(str);
+            return false;
+        }
+    }
+    return arr != NULL;
+}
+
 static cJSON *plan_tree(const sp_plan *plan) {
     const sp_plan_summary *m = &plan->summary;
     cJSON *root = cJSON_CreateObject();
@@ -149,16 +163,9 @@ static cJSON *plan_tree(const sp_plan *plan) {
                 ok = str && cJSON_AddItemToArray(arr, str);
             }
     }
-    if (ok && plan->layer_names) {
-        cJSON *names = cJSON_CreateStringArray(plan->layer_names, (int)plan->n_layers);
-        ok = names && cJSON_AddItemToObject(root, "layer_names", names);
-        if (!ok)
-            cJSON_Delete(names);
-        cJSON *kinds = ok ? cJSON_CreateStringArray(plan->layer_kinds, (int)plan->n_layers) : NULL;
-        ok = ok && kinds && cJSON_AddItemToObject(root, "layer_kinds", kinds);
-        if (!ok)
-            cJSON_Delete(kinds);
-    }
+    if (ok && plan->layer_names)
+        ok = add_string_refs(root, "layer_names", plan->layer_names, plan->n_layers) &&
+             add_string_refs(root, "layer_kinds", plan->layer_kinds, plan->n_layers);
     if (!ok) {
         cJSON_Delete(root);
         return NULL;
@@ -173,10 +180,22 @@ sp_status sp_plan_to_json(sp_ctx *ctx, const sp_plan *plan, char **out) {
     if (!plan || !out)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_to_json: NULL argument");
     *out = NULL;
+    /* the tree's nodes from an arena sized for the plan (what does not fit is malloc'd): a large
+     * plan is a few hundred thousand nodes, made and freed once. A layer is two nodes (its name
+     * and kind, not copied), a stage or a summary field a node and its key. */
+    const size_t node = (sizeof(cJSON) + 15) & ~(size_t)15, member = node + 32;
+    struct sp_parse_arena arena;
+    sp_parse_arena_init(&arena, (size_t)plan->n_layers * 2 * node +
+                                    ((size_t)plan->n_stages + 8) * 32 * member);
+    sp_parse_arena_enter(&arena);
     cJSON *root = plan_tree(plan);
+    sp_parse_arena_leave(); /* the text is the caller's: printed with the usual allocator */
     sp_status st =
         root ? sp_json_print(ctx, root, "writing a plan", out) : sp_oom(ctx, "writing a plan");
+    sp_parse_arena_enter(&arena);
     cJSON_Delete(root);
+    sp_parse_arena_leave();
+    sp_parse_arena_release(&arena);
     return st;
 }
 
