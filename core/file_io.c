@@ -4,15 +4,33 @@
  * written, flushed, fsync'ed, closed, then renamed over the target. Any failure removes the
  * temporary file; the target is either the old file, untouched, or the complete new one. When
  * the output is also the input, the input was read completely before, so this is safe. */
+#define _DEFAULT_SOURCE /* madvise, MADV_POPULATE_WRITE */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
+
+/* A large buffer about to be filled once: its pages made in one call (a hint, where the kernel
+ * has it) rather than by a fault each as read(2) copies into it; 5,500 faults were a third of
+ * reading a 22 MB profile. */
+static void prefault(char *buf, size_t len) {
+#if defined(MADV_POPULATE_WRITE)
+    const uintptr_t page = 4096;
+    uintptr_t from = ((uintptr_t)buf + page - 1) & ~(page - 1),
+              to = ((uintptr_t)buf + len) & ~(page - 1);
+    if (len >= ((size_t)1 << 20) && to > from)
+        (void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+#else
+    (void)buf;
+    (void)len;
+#endif
+}
 
 sp_status sp_read_file(sp_ctx *ctx, const char *path, size_t max_bytes, char **out_data,
                        size_t *out_len) {
@@ -40,6 +58,7 @@ sp_status sp_read_file(sp_ctx *ctx, const char *path, size_t max_bytes, char **o
         close(fd);
         return sp_oom(ctx, what);
     }
+    prefault(buf, cap);
     size_t len = 0;
     for (;;) {
         if (len + 1 >= cap) {
