@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plan_impl.h"
+#include "profile_impl.h"
 
 void sp_plan_destroy(sp_plan *plan) {
     if (!plan)
@@ -88,6 +89,24 @@ sp_status sp_plan_set_layers(sp_ctx *ctx, sp_plan *plan, size_t n, const char *c
         memcpy(w, kinds[i], b);
         plan->layer_kinds[i] = w;
         w += b;
+    }
+    return SP_OK;
+}
+
+sp_status sp_plan_set_profile_layers(sp_ctx *ctx, sp_plan *plan, const sp_profile *profile) {
+    size_t n = sp_profile_get_layer_count(profile), len = 0;
+    const char *pool = sp_profile_layer_pool(profile, &len);
+    plan->layer_names = sp_mallocarray(n, sizeof *plan->layer_names);
+    plan->layer_kinds = sp_mallocarray(n, sizeof *plan->layer_kinds);
+    plan->layer_pool = sp_malloc(len ? len : 1);
+    if (!plan->layer_names || !plan->layer_kinds || !plan->layer_pool)
+        return sp_oom(ctx, "recording layer names");
+    if (len)
+        memcpy(plan->layer_pool, pool, len);
+    for (size_t i = 0; i < n; i++) { /* where each lies in the profile's block, in the plan's */
+        const sp_layer *L = sp_profile_get_layer(profile, i);
+        plan->layer_names[i] = plan->layer_pool + (L->name - pool);
+        plan->layer_kinds[i] = plan->layer_pool + (L->kind - pool);
     }
     return SP_OK;
 }

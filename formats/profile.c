@@ -21,7 +21,8 @@ struct sp_profile {
     uint64_t measured_sms; /* measurement.sms: the GPU SMs the times were taken on; 0: all */
     size_t n_layers;
     sp_layer *layers;
-    char *pool; /* names and kinds, NUL-separated */
+    char *pool; /* names and kinds, NUL-separated: every layer's name and kind lie in it */
+    size_t pool_len;
     char sha256[65];
     sp_devices *devices; /* the optional "devices" list, or NULL */
 };
@@ -59,6 +60,10 @@ uint64_t sp_profile_get_micro_batch_size(const sp_profile *p) {
 }
 uint32_t sp_profile_get_measured_sms(const sp_profile *p) {
     return p ? (uint32_t)p->measured_sms : 0;
+}
+const char *sp_profile_layer_pool(const sp_profile *p, size_t *len) {
+    *len = p ? p->pool_len : 0;
+    return p ? p->pool : NULL;
 }
 const char *sp_profile_get_sha256(const sp_profile *p) {
     return p ? p->sha256 : "";
@@ -161,6 +166,7 @@ static sp_status intern_strings(sp_ctx *ctx, sp_profile *p) {
     for (size_t i = 0; i < p->n_layers; i++)
         total += strlen(p->layers[i].name) + strlen(p->layers[i].kind) + 2;
     p->pool = sp_malloc(total);
+    p->pool_len = total;
     if (!p->pool)
         return sp_oom(ctx, "storing layer names");
     char *w = p->pool;
@@ -340,6 +346,7 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     bool streamed = st == SP_OK;
     if (streamed) {
         p->pool = f.pool.buf; /* the layers' names and kinds */
+        p->pool_len = f.pool.len;
     } else {
         sp_strbuf_release(&f.pool);
         cJSON_Delete(root);

@@ -5,6 +5,10 @@
 
 #include "json_util.h"
 
+/* The block every layer's name and kind lie in (*len bytes), so that a plan copies them at once;
+ * NULL when there is none. */
+const char *sp_profile_layer_pool(const sp_profile *p, size_t *len);
+
 /* One layer object (or whatever stands there) read into *L, every problem reported as
  * "layers[i]..."; L's name and kind point into obj. */
 void sp_profile_read_layer(struct sp_json_reader *r, const cJSON *obj, size_t i, sp_layer *L);

@@ -266,20 +266,7 @@ static sp_status record_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *prof
     }
     if (st != SP_OK)
         return st;
-    const char **names = sp_mallocarray(n, sizeof *names),
-               **kinds = sp_mallocarray(n, sizeof *kinds);
-    if (!names || !kinds) {
-        st = sp_oom(ctx, "recording layer names");
-    } else {
-        for (size_t l = 0; l < n; l++) {
-            names[l] = sp_profile_get_layer(profile, l)->name;
-            kinds[l] = sp_profile_get_layer(profile, l)->kind;
-        }
-        st = sp_plan_set_layers(ctx, plan, n, names, kinds);
-    }
-    sp_free(names);
-    sp_free(kinds);
-    return st;
+    return sp_plan_set_profile_layers(ctx, plan, profile);
 }
 
 sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
