@@ -93,6 +93,50 @@ static void test_atomic_write(void) {
     SP_CHECK(system(cmd) == 0); /* no temporary files left behind */
 }
 
+/* sp_read_file: small and large files (a large one is read in two halves at once) whole, in
+ * order and NUL-terminated; a pipe, whose size is not known, read to its end */
+static void test_read_file(void) {
+    char dir[] = "/tmp/sp_test_XXXXXX";
+    SP_CHECK(mkdtemp(dir) != NULL);
+    const size_t sizes[] = {1, 4095, 100000, ((size_t)8 << 20) - 1, ((size_t)9 << 20) + 12345};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        char path[128];
+        snprintf(path, sizeof path, "%s/f%zu", dir, k);
+        char *want = malloc(n);
+        for (size_t i = 0; i < n; i++)
+            want[i] = (char)('a' + (i * 7 + i / 4096) % 26);
+        FILE *f = fopen(path, "wb");
+        SP_CHECK(f && fwrite(want, 1, n, f) == n);
+        if (f)
+            fclose(f);
+        char *got = NULL;
+        size_t len = 0;
+        SP_CHECK_STATUS(sp_read_file(ctx, path, (size_t)64 << 20, &got, &len), SP_OK);
+        SP_CHECK_EQ_INT(len, n);
+        SP_CHECK_MSG(got && len == n && memcmp(got, want, n) == 0 && got[n] == '\0',
+                     "%zu bytes read back differently", n);
+        sp_free(got);
+        SP_CHECK_STATUS(sp_read_file(ctx, path, n - 1, &got, &len), SP_ERR_LIMIT);
+        free(want);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    SP_CHECK(system(cmd) == 0);
+    FILE *p = popen("head -c 300000 /dev/zero", "r"); /* a pipe: read until it ends */
+    SP_CHECK(p != NULL);
+    if (p) {
+        char path[64];
+        snprintf(path, sizeof path, "/dev/fd/%d", fileno(p));
+        char *got = NULL;
+        size_t len = 0;
+        SP_CHECK_STATUS(sp_read_file(ctx, path, (size_t)1 << 20, &got, &len), SP_OK);
+        SP_CHECK_EQ_INT(len, 300000);
+        sp_free(got);
+        pclose(p);
+    }
+}
+
 static int alloc_calls;
 static void *count_malloc(size_t n) {
     alloc_calls++;
@@ -370,6 +414,7 @@ int main(void) {
     test_status();
     test_bytes();
     test_atomic_write();
+    test_read_file();
     test_allocator_and_plan_json();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_core");
