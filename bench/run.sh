@@ -2,7 +2,7 @@
 # bench/run.sh: every benchmark, printed as markdown tables (docs/benchmarks.md records them).
 #   usage: bench/run.sh [BUILD_DIR]   (default: build; run from the source tree)
 # The whole-command rows time `stagepart partition` on a 100,000-layer profile (read, solve,
-# write) against Python's json.load of the same file, in the same run, median of 5 each.
+# write) against Python's json.load of the same file, in the same run, the three in turn.
 set -eu
 BUILD=${1:-build}
 STAGEPART=$BUILD/cli/stagepart
@@ -27,16 +27,37 @@ median5() { # median wall time of 5 runs of "$@", in ms
 "$STAGEPART" partition "$TMP/big.json" -s 128 -o "$TMP/plan.json" >/dev/null
 limit=$(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); print(int(max(s["memory_bytes"] for s in p["stages"])*0.98))' "$TMP/plan.json")
 size=$(wc -c <"$TMP/big.json")
-py=$(median5 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$TMP/big.json")
-cli=$(median5 "$STAGEPART" partition "$TMP/big.json" -s 128 -o "$TMP/plan.json")
-clim=$(median5 "$STAGEPART" partition "$TMP/big.json" -s 128 --memory-limit "$limit" -o "$TMP/plan2.json")
-echo "## Whole command on a 100,000-layer profile ($((size / 1000000)) MB), median of 5"
+# The three in turn, 9 rounds, so that the shared host's changing load reaches each alike (one
+# after another, 5 runs each, the ratio moved from 0.38x to 0.56x between runs of this script);
+# the median of each, and the range of the per-round ratios.
+python3 - "$STAGEPART" "$TMP" "$limit" "$size" <<'PY'
+import statistics, subprocess, sys, time
+stagepart, tmp, limit, size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+cmds = {
+    "py": ["python3", "-c", "import json,sys; json.load(open(sys.argv[1]))", f"{tmp}/big.json"],
+    "cli": [stagepart, "partition", f"{tmp}/big.json", "-s", "128", "-o", f"{tmp}/plan.json"],
+    "clim": [stagepart, "partition", f"{tmp}/big.json", "-s", "128", "--memory-limit", limit,
+             "-o", f"{tmp}/plan2.json"],
+}
+ms = {k: [] for k in cmds}
+for _ in range(9):
+    for k, c in cmds.items():
+        t = time.perf_counter()
+        subprocess.run(c, stdout=subprocess.DEVNULL, check=True)
+        ms[k].append((time.perf_counter() - t) * 1000)
+med = {k: statistics.median(v) for k, v in ms.items()}
+def ratios(k):
+    r = sorted(a / b for a, b in zip(ms[k], ms["py"]))
+    return f"{med[k] / med['py']:.2f}x ({r[0]:.2f}x to {r[-1]:.2f}x)"
+print(f"## Whole command on a 100,000-layer profile ({size // 1000000} MB), median of 9 in turn")
+print()
+print("| command | wall ms | vs json.load (per round) |")
+print("|---|---|---|")
+print(f"| python3 json.load (parse only) | {med['py']:.0f} | 1.00x |")
+print(f"| stagepart partition -s 128 -o plan.json | {med['cli']:.0f} | {ratios('cli')} |")
+print(f"| same with --memory-limit {limit} | {med['clim']:.0f} | {ratios('clim')} |")
+PY
 echo
-echo "| command | wall ms | vs json.load |"
-echo "|---|---|---|"
-echo "| python3 json.load (parse only) | $py | 1.00x |"
-echo "| stagepart partition -s 128 -o plan.json | $cli | $(python3 -c "print(f'{$cli/$py:.2f}x')") |"
-echo "| same with --memory-limit $limit | $clim | $(python3 -c "print(f'{$clim/$py:.2f}x')") |"
 
 # Import of a large PyTorch profiler trace: the real H200 trace of samples/torch/train.py copied
 # 15 times one after another (bench/gen_trace.py, about 77 MB), against json.load of the same
@@ -153,7 +174,7 @@ for sc in 1f1b pipedream; do
     e=$(date +%s%N)
     "$STAGEPART" partition "$TMP/p1000.json" -s 64 --schedule $sc --json >"$TMP/dp64.json"
     f=$(date +%s%N)
-    python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); st=p["stages"]; r=[s["replicas"] for s in st]; a, b = int(sys.argv[3]), int(sys.argv[4]); print(f"Replicated stages ({sys.argv[2]}), 1,000 layers on 64 GPUs: {a} ms ({a / b:.1f}x the dp for -s 64, {b} ms), {len(st)} stages on {p["gpus"]} GPUs, replicas {min(r)} to {max(r)}, solve {p["solve_ms"]:.0f} ms")' \
+    python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); st=p["stages"]; r=[s["replicas"] for s in st]; g, sm = p["gpus"], p["solve_ms"]; a, b = int(sys.argv[3]), int(sys.argv[4]); print(f"Replicated stages ({sys.argv[2]}), 1,000 layers on 64 GPUs: {a} ms ({a / b:.1f}x the dp for -s 64, {b} ms), {len(st)} stages on {g} GPUs, replicas {min(r)} to {max(r)}, solve {sm:.0f} ms")' \
         "$TMP/rep.json" $sc $(( (e - s) / 1000000 )) $(( (f - e) / 1000000 ))
 done
 
