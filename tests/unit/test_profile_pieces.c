@@ -18,6 +18,8 @@ struct text {
 
 static void put(struct text *t, const char *fmt, ...) SP_PRINTF(2, 3);
 static void put(struct text *t, const char *fmt, ...) {
+    if (!t->s && !(t->s = malloc(t->cap = 4096)))
+        abort();
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
