@@ -198,36 +198,35 @@ static sp_status join_pieces(struct piece *piece, size_t count, struct sp_profil
     }
     if (n > SP_PROFILE_MAX_LAYERS)
         return SP_ERR_LIMIT;
-    if (piece[0].joined == count) { /* one piece: its list as it is */
-        out->layers = piece[0].layers;
-        out->n = piece[0].n;
-        out->pool = piece[0].pool;
-        out->end = piece[0].end;
-        piece[0].layers = NULL;
-        sp_strbuf_init(&piece[0].pool);
-        return SP_OK;
-    }
-    out->layers = sp_mallocarray(n, sizeof *out->layers);
-    out->pool.buf = sp_malloc(bytes + 1);
-    if (!out->layers || !out->pool.buf) {
-        sp_free(out->layers);
-        out->layers = NULL;
-        sp_strbuf_release(&out->pool);
+    /* the first piece's lists grown to hold every layer (in place where the allocator can), each
+     * later piece copied in and freed at once: the layers are never held twice */
+    sp_layer *layers = sp_realloc(piece[0].layers, (n ? n : 1) * sizeof *layers);
+    if (layers)
+        piece[0].layers = layers;
+    char *pool = layers ? sp_realloc(piece[0].pool.buf, bytes + 1) : NULL;
+    if (!pool)
         return SP_ERR_NOMEM;
-    }
-    out->pool.cap = bytes + 1;
-    for (size_t i = 0; i < count; i = piece[i].joined) {
-        uintptr_t shift = out->pool.len;
+    piece[0].pool.buf = pool;
+    size_t at = piece[0].n, used = piece[0].pool.len;
+    for (size_t i = piece[0].joined; i < count; i = piece[i].joined) {
         for (size_t k = 0; k < piece[i].n; k++) {
             sp_layer L = piece[i].layers[k];
-            L.name = (const char *)((uintptr_t)L.name + shift);
-            L.kind = (const char *)((uintptr_t)L.kind + shift);
-            out->layers[out->n++] = L;
+            L.name = (const char *)((uintptr_t)L.name + used);
+            L.kind = (const char *)((uintptr_t)L.kind + used);
+            layers[at++] = L;
         }
-        memcpy(out->pool.buf + out->pool.len, piece[i].pool.buf, piece[i].pool.len);
-        out->pool.len += piece[i].pool.len;
+        memcpy(pool + used, piece[i].pool.buf, piece[i].pool.len);
+        used += piece[i].pool.len;
+        sp_free(piece[i].layers);
+        piece[i].layers = NULL;
+        sp_strbuf_release(&piece[i].pool);
     }
-    out->pool.buf[out->pool.len] = '\0';
+    pool[used] = '\0';
+    out->layers = layers;
+    out->n = n;
+    out->pool = (struct sp_strbuf){.buf = pool, .len = used, .cap = bytes + 1};
+    piece[0].layers = NULL;
+    sp_strbuf_init(&piece[0].pool);
     return SP_OK;
 }
 
