@@ -9,7 +9,7 @@
 
 #define MAX_DEPTH 1000 /* cJSON's own nesting limit (CJSON_NESTING_LIMIT) */
 
-static const char *skip_space(const char *p, const char *end) {
+const char *sp_json_skip_space(const char *p, const char *end) {
     while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
         p++;
     return p;
@@ -108,7 +108,7 @@ sp_status sp_json_split_object(sp_ctx *ctx, const char *name, const char *doc, s
 
 sp_status sp_json_split_object_take(sp_ctx *ctx, const char *name, const char *doc, size_t len,
                                     sp_json_take_fn take, sp_json_member_fn fn, void *arg) {
-    const char *end = doc + len, *p = skip_space(doc, end);
+    const char *end = doc + len, *p = sp_json_skip_space(doc, end);
     if (p == end)
         return sp_fail(ctx, SP_ERR_PARSE, "%s: empty file, expected a JSON object", name);
     if (*p == '[' || *p == '"' || *p == '-' || (*p >= '0' && *p <= '9'))
@@ -118,9 +118,10 @@ sp_status sp_json_split_object_take(sp_ctx *ctx, const char *name, const char *d
                                    : "a number");
     if (*p != '{')
         return malformed(ctx, name, doc, len, p);
-    p = skip_space(p + 1, end);
+    p = sp_json_skip_space(p + 1, end);
     if (p < end && *p == '}')
-        return skip_space(p + 1, end) == end ? SP_OK : malformed(ctx, name, doc, len, p + 1);
+        return sp_json_skip_space(p + 1, end) == end ? SP_OK
+                                                     : malformed(ctx, name, doc, len, p + 1);
     for (;;) {
         const char *bad = NULL;
         if (p >= end || *p != '"')
@@ -140,10 +141,10 @@ sp_status sp_json_split_object_take(sp_ctx *ctx, const char *name, const char *d
             if (st != SP_OK)
                 return st;
         }
-        p = skip_space(key_end, end);
+        p = sp_json_skip_space(key_end, end);
         if (p >= end || *p != ':')
             return malformed(ctx, name, doc, len, p);
-        const char *value = skip_space(p + 1, end);
+        const char *value = sp_json_skip_space(p + 1, end);
         size_t taken = 0;
         sp_status st = take ? take(arg, key, key_len, value, (size_t)(end - value), &taken) : SP_OK;
         if (st != SP_OK)
@@ -153,13 +154,14 @@ sp_status sp_json_split_object_take(sp_ctx *ctx, const char *name, const char *d
             return malformed(ctx, name, doc, len, bad);
         if (!taken && (st = fn(arg, key, key_len, value, (size_t)(value_end - value))) != SP_OK)
             return st;
-        p = skip_space(value_end, end);
+        p = sp_json_skip_space(value_end, end);
         if (p < end && *p == ',') {
-            p = skip_space(p + 1, end);
+            p = sp_json_skip_space(p + 1, end);
             continue;
         }
         if (p < end && *p == '}')
-            return skip_space(p + 1, end) == end ? SP_OK : malformed(ctx, name, doc, len, p + 1);
+            return sp_json_skip_space(p + 1, end) == end ? SP_OK
+                                                         : malformed(ctx, name, doc, len, p + 1);
         return malformed(ctx, name, doc, len, p);
     }
 }
@@ -170,7 +172,7 @@ sp_status sp_json_split_array(sp_ctx *ctx, const char *name, const char *doc, si
     const char *end = array + array_len, *p = array;
     if (p >= end || *p != '[')
         return malformed(ctx, name, doc, doc_len, p);
-    p = skip_space(p + 1, end);
+    p = sp_json_skip_space(p + 1, end);
     if (p < end && *p == ']')
         return SP_OK;
     for (;;) {
@@ -181,9 +183,9 @@ sp_status sp_json_split_array(sp_ctx *ctx, const char *name, const char *doc, si
         sp_status st = fn(arg, p, (size_t)(value_end - p));
         if (st != SP_OK)
             return st;
-        p = skip_space(value_end, end);
+        p = sp_json_skip_space(value_end, end);
         if (p < end && *p == ',') {
-            p = skip_space(p + 1, end);
+            p = sp_json_skip_space(p + 1, end);
             continue;
         }
         if (p < end && *p == ']')

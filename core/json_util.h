@@ -22,6 +22,8 @@ sp_status sp_json_fail_at(sp_ctx *ctx, const char *name, const char *data, size_
  * members and array elements by their brackets and strings, and each piece is parsed (and so
  * validated) by cJSON on its own. Positions in messages are the document's. */
 
+/* The first byte at or after p that is not JSON whitespace (end when there is none). */
+const char *sp_json_skip_space(const char *p, const char *end);
 /* Each member of the root object of doc[0..len): key as written between its quotes (escapes
  * not undone), the value's text. Stops at the first status fn returns that is not SP_OK. */
 typedef sp_status (*sp_json_member_fn)(void *arg, const char *key, size_t key_len,

@@ -46,12 +46,6 @@ struct pieces {
     atomic_size_t next;       /* the next task a thread takes: the side job, then the pieces */
 };
 
-static const char *skip_space(const char *p, const char *end) {
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
-        p++;
-    return p;
-}
-
 /* one element read: the layer kept, its strings copied into the piece's pool */
 static sp_status keep_layer(struct piece *pc, struct sp_json_reader *r, const cJSON *obj) {
     if (pc->n == SP_PROFILE_MAX_LAYERS) /* the whole-document path says so */
@@ -93,9 +87,9 @@ static void read_piece(struct pieces *ps, size_t i, struct sp_json_reader *r,
             pc->status = st;
             return;
         }
-        p = skip_space(value_end, end);
+        p = sp_json_skip_space(value_end, end);
         if (p < end && *p == ',') {
-            p = skip_space(p + 1, end);
+            p = sp_json_skip_space(p + 1, end);
             while (next < ps->count && ps->piece[next].start < p)
                 next++; /* a guess inside what this piece read: not an element start */
             if (next < ps->count && ps->piece[next].start == p) {
@@ -152,9 +146,9 @@ static size_t guess_starts(struct piece *piece, const char *first, const char *e
             continue;
         const char *brace = NULL;
         while ((p = memchr(p, '}', (size_t)(end - p))) != NULL) {
-            const char *q = skip_space(p + 1, end);
+            const char *q = sp_json_skip_space(p + 1, end);
             if (q < end && *q == ',') {
-                q = skip_space(q + 1, end);
+                q = sp_json_skip_space(q + 1, end);
                 if (q < end && *q == '{') {
                     brace = q;
                     break;
@@ -270,7 +264,7 @@ sp_status sp_profile_layers_read(struct sp_json_reader *r, const char *array, si
                                  struct sp_profile_layers *out) {
     memset(out, 0, sizeof *out);
     sp_strbuf_init(&out->pool);
-    const char *end = array + max_len, *first = skip_space(array + 1, end);
+    const char *end = array + max_len, *first = sp_json_skip_space(array + 1, end);
     if (first < end && *first == ']') {
         out->end = first + 1;
         return SP_OK;
