@@ -39,6 +39,8 @@ struct sp_ilp_input {
                                 * cannot be recomputed; NULL: no recomputation choices */
     double t_lower_ms;         /* a proven lower bound of the bottleneck (the exact DP's optimum,
                                 * with one chunk per device), or 0 */
+    double optimum_ms;         /* > 0: the incumbent's bottleneck, proven optimal outside the
+                                * program (placement_search.c); the program only breaks ties */
     const struct sp_ilp_placement *place; /* NULL: stage k on device k mod P (c's speeds) */
     const struct sp_ilp_chunk_memory *chunk_memory; /* with chunks and a memory cap, or NULL */
 };

@@ -150,6 +150,22 @@ static void read_solution(glp_prob *lp, const struct sp_ilp_model *m, struct sp_
                 out->stage_class[d] = cls;
 }
 
+/* The incumbent as the first phase's plan, its bottleneck proven optimal outside the program
+ * (in->optimum_ms), and fixed for the tie-breaks. */
+static void take_optimum(glp_prob *lp, const struct sp_ilp_model *m, struct sp_ilp_rowbuf *r,
+                         struct sp_ilp_result *out) {
+    const struct sp_ilp_input *in = m->in;
+    memcpy(out->bounds, in->incumbent, ((size_t)m->K + 1) * sizeof *out->bounds);
+    if (m->pl)
+        memcpy(out->stage_class, m->pl->incumbent, m->K * sizeof *out->stage_class);
+    out->found = out->optimal = true;
+    out->status = "optimal";
+    out->objective_ms = out->best_bound = in->optimum_ms;
+    out->mip_gap = 0;
+    set_phase_objective(lp, m, PHASE_OBJECTIVE);
+    fix_phase_objective(lp, m, r, m->x_inc[m->col_T]); /* the program's own figure of it */
+}
+
 /* The phases on the built program: the objective, then each tie-break with the earlier ones fixed
  * and starting from their solution (x, columns 1..n_cols, is scratch for it); out gets the plan. */
 static sp_status run_phases(sp_ctx *ctx, glp_prob *lp, struct sp_ilp_model *m,
@@ -184,17 +200,24 @@ static sp_status run_phases(sp_ctx *ctx, glp_prob *lp, struct sp_ilp_model *m,
     int mip = GLP_UNDEF;
     double phase1_ms = 0;
     sp_status st = SP_OK;
-    for (int i = 0; i < n_phases && st == SP_OK; i++) {
+    int first = 0;
+    if (in->optimum_ms > 0 && m->x_inc) { /* the objective is proven: only its ties are left */
+        take_optimum(lp, m, r, out);
+        first = 1;
+    }
+    for (int i = first; i < n_phases && st == SP_OK; i++) {
         enum phase ph = phases[i];
         set_phase_objective(lp, m, ph);
         m->injected = false;
         m->bound = -(double)INFINITY;
         double left_lp = limit_ms - (sp_now_ms() - t0);
+        if (i > 0) /* a tie-break gets twice the objective's time (at least 1 s) */
+            left_lp = fmin(left_lp, fmax(1000.0, 2 * phase1_ms));
         smcp.tm_lim = left_lp > 1 ? (int)fmin(left_lp, 2e9) : 1;
         int ret = glp_simplex(lp, &smcp);
         int lps = glp_get_status(lp);
         if (i > 0 && (ret != 0 || lps != GLP_OPT)) {
-            out->status = phase_failed[ph];
+            out->status = ret == GLP_ETMLIM ? phase_stopped[ph] : phase_failed[ph];
             break; /* the earlier phase's plan stands */
         }
         if (ret == GLP_ETMLIM) {

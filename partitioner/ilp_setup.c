@@ -40,6 +40,7 @@ static sp_status recompute_all_bounds(sp_ctx *ctx, const struct sp_problem *pb, 
 struct ilp_start {
     bool have_incumbent, inc_recomputes;
     double t_lower;
+    double optimum_ms; /* > 0: the incumbent's bottleneck is proven optimal (placement search) */
 };
 
 /* When the DP found no plan (st SP_ERR_INFEASIBLE): with recomputation, the DP with every block
@@ -68,8 +69,29 @@ static sp_status without_plan(sp_ctx *ctx, const struct sp_problem *pb,
     return st;
 }
 
+/* With placement, one chunk per device, the bottleneck and no recomputation choices: the least
+ * bottleneck found exactly (placement_search.c) and a plan reaching it, which the program starts
+ * from and only breaks the ties of. *decided false: the program searches as before. */
+static sp_status placed_optimum(sp_ctx *ctx, const struct sp_problem *pb,
+                                struct sp_placement_classes *pc, size_t *inc, struct ilp_start *out,
+                                bool *decided) {
+    const sp_partition_opts *o = pb->o;
+    *decided = false;
+    if (!pc || o->chunks != 1 || o->recompute || o->objective != SP_OBJECTIVE_BOTTLENECK ||
+        o->ilp_cold)
+        return SP_OK;
+    int64_t cap = 0;
+    sp_status st = sp_placement_least_bottleneck(ctx, pb, pc, inc, pc->incumbent, &cap, decided);
+    if (st == SP_OK && *decided) {
+        out->have_incumbent = true;
+        out->inc_recomputes = false;
+        out->optimum_ms = (double)cap / SP_TICKS_PER_MS;
+    }
+    return st;
+}
+
 static sp_status ilp_start(sp_ctx *ctx, const struct sp_problem *pb,
-                           const struct sp_placement_classes *pc, const struct sp_chain *c,
+                           struct sp_placement_classes *pc, const struct sp_chain *c,
                            const struct sp_chain *free_chain, const struct sp_chunk_memory *cm,
                            const int64_t *rc, size_t *inc, struct ilp_start *out) {
     const sp_profile *profile = pb->profile;
@@ -82,6 +104,10 @@ static sp_status ilp_start(sp_ctx *ctx, const struct sp_problem *pb,
     if (c->n_pos - 1 < K) {
         st = SP_ERR_INFEASIBLE;
     } else if (pc && o->chunks == 1) {
+        bool decided = false;
+        st = placed_optimum(ctx, pb, pc, inc, out, &decided);
+        if (st != SP_OK || decided)
+            return st;
         /* the incumbent: the exact DP with stage s on device s; the bound: the DP with every
          * stage on the fastest device and no memory limit */
         st = sp_dp_bounds(ctx, pb, inc);
@@ -179,8 +205,28 @@ static sp_status chain_search(sp_ctx *ctx, const struct sp_problem *pb,
     return *decided || st == SP_ERR_NOMEM ? st : SP_OK; /* not decided: the program runs */
 }
 
-sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb,
-                         const struct sp_placement_classes *pc, struct sp_solution *sol) {
+/* The searched placement's plan as the result when the program is too large to break its ties:
+ * its bottleneck is proven all the same. */
+static sp_status keep_optimum(sp_ctx *ctx, const struct sp_chain *c, const size_t *inc,
+                              const struct sp_placement_classes *pc, double optimum_ms,
+                              struct sp_ilp_result *res) {
+    sp_ctx_begin(ctx);
+    memset(res, 0, sizeof *res);
+    size_t K = c->p;
+    res->bounds = sp_mallocarray(K + 1, sizeof *res->bounds);
+    res->stage_class = sp_mallocarray(K, sizeof *res->stage_class);
+    if (!res->bounds || !res->stage_class)
+        return sp_oom(ctx, "partitioning");
+    memcpy(res->bounds, inc, (K + 1) * sizeof *inc);
+    memcpy(res->stage_class, pc->incumbent, K * sizeof *res->stage_class);
+    res->found = res->optimal = true;
+    res->objective_ms = res->best_bound = optimum_ms;
+    res->status = "optimal objective; tie-breaks not run: the program would be too large";
+    return SP_OK;
+}
+
+sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb, struct sp_placement_classes *pc,
+                         struct sp_solution *sol) {
     const sp_profile *profile = pb->profile;
     const sp_partition_opts *o = pb->o;
     const struct sp_stage_devices *d = pb->d;
@@ -273,12 +319,15 @@ sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb,
                                   .incumbent = have_incumbent ? inc : NULL,
                                   .recompute = rc,
                                   .t_lower_ms = t_lower,
+                                  .optimum_ms = inject ? start.optimum_ms : 0,
                                   .incumbent_recomputes = inc_recomputes,
                                   .place = pc ? &pc->ilp : NULL,
                                   .chunk_memory = !chunk_rows ? NULL
                                                   : pc        ? &cm_rows.ilp
                                                               : &cm.ilp};
         st = sp_ilp_solve(ctx, &in, res);
+        if (st == SP_ERR_LIMIT && in.optimum_ms > 0) /* the plan stands without its tie-breaks */
+            st = keep_optimum(ctx, &c, inc, pc, in.optimum_ms, res);
     }
     if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx) && pc)
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,

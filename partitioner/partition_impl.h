@@ -100,8 +100,8 @@ sp_status sp_solve_interleaved(sp_ctx *ctx, const struct sp_problem *pb, struct 
 /* the GLPK program (ilp_setup.c): boundaries and recomputed layers; sp_ilp_program with
  * placement classes (pc) also each stage's class, in sol->search.stage_class */
 sp_status sp_solve_ilp(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
-sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb,
-                         const struct sp_placement_classes *pc, struct sp_solution *sol);
+sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb, struct sp_placement_classes *pc,
+                         struct sp_solution *sol);
 
 /* --placement search: the GLPK program chooses every stage's device (solve_placed.c) */
 sp_status sp_solve_placed(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);

@@ -42,4 +42,14 @@ sp_status sp_placement_select(sp_ctx *ctx, const struct sp_placement_classes *pc
                               const sp_devices *list, const sp_links *links, const size_t *device,
                               uint32_t stages, sp_devices **devices_out, sp_links **links_out);
 
+/* The least bottleneck over every placement and split (one chunk per device, overlapped
+ * transfers, no recomputation choices), exactly, and a plan reaching it (placement_search.c):
+ * bounds[P + 1] positions of pb->chain, stage_class[P], *cap_out in ticks. *decided is false when
+ * its state space (the devices of each (speed, memory) kind used so far) is too large to search:
+ * the program runs instead. SP_ERR_INFEASIBLE (no message) when no placement fits memory. */
+struct sp_problem;
+sp_status sp_placement_least_bottleneck(sp_ctx *ctx, const struct sp_problem *pb,
+                                        const struct sp_placement_classes *pc, size_t *bounds,
+                                        uint32_t *stage_class, int64_t *cap_out, bool *decided);
+
 #endif

@@ -20,8 +20,8 @@ static unsigned rnd(unsigned n) {
     return (unsigned)((rng >> 33) % n);
 }
 
-#define MAX_N 8
-#define MAX_D 5
+#define MAX_N 20 /* enumeration: 8 layers and 5 devices at most */
+#define MAX_D 8
 
 struct inst {
     int n, devices, P;
@@ -34,9 +34,9 @@ struct inst {
     unsigned limit;
 };
 
-static void random_inst(struct inst *in) {
-    in->n = 3 + (int)rnd(MAX_N - 2);
-    in->devices = 2 + (int)rnd(MAX_D - 1);
+static void random_inst(struct inst *in, int max_n, int max_d) {
+    in->n = 3 + (int)rnd((unsigned)max_n - 2);
+    in->devices = 2 + (int)rnd((unsigned)max_d - 1);
     in->P = 2 + (int)rnd((unsigned)(in->devices < 4 ? in->devices - 1 : 3));
     if (in->P > in->n)
         in->P = in->n;
@@ -185,7 +185,7 @@ static void test_against_enumeration(void) {
     const char *dev_path = "test_placement.devices.json", *links_path = "test_placement.links.json";
     for (int t = 0; t < 60; t++) {
         struct inst in;
-        random_inst(&in);
+        random_inst(&in, 8, 5);
         struct best best = {INT64_MAX, (double)INFINITY};
         int dev[MAX_D];
         orders(&in, dev, 0, 0, &best);
@@ -252,6 +252,79 @@ static void test_against_enumeration(void) {
     SP_CHECK(checked > 20 && moved > 0);
 }
 
+static sp_status place(const struct inst *in, const sp_profile *p, sp_devices *devices,
+                       sp_links *links, bool cold, sp_plan **plan) {
+    sp_partition_opts o;
+    sp_partition_opts_init(&o);
+    o.stages = (uint32_t)in->P;
+    o.micro_batches = (uint32_t)(4 * in->P);
+    o.solver = SP_SOLVER_ILP;
+    o.placement = SP_PLACEMENT_SEARCH;
+    o.devices = devices;
+    o.links = links;
+    o.memory_limit_bytes = in->limit;
+    o.ilp_cold = cold;
+    o.time_limit_s = 30;
+    return sp_partition(ctx, p, &o, plan);
+}
+
+/* Past enumeration (up to 20 layers, 8 devices): the exact search's plan (the warm path) against
+ * the program alone, where the program proves its plan: the same bottleneck, and the same latency
+ * where both broke that tie to the end. */
+static void test_search_against_program(void) {
+    int compared = 0, latencies = 0, infeasible = 0;
+    const char *dev_path = "test_placement.devices.json", *links_path = "test_placement.links.json";
+    for (int t = 0; t < 12; t++) {
+        struct inst in;
+        random_inst(&in, MAX_N, MAX_D);
+        write_devices(&in, dev_path, links_path);
+        sp_profile *p = profile_of(&in);
+        sp_devices *devices = NULL;
+        sp_links *links = NULL;
+        SP_CHECK_STATUS(sp_devices_load(ctx, dev_path, &devices), SP_OK);
+        SP_CHECK_STATUS(sp_links_load(ctx, links_path, &links), SP_OK);
+        sp_plan *warm = NULL, *cold = NULL;
+        sp_status sw = place(&in, p, devices, links, false, &warm);
+        sp_status sc = place(&in, p, devices, links, true, &cold);
+        if (sc == SP_ERR_INFEASIBLE && !strstr(sp_ctx_get_errmsg(ctx), "time limit")) {
+            SP_CHECK_MSG(sw == SP_ERR_INFEASIBLE, "t %d: the program found no plan, the search: %s",
+                         t, sp_status_name(sw));
+            infeasible++;
+        } else if (sc == SP_OK && sp_plan_get_summary(cold)->optimal) {
+            SP_CHECK_MSG(sw == SP_OK, "t %d: %s", t, sp_ctx_get_errmsg(ctx));
+            const sp_plan_summary *a = sw == SP_OK ? sp_plan_get_summary(warm) : NULL;
+            const sp_plan_summary *b = sp_plan_get_summary(cold);
+            SP_CHECK(a && a->optimal);
+            SP_CHECK_MSG(a && fabs(a->bottleneck_ms - b->bottleneck_ms) < 1e-9,
+                         "t %d: search %.6f ms, program %.6f ms", t, a ? a->bottleneck_ms : 0,
+                         b->bottleneck_ms);
+            compared++;
+            if (a && a->solver_status && b->solver_status && !strcmp(a->solver_status, "optimal") &&
+                !strcmp(b->solver_status, "optimal")) {
+                double la = 2 * a->transfer_ms, lb = 2 * b->transfer_ms;
+                for (size_t s = 0; s < sp_plan_get_stage_count(warm); s++)
+                    la += sp_plan_get_stage(warm, s)->time_ms;
+                for (size_t s = 0; s < sp_plan_get_stage_count(cold); s++)
+                    lb += sp_plan_get_stage(cold, s)->time_ms;
+                SP_CHECK_MSG(fabs(la - lb) < 1e-6 * (1 + lb), "t %d: latency %.9f against %.9f", t,
+                             la, lb);
+                latencies++;
+            }
+        }
+        sp_plan_destroy(warm);
+        sp_plan_destroy(cold);
+        sp_devices_destroy(devices);
+        sp_links_destroy(links);
+        sp_profile_destroy(p);
+    }
+    remove(dev_path);
+    remove(links_path);
+    printf("placement past enumeration: search = program on %d instances (latency on %d), %d "
+           "infeasible agreed\n",
+           compared, latencies, infeasible);
+    SP_CHECK(compared >= 6);
+}
+
 /* interleaved chunks (P = 2, V = 2): every ordered choice of two devices, each written as its
  * own devices and links files, times every split, figured by sp_plan_from_split (its memory is
  * the peak over the interleaved order) */
@@ -261,7 +334,7 @@ static void test_chunks_against_enumeration(void) {
                *links_path = "test_placement.chunks.links.json";
     for (int t = 0; t < 15; t++) {
         struct inst in;
-        random_inst(&in);
+        random_inst(&in, 8, 5);
         in.P = 2;
         for (int i = in.n; i < 5; i++) { /* at least 5 layers, each drawn as random_inst does */
             in.w[i] = (int64_t)(1 + rnd(9)) * 1000000;
@@ -392,6 +465,7 @@ int main(void) {
     }
     test_against_enumeration();
     test_chunks_against_enumeration();
+    test_search_against_program();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_placement");
 }
