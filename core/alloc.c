@@ -85,6 +85,8 @@ static void *cjson_malloc(size_t size) {
         a->used += need;
         return p;
     }
+    if (a)
+        a->spilled = true;
     return counted_malloc(size);
 }
 
@@ -97,6 +99,7 @@ static void cjson_free(void *p) {
 
 bool sp_parse_arena_init(struct sp_parse_arena *a, size_t cap) {
     a->used = 0;
+    a->spilled = false;
     a->buf = sp_malloc(cap);
     a->cap = a->buf ? cap : 0;
     return a->buf != NULL;
@@ -110,7 +113,12 @@ void sp_parse_arena_release(struct sp_parse_arena *a) {
 
 void sp_parse_arena_enter(struct sp_parse_arena *a) {
     a->used = 0;
+    a->spilled = false;
     t_arena = a->buf ? a : NULL;
+}
+
+bool sp_parse_arena_holds_all(const struct sp_parse_arena *a) {
+    return a->buf && !a->spilled;
 }
 
 void sp_parse_arena_leave(void) {

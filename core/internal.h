@@ -82,11 +82,15 @@ sp_status sp_oom(sp_ctx *ctx, const char *what);
 struct sp_parse_arena {
     char *buf;
     size_t cap, used;
+    bool spilled; /* since entered, an allocation did not fit and came from the allocator */
 };
 bool sp_parse_arena_init(struct sp_parse_arena *a, size_t cap); /* false: out of memory */
 void sp_parse_arena_release(struct sp_parse_arena *a);
 void sp_parse_arena_enter(struct sp_parse_arena *a); /* a without memory: enters nothing */
 void sp_parse_arena_leave(void);
+/* whether everything cJSON allocated since entering came from the arena: then leaving frees the
+ * tree, and cJSON_Delete (a walk over every node) is not needed */
+bool sp_parse_arena_holds_all(const struct sp_parse_arena *a);
 /* hand cJSON the counting allocator (once; sp_ctx_create calls it) */
 void sp_alloc_init(void);
 /* whether the allocator is malloc's (thread-safe), not one from sp_set_allocator */

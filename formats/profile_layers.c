@@ -81,7 +81,8 @@ static void read_piece(struct pieces *ps, size_t i, struct sp_json_reader *r,
         sp_parse_arena_enter(arena);
         cJSON *obj = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &value_end, 0);
         sp_status st = obj ? keep_layer(pc, r, obj) : SP_ERR_PARSE;
-        cJSON_Delete(obj);
+        if (!sp_parse_arena_holds_all(arena))
+            cJSON_Delete(obj); /* else leaving frees it */
         sp_parse_arena_leave();
         if (st != SP_OK) {
             pc->status = st;

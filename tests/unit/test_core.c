@@ -260,9 +260,18 @@ static void test_parse_arena(void) {
         SP_CHECK(cJSON_IsString(name) && strlen(name->valuestring) == 1000);
         SP_CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(v, "n")) == 3);
         SP_CHECK(cJSON_GetObjectItemCaseSensitive(v, "x")->valuedouble == 2.5);
+        SP_CHECK(!sp_parse_arena_holds_all(&arena)); /* the long name spilled */
         cJSON_Delete(v);
         sp_parse_arena_leave();
         SP_CHECK_EQ_INT(arena.used, 0);
+    }
+    size_t with_arena = sp_memory_in_use();
+    for (int round = 0; round < 3; round++) { /* a tree the arena holds: leaving frees it */
+        sp_parse_arena_enter(&arena);
+        cJSON *v = cJSON_Parse("{\"a\":[1,2],\"b\":\"xy\"}");
+        SP_CHECK(v != NULL && sp_parse_arena_holds_all(&arena));
+        SP_CHECK_EQ_INT(sp_memory_in_use(), with_arena);
+        sp_parse_arena_leave();
     }
     sp_parse_arena_release(&arena);
     SP_CHECK_EQ_INT(sp_memory_in_use(), before);
