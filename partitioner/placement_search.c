@@ -36,7 +36,9 @@ struct search {
     uint32_t *used;     /* [states] stages of state i */
     struct sp_chain *c; /* [kinds] the chain with every stage on kind j */
     uint32_t **row;     /* [kinds x P] R(j, s, .), shared by the stages of a kind without caps */
+    uint64_t **fits;    /* [kinds x P] bit b: R(j, s, b - 1) >= b (block b - 1 fits alone) */
     uint32_t *reach;    /* the rows' storage */
+    uint64_t *fit_bits; /* the fits' storage */
     uint64_t *set;      /* [states x words] */
 };
 
@@ -55,7 +57,9 @@ static void release(struct search *s) {
     sp_free(s->step);
     sp_free(s->used);
     sp_free(s->row);
+    sp_free(s->fits);
     sp_free(s->reach);
+    sp_free(s->fit_bits);
     sp_free(s->set);
 }
 
@@ -108,6 +112,7 @@ static sp_status tables_init(sp_ctx *ctx, const struct sp_problem *pb, struct se
     uint64_t *mem = sp_mallocarray(P, sizeof *mem);
     s->c = sp_calloc(s->kinds, sizeof *s->c);
     s->row = sp_calloc((size_t)s->kinds * P, sizeof *s->row);
+    s->fits = sp_calloc((size_t)s->kinds * P, sizeof *s->fits);
     s->used = sp_mallocarray(s->states, sizeof *s->used);
     sp_status st =
         speed && mem && s->c && s->row && s->used ? SP_OK : sp_oom(ctx, "placing stages");
@@ -136,17 +141,23 @@ static sp_status tables_init(sp_ctx *ctx, const struct sp_problem *pb, struct se
         return SP_OK;
     }
     s->reach = sp_mallocarray(rows * s->last, sizeof *s->reach);
+    s->fit_bits = sp_mallocarray(rows * s->words, sizeof *s->fit_bits);
     s->set = sp_mallocarray(s->states * s->words, sizeof *s->set);
-    if (!s->reach || !s->set)
+    if (!s->reach || !s->fit_bits || !s->set)
         return sp_oom(ctx, "placing stages");
     uint32_t *next = s->reach;
+    uint64_t *next_bits = s->fit_bits;
     for (uint32_t j = 0; j < s->kinds; j++)
         for (uint32_t k = 0; k < P; k++) {
+            size_t at = (size_t)j * P + k;
             if (k == 0 || s->c[j].any_cap) {
-                s->row[(size_t)j * P + k] = next;
+                s->row[at] = next;
+                s->fits[at] = next_bits;
                 next += s->last;
+                next_bits += s->words;
             } else {
-                s->row[(size_t)j * P + k] = s->row[(size_t)j * P];
+                s->row[at] = s->row[at - k];
+                s->fits[at] = s->fits[at - k];
             }
         }
     for (size_t i = 0; i < s->states; i++) {
@@ -177,6 +188,11 @@ static void fill_reach(const struct search *s, int64_t cap) {
                     b++;
                 r[a] = (uint32_t)b;
             }
+            uint64_t *fits = s->fits[(size_t)j * s->P + k];
+            memset(fits, 0, s->words * sizeof *fits);
+            for (size_t e = 1; e <= s->last; e++)
+                if (r[e - 1] >= e)
+                    fits[e / 64] |= (uint64_t)1 << (e % 64);
         }
 }
 
@@ -196,21 +212,27 @@ static bool has_bit(const uint64_t *w, size_t x) {
     return (w[x / 64] >> (x % 64)) & 1;
 }
 
-/* dst |= the ends of one more stage (row r) from every position of src, up to `room` */
+/* dst |= the ends of one more stage (row r) from every position of src, up to `room`. Within a
+ * run of positions of src, b is reached exactly when block b - 1 fits alone (R is non-decreasing:
+ * no earlier start reaches further than b - 1 does), so (src << 1) & fits; past a run's last
+ * position y, every b up to R(y). */
 static void step(const struct search *s, const uint64_t *src, uint64_t *dst, const uint32_t *r,
-                 size_t room) {
-    size_t covered = 0;
-    for (size_t wi = 0; wi < s->words; wi++)
-        for (uint64_t bits = src[wi]; bits; bits &= bits - 1) {
-            size_t a = wi * 64 + (size_t)__builtin_ctzll(bits);
-            if (a >= s->last)
-                return;
-            size_t hi = r[a] < room ? r[a] : room, lo = a + 1 > covered + 1 ? a + 1 : covered + 1;
-            if (hi >= lo)
-                set_range(dst, lo, hi);
-            if (hi > covered)
-                covered = hi;
+                 const uint64_t *fits, size_t room) {
+    size_t top = room / 64;
+    uint64_t carry = 0;
+    for (size_t wi = 0; wi <= top; wi++) {
+        uint64_t w = src[wi], next = wi + 1 < s->words ? src[wi + 1] : 0;
+        dst[wi] |= ((w << 1) | carry) & fits[wi];
+        carry = w >> 63;
+        for (uint64_t ends = w & ~((w >> 1) | (next << 63)); ends; ends &= ends - 1) {
+            size_t y = wi * 64 + (size_t)__builtin_ctzll(ends);
+            size_t hi = y < s->last && r[y] < room ? r[y] : room;
+            if (y < s->last && hi > y)
+                set_range(dst, y + 1, hi);
         }
+    }
+    if (room % 64 != 63)
+        dst[top] &= ((uint64_t)1 << (room % 64 + 1)) - 1;
 }
 
 /* The sets under cap; true when the chain's end is reachable with P stages. */
@@ -228,7 +250,7 @@ static bool probe(const struct search *s, int64_t cap) {
         for (uint32_t j = 0; j < s->kinds; j++)
             if (digit(s, i, j) > 0)
                 step(s, s->set + (i - s->step[j]) * s->words, dst, s->row[(size_t)j * s->P + k - 1],
-                     room);
+                     s->fits[(size_t)j * s->P + k - 1], room);
         ok |= k == s->P && has_bit(dst, s->last);
     }
     return ok;

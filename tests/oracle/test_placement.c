@@ -325,6 +325,61 @@ static void test_search_against_program(void) {
     SP_CHECK(compared >= 6);
 }
 
+/* The search's least bottleneck against every device order and split, on instances that work
+ * its reach sets: 8 to 12 layers, 4 or 5 stages on 5 to 7 devices of two or three kinds, device
+ * memories that bind, forbidden cuts: the same bottleneck, or no plan on both sides. */
+static void test_search_against_brute(void) {
+    int checked = 0, infeasible = 0;
+    const char *dev_path = "test_placement.devices.json", *links_path = "test_placement.links.json";
+    for (int t = 0; t < 40; t++) {
+        struct inst in;
+        do
+            random_inst(&in, 12, 7);
+        while (in.devices < 5 || in.n < 8);
+        in.P = 4 + (int)rnd(2);
+        for (int d = 0; d < in.devices; d++)
+            if (rnd(2))
+                in.dev_mem[d] = 40 + rnd(100);
+        for (int i = 0; i < in.n; i++) /* layers that fit only some devices, or late stages */
+            if (rnd(4) == 0) {
+                in.mem[i] = 30 + rnd(60);
+                in.saved[i] = 5 + rnd(15);
+            }
+        struct best best = {INT64_MAX, (double)INFINITY};
+        int dev[MAX_D];
+        orders(&in, dev, 0, 0, &best);
+        write_devices(&in, dev_path, links_path);
+        sp_profile *p = profile_of(&in);
+        sp_devices *devices = NULL;
+        sp_links *links = NULL;
+        SP_CHECK_STATUS(sp_devices_load(ctx, dev_path, &devices), SP_OK);
+        SP_CHECK_STATUS(sp_links_load(ctx, links_path, &links), SP_OK);
+        sp_plan *plan = NULL;
+        sp_status st = place(&in, p, devices, links, false, &plan);
+        if (best.t == INT64_MAX) {
+            SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "t %d: no plan exists, the search: %s", t,
+                         sp_status_name(st));
+            infeasible++;
+        } else {
+            SP_CHECK_MSG(st == SP_OK, "t %d: %s", t, sp_ctx_get_errmsg(ctx));
+            const sp_plan_summary *m = st == SP_OK ? sp_plan_get_summary(plan) : NULL;
+            SP_CHECK_MSG(m && m->optimal && fabs(m->bottleneck_ms - (double)best.t / 1e6) < 1e-9,
+                         "t %d: search %.6f ms, every order and split %.6f ms", t,
+                         m ? m->bottleneck_ms : 0, (double)best.t / 1e6);
+            checked++;
+        }
+        sp_plan_destroy(plan);
+        sp_devices_destroy(devices);
+        sp_links_destroy(links);
+        sp_profile_destroy(p);
+    }
+    remove(dev_path);
+    remove(links_path);
+    printf("placement search = every order and split on %d instances, %d infeasible agreed\n",
+           checked, infeasible);
+    SP_CHECK(checked > 20 && infeasible > 0);
+}
+
 /* interleaved chunks (P = 2, V = 2): every ordered choice of two devices, each written as its
  * own devices and links files, times every split, figured by sp_plan_from_split (its memory is
  * the peak over the interleaved order) */
@@ -466,6 +521,7 @@ int main(void) {
     test_against_enumeration();
     test_chunks_against_enumeration();
     test_search_against_program();
+    test_search_against_brute();
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_placement");
 }
