@@ -67,9 +67,11 @@ sp_status sp_stage_devices_init(sp_ctx *ctx, const sp_profile *profile, const sp
     size_t n = sp_devices_get_count(d->list);
     if (n < o->stages)
         return sp_fail(ctx, SP_ERR_INFEASIBLE,
-                       "%u stages need %u devices (stage s runs on device s); the device list "
-                       "has %zu",
-                       o->stages, o->stages, n);
+                       "%u stages need %u devices (%s); the device list has %zu", o->stages,
+                       o->stages,
+                       o->placement == SP_PLACEMENT_SEARCH ? "a distinct device for each stage"
+                                                           : "stage s runs on device s",
+                       n);
     bool speeds = false, memory = false;
     for (uint32_t s = 0; s < o->stages; s++) {
         speeds |= sp_devices_get_device(d->list, s)->speed != 1.0;
