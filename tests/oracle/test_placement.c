@@ -114,6 +114,43 @@ static void write_devices(const struct inst *in, const char *dev_path, const cha
     fclose(f);
 }
 
+/* an instance as the library reads it: its profile, and its devices and links from files */
+struct loaded {
+    sp_profile *p;
+    sp_devices *devices;
+    sp_links *links;
+};
+
+static struct loaded load(const struct inst *in, const char *dev_path, const char *links_path) {
+    struct loaded L = {profile_of(in), NULL, NULL};
+    write_devices(in, dev_path, links_path);
+    SP_CHECK_STATUS(sp_devices_load(ctx, dev_path, &L.devices), SP_OK);
+    SP_CHECK_STATUS(sp_links_load(ctx, links_path, &L.links), SP_OK);
+    return L;
+}
+
+static void unload(struct loaded *L) {
+    sp_devices_destroy(L->devices);
+    sp_links_destroy(L->links);
+    sp_profile_destroy(L->p);
+}
+
+static sp_status place(const struct inst *in, const sp_profile *p, sp_devices *devices,
+                       sp_links *links, bool cold, sp_plan **plan) {
+    sp_partition_opts o;
+    sp_partition_opts_init(&o);
+    o.stages = (uint32_t)in->P;
+    o.micro_batches = (uint32_t)(4 * in->P);
+    o.solver = SP_SOLVER_ILP;
+    o.placement = SP_PLACEMENT_SEARCH;
+    o.devices = devices;
+    o.links = links;
+    o.memory_limit_bytes = in->limit;
+    o.ilp_cold = cold;
+    o.time_limit_s = 30;
+    return sp_partition(ctx, p, &o, plan);
+}
+
 struct best {
     int64_t t;      /* bottleneck, ticks */
     double latency; /* sum of stage times + 2 x sum of transfers, ms */
@@ -189,26 +226,10 @@ static void test_against_enumeration(void) {
         struct best best = {INT64_MAX, (double)INFINITY};
         int dev[MAX_D];
         orders(&in, dev, 0, 0, &best);
-        write_devices(&in, dev_path, links_path);
-        sp_profile *p = profile_of(&in);
-        sp_devices *devices = NULL;
-        sp_links *links = NULL;
-        SP_CHECK_STATUS(sp_devices_load(ctx, dev_path, &devices), SP_OK);
-        SP_CHECK_STATUS(sp_links_load(ctx, links_path, &links), SP_OK);
+        struct loaded L = load(&in, dev_path, links_path);
         for (int cold = 0; cold < 2; cold++) {
-            sp_partition_opts o;
-            sp_partition_opts_init(&o);
-            o.stages = (uint32_t)in.P;
-            o.micro_batches = (uint32_t)(4 * in.P);
-            o.solver = SP_SOLVER_ILP;
-            o.placement = SP_PLACEMENT_SEARCH;
-            o.devices = devices;
-            o.links = links;
-            o.memory_limit_bytes = in.limit;
-            o.ilp_cold = cold;
-            o.time_limit_s = 60;
             sp_plan *plan = NULL;
-            sp_status st = sp_partition(ctx, p, &o, &plan);
+            sp_status st = place(&in, L.p, L.devices, L.links, cold, &plan);
             if (best.t == INT64_MAX) {
                 SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "enumeration found no plan, ilp: %s",
                              sp_status_name(st));
@@ -240,9 +261,7 @@ static void test_against_enumeration(void) {
             checked += !cold;
             sp_plan_destroy(plan);
         }
-        sp_devices_destroy(devices);
-        sp_links_destroy(links);
-        sp_profile_destroy(p);
+        unload(&L);
     }
     remove(dev_path);
     remove(links_path);
@@ -250,22 +269,6 @@ static void test_against_enumeration(void) {
            "%d stages moved off device s\n",
            checked, infeasible, moved);
     SP_CHECK(checked > 20 && moved > 0);
-}
-
-static sp_status place(const struct inst *in, const sp_profile *p, sp_devices *devices,
-                       sp_links *links, bool cold, sp_plan **plan) {
-    sp_partition_opts o;
-    sp_partition_opts_init(&o);
-    o.stages = (uint32_t)in->P;
-    o.micro_batches = (uint32_t)(4 * in->P);
-    o.solver = SP_SOLVER_ILP;
-    o.placement = SP_PLACEMENT_SEARCH;
-    o.devices = devices;
-    o.links = links;
-    o.memory_limit_bytes = in->limit;
-    o.ilp_cold = cold;
-    o.time_limit_s = 30;
-    return sp_partition(ctx, p, &o, plan);
 }
 
 /* Past enumeration (up to 20 layers, 8 devices): the exact search's plan (the warm path) against
@@ -277,15 +280,10 @@ static void test_search_against_program(void) {
     for (int t = 0; t < 12; t++) {
         struct inst in;
         random_inst(&in, MAX_N, MAX_D);
-        write_devices(&in, dev_path, links_path);
-        sp_profile *p = profile_of(&in);
-        sp_devices *devices = NULL;
-        sp_links *links = NULL;
-        SP_CHECK_STATUS(sp_devices_load(ctx, dev_path, &devices), SP_OK);
-        SP_CHECK_STATUS(sp_links_load(ctx, links_path, &links), SP_OK);
+        struct loaded L = load(&in, dev_path, links_path);
         sp_plan *warm = NULL, *cold = NULL;
-        sp_status sw = place(&in, p, devices, links, false, &warm);
-        sp_status sc = place(&in, p, devices, links, true, &cold);
+        sp_status sw = place(&in, L.p, L.devices, L.links, false, &warm);
+        sp_status sc = place(&in, L.p, L.devices, L.links, true, &cold);
         if (sc == SP_ERR_INFEASIBLE && !strstr(sp_ctx_get_errmsg(ctx), "time limit")) {
             SP_CHECK_MSG(sw == SP_ERR_INFEASIBLE, "t %d: the program found no plan, the search: %s",
                          t, sp_status_name(sw));
@@ -313,9 +311,7 @@ static void test_search_against_program(void) {
         }
         sp_plan_destroy(warm);
         sp_plan_destroy(cold);
-        sp_devices_destroy(devices);
-        sp_links_destroy(links);
-        sp_profile_destroy(p);
+        unload(&L);
     }
     remove(dev_path);
     remove(links_path);
@@ -348,14 +344,9 @@ static void test_search_against_brute(void) {
         struct best best = {INT64_MAX, (double)INFINITY};
         int dev[MAX_D];
         orders(&in, dev, 0, 0, &best);
-        write_devices(&in, dev_path, links_path);
-        sp_profile *p = profile_of(&in);
-        sp_devices *devices = NULL;
-        sp_links *links = NULL;
-        SP_CHECK_STATUS(sp_devices_load(ctx, dev_path, &devices), SP_OK);
-        SP_CHECK_STATUS(sp_links_load(ctx, links_path, &links), SP_OK);
+        struct loaded L = load(&in, dev_path, links_path);
         sp_plan *plan = NULL;
-        sp_status st = place(&in, p, devices, links, false, &plan);
+        sp_status st = place(&in, L.p, L.devices, L.links, false, &plan);
         if (best.t == INT64_MAX) {
             SP_CHECK_MSG(st == SP_ERR_INFEASIBLE, "t %d: no plan exists, the search: %s", t,
                          sp_status_name(st));
@@ -369,9 +360,7 @@ static void test_search_against_brute(void) {
             checked++;
         }
         sp_plan_destroy(plan);
-        sp_devices_destroy(devices);
-        sp_links_destroy(links);
-        sp_profile_destroy(p);
+        unload(&L);
     }
     remove(dev_path);
     remove(links_path);
