@@ -3,6 +3,8 @@
 #ifndef SP_PARTITIONER_ILP_H
 #define SP_PARTITIONER_ILP_H
 
+#include <string.h>
+
 #include "chain.h"
 
 /* Placement search (one chunk per device): stage k takes a device of class c, binary z[k][c];
@@ -58,6 +60,20 @@ struct sp_ilp_result {
     bool *recompute;       /* [B] blocks recomputed, when in->recompute (the caller frees it) */
     uint32_t *stage_class; /* [K] the class each stage runs on, with in->place (caller frees) */
 };
+
+/* The incumbent (bounds[K+1], stage_class[K] or NULL) as a result whose bottleneck was proven
+ * optimal outside the program (in->optimum_ms): copied into out's arrays, which must hold them. */
+static inline void sp_ilp_result_take_optimum(struct sp_ilp_result *out, uint32_t K,
+                                              const size_t *bounds, const uint32_t *stage_class,
+                                              double optimum_ms) {
+    memcpy(out->bounds, bounds, ((size_t)K + 1) * sizeof *out->bounds);
+    if (stage_class)
+        memcpy(out->stage_class, stage_class, K * sizeof *out->stage_class);
+    out->found = out->optimal = true;
+    out->status = "optimal";
+    out->objective_ms = out->best_bound = optimum_ms;
+    out->mip_gap = 0;
+}
 
 /* Returns SP_ERR_UNSUPPORTED when the build has no GLPK, SP_ERR_INFEASIBLE when no plan
  * exists (or none was found within the time limit), SP_ERR_SOLVER when GLPK fails, SP_ERR_LIMIT

@@ -155,13 +155,8 @@ static void read_solution(glp_prob *lp, const struct sp_ilp_model *m, struct sp_
 static void take_optimum(glp_prob *lp, const struct sp_ilp_model *m, struct sp_ilp_rowbuf *r,
                          struct sp_ilp_result *out) {
     const struct sp_ilp_input *in = m->in;
-    memcpy(out->bounds, in->incumbent, ((size_t)m->K + 1) * sizeof *out->bounds);
-    if (m->pl)
-        memcpy(out->stage_class, m->pl->incumbent, m->K * sizeof *out->stage_class);
-    out->found = out->optimal = true;
-    out->status = "optimal";
-    out->objective_ms = out->best_bound = in->optimum_ms;
-    out->mip_gap = 0;
+    sp_ilp_result_take_optimum(out, m->K, in->incumbent, m->pl ? m->pl->incumbent : NULL,
+                               in->optimum_ms);
     set_phase_objective(lp, m, PHASE_OBJECTIVE);
     fix_phase_objective(lp, m, r, m->x_inc[m->col_T]); /* the program's own figure of it */
 }

@@ -217,10 +217,7 @@ static sp_status keep_optimum(sp_ctx *ctx, const struct sp_chain *c, const size_
     res->stage_class = sp_mallocarray(K, sizeof *res->stage_class);
     if (!res->bounds || !res->stage_class)
         return sp_oom(ctx, "partitioning");
-    memcpy(res->bounds, inc, (K + 1) * sizeof *inc);
-    memcpy(res->stage_class, pc->incumbent, K * sizeof *res->stage_class);
-    res->found = res->optimal = true;
-    res->objective_ms = res->best_bound = optimum_ms;
+    sp_ilp_result_take_optimum(res, (uint32_t)K, inc, pc->incumbent, optimum_ms);
     res->status = "optimal objective; tie-breaks not run: the program would be too large";
     return SP_OK;
 }
@@ -319,7 +316,7 @@ sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb, struct sp_pla
                                   .incumbent = have_incumbent ? inc : NULL,
                                   .recompute = rc,
                                   .t_lower_ms = t_lower,
-                                  .optimum_ms = inject ? start.optimum_ms : 0,
+                                  .optimum_ms = start.optimum_ms, /* 0 with ilp_cold */
                                   .incumbent_recomputes = inc_recomputes,
                                   .place = pc ? &pc->ilp : NULL,
                                   .chunk_memory = !chunk_rows ? NULL

@@ -103,37 +103,49 @@ static sp_status kinds_init(sp_ctx *ctx, const struct sp_placement_classes *pc, 
     return SP_OK;
 }
 
+/* The chain with stage k on a device of kind kind_seq[k]: its speed and memory. */
+static sp_status chain_on_kinds(sp_ctx *ctx, const struct sp_problem *pb, const struct search *s,
+                                const uint32_t *kind_seq, struct sp_chain *out) {
+    double *speed = sp_mallocarray(s->P, sizeof *speed);
+    uint64_t *mem = sp_mallocarray(s->P, sizeof *mem);
+    sp_status st = speed && mem ? SP_OK : sp_oom(ctx, "placing stages");
+    for (uint32_t k = 0; st == SP_OK && k < s->P; k++) {
+        speed[k] = s->speed[kind_seq[k]];
+        mem[k] = s->memory[kind_seq[k]];
+    }
+    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
+                                   .stages = s->P,
+                                   .micro_batches = pb->o->micro_batches,
+                                   .schedule = pb->o->schedule,
+                                   .mem_cap = pb->o->memory_limit_bytes,
+                                   .speed = speed,
+                                   .device_mem = mem};
+    if (st == SP_OK)
+        st = sp_chain_restage(ctx, out, pb->chain, &model);
+    sp_free(speed);
+    sp_free(mem);
+    return st;
+}
+
 /* One chain per kind (every stage on it), the reach rows, the sets. */
 static sp_status tables_init(sp_ctx *ctx, const struct sp_problem *pb, struct search *s,
                              bool *fits) {
-    const sp_partition_opts *o = pb->o;
     uint32_t P = s->P;
-    double *speed = sp_mallocarray(P, sizeof *speed);
-    uint64_t *mem = sp_mallocarray(P, sizeof *mem);
+    uint32_t *all = sp_mallocarray(P, sizeof *all);
     s->c = sp_calloc(s->kinds, sizeof *s->c);
     s->row = sp_calloc((size_t)s->kinds * P, sizeof *s->row);
     s->fits = sp_calloc((size_t)s->kinds * P, sizeof *s->fits);
     s->used = sp_mallocarray(s->states, sizeof *s->used);
     sp_status st =
-        speed && mem && s->c && s->row && s->used ? SP_OK : sp_oom(ctx, "placing stages");
+        all && s->c && s->row && s->fits && s->used ? SP_OK : sp_oom(ctx, "placing stages");
     size_t rows = 0;
     for (uint32_t j = 0; st == SP_OK && j < s->kinds; j++) {
-        for (uint32_t k = 0; k < P; k++) {
-            speed[k] = s->speed[j];
-            mem[k] = s->memory[j];
-        }
-        struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
-                                       .stages = P,
-                                       .micro_batches = o->micro_batches,
-                                       .schedule = o->schedule,
-                                       .mem_cap = o->memory_limit_bytes,
-                                       .speed = speed,
-                                       .device_mem = mem};
-        st = sp_chain_restage(ctx, &s->c[j], pb->chain, &model);
+        for (uint32_t k = 0; k < P; k++)
+            all[k] = j;
+        st = chain_on_kinds(ctx, pb, s, all, &s->c[j]);
         rows += s->c[j].any_cap ? P : 1; /* without caps the stage's index does not matter */
     }
-    sp_free(speed);
-    sp_free(mem);
+    sp_free(all);
     if (st != SP_OK)
         return st;
     if (rows > MAX_REACH_ENTRIES / s->last) {
@@ -361,22 +373,9 @@ static void assign_classes(const struct search *s, const struct sp_placement_cla
  * bottleneck is cap: no more since the sequence reaches cap, no less since cap is least). */
 static sp_status rebalance(sp_ctx *ctx, const struct sp_problem *pb, const struct search *s,
                            const uint32_t *kind_seq, int64_t cap, size_t *bounds) {
-    double *speed = sp_mallocarray(s->P, sizeof *speed);
-    uint64_t *mem = sp_mallocarray(s->P, sizeof *mem);
-    sp_status st = speed && mem ? SP_OK : sp_oom(ctx, "placing stages");
-    for (uint32_t k = 0; st == SP_OK && k < s->P; k++) {
-        speed[k] = s->speed[kind_seq[k]];
-        mem[k] = s->memory[kind_seq[k]];
-    }
-    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
-                                   .stages = s->P,
-                                   .micro_batches = pb->o->micro_batches,
-                                   .schedule = pb->o->schedule,
-                                   .mem_cap = pb->o->memory_limit_bytes,
-                                   .speed = speed,
-                                   .device_mem = mem};
     struct sp_chain c;
-    if (st == SP_OK && (st = sp_chain_restage(ctx, &c, pb->chain, &model)) == SP_OK) {
+    sp_status st = chain_on_kinds(ctx, pb, s, kind_seq, &c);
+    if (st == SP_OK) {
         int64_t got = 0;
         st = sp_chain_best_bounds(ctx, &c, bounds, &got);
         if (st == SP_OK && got != cap)
@@ -386,8 +385,6 @@ static sp_status rebalance(sp_ctx *ctx, const struct sp_problem *pb, const struc
                          (long long)cap, (long long)got);
         sp_chain_release(&c);
     }
-    sp_free(speed);
-    sp_free(mem);
     return st;
 }
 
