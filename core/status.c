@@ -45,22 +45,12 @@ double sp_now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int64_t sp_ms_to_ticks(double ms) {
-    return (int64_t)llround(ms * SP_TICKS_PER_MS);
+int64_t sp_round_ticks_far(double x) {
+    return (int64_t)llround(x);
 }
 
 double sp_ticks_to_ms(int64_t ticks) {
     return (double)ticks / SP_TICKS_PER_MS;
-}
-
-int64_t sp_layer_fwd_ticks(const sp_layer *layer) {
-    return sp_ms_to_ticks(layer->fwd_ms);
-}
-int64_t sp_layer_bwd_ticks(const sp_layer *layer) {
-    return sp_ms_to_ticks(layer->bwd_ms);
-}
-int64_t sp_layer_ticks(const sp_layer *layer) {
-    return sp_layer_fwd_ticks(layer) + sp_layer_bwd_ticks(layer);
 }
 
 int64_t sp_speed_scale(int64_t ticks, double speed) {

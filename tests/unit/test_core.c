@@ -1,8 +1,11 @@
 /* tests/unit/test_core.c: status table, byte counts, atomic writes, allocator hooks, the
- * plan document's fields, the JSON splitter and the parse arena. */
+ * plan document's fields, the JSON splitter, the parse arena and the rounding to ticks. */
 #include <cjson/cJSON.h>
+#include <float.h>
+#include <math.h>
 #include <regex.h>
 #include <stagepart/stagepart.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -414,8 +417,61 @@ static void test_json_split(void) {
     SP_CHECK(tried > 1000 && disagree == 0);
 }
 
+/* sp_round_ticks against llround, which it replaces in the partitioner's passes: halves and
+ * their neighbours, every magnitude from tiny to past 2^62, both signs, and a million draws */
+static void check_rounds_as_llround(double x, unsigned *wrong) {
+    if (sp_round_ticks(x) != (int64_t)llround(x) && (*wrong)++ < 5)
+        fprintf(stderr, "  sp_round_ticks(%.17g) = %lld, llround: %lld\n", x,
+                (long long)sp_round_ticks(x), (long long)llround(x));
+}
+
+static void test_round_ticks(void) {
+    unsigned wrong = 0;
+    const double fixed[] = {0.0,
+                            -0.0,
+                            0.5,
+                            -0.5,
+                            1.5,
+                            -1.5,
+                            2.5,
+                            -2.5,
+                            0.49999999999999994,
+                            -0.49999999999999994,
+                            4503599627370495.5,
+                            -4503599627370495.5,
+                            4503599627370496.0,
+                            9007199254740993.0,
+                            4611686018427387904.0,
+                            -4611686018427387904.0,
+                            9.2e18,
+                            -9.2e18,
+                            DBL_MIN,
+                            -DBL_MIN};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        check_rounds_as_llround(fixed[i], &wrong);
+    for (int e = -60; e <= 63; e++) /* each power of two's halves and their neighbours */
+        for (int k = 0; k < 64; k++) {
+            double half = ldexp(1.0, e) + k + 0.5;
+            check_rounds_as_llround(half, &wrong);
+            check_rounds_as_llround(-half, &wrong);
+            check_rounds_as_llround(nextafter(half, 0), &wrong);
+            check_rounds_as_llround(nextafter(half, (double)INFINITY), &wrong);
+            check_rounds_as_llround(-nextafter(half, 0), &wrong);
+        }
+    srand(29);
+    for (int i = 0; i < 1000000; i++) { /* milliseconds as profiles hold them, in ticks */
+        double ms = (double)rand() / RAND_MAX * ldexp(1.0, rand() % 40 - 20);
+        check_rounds_as_llround(ms * SP_TICKS_PER_MS, &wrong);
+        check_rounds_as_llround(-ms * SP_TICKS_PER_MS, &wrong);
+    }
+    SP_CHECK_EQ_INT(wrong, 0);
+    SP_CHECK_EQ_INT(sp_ms_to_ticks(0.0000005), 1); /* half a tick rounds away from zero */
+    SP_CHECK_EQ_INT(sp_ms_to_ticks(1.25), 1250000);
+}
+
 int main(void) {
     sp_ctx_create(&ctx);
+    test_round_ticks();
     test_json_split();
     test_parse_arena();
     test_ere_translate();
