@@ -417,6 +417,40 @@ static void test_json_split(void) {
     SP_CHECK(tried > 1000 && disagree == 0);
 }
 
+/* A large block from the default allocator is asked for in transparent huge pages: its mapping
+ * carries the "hg" flag (VmFlags in /proc/self/smaps) where the kernel has them. */
+static void test_huge_pages(void) {
+    FILE *thp = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    FILE *maps = thp ? fopen("/proc/self/smaps", "r") : NULL;
+    if (thp)
+        fclose(thp);
+    if (!maps)
+        return; /* a kernel without them, or not Linux */
+    fclose(maps);
+    size_t size = (size_t)8 << 20;
+    char *block = sp_malloc(size);
+    SP_CHECK(block != NULL);
+    memset(block, 1, size);
+    uintptr_t at = (uintptr_t)block + size / 2;
+    maps = fopen("/proc/self/smaps", "r");
+    char line[512];
+    bool inside = false, found = false, huge = false;
+    while (maps && fgets(line, sizeof line, maps)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = at >= lo && at < hi;
+        else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            found = true;
+            huge = strstr(line, " hg") != NULL;
+        }
+    }
+    if (maps)
+        fclose(maps);
+    SP_CHECK(found);
+    SP_CHECK(huge);
+    sp_free(block);
+}
+
 /* sp_round_ticks against llround, which it replaces in the partitioner's passes: halves and
  * their neighbours, every magnitude from tiny to past 2^62, both signs, and a million draws */
 static void check_rounds_as_llround(double x, unsigned *wrong) {
@@ -472,6 +506,7 @@ static void test_round_ticks(void) {
 int main(void) {
     sp_ctx_create(&ctx);
     test_round_ticks();
+    test_huge_pages();
     test_json_split();
     test_parse_arena();
     test_ere_translate();
