@@ -62,11 +62,6 @@ static sp_status name_devices(sp_ctx *ctx, sp_plan *plan, const sp_devices *list
     return st;
 }
 
-sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
-                        const double *speed, const size_t *bounds, sp_plan **out) {
-    return sp_plan_build_recompute(ctx, profile, opts, speed, bounds, NULL, out);
-}
-
 /* Stage k's layers, times (on its device, with recomputation and blocking transfers), bytes
  * and send time; adds its time to its device's ticks. In-flight counts with chunks come later. */
 static void fill_stage(const sp_profile *profile, const sp_partition_opts *opts,
@@ -247,9 +242,10 @@ static void summarize(sp_plan *plan, const sp_profile *profile, const sp_partiti
     sum->placement = SP_PLACEMENT_ORDER;
 }
 
-/* the plan's names: stages', devices', the recomputed layers, every layer's name and kind */
+/* the plan's names: stages', devices', the recomputed layers, and with `layers` every layer's
+ * name and kind */
 static sp_status record_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *profile,
-                              const sp_partition_opts *opts, const bool *recompute) {
+                              const sp_partition_opts *opts, const bool *recompute, bool layers) {
     size_t n = sp_profile_get_layer_count(profile);
     sp_status st = copy_names(ctx, plan, profile);
     if (st == SP_OK) /* the stages' device names, when the devices are known */
@@ -264,14 +260,14 @@ static sp_status record_names(sp_ctx *ctx, sp_plan *plan, const sp_profile *prof
             return sp_oom(ctx, "building a plan");
         memcpy(plan->recomputed, recompute, n * sizeof *plan->recomputed);
     }
-    if (st != SP_OK)
+    if (st != SP_OK || !layers)
         return st;
     return sp_plan_set_profile_layers(ctx, plan, profile);
 }
 
-sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
-                                  const sp_partition_opts *opts, const double *speed,
-                                  const size_t *bounds, const bool *recompute, sp_plan **out) {
+static sp_status build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                       const double *speed, const size_t *bounds, const bool *recompute,
+                       bool layers, sp_plan **out) {
     *out = NULL;
     uint32_t p = opts->stages, V = opts->chunks > 1 ? opts->chunks : 1, K = p * V;
     sp_chunk_layout layout = V > 1 ? sp_schedule_chunk_layout(opts->schedule) : SP_CHUNKS_LOOP;
@@ -298,7 +294,7 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
         st = stage_memory(ctx, plan);
     if (st == SP_OK) {
         summarize(plan, profile, opts, speed, device_ticks);
-        st = record_names(ctx, plan, profile, opts, recompute);
+        st = record_names(ctx, plan, profile, opts, recompute, layers);
     }
     sp_free(device_ticks);
     if (st != SP_OK) {
@@ -307,4 +303,20 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
     }
     *out = plan;
     return SP_OK;
+}
+
+sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
+                                  const sp_partition_opts *opts, const double *speed,
+                                  const size_t *bounds, const bool *recompute, sp_plan **out) {
+    return build(ctx, profile, opts, speed, bounds, recompute, true, out);
+}
+
+sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                        const double *speed, const size_t *bounds, sp_plan **out) {
+    return build(ctx, profile, opts, speed, bounds, NULL, true, out);
+}
+
+sp_status sp_plan_figures(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                          const double *speed, const size_t *bounds, sp_plan **out) {
+    return build(ctx, profile, opts, speed, bounds, NULL, false, out);
 }

@@ -150,7 +150,7 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
                                           .schedule = SP_SCHEDULE_1F1B};
             if (even && sp_chain_init(ctx, &c, profile, &cuts) == SP_OK &&
                 sp_uniform_bounds(ctx, profile, &c, (uint32_t)count, even) == SP_OK &&
-                sp_plan_build(ctx, profile, &o, d.speed, even, &even_plan) == SP_OK)
+                sp_plan_figures(ctx, profile, &o, d.speed, even, &even_plan) == SP_OK)
                 plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
             sp_chain_release(&c);
             sp_plan_destroy(even_plan);

@@ -78,7 +78,7 @@ static sp_status finish_on(sp_ctx *ctx, const struct sp_problem *pb, const sp_pa
         plan->summary.solve_ms = solve_ms;
         /* the even split on the same devices and links, figured the same way */
         sp_plan *even_plan = NULL;
-        st = sp_plan_build(ctx, pb->profile, o, d->speed, even, &even_plan);
+        st = sp_plan_figures(ctx, pb->profile, o, d->speed, even, &even_plan);
         if (st == SP_OK) {
             plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
             plan->summary.even_split_over_memory = !sp_plan_fits_memory(even_plan, o, d);

@@ -18,7 +18,7 @@
 static sp_status iteration_ms(sp_ctx *ctx, const struct sp_problem *pb, const size_t *bounds,
                               double *out) {
     sp_plan *plan = NULL;
-    sp_status st = sp_plan_build(ctx, pb->profile, pb->o, pb->d->speed, bounds, &plan);
+    sp_status st = sp_plan_figures(ctx, pb->profile, pb->o, pb->d->speed, bounds, &plan);
     if (st == SP_OK)
         st = sp_plan_simulate(ctx, plan, pb->o->schedule);
     if (st == SP_OK)
