@@ -111,7 +111,7 @@ sp_status sp_evaluation_to_json(sp_ctx *ctx, const sp_evaluation *e, char **json
               side(root, "optimal", e->optimal) &&
               cJSON_AddNumberToObject(root, "throughput_gain", sp_evaluation_get_gain(e));
     sp_status st =
-        ok ? sp_json_print(ctx, root, "the evaluation", json) : sp_oom(ctx, "the evaluation");
+        ok ? sp_json_print(ctx, root, 0, "the evaluation", json) : sp_oom(ctx, "the evaluation");
     cJSON_Delete(root);
     return st;
 }

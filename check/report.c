@@ -31,8 +31,8 @@ sp_status sp_check_to_json(sp_ctx *ctx, const sp_check_result *result, char **js
         if (!o)
             break;
     }
-    sp_status st =
-        ok ? sp_json_print(ctx, root, "the check result", json) : sp_oom(ctx, "the check result");
+    sp_status st = ok ? sp_json_print(ctx, root, 0, "the check result", json)
+                      : sp_oom(ctx, "the check result");
     cJSON_Delete(root);
     return st;
 }

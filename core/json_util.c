@@ -2,6 +2,7 @@
 #include "json_util.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -264,9 +265,14 @@ bool sp_json_check_header(struct sp_json_reader *r, const cJSON *root, const cha
     return true;
 }
 
-sp_status sp_json_print(sp_ctx *ctx, const cJSON *root, const char *what, char **out) {
+sp_status sp_json_print(sp_ctx *ctx, const cJSON *root, size_t expect_bytes, const char *what,
+                        char **out) {
     *out = NULL;
-    char *text = cJSON_Print(root);
+    /* cJSON_Print starts at 256 bytes, doubles (a copy each time: the hooks have no realloc) and
+     * copies the text once more to its length; printed into a buffer of the expected size the
+     * text is written once (the newline's realloc below then mostly shrinks it, in place). */
+    size_t first = expect_bytes + 2 > 256 ? expect_bytes + 2 : 256;
+    char *text = cJSON_PrintBuffered(root, first < INT_MAX ? (int)first : INT_MAX, 1);
     if (!text)
         return sp_oom(ctx, what);
     size_t len = strlen(text);

@@ -85,8 +85,11 @@ void sp_json_problem(struct sp_json_reader *r, const char *where, const char *ke
                      ...) SP_PRINTF(4, 5);
 
 /* sp_json_print: root pretty-printed, ending in a newline, into *out (sp_free it); the tree is
- * left to the caller. SP_ERR_NOMEM naming `what` when memory runs out. */
-sp_status sp_json_print(sp_ctx *ctx, const cJSON *root, const char *what, char **out);
+ * left to the caller. expect_bytes: about how long the text will be (0: short), so that a large
+ * document is printed into one buffer instead of one doubled and copied again and again.
+ * SP_ERR_NOMEM naming `what` when memory runs out. */
+sp_status sp_json_print(sp_ctx *ctx, const cJSON *root, size_t expect_bytes, const char *what,
+                        char **out);
 
 /* sp_json_check_unique_names: report every repeated name among n records of `stride` bytes from
  * `base`, whose first member is the name (a `const char *`), as "layers[i].name: duplicate layer

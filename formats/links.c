@@ -198,7 +198,7 @@ sp_status sp_links_to_json(sp_ctx *ctx, size_t n, const char *const *names, cons
         ok = cJSON_AddItemToObject(root, "measurement", measurement);
     else
         cJSON_Delete(measurement);
-    sp_status st = ok ? sp_json_print(ctx, root, "the links", json) : sp_oom(ctx, "the links");
+    sp_status st = ok ? sp_json_print(ctx, root, 0, "the links", json) : sp_oom(ctx, "the links");
     cJSON_Delete(root);
     return st;
 }

@@ -77,9 +77,10 @@ sp_status sp_plan_set_layers(sp_ctx *ctx, sp_plan *plan, size_t n, const char *c
         total += strlen(names[i]) + strlen(kinds[i]) + 2;
     plan->layer_names = sp_mallocarray(n, sizeof *plan->layer_names);
     plan->layer_kinds = sp_mallocarray(n, sizeof *plan->layer_kinds);
-    plan->layer_pool = sp_malloc(total);
+    plan->layer_pool = sp_malloc(total ? total : 1);
     if (!plan->layer_names || !plan->layer_kinds || !plan->layer_pool)
         return sp_oom(ctx, "recording layer names");
+    plan->layer_pool_len = total;
     char *w = plan->layer_pool;
     for (size_t i = 0; i < n; i++) {
         size_t a = strlen(names[i]) + 1, b = strlen(kinds[i]) + 1;
@@ -103,6 +104,7 @@ sp_status sp_plan_set_profile_layers(sp_ctx *ctx, sp_plan *plan, const sp_profil
         return sp_oom(ctx, "recording layer names");
     if (len)
         memcpy(plan->layer_pool, pool, len);
+    plan->layer_pool_len = len;
     for (size_t i = 0; i < n; i++) { /* where each lies in the profile's block, in the plan's */
         const sp_layer *L = sp_profile_get_layer(profile, i);
         plan->layer_names[i] = plan->layer_pool + (L->name - pool);

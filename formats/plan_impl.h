@@ -17,8 +17,9 @@ struct sp_plan {
     const char **layer_names; /* layer_names[n_layers] (and kinds), or NULL when not recorded */
     const char **layer_kinds;
     char *layer_pool;
-    bool *recomputed;    /* recomputed[n_layers], or NULL when no layer is */
-    sp_mb_point *search; /* search[n_search]: the M tried by --micro-batches auto */
+    size_t layer_pool_len; /* its bytes: every name and kind with its NUL */
+    bool *recomputed;      /* recomputed[n_layers], or NULL when no layer is */
+    sp_mb_point *search;   /* search[n_search]: the M tried by --micro-batches auto */
     size_t n_search;
     char *device_pool; /* the stages' device names, NUL-separated */
 };

@@ -190,11 +190,17 @@ sp_status sp_plan_to_json(sp_ctx *ctx, const sp_plan *plan, char **out) {
     sp_parse_arena_enter(&arena);
     cJSON *root = plan_tree(plan);
     sp_parse_arena_leave(); /* the text is the caller's: printed with the usual allocator */
-    sp_status st =
-        root ? sp_json_print(ctx, root, "writing a plan", out) : sp_oom(ctx, "writing a plan");
-    sp_parse_arena_enter(&arena);
-    cJSON_Delete(root);
-    sp_parse_arena_leave();
+    /* the text's length, about: every layer's name and kind quoted and separated (4 bytes each
+     * besides its letters), about 1 KiB a stage and 8 KiB for the rest */
+    size_t expect = plan->layer_names ? plan->layer_pool_len + 8 * plan->n_layers : 0;
+    expect += ((size_t)plan->n_stages + 8) * 1024;
+    sp_status st = root ? sp_json_print(ctx, root, expect, "writing a plan", out)
+                        : sp_oom(ctx, "writing a plan");
+    if (!sp_parse_arena_holds_all(&arena)) { /* else releasing the arena frees the tree */
+        sp_parse_arena_enter(&arena);
+        cJSON_Delete(root);
+        sp_parse_arena_leave();
+    }
     sp_parse_arena_release(&arena);
     return st;
 }

@@ -47,7 +47,8 @@ sp_status sp_profile_doc_to_json(sp_ctx *ctx, struct sp_profile_doc *doc, char *
     ok = ok && (layers = cJSON_AddArrayToObject(root, "layers"));
     for (size_t i = 0; ok && doc->layers && i < doc->n_layers; i++)
         ok = add_layer(layers, &doc->layers[i]);
-    sp_status st = ok ? sp_json_print(ctx, root, "the profile", json) : sp_oom(ctx, "the profile");
+    sp_status st =
+        ok ? sp_json_print(ctx, root, 0, "the profile", json) : sp_oom(ctx, "the profile");
     cJSON_Delete(root);
     sp_profile_doc_release(doc);
     return st;

@@ -144,7 +144,7 @@ sp_status sp_run_report_to_json(sp_ctx *ctx, const struct sp_run_report_doc *run
         ok = v && cJSON_AddItemToArray(losses, v);
     }
     sp_status st =
-        ok ? sp_json_print(ctx, root, "the run report", out) : sp_oom(ctx, "the run report");
+        ok ? sp_json_print(ctx, root, 0, "the run report", out) : sp_oom(ctx, "the run report");
     cJSON_Delete(root);
     return st;
 }

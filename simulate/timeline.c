@@ -65,7 +65,7 @@ sp_status sp_sim_to_json(sp_ctx *ctx, const sp_sim *sim, char **out) {
              cJSON_AddNumberToObject(o, "peak_inflight", dv->peak_inflight) &&
              cJSON_AddNumberToObject(o, "peak_memory_bytes", (double)dv->peak_memory_bytes);
     }
-    sp_status st = ok ? sp_json_print(ctx, root, "writing the simulation", out)
+    sp_status st = ok ? sp_json_print(ctx, root, 0, "writing the simulation", out)
                       : sp_oom(ctx, "writing the simulation");
     cJSON_Delete(root);
     return st;
