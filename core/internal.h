@@ -46,6 +46,8 @@ void sp_strbuf_init(struct sp_strbuf *sb);
 void sp_strbuf_release(struct sp_strbuf *sb);
 void sp_strbuf_reset(struct sp_strbuf *sb);
 void sp_strbuf_append(struct sp_strbuf *sb, const char *s, size_t n);
+/* room for `extra` more bytes (and the NUL) made now; false (and oom set) when memory ran out */
+bool sp_strbuf_reserve(struct sp_strbuf *sb, size_t extra);
 void sp_strbuf_puts(struct sp_strbuf *sb, const char *s);
 void sp_strbuf_printf(struct sp_strbuf *sb, const char *fmt, ...) SP_PRINTF(2, 3);
 void sp_strbuf_vprintf(struct sp_strbuf *sb, const char *fmt, va_list ap) SP_PRINTF(2, 0);

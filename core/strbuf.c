@@ -20,7 +20,7 @@ void sp_strbuf_reset(struct sp_strbuf *sb) {
         sb->buf[0] = '\0';
 }
 
-static bool reserve(struct sp_strbuf *sb, size_t extra) {
+bool sp_strbuf_reserve(struct sp_strbuf *sb, size_t extra) {
     if (sb->oom)
         return false;
     if (extra > SIZE_MAX / 2 - sb->len) {
@@ -44,7 +44,7 @@ static bool reserve(struct sp_strbuf *sb, size_t extra) {
 }
 
 void sp_strbuf_append(struct sp_strbuf *sb, const char *s, size_t n) {
-    if (!reserve(sb, n))
+    if (!sp_strbuf_reserve(sb, n))
         return;
     memcpy(sb->buf + sb->len, s, n);
     sb->len += n;
@@ -60,7 +60,7 @@ void sp_strbuf_vprintf(struct sp_strbuf *sb, const char *fmt, va_list ap) {
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap2);
     va_end(ap2);
-    if (n < 0 || !reserve(sb, (size_t)n))
+    if (n < 0 || !sp_strbuf_reserve(sb, (size_t)n))
         return;
     vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
     sb->len += (size_t)n;

@@ -225,6 +225,20 @@ static sp_status join_pieces(struct piece *piece, size_t count, struct sp_profil
     return SP_OK;
 }
 
+/* A piece's lists made before the threads start, at the size its text suggests (a layer of the
+ * usual fields is 200 bytes of text or more, its name and kind about a tenth of it): from this
+ * thread's heap, whose pages earlier phases touched (and which the CLI asks for in huge pages),
+ * not from a new thread's arena, where every page is fresh. Joining a 100,000-layer profile's
+ * pieces took 4.3 ms, 1.9 ms so (measured). A piece that outgrows them grows them where it
+ * runs. False when memory ran out. */
+static bool make_lists(struct piece *pc, size_t bytes) {
+    size_t expect = bytes / 200;
+    pc->expect = expect < 1024 ? 1024 : expect > ((size_t)1 << 20) ? (size_t)1 << 20 : expect;
+    pc->layers = sp_mallocarray(pc->expect, sizeof *pc->layers);
+    pc->cap = pc->layers ? pc->expect : 0;
+    return pc->layers && sp_strbuf_reserve(&pc->pool, bytes / 8);
+}
+
 /* count pieces read by up to `threads` threads (this one among them) */
 static sp_status read_array(struct sp_json_reader *r, const char *first, const char *end,
                             size_t count, size_t threads, struct sp_side_job *side,
@@ -233,13 +247,12 @@ static sp_status read_array(struct sp_json_reader *r, const char *first, const c
     memset(piece, 0, sizeof piece);
     struct pieces ps = {.r = r, .end = end, .piece = piece, .side = side};
     ps.count = guess_starts(piece, first, end, count);
-    for (size_t i = 0; i < ps.count; i++) { /* a layer of the usual fields is 200 bytes or more */
-        size_t bytes = (size_t)((i + 1 < ps.count ? piece[i + 1].start : end) - piece[i].start);
-        size_t expect = bytes / 200;
-        piece[i].expect = expect < 1024                ? 1024
-                          : expect > ((size_t)1 << 20) ? (size_t)1 << 20
-                                                       : expect;
-    }
+    for (size_t i = 0; i < ps.count; i++)
+        if (!make_lists(&piece[i],
+                        (size_t)((i + 1 < ps.count ? piece[i + 1].start : end) - piece[i].start))) {
+            release_pieces(piece, ps.count);
+            return SP_ERR_NOMEM;
+        }
     atomic_init(&ps.next, 0);
     if (ps.count == 1) { /* one piece: read on this thread, the side job left to the caller */
         threads = 1;
