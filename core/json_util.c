@@ -205,7 +205,10 @@ bool sp_json_uint(struct sp_json_reader *r, const cJSON *v, const char *where, c
         return false;
     }
     double d = cJSON_IsNumber(v) ? v->valuedouble : -1.0;
-    if (!cJSON_IsNumber(v) || !isfinite(d) || d < (double)min || floor(d) != d) {
+    /* whole: up to 2^53 the cast's round trip says so exactly (floor is a call, and profiles have
+     * millions of these); beyond, every double is whole */
+    bool whole = d > SP_MAX_EXACT_INTEGER || (d >= 0 && (double)(uint64_t)d == d);
+    if (!cJSON_IsNumber(v) || !isfinite(d) || d < (double)min || !whole) {
         sp_json_problem(r, where, key, "expected an integer >= %llu, got %s",
                         (unsigned long long)min, sp_json_describe(v, got, sizeof got));
         return false;
