@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "stagepart/stagepart.h"
 
@@ -138,6 +139,12 @@ double sp_median(double *v, size_t n);
 
 /* ---- time */
 double sp_now_ms(void); /* monotonic clock, milliseconds */
+
+/* sp_str_eq: equal strings. The address and the first byte decide most comparisons of a
+ * profile's kinds without a call: the reader gives a run of layers of one kind one copy. */
+static inline bool sp_str_eq(const char *a, const char *b) {
+    return a == b || (a[0] == b[0] && strcmp(a, b) == 0);
+}
 
 /* Conversions between the API's milliseconds and the partitioner's exact integer ticks. */
 #define SP_TICKS_PER_MS 1000000.0 /* 1 tick = 1 ns */

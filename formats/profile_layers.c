@@ -60,10 +60,17 @@ static sp_status keep_layer(struct piece *pc, struct sp_json_reader *r, const cJ
     }
     sp_layer *L = &pc->layers[pc->n];
     sp_profile_read_layer(r, obj, pc->n++, L);
-    size_t name_at = pc->pool.len, kind_at;
+    size_t name_at = pc->pool.len, kind_at = pc->pool.len;
     sp_strbuf_append(&pc->pool, L->name, strlen(L->name) + 1);
-    kind_at = pc->pool.len;
-    sp_strbuf_append(&pc->pool, L->kind, strlen(L->kind) + 1);
+    /* a kind like the layer before's is that one's copy: a run of one kind holds one, which
+     * the partitioner compares by address (sp_str_eq), and the pool is a third smaller */
+    uintptr_t before = pc->n > 1 ? (uintptr_t)pc->layers[pc->n - 2].kind : 0;
+    if (pc->n > 1 && !pc->pool.oom && strcmp(pc->pool.buf + before, L->kind) == 0) {
+        kind_at = before;
+    } else {
+        kind_at = pc->pool.len;
+        sp_strbuf_append(&pc->pool, L->kind, strlen(L->kind) + 1);
+    }
     L->name = (const char *)(uintptr_t)name_at;
     L->kind = (const char *)(uintptr_t)kind_at;
     return pc->pool.oom ? SP_ERR_NOMEM : SP_OK;
@@ -204,10 +211,18 @@ static sp_status join_pieces(struct piece *piece, size_t count, struct sp_profil
     piece[0].pool.buf = pool;
     size_t at = piece[0].n, used = piece[0].pool.len;
     for (size_t i = piece[0].joined; i < count; i = piece[i].joined) {
+        /* the run of one kind that crosses into this piece keeps the copy it began with */
+        uintptr_t run = UINTPTR_MAX, run_at = 0;
+        if (at > 0 && piece[i].n > 0 &&
+            strcmp(pool + (uintptr_t)layers[at - 1].kind,
+                   piece[i].pool.buf + (uintptr_t)piece[i].layers[0].kind) == 0) {
+            run = (uintptr_t)piece[i].layers[0].kind;
+            run_at = (uintptr_t)layers[at - 1].kind;
+        }
         for (size_t k = 0; k < piece[i].n; k++) {
             sp_layer L = piece[i].layers[k];
             L.name = (const char *)((uintptr_t)L.name + used);
-            L.kind = (const char *)((uintptr_t)L.kind + used);
+            L.kind = (const char *)((uintptr_t)L.kind == run ? run_at : (uintptr_t)L.kind + used);
             layers[at++] = L;
         }
         memcpy(pool + used, piece[i].pool.buf, piece[i].pool.len);

@@ -49,16 +49,16 @@ static sp_status block_layers(sp_ctx *ctx, const sp_profile *profile, uint32_t s
     size_t best_count = 0;
     for (size_t i = 0; i < n; i++) {
         const char *kind = sp_profile_get_layer(profile, i)->kind;
-        if (!*kind || (best && strcmp(kind, best) == 0))
+        if (!*kind || (best && sp_str_eq(kind, best)))
             continue;
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++)
-            seen = strcmp(sp_profile_get_layer(profile, j)->kind, kind) == 0;
+            seen = sp_str_eq(sp_profile_get_layer(profile, j)->kind, kind);
         if (seen)
             continue;
         size_t k = 0;
         for (size_t j = i; j < n; j++)
-            k += strcmp(sp_profile_get_layer(profile, j)->kind, kind) == 0;
+            k += sp_str_eq(sp_profile_get_layer(profile, j)->kind, kind);
         if (k > best_count) {
             best = kind;
             best_count = k;
@@ -73,7 +73,7 @@ static sp_status block_layers(sp_ctx *ctx, const sp_profile *profile, uint32_t s
         return sp_oom(ctx, "making the uniform split");
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(sp_profile_get_layer(profile, i)->kind, best) == 0)
+        if (sp_str_eq(sp_profile_get_layer(profile, i)->kind, best))
             idx[k++] = i;
     *out = idx;
     *count = best_count;

@@ -97,7 +97,7 @@ bool sp_cut_allowed(const sp_profile *profile, size_t l) {
     if (!sp_profile_get_layer(profile, l)->cut_after)
         return false;
     return l + 1 >= sp_profile_get_layer_count(profile) ||
-           strcmp(sp_profile_get_layer(profile, l + 1)->kind, "loss") != 0;
+           !sp_str_eq(sp_profile_get_layer(profile, l + 1)->kind, "loss");
 }
 
 /* One pass over the layers: the positions and every prefix sum (struct sp_chain_sums). */
