@@ -2,6 +2,7 @@
  * (formats/profile_layers.c) gives what one pass gives: the same layers, the same end, the same
  * problems named by the same indices, on text made to mislead the guessed starts (names holding
  * "}, {", layers holding arrays of objects, members after the array). */
+#include <cjson/cJSON.h>
 #include <stagepart/stagepart.h>
 #include <stdarg.h>
 
@@ -94,6 +95,21 @@ static void check_same(const struct sp_profile_layers *a, const struct sp_profil
     SP_CHECK_MSG(differ == 0, "%s: %zu layers differ from one pass", what, differ);
 }
 
+/* one pass against the text read as one cJSON tree: every layer's kind (the reader gives a run
+ * of one kind one copy, which must not spill onto a layer of another kind) */
+static void check_kinds(const struct sp_profile_layers *a, const char *text, size_t len) {
+    cJSON *arr = cJSON_ParseWithLengthOpts(text, len, NULL, 0);
+    SP_CHECK(cJSON_IsArray(arr) && (size_t)cJSON_GetArraySize(arr) == a->n);
+    size_t i = 0, differ = 0;
+    for (const cJSON *o = arr ? arr->child : NULL; o && i < a->n; o = o->next, i++) {
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+        differ += !cJSON_IsString(kind) ||
+                  strcmp(kind->valuestring, a->pool.buf + (uintptr_t)a->layers[i].kind) != 0;
+    }
+    SP_CHECK_MSG(differ == 0, "%zu layers' kinds differ from the text", differ);
+    cJSON_Delete(arr);
+}
+
 static void release(struct sp_profile_layers *l) {
     sp_free(l->layers);
     sp_strbuf_release(&l->pool);
@@ -114,6 +130,7 @@ static void test_pieces_match_one_pass(void) {
         sp_ctx_begin(ctx);
         SP_CHECK_STATUS(sp_profile_layers_read(&one_r, t.s, t.len, 0, 1, NULL, &one), SP_OK);
         char *one_msg = strdup(sp_ctx_get_errmsg(ctx));
+        check_kinds(&one, t.s, t.len);
         const size_t piece_bytes[] = {37, 200, 1000, 5000};
         for (size_t k = 0; k < sizeof piece_bytes / sizeof piece_bytes[0]; k++)
             for (size_t threads = 2; threads <= 4; threads += 2) {
