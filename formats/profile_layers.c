@@ -62,8 +62,8 @@ static sp_status keep_layer(struct piece *pc, struct sp_json_reader *r, const cJ
     sp_profile_read_layer(r, obj, pc->n++, L);
     size_t name_at = pc->pool.len, kind_at = pc->pool.len;
     sp_strbuf_append(&pc->pool, L->name, strlen(L->name) + 1);
-    /* a kind like the layer before's is that one's copy: a run of one kind holds one, which
-     * the partitioner compares by address (sp_str_eq), and the pool is a third smaller */
+    /* a kind like the layer before's is that one's copy: a run of layers of one kind holds one
+     * copy of it, which the partitioner then compares by address (sp_str_eq) */
     uintptr_t before = pc->n > 1 ? (uintptr_t)pc->layers[pc->n - 2].kind : 0;
     if (pc->n > 1 && !pc->pool.oom && strcmp(pc->pool.buf + before, L->kind) == 0) {
         kind_at = before;
