@@ -29,7 +29,7 @@ struct piece {
     const char *start; /* its first element's first byte, as guessed (the first piece: known) */
     sp_layer *layers;  /* names and kinds as offsets into pool */
     size_t n, cap;
-    size_t expect; /* its first capacity: the layers its text holds at 200 bytes each */
+    bool own; /* layers is a block of its own: it outgrew its share of the common one */
     struct sp_strbuf pool;
     size_t joined;    /* the piece whose start it reached, or the piece count: the array's end */
     const char *end;  /* just past the array's "]", where it reached it */
@@ -50,13 +50,17 @@ struct pieces {
 static sp_status keep_layer(struct piece *pc, struct sp_json_reader *r, const cJSON *obj) {
     if (pc->n == SP_PROFILE_MAX_LAYERS) /* the whole-document path says so */
         return SP_ERR_LIMIT;
-    if (pc->n == pc->cap) {
-        size_t cap = pc->cap ? 2 * pc->cap : pc->expect;
-        sp_layer *grown = sp_realloc(pc->layers, cap * sizeof *grown);
+    if (pc->n == pc->cap) { /* past its share of the common block: a block of its own */
+        size_t cap = pc->cap ? 2 * pc->cap : 1024;
+        sp_layer *grown = pc->own ? sp_realloc(pc->layers, cap * sizeof *grown)
+                                  : sp_mallocarray(cap, sizeof *grown);
         if (!grown)
             return SP_ERR_NOMEM;
+        if (!pc->own && pc->n)
+            memcpy(grown, pc->layers, pc->n * sizeof *grown);
         pc->layers = grown;
         pc->cap = cap;
+        pc->own = true;
     }
     sp_layer *L = &pc->layers[pc->n];
     sp_profile_read_layer(r, obj, pc->n++, L);
@@ -174,7 +178,8 @@ static size_t guess_starts(struct piece *piece, const char *first, const char *e
 
 static void release_pieces(struct piece *piece, size_t count) {
     for (size_t i = 0; i < count; i++) {
-        sp_free(piece[i].layers);
+        if (piece[i].own)
+            sp_free(piece[i].layers);
         sp_strbuf_release(&piece[i].pool);
         sp_strbuf_release(&piece[i].problems.err);
         sp_strbuf_release(&piece[i].problems.warn);
@@ -182,10 +187,13 @@ static void release_pieces(struct piece *piece, size_t count) {
 }
 
 /* The chain from the first piece into one list; *again: a piece on it has problems (one pass
- * says which layers). */
-static sp_status join_pieces(struct piece *piece, size_t count, struct sp_profile_layers *out,
-                             bool *again) {
+ * says which layers). When every piece on the chain kept to its share of the common block, the
+ * list is that block, each piece moved down to follow the one before (never up: a share holds at
+ * least the layers read into it), so the layers are never held twice; else a new list. */
+static sp_status join_pieces(struct piece *piece, size_t count, sp_layer **common,
+                             struct sp_profile_layers *out, bool *again) {
     size_t n = 0, bytes = 0;
+    bool in_common = *common != NULL;
     for (size_t i = 0; i < count; i = piece[i].joined) {
         if (piece[i].status != SP_OK)
             return piece[i].status;
@@ -197,20 +205,22 @@ static sp_status join_pieces(struct piece *piece, size_t count, struct sp_profil
         }
         n += piece[i].n;
         bytes += piece[i].pool.len;
+        in_common &= !piece[i].own;
     }
     if (n > SP_PROFILE_MAX_LAYERS)
         return SP_ERR_LIMIT;
-    /* the first piece's lists grown to hold every layer (in place where the allocator can), each
-     * later piece copied in and freed at once: the layers are never held twice */
-    sp_layer *layers = sp_realloc(piece[0].layers, (n ? n : 1) * sizeof *layers);
-    if (layers)
-        piece[0].layers = layers;
+    sp_layer *layers = in_common ? *common : sp_mallocarray(n ? n : 1, sizeof *layers);
+    /* the first piece's names grown to hold every name, each later piece's copied in and
+     * freed at once */
     char *pool = layers ? sp_realloc(piece[0].pool.buf, bytes + 1) : NULL;
-    if (!pool)
+    if (!pool) {
+        if (!in_common)
+            sp_free(layers);
         return SP_ERR_NOMEM;
+    }
     piece[0].pool.buf = pool;
-    size_t at = piece[0].n, used = piece[0].pool.len;
-    for (size_t i = piece[0].joined; i < count; i = piece[i].joined) {
+    size_t at = 0, used = 0;
+    for (size_t i = 0; i < count; i = piece[i].joined) {
         /* the run of one kind that crosses into this piece keeps the copy it began with */
         uintptr_t run = UINTPTR_MAX, run_at = 0;
         if (at > 0 && piece[i].n > 0 &&
@@ -225,33 +235,66 @@ static sp_status join_pieces(struct piece *piece, size_t count, struct sp_profil
             L.kind = (const char *)((uintptr_t)L.kind == run ? run_at : (uintptr_t)L.kind + used);
             layers[at++] = L;
         }
-        memcpy(pool + used, piece[i].pool.buf, piece[i].pool.len);
-        used += piece[i].pool.len;
-        sp_free(piece[i].layers);
-        piece[i].layers = NULL;
-        sp_strbuf_release(&piece[i].pool);
+        size_t len = piece[i].pool.len;
+        if (i > 0) {
+            memcpy(pool + used, piece[i].pool.buf, len);
+            sp_strbuf_release(&piece[i].pool);
+        }
+        used += len;
+        if (piece[i]
+                .own) { /* copied: freed at once, so the layers are held twice at most a piece */
+            sp_free(piece[i].layers);
+            piece[i].layers = NULL;
+            piece[i].own = false;
+        }
     }
     pool[used] = '\0';
+    if (in_common) { /* the shares' room left over given back; the block is the list's now */
+        sp_layer *fit = sp_realloc(layers, (n ? n : 1) * sizeof *fit);
+        layers = fit ? fit : layers;
+        *common = NULL;
+    }
     out->layers = layers;
     out->n = n;
     out->pool = (struct sp_strbuf){.buf = pool, .len = used, .cap = bytes + 1};
-    piece[0].layers = NULL;
     sp_strbuf_init(&piece[0].pool);
     return SP_OK;
 }
 
-/* A piece's lists made before the threads start, at the size its text suggests (a layer of the
- * usual fields is 200 bytes of text or more, its name and kind about a tenth of it): from this
- * thread's heap, whose pages earlier phases touched (and which the CLI asks for in huge pages),
- * not from a new thread's arena, where every page is fresh. Joining a 100,000-layer profile's
- * pieces took 4.3 ms, 1.9 ms so (measured). A piece that outgrows them grows them where it
- * runs. False when memory ran out. */
-static bool make_lists(struct piece *pc, size_t bytes) {
-    size_t expect = bytes / 200;
-    pc->expect = expect < 1024 ? 1024 : expect > ((size_t)1 << 20) ? (size_t)1 << 20 : expect;
-    pc->layers = sp_mallocarray(pc->expect, sizeof *pc->layers);
-    pc->cap = pc->layers ? pc->expect : 0;
-    return pc->layers && sp_strbuf_reserve(&pc->pool, bytes / 8);
+/* The bytes of the element at `start`: up to the next "}" "," "{" (whitespace allowed between),
+ * or to `end` when none follows. Only an estimate: a name may hold those characters. */
+static size_t first_element_bytes(const char *start, const char *end) {
+    for (const char *p = start; (p = memchr(p, '}', (size_t)(end - p))) != NULL; p++) {
+        const char *q = sp_json_skip_space(p + 1, end);
+        if (q < end && *q == ',' && (q = sp_json_skip_space(q + 1, end)) < end && *q == '{')
+            return (size_t)(q - start);
+    }
+    return (size_t)(end - start);
+}
+
+/* The pieces' lists made before the threads start: one common block of layers, each piece a
+ * share as large as its text suggests (its length over its first element's, and an eighth
+ * more), and each piece's names room for an eighth of its text. Made on this thread, from the
+ * heap whose pages earlier phases touched (and which the CLI asks for in huge pages), not from a
+ * new thread's arena, where every page is fresh; and joined in place, so the layers are not
+ * copied into a second list (joining a 100,000-layer profile's pieces took 4.3 ms, 0.8 ms so;
+ * `partition` of a 10-million-layer one peaked at 2.9 GB, 2.7 GB so). A piece that outgrows its
+ * share moves to a block of its own. NULL when memory ran out. */
+static sp_layer *make_lists(struct piece *piece, size_t count, const char *end) {
+    size_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        const char *to = i + 1 < count ? piece[i + 1].start : end;
+        size_t bytes = (size_t)(to - piece[i].start), per = first_element_bytes(piece[i].start, to);
+        size_t share = bytes / (per > 16 ? per : 16);
+        piece[i].cap = share + share / 8 + 16;
+        total += piece[i].cap;
+        if (!sp_strbuf_reserve(&piece[i].pool, bytes / 8))
+            return NULL;
+    }
+    sp_layer *common = sp_mallocarray(total, sizeof *common);
+    for (size_t i = 0, at = 0; common && i < count; at += piece[i++].cap)
+        piece[i].layers = common + at;
+    return common;
 }
 
 /* count pieces read by up to `threads` threads (this one among them) */
@@ -262,12 +305,11 @@ static sp_status read_array(struct sp_json_reader *r, const char *first, const c
     memset(piece, 0, sizeof piece);
     struct pieces ps = {.r = r, .end = end, .piece = piece, .side = side};
     ps.count = guess_starts(piece, first, end, count);
-    for (size_t i = 0; i < ps.count; i++)
-        if (!make_lists(&piece[i],
-                        (size_t)((i + 1 < ps.count ? piece[i + 1].start : end) - piece[i].start))) {
-            release_pieces(piece, ps.count);
-            return SP_ERR_NOMEM;
-        }
+    sp_layer *common = make_lists(piece, ps.count, end);
+    if (!common) {
+        release_pieces(piece, ps.count);
+        return SP_ERR_NOMEM;
+    }
     atomic_init(&ps.next, 0);
     if (ps.count == 1) { /* one piece: read on this thread, the side job left to the caller */
         threads = 1;
@@ -283,8 +325,9 @@ static sp_status read_array(struct sp_json_reader *r, const char *first, const c
     read_pieces(&ps);
     for (size_t t = 0; t < started; t++)
         pthread_join(tid[t], NULL);
-    sp_status st = join_pieces(piece, ps.count, out, again);
+    sp_status st = join_pieces(piece, ps.count, &common, out, again);
     release_pieces(piece, ps.count);
+    sp_free(common); /* NULL when it became the list */
     return st;
 }
 
