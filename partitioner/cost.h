@@ -14,7 +14,7 @@ sp_status sp_plan_build(sp_ctx *ctx, const sp_profile *profile, const sp_partiti
                         const double *speed, const size_t *bounds, sp_plan **out);
 /* the same without the layers' names and kinds (sp_plan_get_layer_name gives NULL): a plan only
  * compared or simulated, never written (the even split, a search's candidates), for which
- * copying a 100,000-layer profile's names was a millisecond a plan */
+ * copying a 100,000-layer profile's names was half a millisecond a plan */
 sp_status sp_plan_figures(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                           const double *speed, const size_t *bounds, sp_plan **out);
 /* sp_plan_build with recompute[n] (or NULL): the layers whose forward the backward recomputes
