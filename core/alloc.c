@@ -53,13 +53,18 @@ static bool within_budget(size_t more, size_t less) {
  * are left alone; a hint, so its result does not matter. */
 #define SP_HUGE_BLOCK_BYTES ((size_t)2 << 20)
 
-static void advise_huge_pages(void *p, size_t size) {
-#if defined(MADV_HUGEPAGE)
+void sp_advise_pages(void *p, size_t len, int advice) {
     const uintptr_t page = 4096;
     uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1),
-              to = ((uintptr_t)p + size) & ~(page - 1);
-    if (size >= SP_HUGE_BLOCK_BYTES && to > from)
-        (void)madvise((void *)from, to - from, MADV_HUGEPAGE);
+              to = ((uintptr_t)p + len) & ~(page - 1);
+    if (to > from)
+        (void)madvise((void *)from, to - from, advice);
+}
+
+static void advise_huge_pages(void *p, size_t size) {
+#if defined(MADV_HUGEPAGE)
+    if (size >= SP_HUGE_BLOCK_BYTES)
+        sp_advise_pages(p, size, MADV_HUGEPAGE);
 #else
     (void)p;
     (void)size;

@@ -23,11 +23,7 @@
  * profile. */
 static void prefault(char *buf, size_t len) {
 #if defined(MADV_POPULATE_WRITE)
-    const uintptr_t page = 4096;
-    uintptr_t from = ((uintptr_t)buf + page - 1) & ~(page - 1),
-              to = ((uintptr_t)buf + len) & ~(page - 1);
-    if (to > from)
-        (void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+    sp_advise_pages(buf, len, MADV_POPULATE_WRITE);
 #else
     (void)buf;
     (void)len;

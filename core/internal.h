@@ -96,6 +96,9 @@ void sp_parse_arena_leave(void);
 bool sp_parse_arena_holds_all(const struct sp_parse_arena *a);
 /* hand cJSON the counting allocator (once; sp_ctx_create calls it) */
 void sp_alloc_init(void);
+/* sp_advise_pages: madvise(advice) for the whole pages inside [p, p + len); a hint, whose result
+ * does not matter */
+void sp_advise_pages(void *p, size_t len, int advice);
 /* whether the allocator is malloc's (thread-safe), not one from sp_set_allocator */
 bool sp_alloc_is_default(void);
 /* whether the budget refused an allocation on this thread since the last call */
