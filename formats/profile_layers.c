@@ -148,26 +148,26 @@ static size_t usable_cpus(void) {
     return n > 0 ? (size_t)n : 1;
 }
 
-/* The guessed starts: past each 1/count of the text, the "{" of the first "}" "," "{". */
+/* The "{" of the first "}" "," "{" (whitespace allowed between) at or after p, or NULL: where
+ * an element seems to start (a name may hold those characters, so only a guess). */
+static const char *next_start(const char *p, const char *end) {
+    for (; (p = memchr(p, '}', (size_t)(end - p))) != NULL; p++) {
+        const char *q = sp_json_skip_space(p + 1, end);
+        if (q < end && *q == ',' && (q = sp_json_skip_space(q + 1, end)) < end && *q == '{')
+            return q;
+    }
+    return NULL;
+}
+
+/* The guessed starts: past each 1/count of the text, the next start seen from there. */
 static size_t guess_starts(struct piece *piece, const char *first, const char *end, size_t count) {
     size_t n = 1;
     piece[0].start = first;
     for (size_t k = 1; k < count; k++) {
-        const char *from = first + (size_t)(end - first) / count * k, *p = from;
+        const char *from = first + (size_t)(end - first) / count * k;
         if (from <= piece[n - 1].start)
             continue;
-        const char *brace = NULL;
-        while ((p = memchr(p, '}', (size_t)(end - p))) != NULL) {
-            const char *q = sp_json_skip_space(p + 1, end);
-            if (q < end && *q == ',') {
-                q = sp_json_skip_space(q + 1, end);
-                if (q < end && *q == '{') {
-                    brace = q;
-                    break;
-                }
-            }
-            p++;
-        }
+        const char *brace = next_start(from, end);
         if (!brace)
             break;
         if (brace > piece[n - 1].start)
@@ -241,8 +241,8 @@ static sp_status join_pieces(struct piece *piece, size_t count, sp_layer **commo
             sp_strbuf_release(&piece[i].pool);
         }
         used += len;
-        if (piece[i]
-                .own) { /* copied: freed at once, so the layers are held twice at most a piece */
+        /* copied: freed at once, so the layers are held twice at most a piece */
+        if (piece[i].own) {
             sp_free(piece[i].layers);
             piece[i].layers = NULL;
             piece[i].own = false;
@@ -261,17 +261,6 @@ static sp_status join_pieces(struct piece *piece, size_t count, sp_layer **commo
     return SP_OK;
 }
 
-/* The bytes of the element at `start`: up to the next "}" "," "{" (whitespace allowed between),
- * or to `end` when none follows. Only an estimate: a name may hold those characters. */
-static size_t first_element_bytes(const char *start, const char *end) {
-    for (const char *p = start; (p = memchr(p, '}', (size_t)(end - p))) != NULL; p++) {
-        const char *q = sp_json_skip_space(p + 1, end);
-        if (q < end && *q == ',' && (q = sp_json_skip_space(q + 1, end)) < end && *q == '{')
-            return (size_t)(q - start);
-    }
-    return (size_t)(end - start);
-}
-
 /* The pieces' lists made before the threads start: one common block of layers, each piece a
  * share as large as its text suggests (its length over its first element's, and an eighth
  * more), and each piece's names room for an eighth of its text. Made on this thread, from the
@@ -284,7 +273,9 @@ static sp_layer *make_lists(struct piece *piece, size_t count, const char *end) 
     size_t total = 0;
     for (size_t i = 0; i < count; i++) {
         const char *to = i + 1 < count ? piece[i + 1].start : end;
-        size_t bytes = (size_t)(to - piece[i].start), per = first_element_bytes(piece[i].start, to);
+        const char *next = next_start(piece[i].start, to); /* its first element's length */
+        size_t bytes = (size_t)(to - piece[i].start),
+               per = (size_t)((next ? next : to) - piece[i].start);
         size_t share = bytes / (per > 16 ? per : 16);
         piece[i].cap = share + share / 8 + 16;
         total += piece[i].cap;
