@@ -99,7 +99,9 @@ int cli_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_pr
         return cli_report(ctx, st, false);
     }
     cli_print_warnings(ctx);
-    if (output) {
+    if (cli_is_stdout(output)) {
+        fprintf(stderr, "stagepart: layers: %s\n", sum.layers_chosen);
+    } else if (output) {
         print_summary(&sum, output);
     } else {
         fputs(json, stdout);

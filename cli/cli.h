@@ -63,6 +63,13 @@ char *cli_command_line(int argc, char **argv);
 int cli_check_output_not_input(const char *command, const char *option, const char *output,
                                const char *const *inputs, size_t input_count);
 
+/* Output "-" is standard output (sp_write_file_atomic): the data goes there, so the command
+ * prints none of its human text there (warnings and errors stay on stderr). cli_is_stdout: path
+ * is "-". cli_one_stdout: a usage error (exit 2) when more than one of the n outputs is "-", or
+ * one is and json_too (--json would print a second document); else 0. */
+bool cli_is_stdout(const char *path);
+int cli_one_stdout(const char *command, const char *const *outputs, size_t n, bool json_too);
+
 /* Ctrl-C and SIGTERM during a long library call: the handlers set cli_interrupted, which
  * the call watches (its `cancel` option) and answers with SP_ERR_INTERRUPTED. */
 extern volatile int cli_interrupted;

@@ -163,6 +163,8 @@ int cmd_bandwidth(int argc, char **argv) {
     int code = CLI_EXIT_OK;
     if (st != SP_OK)
         code = cli_report(ctx, st, false);
+    else if (cli_is_stdout(output))
+        ; /* the links file is on stdout */
     else if (output)
         print_table(r, output);
     else

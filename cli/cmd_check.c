@@ -113,6 +113,8 @@ int cmd_check(int argc, char **argv) {
         return cli_usage_error("check", "missing %s", plan_path ? "--profile" : "--plan");
     const char *inputs[] = {plan_path, profile_path, report_path, devices_path, links_path};
     int clash = cli_check_output_not_input("check", "--junit", junit, inputs, 5);
+    if (!clash)
+        clash = cli_one_stdout("check", &junit, 1, json);
     if (clash)
         return clash;
     sp_ctx *ctx = NULL;
@@ -143,7 +145,7 @@ int cmd_check(int argc, char **argv) {
         if ((st = sp_check_to_json(ctx, r, &text)) != SP_OK)
             goto out;
         fputs(text, stdout);
-    } else {
+    } else if (!cli_is_stdout(junit)) {
         for (size_t i = 0; i < n; i++) {
             const sp_check_criterion *c = sp_check_get_criterion(r, i);
             printf("%s  %-18s %s\n",
@@ -155,7 +157,7 @@ int cmd_check(int argc, char **argv) {
         printf("stagepart check: %zu passed, %zu failed\n", n - failed, failed);
     }
     const char *gha = getenv("GITHUB_ACTIONS");
-    if (gha && strcmp(gha, "true") == 0)
+    if (gha && strcmp(gha, "true") == 0 && !cli_is_stdout(junit))
         print_annotations(r);
     if (junit && (st = sp_check_write_junit(ctx, r, junit)) != SP_OK)
         goto out;

@@ -193,6 +193,8 @@ static int run(int argc, char **argv, const char *command) {
         return cli_usage_error(command, "missing -o PLAN (the file to write)");
     const char *inputs[] = {p.positional[0]};
     int clash = cli_check_output_not_input(command, "--output", output, inputs, 1);
+    if (!clash)
+        clash = cli_one_stdout(command, &output, 1, json);
     if (clash)
         return clash;
     sp_ctx *ctx = NULL;
@@ -241,7 +243,9 @@ static int run(int argc, char **argv, const char *command) {
         if ((st = sp_plan_write(ctx, sp_evaluation_get_yours(e), output)) != SP_OK)
             goto report;
     }
-    if (json) {
+    if (cli_is_stdout(output)) {
+        /* the plan is on stdout */
+    } else if (json) {
         if ((st = sp_evaluation_to_json(ctx, e, &text)) != SP_OK)
             goto report;
         fputs(text, stdout);

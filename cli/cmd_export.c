@@ -109,7 +109,7 @@ int cmd_export(int argc, char **argv) {
     }
     if (!output)
         fputs(json ? doc : text, stdout);
-    else
+    else if (!cli_is_stdout(output))
         printf("wrote %s\n", output);
 out:
     free(doc);

@@ -375,6 +375,8 @@ int cmd_partition(int argc, char **argv) {
                                             : "--micro-batches");
     const char *inputs[] = {p.positional[0], devices_path, links_path};
     int clash = cli_check_output_not_input("partition", "--output", output, inputs, 3);
+    if (!clash)
+        clash = cli_one_stdout("partition", &output, 1, json);
     if (clash)
         return clash;
     sp_ctx *ctx = NULL;
@@ -442,7 +444,9 @@ int cmd_partition(int argc, char **argv) {
         code = cli_report(ctx, st, json);
         goto out;
     }
-    if (json) {
+    if (cli_is_stdout(output)) {
+        /* the plan is on stdout already */
+    } else if (json) {
         char *text = NULL;
         if ((st = sp_plan_to_json(ctx, plan, &text)) != SP_OK) {
             code = cli_report(ctx, st, json);

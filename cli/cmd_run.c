@@ -285,6 +285,10 @@ int cmd_run(int argc, char **argv) {
             if (rc)
                 return rc;
         }
+    const char *written[] = {output, trace, svg};
+    int to_stdout = cli_one_stdout("run", written, 3, json);
+    if (to_stdout)
+        return to_stdout;
     if (opts.gpu_split && opts.backend != SP_RUN_BACKEND_CUDA)
         return cli_usage_error("run", "--gpu-split splits GPUs: give --backend cuda");
     if (opts.gpu_split && opts.transport == SP_TRANSPORT_MPI) /* before MPI starts */
@@ -361,7 +365,7 @@ int cmd_run(int argc, char **argv) {
         code = cli_report(ctx, st, json);
     } else if (json) {
         fputs(report, stdout);
-    } else {
+    } else if (!cli_is_stdout(output) && !cli_is_stdout(trace) && !cli_is_stdout(svg)) {
         print_table(run, plan);
         if (output)
             printf("wrote       %s\n", output);

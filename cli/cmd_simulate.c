@@ -111,6 +111,9 @@ int cmd_simulate(int argc, char **argv) {
     int clash = cli_check_output_not_input("simulate", "--trace", trace, inputs, 1);
     if (!clash)
         clash = cli_check_output_not_input("simulate", "--svg", svg, inputs, 1);
+    const char *outputs[] = {trace, svg};
+    if (!clash)
+        clash = cli_one_stdout("simulate", outputs, 2, json);
     if (clash)
         return clash;
     opts.keep_ops = trace || svg;
@@ -146,7 +149,7 @@ int cmd_simulate(int argc, char **argv) {
         }
         fputs(text, stdout);
         sp_free(text);
-    } else {
+    } else if (!cli_is_stdout(trace) && !cli_is_stdout(svg)) {
         print_table(sim, sp_plan_get_model(plan));
         if (trace)
             printf("wrote       %s (open in https://ui.perfetto.dev or chrome://tracing)\n", trace);

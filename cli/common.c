@@ -115,9 +115,11 @@ char *cli_command_line(int argc, char **argv) {
 int cli_check_output_not_input(const char *command, const char *option, const char *output,
                                const char *const *inputs, size_t input_count) {
     struct stat out_st, in_st;
-    /* lstat: an output that is a symbolic link is replaced by the atomic rename, not written
-     * through, so only a real file at the output path can be an input's content */
-    if (!output || lstat(output, &out_st) != 0 || S_ISLNK(out_st.st_mode))
+    /* stat: an output that is a symbolic link is written where it points (sp_write_file_atomic),
+     * so what it points to must not be an input; a device or FIFO is written in place, and
+     * reading one as an input was done before, so only a regular file can clash */
+    if (!output || strcmp(output, "-") == 0 || stat(output, &out_st) != 0 ||
+        !S_ISREG(out_st.st_mode))
         return 0; /* a file that does not exist yet is nobody's input */
     for (size_t i = 0; i < input_count; i++)
         if (inputs[i] && stat(inputs[i], &in_st) == 0 && in_st.st_dev == out_st.st_dev &&
@@ -126,6 +128,20 @@ int cli_check_output_not_input(const char *command, const char *option, const ch
                                    "%s %s is the input %s; stagepart does not overwrite its "
                                    "inputs (choose another output file)",
                                    option, output, inputs[i]);
+    return 0;
+}
+
+bool cli_is_stdout(const char *path) {
+    return path && strcmp(path, "-") == 0;
+}
+
+int cli_one_stdout(const char *command, const char *const *outputs, size_t n, bool json_too) {
+    size_t count = json_too ? 1 : 0;
+    for (size_t i = 0; i < n; i++)
+        count += cli_is_stdout(outputs[i]);
+    if (count > 1)
+        return cli_usage_error(command, "only one output can go to standard output ('-')%s",
+                               json_too ? "; --json prints there already" : "");
     return 0;
 }
 

@@ -1,13 +1,10 @@
 /* cli/main.c: `stagepart`: global options, the command table, help and version.
  * Each command lives in cmd_<name>.c and uses only <stagepart/stagepart.h>. */
-#define _DEFAULT_SOURCE /* sbrk, madvise */
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "cli.h"
 
@@ -17,20 +14,6 @@
 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
-
-/* OpenBLAS (the pthreads build Debian installs by default) starts its thread pool when it is
- * loaded, before main, and the idle threads spin (sched_yield) for about 0.1 s before they
- * sleep, taking a core from the command's own work: 20 to 40 ms of a 100,000-layer partition
- * on 2 cores, whose profile reader uses every core (measured). stagepart computes on one BLAS
- * thread per stage wherever it calls BLAS, so the pool is never used, and OPENBLAS_NUM_THREADS
- * would keep it from starting but is read before main. blas_thread_shutdown_ is what OpenBLAS
- * itself calls before fork(): it ends the pool, which starts again if a threaded call comes.
- * Builds without it (serial, OpenMP) leave the weak reference null. */
-extern int blas_thread_shutdown_(void) __attribute__((weak));
-static void stop_blas_pool(void) {
-    if (blas_thread_shutdown_)
-        (void)blas_thread_shutdown_();
-}
 
 static const struct cli_command_help help_help = {
     "help", "[COMMAND]", "Show the list of commands, or one command's options.", NULL,
@@ -172,32 +155,6 @@ static int set_memory_budget(void) {
     return CLI_EXIT_OK;
 }
 
-#if defined(__GLIBC__) && defined(M_TOP_PAD) && defined(MADV_HUGEPAGE)
-/* The heap's next 72 MiB asked for in transparent huge pages (where the kernel's policy is
- * "madvise"), as glibc's glibc.malloc.hugetlb=1 tunable would, which only the environment can
- * set. A large command's small blocks (the plan's tree, the chain's sums) come from there, and a
- * fresh 4 KiB page costs a fault each: a 100,000-layer partition faulted 8,400 times, 3,300 with
- * this, and planned in 11 ms instead of 16 (measured in a VM, where faults are dearer). The heap
- * grows once by an 8 MiB block (below the mmap threshold) and a 64 MiB pad, the block is freed
- * (kept as the heap's top: nothing is trimmed), and that range is advised; later growth, 64 MiB
- * at a time, gets ordinary pages. Memory is still taken only where touched, 2 MiB at a time. */
-static void heap_in_huge_pages(void) {
-    mallopt(M_TOP_PAD, 64 << 20);
-    char *before = sbrk(0);
-    void *volatile grow = malloc(8 << 20); /* volatile: the pair must not be optimized away */
-    free(grow);
-    char *after = sbrk(0);
-    const uintptr_t page = 4096;
-    uintptr_t from = ((uintptr_t)before + page - 1) & ~(page - 1),
-              to = (uintptr_t)after & ~(page - 1);
-    if (before != (char *)-1 && after != (char *)-1 && to > from)
-        (void)madvise((void *)from, to - from, MADV_HUGEPAGE);
-}
-#else
-static void heap_in_huge_pages(void) {
-}
-#endif
-
 int main(int argc, char **argv) {
 #if defined(__GLIBC__) && defined(M_MXFAST)
     /* A profile's JSON tree is millions of small blocks freed together. In glibc's fastbins
@@ -214,8 +171,6 @@ int main(int argc, char **argv) {
     mallopt(M_MMAP_THRESHOLD, 16 << 20);
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #endif
-    heap_in_huge_pages();
-    stop_blas_pool();
     int code = set_memory_budget();
     if (code != CLI_EXIT_OK)
         return code;

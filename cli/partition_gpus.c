@@ -91,9 +91,10 @@ int cli_partition_gpus(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         st = sp_plan_set_command(ctx, best, cmdline);
     if (output && st == SP_OK)
         st = sp_plan_write(ctx, best, output);
-    int code = st != SP_OK ? cli_report(ctx, st, json)
-               : json      ? print_json(t, profile)
-                           : (print_rows(t, profile, output), CLI_EXIT_OK);
+    int code = st != SP_OK             ? cli_report(ctx, st, json)
+               : cli_is_stdout(output) ? CLI_EXIT_OK /* the plan is on stdout */
+               : json                  ? print_json(t, profile)
+                                       : (print_rows(t, profile, output), CLI_EXIT_OK);
     sp_dp_table_destroy(t);
     return code;
 }

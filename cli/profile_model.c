@@ -158,8 +158,10 @@ int cli_profile_model_run(const struct cli_profile_model_args *a) {
     } else if (st != SP_OK) {
         code = cli_report(ctx, st, false);
     } else {
-        if (a->output)
+        if (a->output && !cli_is_stdout(a->output))
             print_table(model, timings, &summary, a->output, &info);
+        else if (a->output)
+            ; /* the profile is on stdout */
         else
             fputs(json, stdout);
         if (summary.max_cv > 0.05)

@@ -3,7 +3,7 @@
  * the default allocator every block's usable size is counted, and an allocation that would pass
  * the budget fails, so a file too large for this machine is refused with a message instead of
  * ending in the kernel's OOM killer. */
-#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
+#define _DEFAULT_SOURCE /* madvise */
 #include <cjson/cJSON.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -46,29 +47,16 @@ static bool within_budget(size_t more, size_t less) {
     return false;
 }
 
-/* A large block's pages asked for in transparent huge pages (where the kernel has them and its
- * policy is "madvise"): it is filled soon after, and a fresh page costs a fault each. 2 MiB pages
- * fill a 22 MB profile's buffer in 3 ms where 4 KiB pages took 9 (measured in a VM, where every
- * fault is dearer). Only whole 2 MiB extents inside the block become huge pages, so smaller blocks
- * are left alone; a hint, so its result does not matter. */
-#define SP_HUGE_BLOCK_BYTES ((size_t)2 << 20)
-
+/* madvise for the whole pages inside a block: only for the library's own buffers, filled at once
+ * (sp_read_file). The library sets no lasting page policy (huge pages or otherwise) on the memory
+ * it takes from its host program's heap: that is the program's to choose (docs/security.md). */
 void sp_advise_pages(void *p, size_t len, int advice) {
-    const uintptr_t page = 4096;
+    long size = sysconf(_SC_PAGESIZE);
+    const uintptr_t page = size > 0 ? (uintptr_t)size : 4096;
     uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1),
               to = ((uintptr_t)p + len) & ~(page - 1);
     if (to > from)
         (void)madvise((void *)from, to - from, advice);
-}
-
-static void advise_huge_pages(void *p, size_t size) {
-#if defined(MADV_HUGEPAGE)
-    if (size >= SP_HUGE_BLOCK_BYTES)
-        sp_advise_pages(p, size, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)size;
-#endif
 }
 
 static void *counted_malloc(size_t size) {
@@ -81,7 +69,6 @@ static void *counted_malloc(size_t size) {
     else if (counting()) {
         atomic_fetch_add_explicit(&g_in_use, (long long)malloc_usable_size(p),
                                   memory_order_relaxed);
-        advise_huge_pages(p, size);
     }
     return p;
 }
@@ -220,8 +207,6 @@ void *sp_realloc(void *ptr, size_t size) {
     } else if (counting()) {
         atomic_fetch_add_explicit(&g_in_use, (long long)malloc_usable_size(p) - (long long)old,
                                   memory_order_relaxed);
-        if (size > old)
-            advise_huge_pages(p, size);
     }
     return p;
 }

@@ -1,9 +1,4 @@
-/* core/file_io.c: reading whole files and writing them atomically.
- *
- * Atomic write: a temporary file beside the target (same folder, so rename(2) is atomic),
- * written, flushed, fsync'ed, closed, then renamed over the target. Any failure removes the
- * temporary file; the target is either the old file, untouched, or the complete new one. When
- * the output is also the input, the input was read completely before, so this is safe. */
+/* core/file_io.c: reading whole files (writing them: core/file_write.c). */
 #define _DEFAULT_SOURCE /* madvise, MADV_POPULATE_WRITE */
 #include <errno.h>
 #include <fcntl.h>
@@ -140,67 +135,5 @@ sp_status sp_read_file(sp_ctx *ctx, const char *path, size_t max_bytes, char **o
     buf[len] = '\0';
     *out_data = buf;
     *out_len = len;
-    return SP_OK;
-}
-
-static sp_status write_all(int fd, const char *data, size_t len) {
-    while (len) {
-        ssize_t w = write(fd, data, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return SP_ERR_IO;
-        }
-        data += w;
-        len -= (size_t)w;
-    }
-    return SP_OK;
-}
-
-sp_status sp_write_file_atomic(sp_ctx *ctx, const char *path, const void *data, size_t len) {
-    if (!ctx)
-        return SP_ERR_INVALID_ARG;
-    sp_ctx_begin(ctx);
-    if (!path || !*path || (!data && len))
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_write_file_atomic: no path or data");
-    struct sp_strbuf tmp;
-    sp_strbuf_init(&tmp);
-    sp_strbuf_printf(&tmp, "%s.tmp.XXXXXX", path);
-    if (tmp.oom)
-        return sp_oom(ctx, "naming a temporary file");
-    int fd = mkstemp(tmp.buf);
-    if (fd < 0) {
-        sp_status st = sp_fail(ctx, SP_ERR_IO, "cannot create a temporary file for '%s': %s", path,
-                               strerror(errno));
-        sp_strbuf_release(&tmp);
-        return st;
-    }
-    /* mkstemp creates 0600; outputs are ordinary files, so honour the umask like fopen would. */
-    mode_t mask = umask(0);
-    umask(mask);
-    (void)fchmod(fd, 0666 & ~mask);
-    const char *what = "write";
-    int err = 0;
-    if (write_all(fd, data, len) != SP_OK) {
-        err = errno;
-    } else if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-        what = "sync";
-        err = errno;
-    }
-    if (close(fd) != 0 && !err) {
-        what = "close";
-        err = errno;
-    }
-    if (!err && rename(tmp.buf, path) != 0) {
-        what = "rename over";
-        err = errno;
-    }
-    if (err) {
-        unlink(tmp.buf);
-        sp_strbuf_release(&tmp);
-        return sp_fail(ctx, SP_ERR_IO, "cannot %s '%s': %s (the existing file is unchanged)", what,
-                       path, strerror(err));
-    }
-    sp_strbuf_release(&tmp);
     return SP_OK;
 }

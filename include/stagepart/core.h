@@ -89,10 +89,14 @@ SP_API const char *sp_ctx_get_warnings(const sp_ctx *ctx);
  * Writing files atomically
  * ------------------------------------------------------------------------------------------- */
 
-/* sp_write_file_atomic: write len bytes to path through a temporary file in the same folder,
- * flushed and fsync'ed, then renamed over path. On any failure the temporary file is removed
- * and an existing file at path is left untouched. Returns SP_ERR_IO (detail names the path and
- * the system error) or SP_ERR_INVALID_ARG. */
+/* sp_write_file_atomic: write len bytes to path, by what path is. A regular file (or none yet)
+ * is written through a temporary file in its folder, flushed and fsync'ed, then renamed over it,
+ * keeping an existing file's mode; on any failure the temporary file is removed and the existing
+ * file is left untouched. A symbolic link is followed and its target written so, where it lives.
+ * A character device or FIFO is opened and written in place, never replaced. "-" is standard
+ * output (stdout is flushed first). A directory, a block device, a socket, or a folder that is
+ * missing is refused. Returns SP_ERR_IO (detail names the path and the reason) or
+ * SP_ERR_INVALID_ARG. */
 SP_API sp_status sp_write_file_atomic(sp_ctx *ctx, const char *path, const void *data, size_t len);
 
 /* sp_parse_bytes: parse a byte count with an optional suffix: plain digits, or a decimal

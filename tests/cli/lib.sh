@@ -45,9 +45,11 @@ expect_empty_stdout() {
     if [ ! -s "$TMP/stdout" ]; then pass "$1"; else fail "$1" "stdout not empty: $(head -c 200 "$TMP/stdout")"; fi
 }
 
+# a script that ran no check has not tested anything: that fails too
 test_done() {
     echo "$((n_tests - n_failed)) passed, $n_failed failed"
-    [ "$n_failed" = 0 ]
+    [ "$n_tests" -gt 0 ] || echo "not ok - no check ran"
+    [ "$n_failed" = 0 ] && [ "$n_tests" -gt 0 ]
 }
 
 # expect_interrupted NAME CMD...: Ctrl-C (SIGINT) one second into CMD stops it with exit 130
