@@ -84,13 +84,13 @@ static void test_atomic_write(void) {
     snprintf(inner, sizeof inner, "%s/keep", sub);
     SP_CHECK_STATUS(sp_write_file_atomic(ctx, inner, "x", 1), SP_OK);
     SP_CHECK_STATUS(sp_write_file_atomic(ctx, sub, "data", 4), SP_ERR_IO);
-    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "the existing file is unchanged");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "it is a directory, not a file");
     struct stat st;
     SP_CHECK(stat(inner, &st) == 0);
     char missing[192];
     snprintf(missing, sizeof missing, "%s/no/such/dir/x.json", dir);
     SP_CHECK_STATUS(sp_write_file_atomic(ctx, missing, "x", 1), SP_ERR_IO);
-    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "cannot create a temporary file");
+    SP_CHECK_CONTAINS(sp_ctx_get_errmsg(ctx), "No such file or directory");
     char cmd[256];
     snprintf(cmd, sizeof cmd, "ls -A %s | grep -c tmp > /dev/null && exit 1; rm -rf %s", dir, dir);
     SP_CHECK(system(cmd) == 0); /* no temporary files left behind */
