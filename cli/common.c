@@ -18,6 +18,7 @@ int cli_exit_code(sp_status status) {
     case SP_ERR_PARSE:
     case SP_ERR_SCHEMA:
     case SP_ERR_LIMIT:
+    case SP_ERR_NOMEM: /* memory the limits do not leave: named, as a limit is */
         return CLI_EXIT_USAGE;
     case SP_ERR_INFEASIBLE:
         return CLI_EXIT_INFEASIBLE;

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -14,6 +15,18 @@
 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
+
+/* Two executables are made from this file (docs/architecture.md). `stagepart` runs the commands
+ * that read and write documents: it links no BLAS, MPI, CUDA or NCCL, so they start without
+ * them (and without OpenBLAS's thread pool, which could hang start-up under a memory limit).
+ * `stagepart-compute` (SP_COMPUTE_HELPER) runs the commands that compute: built-in models,
+ * the runtime, the link probes, the collector; `stagepart` hands them over by exec. */
+#if defined(SP_COMPUTE_HELPER)
+#define COMPUTE(fn) fn
+#else
+#define COMPUTE(fn) run_in_compute
+static int run_in_compute(int argc, char **argv);
+#endif
 
 static const struct cli_command_help help_help = {
     "help", "[COMMAND]", "Show the list of commands, or one command's options.", NULL,
@@ -36,9 +49,9 @@ const struct cli_command cli_commands[] = {
     {"import-plan", cmd_import_plan, &import_plan_help, cmd_evaluate_opts},
     {"check", cmd_check, &cmd_check_help, cmd_check_opts},
     {"export", cmd_export, &cmd_export_help, cmd_export_opts},
-    {"profile", cmd_profile, &cmd_profile_help, cmd_profile_opts},
-    {"bandwidth", cmd_bandwidth, &cmd_bandwidth_help, cmd_bandwidth_opts},
-    {"run", cmd_run, &cmd_run_help, cmd_run_opts},
+    {"profile", COMPUTE(cmd_profile), &cmd_profile_help, cmd_profile_opts},
+    {"bandwidth", COMPUTE(cmd_bandwidth), &cmd_bandwidth_help, cmd_bandwidth_opts},
+    {"run", COMPUTE(cmd_run), &cmd_run_help, cmd_run_opts},
     {"import", cmd_import, &cmd_import_help, cmd_import_opts},
     {"help", cmd_help, &help_help, no_opts},
     {"version", cmd_version, &version_help, no_opts},
@@ -66,7 +79,8 @@ static void print_main_help(FILE *f) {
           "Exit codes:\n"
           "  0  ok\n"
           "  1  a check failed\n"
-          "  2  usage error or invalid input (the file, JSON path and expectation are named)\n"
+          "  2  usage error or invalid input (the file, JSON path and expectation are named), or\n"
+          "     memory the budget or the limits do not leave (named)\n"
           "  3  infeasible: no plan satisfies the constraints (the reason is named)\n"
           "  4  feature or device unavailable (not compiled in, no GPU)\n"
           "  5  internal error\n"
@@ -74,7 +88,13 @@ static void print_main_help(FILE *f) {
           "Environment:\n"
           "  STAGEPART_MEMORY_BUDGET  the most memory a command may hold (e.g. 8GiB; 'none'); by\n"
           "      default 80% of what the machine, its cgroup and ulimits leave: an input too\n"
-          "      large for it exits 2 naming the budget (docs/security.md)\n",
+          "      large for it exits 2 naming the budget (docs/security.md)\n"
+          "  STAGEPART_THREADS  the most threads one step starts of its own accord (reading a\n"
+          "      large file, a profile's layers in pieces); default: one per CPU this process\n"
+          "      may use; 1 starts none\n\n"
+          "Outputs (-o, --svg, --trace, --junit ...): '-' is standard output (the command then\n"
+          "  prints no table); a device or FIFO is written in place; a symbolic link is followed\n"
+          "  and its target replaced; a regular file is replaced atomically (docs/security.md)\n",
           f);
 }
 
@@ -106,8 +126,13 @@ static int cmd_version(int argc, char **argv) {
     if (p.n_positional)
         return cli_usage_error("version", "unexpected argument '%s'", p.positional[0]);
     const char *features = sp_features();
+#if !defined(SP_COMPUTE_HELPER)
+    if (strstr(features, "cuda")) /* the devices are counted where CUDA is linked */
+        return run_in_compute(argc, argv);
+#endif
     printf("stagepart %s (git %s)\nfeatures: %s\n", sp_version(), sp_git_hash(),
            *features ? features : "(none: CPU-only build)");
+#if defined(SP_COMPUTE_HELPER)
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) == SP_OK) {
         int devices = 0;
@@ -118,6 +143,7 @@ static int cmd_version(int argc, char **argv) {
             printf("cuda devices: none (%s)\n", sp_ctx_get_errmsg(ctx));
         sp_ctx_destroy(ctx);
     }
+#endif
     return CLI_EXIT_OK;
 }
 
@@ -155,7 +181,97 @@ static int set_memory_budget(void) {
     return CLI_EXIT_OK;
 }
 
+/* STAGEPART_THREADS: the most threads one library call starts of its own accord (reading a large
+ * file, the profile's pieces; sp_set_thread_limit); unset or 0: one per CPU this process may
+ * use */
+static int set_thread_limit(void) {
+    const char *env = getenv("STAGEPART_THREADS");
+    if (!env || !*env)
+        return CLI_EXIT_OK;
+    char *end = NULL;
+    errno = 0;
+    unsigned long n = strtoul(env, &end, 10);
+    if (errno || *end || end == env || n > 1024) {
+        fprintf(stderr,
+                "stagepart: error: STAGEPART_THREADS: expected a thread count from 0 to "
+                "1024, got '%s'\n",
+                env);
+        return CLI_EXIT_USAGE;
+    }
+    sp_set_thread_limit((unsigned)n);
+    return CLI_EXIT_OK;
+}
+
+#if defined(SP_COMPUTE_HELPER)
+/* OpenBLAS, loaded now while this is the only thread, with its thread pool off: it starts the
+ * pool as it loads, stagepart computes on one BLAS thread per stage so the pool is never used,
+ * and under a data limit (ulimit -d) the pool's threads retried for their buffers for ever
+ * while the command waited for them. OPENBLAS_NUM_THREADS=1 is set only while it loads, unless
+ * the user set it, so the programs `profile --attach` runs see the user's environment. A load
+ * that fails is reported by the command that needs BLAS. */
+static void load_blas(void) {
+    bool set = !getenv("OPENBLAS_NUM_THREADS") && setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0;
+    sp_ctx *ctx = NULL;
+    if (sp_ctx_create(&ctx) == SP_OK)
+        (void)sp_models_load_blas(ctx);
+    sp_ctx_destroy(ctx);
+    if (set)
+        unsetenv("OPENBLAS_NUM_THREADS");
+}
+#else
+enum { EXE_PATH_MAX = 4096 };
+
+/* path := the stagepart-compute beside this executable, else the one this build made */
+static bool find_compute(char *path, size_t cap) {
+    ssize_t n = readlink("/proc/self/exe", path, cap - 1);
+    if (n > 0) {
+        path[n] = '\0';
+        char *slash = strrchr(path, '/');
+        if (slash && (size_t)(slash - path) + sizeof "/stagepart-compute" <= cap) {
+            memcpy(slash, "/stagepart-compute", sizeof "/stagepart-compute");
+            if (access(path, X_OK) == 0)
+                return true;
+        }
+    }
+#if defined(SP_COMPUTE_BUILD_PATH)
+    if (access(SP_COMPUTE_BUILD_PATH, X_OK) == 0) {
+        snprintf(path, cap, "%s", SP_COMPUTE_BUILD_PATH);
+        return true;
+    }
+#endif
+    return false;
+}
+
+/* A command that computes, run by stagepart-compute in this process's place (exec: the same
+ * pid, so signals, MPI launchers and exit codes see one program). */
+static int run_in_compute(int argc, char **argv) {
+    char path[EXE_PATH_MAX];
+    if (!find_compute(path, sizeof path)) {
+        fprintf(stderr,
+                "stagepart: error: '%s' runs in stagepart-compute (the built-in models, the "
+                "runtime and the link probes, with OpenBLAS and MPI), which is not installed "
+                "beside this stagepart\n",
+                argv[0]);
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    char **args = calloc((size_t)argc + 2, sizeof *args);
+    if (!args)
+        return CLI_EXIT_INTERNAL;
+    args[0] = path;
+    for (int i = 0; i < argc; i++)
+        args[i + 1] = argv[i];
+    fflush(stdout);
+    execv(path, args);
+    fprintf(stderr, "stagepart: error: cannot run %s: %s\n", path, strerror(errno));
+    free(args);
+    return CLI_EXIT_UNAVAILABLE;
+}
+#endif
+
 int main(int argc, char **argv) {
+#if defined(SP_COMPUTE_HELPER)
+    load_blas();
+#endif
 #if defined(__GLIBC__) && defined(M_MXFAST)
     /* A profile's JSON tree is millions of small blocks freed together. In glibc's fastbins
      * they would be coalesced later, all at once, inside the next large allocation (90 ms for
@@ -172,6 +288,8 @@ int main(int argc, char **argv) {
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #endif
     int code = set_memory_budget();
+    if (code == CLI_EXIT_OK)
+        code = set_thread_limit();
     if (code != CLI_EXIT_OK)
         return code;
     if (argc < 2) {

@@ -47,6 +47,17 @@ static bool within_budget(size_t more, size_t less) {
     return false;
 }
 
+bool sp_budget_reserve(size_t bytes) {
+    if (!within_budget(bytes, 0))
+        return false;
+    atomic_fetch_add_explicit(&g_in_use, (long long)bytes, memory_order_relaxed);
+    return true;
+}
+
+void sp_budget_release(size_t bytes) {
+    atomic_fetch_sub_explicit(&g_in_use, (long long)bytes, memory_order_relaxed);
+}
+
 /* madvise for the whole pages inside a block: only for the library's own buffers, filled at once
  * (sp_read_file). The library sets no lasting page policy (huge pages or otherwise) on the memory
  * it takes from its host program's heap: that is the program's to choose (docs/security.md). */

@@ -93,7 +93,7 @@ sp_status sp_read_file(sp_ctx *ctx, const char *path, size_t max_bytes, char **o
         return sp_oom(ctx, what);
     }
     size_t len = 0;
-    if (S_ISREG(st.st_mode) && cap > ((size_t)8 << 20))
+    if (S_ISREG(st.st_mode) && cap > ((size_t)8 << 20) && sp_threads_usable() > 1)
         len = read_halves(fd, buf, cap - 2); /* what follows reads on, if the file grew */
     else if (cap > ((size_t)1 << 20))
         prefault(buf, cap);

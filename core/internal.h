@@ -96,6 +96,14 @@ void sp_parse_arena_leave(void);
 bool sp_parse_arena_holds_all(const struct sp_parse_arena *a);
 /* hand cJSON the counting allocator (once; sp_ctx_create calls it) */
 void sp_alloc_init(void);
+/* the threads a call may use, itself included: the CPUs this process may run on, or the host's
+ * limit (sp_set_thread_limit), at least 1 */
+size_t sp_threads_usable(void);
+/* sp_budget_reserve: count bytes that someone else maps for the library (OpenBLAS's buffer)
+ * against the memory budget, as if allocated; false (and the next sp_oom says "over the memory
+ * budget") when they do not fit. sp_budget_release gives them back. */
+bool sp_budget_reserve(size_t bytes);
+void sp_budget_release(size_t bytes);
 /* sp_advise_pages: madvise(advice) for the whole pages inside [p, p + len); a hint, whose result
  * does not matter */
 void sp_advise_pages(void *p, size_t len, int advice);

@@ -199,7 +199,7 @@ sp_status sp_json_parse_piece(sp_ctx *ctx, const char *name, const char *doc, si
     *out = NULL;
     const char *parse_end = NULL;
     unsigned long failures = sp_alloc_failures();
-    cJSON *v = cJSON_ParseWithLengthOpts(piece, piece_len, &parse_end, 0);
+    cJSON *v = sp_cjson_parse(piece, piece_len, &parse_end, false);
     if (v && parse_end == piece + piece_len) {
         *out = v;
         return SP_OK;

@@ -4,9 +4,24 @@
 #include <ctype.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
+/* cJSON keeps the position of the last parse's error in one static variable (global_error in
+ * cJSON.c), which every call writes as it starts, so two parses at once race on it
+ * (ThreadSanitizer found it in the profile reader's pieces). Every parse in the library goes
+ * through here, one at a time in the process; what a thread does with its tree after (the
+ * layers' fields, the plan's checks) still runs at once. */
+static pthread_mutex_t g_cjson_parse = PTHREAD_MUTEX_INITIALIZER;
+
+cJSON *sp_cjson_parse(const char *text, size_t len, const char **end, bool require_nul) {
+    pthread_mutex_lock(&g_cjson_parse);
+    cJSON *v = cJSON_ParseWithLengthOpts(text, len, end, require_nul);
+    pthread_mutex_unlock(&g_cjson_parse);
+    return v;
+}
 
 sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t len, cJSON **out) {
     *out = NULL;
@@ -17,7 +32,7 @@ sp_status sp_json_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     if (nul == len) {
         /* length len + 1 covers the terminating NUL, which cJSON's
          * require_null_terminated check looks for after the value */
-        root = cJSON_ParseWithLengthOpts(data, len + 1, &end, 1);
+        root = sp_cjson_parse(data, len + 1, &end, true);
     } else {
         end = data + nul;
     }

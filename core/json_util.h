@@ -9,6 +9,9 @@
 
 #include "internal.h"
 
+/* sp_cjson_parse: cJSON_ParseWithLengthOpts, one call at a time in the process (cJSON's error
+ * position is one static variable that every parse writes); every parse goes through it. */
+cJSON *sp_cjson_parse(const char *text, size_t len, const char **end, bool require_nul);
 /* sp_json_parse: parse data[0..len) (data[len] must be '\0'). On malformed input fails with
  * SP_ERR_PARSE and "name:line:column: malformed JSON near '...'". Embedded NUL bytes and
  * trailing content are malformed. */

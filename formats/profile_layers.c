@@ -23,6 +23,8 @@
 enum {
     MAX_PIECES = 64,
     MAX_THREADS = 8,
+    /* {"name":"","fwd_ms":0,"bwd_ms":0}: the shortest layer a profile may hold */
+    MIN_ELEMENT_BYTES = 34,
 };
 
 struct piece {
@@ -90,7 +92,7 @@ static void read_piece(struct pieces *ps, size_t i, struct sp_json_reader *r,
     for (;;) {
         const char *value_end = NULL;
         sp_parse_arena_enter(arena);
-        cJSON *obj = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &value_end, 0);
+        cJSON *obj = sp_cjson_parse(p, (size_t)(end - p), &value_end, false);
         sp_status st = obj ? keep_layer(pc, r, obj) : SP_ERR_PARSE;
         if (!sp_parse_arena_holds_all(arena))
             cJSON_Delete(obj); /* else leaving frees it */
@@ -138,14 +140,6 @@ static void *read_pieces(void *arg) {
     }
     sp_parse_arena_release(&arena);
     return NULL;
-}
-
-static size_t usable_cpus(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-        return (size_t)CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (size_t)n : 1;
 }
 
 /* The "{" of the first "}" "," "{" (whitespace allowed between) at or after p, or NULL: where
@@ -276,7 +270,12 @@ static sp_layer *make_lists(struct piece *piece, size_t count, const char *end) 
         const char *next = next_start(piece[i].start, to); /* its first element's length */
         size_t bytes = (size_t)(to - piece[i].start),
                per = (size_t)((next ? next : to) - piece[i].start);
-        size_t share = bytes / (per > 16 ? per : 16);
+        /* the first element's length is a guess too (a name may hold "}, {"): the share is
+         * bounded by the layers the text could hold at the shortest element a profile takes,
+         * and by the text's own size in layers, so that no text makes the reader reserve more
+         * than about its size; a piece that outgrows its share moves to a block of its own */
+        size_t share = bytes / (per > MIN_ELEMENT_BYTES ? per : MIN_ELEMENT_BYTES);
+        share = share < bytes / sizeof(sp_layer) ? share : bytes / sizeof(sp_layer);
         piece[i].cap = share + share / 8 + 16;
         total += piece[i].cap;
         if (!sp_strbuf_reserve(&piece[i].pool, bytes / 8))
@@ -334,7 +333,7 @@ sp_status sp_profile_layers_read(struct sp_json_reader *r, const char *array, si
     }
     size_t count = piece_bytes ? max_len / piece_bytes : 1;
     count = count < 1 ? 1 : count > MAX_PIECES ? MAX_PIECES : count;
-    threads = threads ? threads : usable_cpus();
+    threads = threads ? threads : sp_threads_usable();
     threads = threads > MAX_THREADS ? MAX_THREADS : threads;
     bool again = false;
     if (count == 1 || threads == 1 || !sp_alloc_is_default())

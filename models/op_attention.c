@@ -3,10 +3,10 @@
  *   o = P v; y = x + o Wo^T + bo
  * x, y (B*S, H); heads of size d = H / heads. Saved per micro-batch: norm stats (2 per row), h,
  * qkv, P (B x heads x S x S) and o; the backward's scratch holds do, dqkv, one head's dP, dh. */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
+#include "blas.h"
 #include "op_class.h"
 #include "op_common.h"
 #include "op_layout.h"
@@ -42,8 +42,8 @@ static void forward(const struct sp_op *op, const struct sp_op_io *io, const flo
         for (uint32_t hd = 0; hd < op->heads; hd++) {
             const float *q = qkv + b * S * H3 + hd * d, *k = q + H, *v = q + 2 * H;
             float *p = saved + L.p + ((size_t)b * op->heads + hd) * S * S;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)S, (int)S, (int)d, scale, q,
-                        (int)H3, k, (int)H3, 0.0f, p, (int)S);
+            sp_sgemm(false, true, (int)S, (int)S, (int)d, scale, q, (int)H3, k, (int)H3, 0.0f, p,
+                     (int)S);
             for (size_t i = 0; i < S; i++) { /* row softmax, future positions masked */
                 float *row = p + i * S;
                 size_t n = op->causal ? i + 1 : S;
@@ -51,8 +51,8 @@ static void forward(const struct sp_op *op, const struct sp_op_io *io, const flo
                 for (size_t j = n; j < S; j++)
                     row[j] = 0.0f;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)S, (int)d, (int)S, 1.0f, p,
-                        (int)S, v, (int)H3, 0.0f, o + b * S * H + hd * d, (int)H);
+            sp_sgemm(false, false, (int)S, (int)d, (int)S, 1.0f, p, (int)S, v, (int)H3, 0.0f,
+                     o + b * S * H + hd * d, (int)H);
         }
     sp_mm_forward(L.rows, H, H, o, P + L.wo, op->bias ? P + L.bo : NULL, y);
     for (size_t k = 0; k < L.rows * H; k++)
@@ -79,10 +79,10 @@ static void backward(const struct sp_op *op, const struct sp_op_io *io, const fl
             const float *p = saved + L.p + ((size_t)b * op->heads + hd) * S * S;
             const float *dob = d_o + b * S * H + hd * d;
             /* dP = do v^T; dv = P^T do */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)S, (int)S, (int)d, 1.0f, dob,
-                        (int)H, v, (int)H3, 0.0f, dp, (int)S);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)d, (int)S, 1.0f, p,
-                        (int)S, dob, (int)H, 0.0f, dv, (int)H3);
+            sp_sgemm(false, true, (int)S, (int)S, (int)d, 1.0f, dob, (int)H, v, (int)H3, 0.0f, dp,
+                     (int)S);
+            sp_sgemm(true, false, (int)S, (int)d, (int)S, 1.0f, p, (int)S, dob, (int)H, 0.0f, dv,
+                     (int)H3);
             for (size_t i = 0; i < S; i++) { /* softmax backward: dS = P (dP - rowsum(P dP)) */
                 const float *pr = p + i * S;
                 float *dr = dp + i * S;
@@ -93,10 +93,10 @@ static void backward(const struct sp_op *op, const struct sp_op_io *io, const fl
                     dr[j] = pr[j] * (dr[j] - (float)dot);
             }
             /* dq = dS k scale; dk = dS^T q scale */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)S, (int)d, (int)S, scale,
-                        dp, (int)S, k, (int)H3, 0.0f, dq, (int)H3);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)S, (int)d, (int)S, scale, dp,
-                        (int)S, q, (int)H3, 0.0f, dk, (int)H3);
+            sp_sgemm(false, false, (int)S, (int)d, (int)S, scale, dp, (int)S, k, (int)H3, 0.0f, dq,
+                     (int)H3);
+            sp_sgemm(true, false, (int)S, (int)d, (int)S, scale, dp, (int)S, q, (int)H3, 0.0f, dk,
+                     (int)H3);
         }
     sp_mm_dw(io, rows, H, H3, dqkv, h, dP_ + L.wqkv, op->bias ? dP_ + L.bqkv : NULL);
     sp_mm_dx(rows, H, H3, dqkv, P + L.wqkv, dh, 0);

@@ -1,8 +1,8 @@
 /* models/op_common.c: matrix products on OpenBLAS and the two normalizations. */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
+#include "blas.h"
 #include "op_common.h"
 
 #define NORM_EPS 1e-5f
@@ -18,8 +18,8 @@ void sp_wgrad_end(const struct sp_op_io *io, double t0) {
 
 void sp_mm_forward(size_t rows, size_t in, size_t out, const float *X, const float *W,
                    const float *b, float *Y) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)out, (int)in, 1.0f, X,
-                (int)in, W, (int)in, 0.0f, Y, (int)out);
+    sp_sgemm(false, true, (int)rows, (int)out, (int)in, 1.0f, X, (int)in, W, (int)in, 0.0f, Y,
+             (int)out);
     if (b)
         for (size_t r = 0; r < rows; r++)
             for (size_t o = 0; o < out; o++)
@@ -28,15 +28,15 @@ void sp_mm_forward(size_t rows, size_t in, size_t out, const float *X, const flo
 
 void sp_mm_dx(size_t rows, size_t in, size_t out, const float *dY, const float *W, float *dX,
               int accumulate) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)in, (int)out, 1.0f, dY,
-                (int)out, W, (int)in, accumulate ? 1.0f : 0.0f, dX, (int)in);
+    sp_sgemm(false, false, (int)rows, (int)in, (int)out, 1.0f, dY, (int)out, W, (int)in,
+             accumulate ? 1.0f : 0.0f, dX, (int)in);
 }
 
 void sp_mm_dw(const struct sp_op_io *io, size_t rows, size_t in, size_t out, const float *dY,
               const float *X, float *dW, float *db) {
     double t0 = sp_wgrad_begin(io);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)out, (int)in, (int)rows, 1.0f, dY,
-                (int)out, X, (int)in, 1.0f, dW, (int)in);
+    sp_sgemm(true, false, (int)out, (int)in, (int)rows, 1.0f, dY, (int)out, X, (int)in, 1.0f, dW,
+             (int)in);
     if (db)
         for (size_t r = 0; r < rows; r++)
             for (size_t o = 0; o < out; o++)

@@ -1,10 +1,10 @@
 /* models/op_conv.c: the image ops: conv2d (im2col + sgemm), batchnorm (training statistics),
  * relu, and pooling (max k x k, or global average to a feature row). Images are (C, H, W) per
  * sample, row-major. */
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
+#include "blas.h"
 #include "op_class.h"
 #include "op_common.h"
 #include "op_layout.h"
@@ -81,8 +81,8 @@ static void conv_forward(const struct sp_op *op, const struct sp_op_io *io, cons
     for (uint32_t b = 0; b < io->B; b++) {
         float *yb = y + b * op->out_ch * hw;
         im2col(op, x + b * in_n, io->work);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)op->out_ch, (int)hw, (int)K,
-                    1.0f, io->params, (int)K, io->work, (int)hw, 0.0f, yb, (int)hw);
+        sp_sgemm(false, false, (int)op->out_ch, (int)hw, (int)K, 1.0f, io->params, (int)K, io->work,
+                 (int)hw, 0.0f, yb, (int)hw);
         for (size_t c = 0; c < op->out_ch; c++)
             for (size_t q = 0; q < hw; q++)
                 yb[c * hw + q] += bias[c];
@@ -101,16 +101,16 @@ static void conv_backward(const struct sp_op *op, const struct sp_op_io *io, con
         const float *dyb = dy + b * op->out_ch * hw;
         double t0 = sp_wgrad_begin(io);
         im2col(op, x + b * in_n, cols);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)op->out_ch, (int)K, (int)hw, 1.0f,
-                    dyb, (int)hw, cols, (int)hw, 1.0f, io->dparams, (int)K);
+        sp_sgemm(false, true, (int)op->out_ch, (int)K, (int)hw, 1.0f, dyb, (int)hw, cols, (int)hw,
+                 1.0f, io->dparams, (int)K);
         for (size_t c = 0; c < op->out_ch; c++)
             for (size_t q = 0; q < hw; q++)
                 dbias[c] += dyb[c * hw + q];
         sp_wgrad_end(io, t0);
         if (!dx)
             continue;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)hw, (int)op->out_ch, 1.0f,
-                    io->params, (int)K, dyb, (int)hw, 0.0f, dcols, (int)hw);
+        sp_sgemm(true, false, (int)K, (int)hw, (int)op->out_ch, 1.0f, io->params, (int)K, dyb,
+                 (int)hw, 0.0f, dcols, (int)hw);
         col2im(op, dcols, dx + b * in_n);
     }
 }

@@ -5,6 +5,7 @@
  * saved_elems: the number profiles report as saved_bytes. */
 #include <string.h>
 
+#include "blas.h"
 #include "model_impl.h"
 
 static void *cpu_alloc_zeroed(void *device, size_t bytes) {
@@ -85,6 +86,7 @@ void sp_stage_exec_destroy(struct sp_stage_exec *se) {
     if (!se)
         return;
     const struct sp_exec_backend *be = se->be;
+    sp_budget_release(se->blas_bytes);
     size_t n = se->last - se->first + 1;
     for (size_t k = 0; se->params && k < n; k++)
         be->release(be->device, se->params[k]);
@@ -135,6 +137,16 @@ sp_status sp_stage_exec_create_on(sp_ctx *ctx, const struct sp_exec_backend *be,
     if (first > last || last >= m->n_layers || slots == 0)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "layers %zu..%zu with %u slots: no stage of %s",
                        first, last, slots, m->name);
+    sp_status loaded = be == &sp_exec_backend_cpu ? sp_blas_open(ctx) : SP_OK;
+    if (loaded != SP_OK)
+        return loaded;
+    /* the CPU's stages compute at once, each with its own OpenBLAS buffer, which OpenBLAS maps
+     * at its first product and, when the mapping fails, retries for ever: so the buffer is
+     * counted against the memory budget here, where a stage that does not fit can say so */
+    size_t blas = be == &sp_exec_backend_cpu ? SP_BLAS_BUFFER_BYTES : 0;
+    if (blas && !sp_budget_reserve(blas))
+        return sp_oom(ctx, "reserving OpenBLAS's buffer for a stage (128 MiB of address space "
+                           "each stage computing on the CPU maps)");
     size_t n = last - first + 1, work = 0, act = 0, need = 0;
     for (size_t l = first; l <= last; l++) {
         const struct sp_model_layer *L = &m->layers[l];
@@ -145,9 +157,12 @@ sp_status sp_stage_exec_create_on(sp_ctx *ctx, const struct sp_exec_backend *be,
     }
     need = (need + work + 2 * act) * sizeof(float);
     struct sp_stage_exec *se = sp_calloc(1, sizeof *se);
-    if (!se)
+    if (!se) {
+        sp_budget_release(blas);
         return sp_oom(ctx, "a stage");
+    }
     se->be = be, se->m = m, se->first = first, se->last = last, se->slots = slots;
+    se->blas_bytes = blas;
     se->params = sp_calloc(n, sizeof *se->params);
     se->dparams = sp_calloc(n, sizeof *se->dparams);
     se->saved = sp_calloc(n * slots, sizeof *se->saved);

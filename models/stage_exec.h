@@ -107,6 +107,7 @@ struct sp_stage_exec {
     float *work;               /* the largest layer scratch */
     float *grad[2];            /* gradients between layers, ping-pong */
     size_t bytes;              /* everything allocated */
+    size_t blas_bytes;         /* OpenBLAS's buffer, counted against the memory budget */
 };
 /* sp_stage_exec_create: weights from seed (sp_layer_init_params), zero gradients. SP_ERR_NOMEM
  * names the bytes it needed. */

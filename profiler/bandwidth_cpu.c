@@ -9,6 +9,7 @@
  * to t = alpha + s / beta (link_fit.c). */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -160,14 +161,18 @@ sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts,
             pthread_barrier_init(&run->barrier, NULL, 2);
             struct worker_arg args[2] = {{run, 0}, {run, 1}};
             pthread_t th[2];
-            int started = 0;
+            int started = 0, why = 0;
             for (; started < 2; started++)
-                if (pthread_create(&th[started], NULL, worker, &args[started]) != 0)
+                if ((why = pthread_create(&th[started], NULL, worker, &args[started])) != 0)
                     break;
             if (started < 2) {
-                /* the one that started waits at the first barrier forever: not reachable here
-                 * in practice (thread creation fails only out of resources); detach nothing */
-                st = sp_fail(ctx, SP_ERR_NO_DEVICE, "bandwidth: cannot start worker threads");
+                /* the one that started waits at the first barrier, released below; threads fail
+                 * to start only out of resources: memory for their stacks under a limit */
+                st = sp_fail(ctx, why == EAGAIN ? SP_ERR_NOMEM : SP_ERR_NO_DEVICE,
+                             "bandwidth: cannot start the worker threads: %s%s", strerror(why),
+                             why == EAGAIN ? " (out of memory for their stacks, or too many "
+                                             "threads: ulimit -v, -d or -u)"
+                                           : "");
                 if (started == 1) {
                     atomic_store(&run->failed, 1);
                     pthread_barrier_wait(&run->barrier);

@@ -6,8 +6,8 @@
  * chain forward then backward on the same micro-batch; the profile holds the medians over the
  * timed iterations, and each layer's spread under "measured" so a user can judge them. */
 #define _GNU_SOURCE
-#include <cblas.h>
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "blas.h"
 #include "json_util.h"
 #include "profile_doc.h"
 #include "stage_exec.h"
@@ -169,15 +170,17 @@ sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_pr
         goto done;
     }
     /* one BLAS thread: the measuring thread does all the work, as a pipeline stage does */
-    int blas_threads = openblas_get_num_threads();
-    openblas_set_num_threads(1);
+    int blas_threads = sp_blas_threads();
+    sp_blas_set_threads(1);
     pthread_t thread;
-    if (pthread_create(&thread, NULL, measure, &run) != 0) {
-        run.status = sp_fail(ctx, SP_ERR_NO_DEVICE, "cannot start the measuring thread");
+    int why = pthread_create(&thread, NULL, measure, &run);
+    if (why != 0) { /* only out of resources: its stack, under a memory limit */
+        run.status = sp_fail(ctx, why == EAGAIN ? SP_ERR_NOMEM : SP_ERR_NO_DEVICE,
+                             "cannot start the measuring thread: %s", strerror(why));
     } else {
         pthread_join(thread, NULL);
     }
-    openblas_set_num_threads(blas_threads);
+    sp_blas_set_threads(blas_threads);
     if (run.status != SP_OK)
         goto done;
 
@@ -220,7 +223,7 @@ sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_pr
               cJSON_AddStringToObject(meas, "created", when) &&
               cJSON_AddStringToObject(meas, "cpu", cpu) && num(meas, "core", run.core) &&
               num(meas, "blas_threads", 1) &&
-              cJSON_AddStringToObject(meas, "blas", openblas_get_config()) &&
+              cJSON_AddStringToObject(meas, "blas", sp_blas_config()) &&
               cJSON_AddStringToObject(meas, "dtype", "fp32") &&
               cJSON_AddStringToObject(meas, "model_dtype", m->dtype) &&
               num(meas, "seq_len", m->tokens ? m->bound_seq : 0) &&

@@ -6,13 +6,14 @@
  * threads end within about timeout_ms + 20 ms and none is left running. A wait that runs out
  * follows the chain of waiting stages to the one that waits on nobody and names it. */
 #define _GNU_SOURCE
-#include <cblas.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "blas.h"
 #include "queue.h"
 #include "worker.h"
 
@@ -228,17 +229,21 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
         sp_cond_init_monotonic(&t.gate.cv);
         t.gate.parties = P;
         /* each stage computes on its own thread alone, as the CPU profile measured it */
-        int blas_threads = openblas_get_num_threads();
-        openblas_set_num_threads(1);
+        int blas_threads = sp_blas_threads();
+        sp_blas_set_threads(1);
         uint32_t started = 0;
-        for (; started < P; started++)
-            if (pthread_create(&threads[started], NULL, thread_main, &w[started]) != 0) {
-                q_fail(&t, SP_ERR_NO_DEVICE, "cannot start the thread of a stage");
+        for (int why = 0; started < P; started++)
+            if ((why = pthread_create(&threads[started], NULL, thread_main, &w[started])) != 0) {
+                /* only out of resources: its stack, under a memory limit */
+                char msg[128];
+                snprintf(msg, sizeof msg, "cannot start the thread of stage %u: %s", started,
+                         strerror(why));
+                q_fail(&t, why == EAGAIN ? SP_ERR_NOMEM : SP_ERR_NO_DEVICE, msg);
                 break;
             }
         for (uint32_t s = 0; s < started; s++)
             pthread_join(threads[s], NULL);
-        openblas_set_num_threads(blas_threads);
+        sp_blas_set_threads(blas_threads);
         st = t.status;
         pthread_mutex_destroy(&t.err_mu);
         pthread_mutex_destroy(&t.gate.mu);

@@ -357,7 +357,10 @@ sp_status sp_stage_worker_setup(sp_ctx *ctx, struct sp_stage_worker *w, const sp
     if (st != SP_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
-        return sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u (layers %s..%s): %s", w->s,
+        /* a stage that cannot allocate what it needs is infeasible (exit 3); one the memory
+         * budget does not leave room for says so (exit 2), as every command does */
+        sp_status why_st = st == SP_ERR_LIMIT ? st : SP_ERR_INFEASIBLE;
+        return sp_fail(ctx, why_st, "stage %u (layers %s..%s): %s", w->s,
                        m->layers[stage->first_layer].name, m->layers[stage->last_layer].name, why);
     }
     size_t out_elems = m->layers[stage->last_layer].out_elems;

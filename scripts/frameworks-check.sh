@@ -3,7 +3,8 @@
 # the CPU (tests/frameworks/check_*.py; docs/export.md says what each checks). PYTHON is the
 # frameworks' environment (default: what scripts/frameworks-setup.sh prints, setting it up when
 # needed); STAGEPART the CLI (default build/cli/stagepart). Ends with "N passed, N failed";
-# exits 1 when a check failed, or when a check script died without reporting.
+# exits 1 when a check failed, when a check script died without reporting, or when one exited
+# without a single PASS line (a script that checks nothing is a failure, not a pass).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 py=${1:-$(scripts/frameworks-setup.sh | tail -n 1)} || exit 1
@@ -27,6 +28,10 @@ for check in tests/frameworks/check_*.py; do
     grep -E '^(PASS|FAIL|  )' "$log"
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then # died before reporting a failure
         echo "FAIL $name: exit $rc; its log ends:"
+        tail -n 20 "$log"
+        f=1
+    elif [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then # ran nothing it could report: checked nothing
+        echo "FAIL $name: exit $rc with no PASS line; its log ends:"
         tail -n 20 "$log"
         f=1
     elif [ "$f" -gt 0 ]; then

@@ -56,9 +56,13 @@ static int sp_test_checks;
                     "'%s' does not contain '%s'", sp_hay_, sp_needle_);                            \
     } while (0)
 
+/* A test that ran no check has tested nothing (a scenario that returned early, a loop over
+ * nothing): that is a failure too. */
 static inline int sp_test_finish(const char *name) {
     printf("%s: %d checks, %d failed\n", name, sp_test_checks, sp_test_failures);
-    return sp_test_failures ? 1 : 0;
+    if (sp_test_checks == 0)
+        printf("%s: no check ran\n", name);
+    return sp_test_failures || sp_test_checks == 0 ? 1 : 0;
 }
 
 #endif

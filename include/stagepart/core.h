@@ -89,6 +89,13 @@ SP_API const char *sp_ctx_get_warnings(const sp_ctx *ctx);
  * Writing files atomically
  * ------------------------------------------------------------------------------------------- */
 
+/* sp_set_thread_limit: the most threads one library call uses of its own accord, itself
+ * included: reading a large file in two halves, and a profile's layers read in pieces. 0 (the
+ * default) is as many as the CPUs the process may run on (its affinity); 1 starts none. The
+ * threads that are the work itself are not counted: sp_run's one per pipeline stage, the link
+ * probes' pairs, the profile measuring thread. The CLI sets it from STAGEPART_THREADS. */
+SP_API void sp_set_thread_limit(unsigned threads);
+
 /* sp_write_file_atomic: write len bytes to path, by what path is. A regular file (or none yet)
  * is written through a temporary file in its folder, flushed and fsync'ed, then renamed over it,
  * keeping an existing file's mode; on any failure the temporary file is removed and the existing

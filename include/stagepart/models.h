@@ -45,6 +45,14 @@ typedef struct sp_model_info {
 } sp_model_info;
 SP_API void sp_model_get_info(const sp_model *model, sp_model_info *out);
 
+/* sp_models_load_blas: load OpenBLAS, which the built-in models compute with on the CPU, now
+ * rather than when a model first computes (the library loads it at run time, so programs that
+ * only read models, profiles and plans never load it). OpenBLAS starts its own thread pool as
+ * it loads unless OPENBLAS_NUM_THREADS is set; stagepart computes on one BLAS thread per stage
+ * and never uses the pool. Returns SP_ERR_UNSUPPORTED (the library and the loader's reason) or
+ * SP_ERR_NOMEM; later calls return the first call's result. */
+SP_API sp_status sp_models_load_blas(sp_ctx *ctx);
+
 /* What one layer holds and moves per micro-batch, in fp32 (4 bytes an element), exactly as the
  * executor allocates it. */
 typedef struct sp_model_layer_info {

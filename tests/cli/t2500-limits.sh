@@ -69,4 +69,29 @@ expect_stderr_contains "the latency is named" "bad-links.json: latency_us[0][1]:
 profile 4 '"fwd_ms": 1' '"bwd_ms": 1' "\"param_bytes\": $B51" "\"saved_bytes\": $B51" >"$TMP/memory.json"
 expect_code "a stage's memory beyond 2^53" 2 "$STAGEPART" partition "$TMP/memory.json" -s 2 -o "$TMP/out.json"
 expect_stderr_contains "the stage is named" "stage 0's memory (4.504e+15 bytes resident + 2 micro-batches in flight x 4.504e+15 bytes saved) is beyond 2^53 bytes"
+# STAGEPART_THREADS: the threads a call starts of its own accord (docs/security.md). A 22 MB
+# profile is read in two halves and in pieces on every CPU; with 1, on this thread alone.
+python3 bench/gen_profile.py 100000 "$TMP/big.json" >/dev/null
+threads_started() { strace -f -qq -e trace=clone,clone3 "$@" 2>&1 >/dev/null | grep -c 'clone'; }
+if command -v strace >/dev/null; then
+    n=$(STAGEPART_THREADS=1 threads_started "$STAGEPART" partition "$TMP/big.json" -s 8)
+    if [ "$n" = 0 ]; then pass "STAGEPART_THREADS=1 starts no thread"; else fail "STAGEPART_THREADS=1 starts no thread" "$n clones"; fi
+    n=$(STAGEPART_THREADS=2 threads_started "$STAGEPART" partition "$TMP/big.json" -s 8)
+    if [ "$n" -ge 1 ] && [ "$n" -le 4 ]; then pass "STAGEPART_THREADS=2: a few threads ($n)"; else fail "STAGEPART_THREADS=2" "$n clones"; fi
+else
+    fail "strace is needed to count the threads (Debian's strace)"
+fi
+STAGEPART_THREADS=many expect_code "STAGEPART_THREADS not a number: exit 2" 2 "$STAGEPART" partition "$TMP/big.json" -s 8
+expect_stderr_contains "the variable is named" "STAGEPART_THREADS: expected a thread count"
+# the reader's reservation follows its text, whatever the first layer's name: a name holding
+# "}, {" once made a one-thread read reserve 5.5x the text, and this fail a 100 MB budget
+python3 - "$TMP/big.json" "$TMP/odd.json" <<'PY'
+import sys
+s = open(sys.argv[1]).read()
+i = s.index('"layer0"')
+open(sys.argv[2], "w").write(s[:i] + '"a}, {"' + s[i + len('"layer0"'):])
+PY
+STAGEPART_THREADS=1 STAGEPART_MEMORY_BUDGET=100MB expect_code "an odd first name read on one thread in 100 MB" 0 \
+    "$STAGEPART" partition "$TMP/odd.json" -s 8
+STAGEPART_MEMORY_BUDGET=100MB expect_code "and on every CPU" 0 "$STAGEPART" partition "$TMP/odd.json" -s 8
 test_done
