@@ -154,7 +154,7 @@ struct cli_signals {
 
 static void on_interrupt(int sig) {
     (void)sig;
-    cli_interrupted = 1;
+    __atomic_store_n(&cli_interrupted, 1, __ATOMIC_RELAXED); /* read by the stages' threads */
 }
 
 struct cli_signals *cli_catch_interrupts(void) {

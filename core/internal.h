@@ -96,6 +96,11 @@ void sp_parse_arena_leave(void);
 bool sp_parse_arena_holds_all(const struct sp_parse_arena *a);
 /* hand cJSON the counting allocator (once; sp_ctx_create calls it) */
 void sp_alloc_init(void);
+/* *flag, read by an atomic load: a cancel flag (sp_run_opts.cancel) is set by another thread or a
+ * signal handler while the stages read it (ThreadSanitizer: a plain read is a data race) */
+static inline bool sp_cancel_requested(const volatile int *flag) {
+    return __atomic_load_n(flag, __ATOMIC_RELAXED) != 0;
+}
 /* the threads a call may use, itself included: the CPUs this process may run on, or the host's
  * limit (sp_set_thread_limit), at least 1 */
 size_t sp_threads_usable(void);

@@ -12,6 +12,12 @@
 /* sp_cjson_parse: cJSON_ParseWithLengthOpts, one call at a time in the process (cJSON's error
  * position is one static variable that every parse writes); every parse goes through it. */
 cJSON *sp_cjson_parse(const char *text, size_t len, const char **end, bool require_nul);
+/* the same lock held over several parses (the profile reader's batches: a lock taken once per
+ * element made its threads hand it to each other a hundred thousand times); parse_locked only
+ * between sp_cjson_lock and sp_cjson_unlock */
+void sp_cjson_lock(void);
+void sp_cjson_unlock(void);
+cJSON *sp_cjson_parse_locked(const char *text, size_t len, const char **end, bool require_nul);
 /* sp_json_parse: parse data[0..len) (data[len] must be '\0'). On malformed input fails with
  * SP_ERR_PARSE and "name:line:column: malformed JSON near '...'". Embedded NUL bytes and
  * trailing content are malformed. */

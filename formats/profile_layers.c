@@ -25,6 +25,8 @@ enum {
     MAX_THREADS = 8,
     /* {"name":"","fwd_ms":0,"bwd_ms":0}: the shortest layer a profile may hold */
     MIN_ELEMENT_BYTES = 34,
+    /* elements parsed under cJSON's lock at once: their nodes fit the thread's arena */
+    PARSE_BATCH = 48,
 };
 
 struct piece {
@@ -83,45 +85,65 @@ static sp_status keep_layer(struct piece *pc, struct sp_json_reader *r, const cJ
 }
 
 /* Piece i, element after element from its start, until it stands on a later piece's start
- * or at the array's end; each element's nodes come from the thread's arena and go with it. */
+ * or at the array's end. cJSON parses one call at a time in the process (sp_cjson_parse), so
+ * the elements are parsed in batches under its lock and turned into layers after it is given
+ * back: one thread's layers are made while another parses. A batch's nodes come from the
+ * thread's arena (a layer object of the usual fields takes about 1 KiB) and go with it. */
 static void read_piece(struct pieces *ps, size_t i, struct sp_json_reader *r,
                        struct sp_parse_arena *arena) {
     struct piece *pc = &ps->piece[i];
     const char *p = pc->start, *end = ps->end;
     size_t next = i + 1;
     for (;;) {
-        const char *value_end = NULL;
+        cJSON *obj[PARSE_BATCH];
+        size_t n = 0;
+        bool last = false;         /* the piece ends with this batch */
+        sp_status tail = SP_OK;    /* how it ends, when last */
         sp_parse_arena_enter(arena);
-        cJSON *obj = sp_cjson_parse(p, (size_t)(end - p), &value_end, false);
-        sp_status st = obj ? keep_layer(pc, r, obj) : SP_ERR_PARSE;
+        sp_cjson_lock();
+        while (n < PARSE_BATCH && !last) {
+            const char *value_end = NULL;
+            cJSON *o = sp_cjson_parse_locked(p, (size_t)(end - p), &value_end, false);
+            if (!o) {
+                tail = SP_ERR_PARSE;
+                last = true;
+                break;
+            }
+            obj[n++] = o;
+            p = sp_json_skip_space(value_end, end);
+            if (p < end && *p == ',') {
+                p = sp_json_skip_space(p + 1, end);
+                while (next < ps->count && ps->piece[next].start < p)
+                    next++; /* a guess inside what this piece read: not an element start */
+                if (next < ps->count && ps->piece[next].start == p) {
+                    pc->joined = next;
+                    last = true;
+                }
+                continue;
+            }
+            tail = p < end && *p == ']' ? SP_OK : SP_ERR_PARSE;
+            pc->end = p + 1;
+            pc->joined = ps->count;
+            last = true;
+        }
+        sp_cjson_unlock();
+        sp_status st = SP_OK;
+        for (size_t k = 0; k < n && st == SP_OK; k++)
+            st = keep_layer(pc, r, obj[k]);
         if (!sp_parse_arena_holds_all(arena))
-            cJSON_Delete(obj); /* else leaving frees it */
+            for (size_t k = 0; k < n; k++)
+                cJSON_Delete(obj[k]); /* else leaving frees them */
         sp_parse_arena_leave();
-        if (st != SP_OK) {
-            pc->status = st;
+        if (st != SP_OK || last) {
+            pc->status = st != SP_OK ? st : tail;
             return;
         }
-        p = sp_json_skip_space(value_end, end);
-        if (p < end && *p == ',') {
-            p = sp_json_skip_space(p + 1, end);
-            while (next < ps->count && ps->piece[next].start < p)
-                next++; /* a guess inside what this piece read: not an element start */
-            if (next < ps->count && ps->piece[next].start == p) {
-                pc->joined = next;
-                return;
-            }
-            continue;
-        }
-        pc->status = p < end && *p == ']' ? SP_OK : SP_ERR_PARSE;
-        pc->end = p + 1;
-        pc->joined = ps->count;
-        return;
     }
 }
 
 static void *read_pieces(void *arg) {
     struct pieces *ps = arg;
-    struct sp_parse_arena arena; /* a layer object of the usual fields takes about 1 KiB */
+    struct sp_parse_arena arena; /* a batch of layer objects: about 1 KiB each */
     sp_parse_arena_init(&arena, (size_t)64 << 10); /* without memory: nodes from malloc */
     for (;;) {
         size_t i = atomic_fetch_add(&ps->next, 1);

@@ -74,7 +74,7 @@ static void *measure(void *p) {
     }
     uint32_t total = r->o->warmup + r->o->iters;
     for (uint32_t it = 0; r->status == SP_OK && it < total; it++) {
-        if (r->o->cancel && *r->o->cancel) {
+        if (r->o->cancel && sp_cancel_requested(r->o->cancel)) {
             r->status = sp_fail(r->ctx, SP_ERR_INTERRUPTED,
                                 "%s: profiling interrupted after %u "
                                 "of %u iterations",

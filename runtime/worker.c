@@ -26,7 +26,7 @@ static void failf(struct sp_stage_worker *w, sp_status st, const char *fmt, ...)
 static bool stopped(struct sp_stage_worker *w) {
     if (w->ops->stopping(w->t))
         return true;
-    if (w->o->cancel && *w->o->cancel) {
+    if (w->o->cancel && sp_cancel_requested(w->o->cancel)) {
         w->ops->fail(w->t, SP_ERR_INTERRUPTED, "interrupted");
         return true;
     }

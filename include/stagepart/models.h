@@ -76,7 +76,8 @@ typedef struct sp_model_profile_opts {
     void (*progress)(void *arg, uint32_t done, uint32_t total);
     void *progress_arg;
     const volatile int *cancel; /* when it becomes nonzero the measurement stops with
-                                 * SP_ERR_INTERRUPTED (may be NULL) */
+                                 * SP_ERR_INTERRUPTED (may be NULL); read by an atomic load, so
+                                 * set it by an atomic store (as sp_run_opts.cancel) */
 } sp_model_profile_opts;
 SP_API void sp_model_profile_opts_init(sp_model_profile_opts *opts);
 

@@ -60,7 +60,9 @@ typedef struct sp_run_opts {
     uint64_t seed;          /* weights and data, as sp_model_profile_cpu's (default 1) */
     bool pin;               /* pin stage s to the s-th core this process may use (default true) */
     double timeout_ms;      /* the longest any stage waits for a neighbour (default 60000) */
-    const volatile int *cancel; /* nonzero: every stage stops, SP_ERR_INTERRUPTED (may be NULL) */
+    const volatile int *cancel; /* nonzero: every stage stops, SP_ERR_INTERRUPTED (may be NULL);
+                                 * read by an atomic load, so set it by an atomic store (a signal
+                                 * handler's __atomic_store_n or C11 atomic_store on an int) */
     sp_run_fault fault;         /* testing (default SP_RUN_FAULT_NONE) */
     uint32_t fault_stage, fault_step, fault_micro_batch; /* where (step counts warm-up steps) */
     bool keep_state; /* keep every stage's weights after the run (sp_run_get_stage_params; tests;
