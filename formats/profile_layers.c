@@ -97,8 +97,8 @@ static void read_piece(struct pieces *ps, size_t i, struct sp_json_reader *r,
     for (;;) {
         cJSON *obj[PARSE_BATCH];
         size_t n = 0;
-        bool last = false;         /* the piece ends with this batch */
-        sp_status tail = SP_OK;    /* how it ends, when last */
+        bool last = false;      /* the piece ends with this batch */
+        sp_status tail = SP_OK; /* how it ends, when last */
         sp_parse_arena_enter(arena);
         sp_cjson_lock();
         while (n < PARSE_BATCH && !last) {
@@ -143,7 +143,7 @@ static void read_piece(struct pieces *ps, size_t i, struct sp_json_reader *r,
 
 static void *read_pieces(void *arg) {
     struct pieces *ps = arg;
-    struct sp_parse_arena arena; /* a batch of layer objects: about 1 KiB each */
+    struct sp_parse_arena arena;                   /* a batch of layer objects: about 1 KiB each */
     sp_parse_arena_init(&arena, (size_t)64 << 10); /* without memory: nodes from malloc */
     for (;;) {
         size_t i = atomic_fetch_add(&ps->next, 1);

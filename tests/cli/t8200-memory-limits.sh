@@ -17,8 +17,8 @@ MODEL=tests/data/tiny-gpt-model.json
     fail "a tiny model's plan to run"
 python3 tests/tools/make_traces.py "$TMP/tr" >/dev/null || fail "traces to start from"
 
-# command NAME: the command line NAME stands for (outputs under $TMP/out)
-command() {
+# cmdline_of NAME: the command line NAME stands for (outputs under $TMP/out)
+cmdline_of() {
     case $1 in
     version) echo version ;;
     help) echo help partition ;;
@@ -36,11 +36,11 @@ command() {
 }
 mkdir "$TMP/out"
 for kind in v d; do
-    for mb in 64 96 128 192 256 512; do
+    for mb in 64 96 128 160 192 256 512; do
         for name in version help partition partition-ilp simulate check export evaluate import \
             profile run bandwidth; do
             # shellcheck disable=SC2046
-            (ulimit -$kind $((mb * 1024)) && exec timeout -s KILL 30 "$STAGEPART" $(command $name)) \
+            (ulimit -$kind $((mb * 1024)) && exec timeout -s KILL 30 "$STAGEPART" $(cmdline_of $name)) \
                 >"$TMP/stdout" 2>"$TMP/stderr"
             rc=$?
             what="$name under ulimit -$kind $mb MB"
