@@ -2,6 +2,7 @@
  * two forms CI systems read (docs/ci.md). The JSON is built with cJSON, so any layer name in a
  * message (a tab, a quote, a newline) stays valid JSON. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 
 #include "check_impl.h"
@@ -18,6 +19,10 @@ sp_status sp_check_to_json(sp_ctx *ctx, const sp_check_result *result, char **js
     bool ok = root && cJSON_AddStringToObject(root, "format", "stagepart-check") &&
               cJSON_AddNumberToObject(root, "version", 1) &&
               cJSON_AddBoolToObject(root, "passed", sp_check_get_failed_count(result) == 0) &&
+              cJSON_AddBoolToObject(root, "gate_unattainable",
+                                    sp_check_get_failed_count(result) > 0 &&
+                                        sp_check_get_unattainable_count(result) ==
+                                            sp_check_get_failed_count(result)) &&
               (list = cJSON_AddArrayToObject(root, "criteria"));
     for (size_t i = 0; ok && i < result->n; i++) {
         const sp_check_criterion *c = &result->criteria[i];
@@ -27,6 +32,8 @@ sp_status sp_check_to_json(sp_ctx *ctx, const sp_check_result *result, char **js
              cJSON_AddBoolToObject(o, "skipped", c->skipped) &&
              cJSON_AddNumberToObject(o, "value", c->value) &&
              cJSON_AddNumberToObject(o, "limit", c->limit) &&
+             (isnan(c->best) || cJSON_AddNumberToObject(o, "best", c->best)) &&
+             cJSON_AddBoolToObject(o, "attainable", c->attainable) &&
              cJSON_AddStringToObject(o, "message", c->message);
         if (!o)
             break;

@@ -59,7 +59,10 @@ const struct cli_command_help cmd_check_help = {
     "devices or links is re-evaluated on the same ones (--devices, --links), each stage on\n"
     "the device the plan gave it; a replicated plan (partition --gpus N) keeps its replicas\n"
     "(--links required) and is compared with the replicated search on as many GPUs. Prints one\n"
-    "line per criterion; exit 1 when any fails. With\n"
+    "line per criterion, the imbalance beside the optimal plan's. Exit 1 when a criterion the\n"
+    "plan could pass fails (it regressed, is off balance or stale); exit 3 when the only\n"
+    "failures are gates no plan of its stage count can meet (--max-imbalance below the\n"
+    "optimal plan's imbalance). With\n"
     "GITHUB_ACTIONS=true failures are also printed as ::error annotations. docs/ci.md has\n"
     "complete GitHub Actions and GitLab CI jobs.",
     "  stagepart check --plan plan.json --profile new-profile.json\n"
@@ -154,7 +157,11 @@ int cmd_check(int argc, char **argv) {
                                : "FAIL",
                    c->name, c->message);
         }
-        printf("stagepart check: %zu passed, %zu failed\n", n - failed, failed);
+        size_t gate = sp_check_get_unattainable_count(r);
+        printf("stagepart check: %zu passed, %zu failed%s\n", n - failed, failed,
+               failed && gate == failed ? " (only gates no plan of this stage count can meet: "
+                                          "exit 3)"
+                                        : "");
     }
     const char *gha = getenv("GITHUB_ACTIONS");
     if (gha && strcmp(gha, "true") == 0 && !cli_is_stdout(junit))
@@ -162,9 +169,12 @@ int cmd_check(int argc, char **argv) {
     if (junit && (st = sp_check_write_junit(ctx, r, junit)) != SP_OK)
         goto out;
 out:;
-    int code = st != SP_OK                    ? cli_report(ctx, st, json && !r)
-               : sp_check_get_failed_count(r) ? CLI_EXIT_CHECK_FAILED
-                                              : CLI_EXIT_OK;
+    /* a plan that misses only gates no plan can meet has not failed: the gate is infeasible */
+    size_t fails = r ? sp_check_get_failed_count(r) : 0;
+    int code = st != SP_OK ? cli_report(ctx, st, json && !r)
+               : fails && sp_check_get_unattainable_count(r) == fails ? CLI_EXIT_INFEASIBLE
+               : fails                                                ? CLI_EXIT_CHECK_FAILED
+                                                                      : CLI_EXIT_OK;
     sp_free(text);
     sp_check_destroy(r);
     sp_plan_destroy(plan);

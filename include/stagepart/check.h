@@ -38,6 +38,13 @@ typedef struct sp_check_criterion {
     bool passed, skipped; /* skipped: not applicable (the plan records no schedule) */
     double value, limit;
     const char *message;
+    /* "imbalance": the bottleneck-optimal plan's imbalance for the same stage count and options,
+     * which is the least any plan reaches where every split has the same mean stage time (one
+     * device speed, no links, no replicas), and there whether the limit can be met at all: a
+     * failed criterion that is not attainable is no regression of the plan. Elsewhere, and for
+     * other criteria, attainable is true (best is NaN for other criteria). */
+    double best;
+    bool attainable;
 } sp_check_criterion;
 
 typedef struct sp_check_result sp_check_result;
@@ -57,6 +64,9 @@ SP_API size_t sp_check_get_criterion_count(const sp_check_result *result);
 SP_API const sp_check_criterion *sp_check_get_criterion(const sp_check_result *result, size_t i);
 /* how many criteria failed (skipped ones do not) */
 SP_API size_t sp_check_get_failed_count(const sp_check_result *result);
+/* how many of those no plan of the stage count could pass (sp_check_criterion.attainable false):
+ * when every failure is one of them, the gate, not the plan, is what fails (the CLI exits 3) */
+SP_API size_t sp_check_get_unattainable_count(const sp_check_result *result);
 /* sp_check_to_json: the "stagepart-check" document (docs/ci.md) into *json (sp_free it). */
 SP_API sp_status sp_check_to_json(sp_ctx *ctx, const sp_check_result *result, char **json);
 /* sp_check_write_junit: JUnit XML, one test case per criterion, written atomically to path. */

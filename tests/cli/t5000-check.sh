@@ -6,9 +6,33 @@ P=samples/profiles
 "$STAGEPART" partition $P/llama3-8b.json -s 4 -o "$TMP/plan.json" >/dev/null
 expect_code "a current plan passes" 0 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json
 expect_stdout_contains "one line per criterion" "PASS  imbalance          imbalance 1.051 <= 1.100"
+expect_stdout_contains "the optimum beside it" "the optimal plan of 4 stages: 1.051)"
 expect_stdout_contains "summary line" "stagepart check: 4 passed, 0 failed"
-expect_code "a tighter imbalance limit fails" 1 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --max-imbalance 1.02
+# the optimal plan under a gate no plan of 4 stages can meet: the gate fails, not the plan (3)
+expect_code "a gate no plan can meet: exit 3" 3 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --max-imbalance 1.02
 expect_stdout_contains "the failing number is shown" "FAIL  imbalance          imbalance 1.051 > 1.020"
+expect_stdout_contains "no plan meets it" "no plan of 4 stages meets this gate, the optimal one reaches 1.051: raise --max-imbalance or change the stage count"
+expect_stdout_contains "the summary says why 3" "stagepart check: 3 passed, 1 failed (only gates no plan of this stage count can meet: exit 3)"
+# a plan off balance where the optimum passes: the plan failed (1), and says what reaches
+"$STAGEPART" import-plan $P/llama3-8b.json --balance 14,8,8,4 -o "$TMP/off.json" >/dev/null
+expect_code "an off-balance plan: exit 1" 1 "$STAGEPART" check --plan "$TMP/off.json" --profile $P/llama3-8b.json --max-stale 1
+expect_stdout_contains "the optimum that passes" "FAIL  imbalance          imbalance 1.519 > 1.100 (bottleneck 402.129 ms on stage 0, mean 264.813 ms): the plan is off balance, the optimal plan of 4 stages reaches 1.051"
+expect_code "the same in JSON" 1 "$STAGEPART" check --plan "$TMP/off.json" --profile $P/llama3-8b.json --max-stale 1 --json
+python3 - "$TMP/stdout" <<'PY' && pass "JSON: best, attainable, gate_unattainable" || fail "JSON: best, attainable"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = [c for c in d["criteria"] if c["name"] == "imbalance"][0]
+assert abs(c["best"] - 1.051) < 1e-3 and c["attainable"] is True and d["gate_unattainable"] is False, d
+PY
+# an even split's plan (--solver uniform) is compared with the optimal plan, not with another
+# even split (its staleness read 0.0% and its imbalance would have been called the best)
+"$STAGEPART" partition $P/llama3-8b.json -s 4 --solver uniform -o "$TMP/uniform.json" >/dev/null
+expect_code "an even split: exit 1" 1 "$STAGEPART" check --plan "$TMP/uniform.json" --profile $P/llama3-8b.json
+expect_stdout_contains "its imbalance against the optimum" "the plan is off balance, the optimal plan of 4 stages reaches 1.051"
+expect_stdout_contains "its staleness against the optimum" "FAIL  staleness          a new plan would be 11.6% faster (5210.761 ms against 5813.677 ms)"
+# under a gate no plan meets, what the plan could do better is the staleness criterion's to say
+expect_code "an unmeetable gate and a stale plan: exit 1" 1 "$STAGEPART" check --plan "$TMP/off.json" --profile $P/llama3-8b.json --max-imbalance 1.02
+expect_code "an unmeetable gate alone: exit 3" 3 "$STAGEPART" check --plan "$TMP/off.json" --profile $P/llama3-8b.json --max-stale 1 --max-imbalance 1.02
 
 # the model changed: the LM head got 3x slower
 python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); h=[l for l in p["layers"] if l["name"]=="lm_head"][0]; h["fwd_ms"]*=3; h["bwd_ms"]*=3; h["wgrad_ms"]*=3; json.dump(p,open(sys.argv[2],"w"))' $P/llama3-8b.json "$TMP/slower.json"
