@@ -62,6 +62,15 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
     printf("bubble      measured %.1f%%      simulated %.1f%%\n", 100 * S->bubble_fraction,
            100 * S->predicted_bubble_fraction);
     printf("loss        %.4f (first step) -> %.4f (last step)\n", S->first_loss, S->last_loss);
+    /* the host's overall speed, apart from the balance (judged on the stages' shares) */
+    if (isfinite(S->slowdown) && fabs(S->slowdown - 1) > 0.10)
+        printf("speed       every stage %.2fx %s than profiled on the whole (the host's speed, "
+               "not the balance)\n",
+               S->slowdown > 1 ? S->slowdown : 1 / S->slowdown,
+               S->slowdown > 1 ? "slower" : "faster");
+    else if (isfinite(S->slowdown))
+        printf("speed       as profiled (stages %.2fx their planned busy time on the whole)\n",
+               S->slowdown);
     if (S->shared_hardware && !S->balance_held)
         printf("balance not judged: the stages shared %s, so their busy times hold the "
                "contention and the plan's stage times (a device each) do not apply; run with "
@@ -76,13 +85,13 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
                "stages ran on SM partitions, so they do not apply; plan from `stagepart profile "
                "MODEL --backend cuda --sms N` with N the partition's SMs\n");
     else if (S->balance_held)
-        printf("balance held: every stage within 10%% of its planned time (largest error %.1f%%), "
-               "iteration within 15%% of the simulation\n",
-               100 * S->max_stage_error);
+        printf("balance held: every stage's share within 10%% of the plan's (largest error "
+               "%.1f%%), iteration within 15%% of the simulation at this speed\n",
+               100 * S->max_share_error);
     else
-        printf("balance NOT held: largest stage error %.1f%% (limit 10%%), iteration error "
-               "%+.1f%% (limit 15%%)\n",
-               100 * S->max_stage_error, 100 * S->iteration_error);
+        printf("balance NOT held: largest stage share error %.1f%% (limit 10%%), iteration error "
+               "%+.1f%% at this speed (limit 15%%)\n",
+               100 * S->max_share_error, 100 * S->scaled_iteration_error);
 }
 
 static bool parse_fault(const char *text, sp_run_opts *o) {

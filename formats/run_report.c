@@ -122,22 +122,29 @@ sp_status sp_run_report_to_json(sp_ctx *ctx, const struct sp_run_report_doc *run
             cJSON_Delete(p);
         }
     }
-    cJSON *losses = NULL;
+    cJSON *losses = NULL, *shares = NULL;
     ok =
         ok && (err = cJSON_AddObjectToObject(root, "relative_error")) &&
         num(err, "iteration_ms", S->iteration_error) &&
         num(err, "imbalance",
             S->predicted_imbalance > 0 ? S->imbalance / S->predicted_imbalance - 1 : (double)NAN) &&
         num(err, "max_stage_busy", S->max_stage_error) &&
-        (a = cJSON_AddArrayToObject(err, "stages")) &&
+        (a = cJSON_AddArrayToObject(err, "stages")) && num(err, "slowdown", S->slowdown) &&
+        num(err, "max_stage_share", S->max_share_error) &&
+        num(err, "iteration_ms_at_this_speed", S->scaled_iteration_error) &&
+        (shares = cJSON_AddArrayToObject(err, "stage_shares")) &&
         cJSON_AddBoolToObject(root, "balance_held", S->balance_held) &&
         cJSON_AddStringToObject(root, "balance_rule",
-                                "every stage's busy time within 10% of the plan's, and the "
-                                "iteration within 15% of the simulated one") &&
+                                "every stage's share of the busy time within 10% of its planned "
+                                "share (its busy time over the plan's, divided by the run's "
+                                "slowdown), and the iteration within 15% of the simulated one "
+                                "times the slowdown") &&
         (losses = cJSON_AddArrayToObject(root, "loss"));
     for (uint32_t s = 0; ok && s < S->stages; s++) {
         cJSON *v = cJSON_CreateNumber(run->stages[s].busy_error);
         ok = v && cJSON_AddItemToArray(a, v);
+        cJSON *w = ok ? cJSON_CreateNumber(run->stages[s].share_error) : NULL;
+        ok = ok && w && cJSON_AddItemToArray(shares, w);
     }
     for (uint32_t k = 0; ok && k < S->warmup_steps + S->steps; k++) {
         cJSON *v = cJSON_CreateNumber(run->step_loss[k]);

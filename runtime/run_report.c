@@ -73,6 +73,30 @@ static sp_status replay(sp_ctx *ctx, const struct sp_run *run, sp_schedule sched
     return st;
 }
 
+/* The balance is judged on the stages' shares of the work, not on their absolute times: a host
+ * that runs every stage 2x slower than when the profile was measured (another machine, a busy
+ * one, a clock that changed) keeps the plan's balance, and the slowdown is reported on its own.
+ * A stage's share error is its busy time over the plan's, divided by the run's slowdown (the
+ * same ratio over all stages), less 1; the iteration is held to the simulation scaled likewise.
+ * (A run measured 1.018 against 1.014 planned read "balance NOT held" when the host ran 2x
+ * slower: every stage was off by 100 %.) */
+void sp_run_judge_balance(sp_run_summary *S, sp_run_stage *stages) {
+    double k = S->slowdown;
+    S->max_share_error = 0.0;
+    for (uint32_t s = 0; s < S->stages; s++) {
+        sp_run_stage *r = &stages[s];
+        r->share_error = isfinite(k) && k > 0 && isfinite(r->busy_error)
+                             ? (1 + r->busy_error) / k - 1
+                             : (double)NAN;
+        if (fabs(r->share_error) > S->max_share_error || isnan(r->share_error))
+            S->max_share_error = fabs(r->share_error);
+    }
+    S->scaled_iteration_error = isfinite(k) && k > 0 && isfinite(S->iteration_error)
+                                    ? (1 + S->iteration_error) / k - 1
+                                    : (double)NAN;
+    S->balance_held = S->max_share_error <= 0.10 && fabs(S->scaled_iteration_error) <= 0.15;
+}
+
 sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
                         const struct sp_model *m, const sp_run_opts *o) {
     uint32_t P = (uint32_t)sp_plan_get_stage_count(plan), W = o->warmup_steps, n = o->steps;
@@ -117,7 +141,7 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
     /* replicated stages: a stage's figures are its replicas' mean, each replica running M / r of
      * the micro-batches; the devices are the replicas */
     uint32_t D = ps->gpus ? ps->gpus : P;
-    double busy_max = 0.0, busy_sum = 0.0, device_busy = 0.0;
+    double busy_max = 0.0, busy_sum = 0.0, device_busy = 0.0, predicted_sum = 0.0;
     for (uint32_t s = 0; s < P; s++) {
         sp_run_stage *r = &run->stages[s];
         r->stage = s;
@@ -142,10 +166,12 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
         r->predicted_busy_ms = S->micro_batches * run->predicted_time_ms[s] / replicas;
         r->busy_error =
             r->predicted_busy_ms > 0 ? r->busy_ms / r->predicted_busy_ms - 1 : (double)NAN;
+        predicted_sum += r->predicted_busy_ms;
         if (fabs(r->busy_error) > S->max_stage_error || isnan(r->busy_error))
             S->max_stage_error = fabs(r->busy_error);
     }
     S->imbalance = busy_sum > 0 ? busy_max / (busy_sum / P) : 1.0;
+    S->slowdown = predicted_sum > 0 && busy_sum > 0 ? busy_sum / predicted_sum : (double)NAN;
     S->bubble_fraction = S->iteration_ms > 0 ? 1.0 - device_busy / (D * S->iteration_ms) : 0.0;
     sp_free(tmp);
 
@@ -181,7 +207,7 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
         S->bubble_fraction =
             S->replayed_iteration_ms > 0 ? 1.0 - busy / (P * S->replayed_iteration_ms) : 0.0;
     }
-    S->balance_held = S->max_stage_error <= 0.10 && fabs(S->iteration_error) <= 0.15;
+    sp_run_judge_balance(S, run->stages);
 
     /* the timeline of the last step, in the simulator's form */
     sp_sim *t = run->timeline;

@@ -104,6 +104,10 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                      const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
                      const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run);
 
+/* sp_run_judge_balance (run_report.c): from S->slowdown, S->iteration_error and each stage's
+ * busy_error, each stage's share_error, S->max_share_error, S->scaled_iteration_error and
+ * S->balance_held: the balance judged on the stages' shares, the host's speed apart */
+void sp_run_judge_balance(sp_run_summary *S, sp_run_stage *stages);
 /* sp_run_finish (run_report.c): the medians, the prediction and the timeline, once every
  * stage's stats are in run->stats (step-major, P per step) and run->timeline->ops */
 sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,

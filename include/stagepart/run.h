@@ -126,6 +126,9 @@ typedef struct sp_run_stage {
                                       * resident + in flight x saved bytes (no scratch or queue
                                       * buffers, which peak_memory_bytes also counts) */
     double busy_error;               /* busy_ms / predicted_busy_ms - 1 */
+    double share_error;              /* the stage's share of the busy time against its planned
+                                      * share - 1: busy_error with the run's overall slowdown
+                                      * taken out (what the balance is judged on) */
     uint32_t replicas; /* a replicated plan's: its replicas' ranks, the figures above their mean
                         * (each ran every replicas-th micro-batch; predicted_busy_ms is then
                         * M / replicas x the stage time); 1 otherwise */
@@ -136,24 +139,30 @@ typedef struct sp_run_summary {
     sp_schedule schedule;
     double iteration_ms, imbalance, bubble_fraction;                               /* measured */
     double predicted_iteration_ms, predicted_imbalance, predicted_bubble_fraction; /* simulated */
-    double iteration_error;       /* measured / predicted - 1 (isolated: replayed / predicted) */
-    bool isolated;                /* run with isolate: iteration_ms is every op's time in a row */
-    bool shared_hardware;         /* stages competed for one GPU (as streams) or one core: their
-                                   * busy times hold the contention, so the plan's stage times
-                                   * do not apply (balance_held false; isolate confirms it) */
-    bool nccl;                    /* GPU stages as MPI ranks: tensors went GPU to GPU by NCCL;
-                                   * false: through host buffers (or no MPI, or the CPU) */
-    bool unmatched_sms;           /* on GPUs: a stage ran on other SMs than the plan's profile was
-                                   * measured on (a whole GPU against a --sms profile, or an SM
-                                   * partition of another size): the plan's stage times do not
-                                   * apply (balance_held false, not judged) */
-    uint32_t planned_sms;         /* the plan's profile_sms: 0, a whole GPU */
-    double replayed_iteration_ms; /* isolated: the schedule simulated with the measured per-stage
-                                   * op times (no transfer delays); NaN otherwise */
-    double max_stage_error;       /* the largest |busy_error| */
-    bool balance_held;            /* every |busy_error| <= 10% and |iteration_error| <= 15% */
-    double first_loss, last_loss; /* mean loss of the first and last step */
-    unsigned cores;               /* cores this process may use */
+    double iteration_error;        /* measured / predicted - 1 (isolated: replayed / predicted) */
+    bool isolated;                 /* run with isolate: iteration_ms is every op's time in a row */
+    bool shared_hardware;          /* stages competed for one GPU (as streams) or one core: their
+                                    * busy times hold the contention, so the plan's stage times
+                                    * do not apply (balance_held false; isolate confirms it) */
+    bool nccl;                     /* GPU stages as MPI ranks: tensors went GPU to GPU by NCCL;
+                                    * false: through host buffers (or no MPI, or the CPU) */
+    bool unmatched_sms;            /* on GPUs: a stage ran on other SMs than the plan's profile was
+                                    * measured on (a whole GPU against a --sms profile, or an SM
+                                    * partition of another size): the plan's stage times do not
+                                    * apply (balance_held false, not judged) */
+    uint32_t planned_sms;          /* the plan's profile_sms: 0, a whole GPU */
+    double replayed_iteration_ms;  /* isolated: the schedule simulated with the measured per-stage
+                                    * op times (no transfer delays); NaN otherwise */
+    double max_stage_error;        /* the largest |busy_error| */
+    double slowdown;               /* every stage's busy time over the plan's, summed: 2.0 when
+                                    * the host ran twice as slow as when profiled (NaN: none) */
+    double max_share_error;        /* the largest |share_error| */
+    double scaled_iteration_error; /* measured (or replayed) / (predicted x slowdown) - 1 */
+    bool balance_held;             /* every |share_error| <= 10% and |scaled_iteration_error| <=
+                                    * 15%: the stages kept the plan's shares, whatever the host's
+                                    * overall speed (slowdown says that) */
+    double first_loss, last_loss;  /* mean loss of the first and last step */
+    unsigned cores;                /* cores this process may use */
     sp_transport transport;
     sp_run_backend backend;
 } sp_run_summary;
