@@ -51,8 +51,14 @@ void cli_print_replicated(const sp_plan *plan, const sp_profile *profile) {
            m->bottleneck_ms > 0 ? 1000.0 / m->bottleneck_ms : 0.0, m->lower_bound_ms);
     if (m->memory_limit_bytes) {
         char lim[16];
-        printf("memory      every replica within the limit of %s\n",
-               sp_format_bytes(m->memory_limit_bytes, lim, sizeof lim));
+        sp_format_bytes(m->memory_limit_bytes, lim, sizeof lim);
+        if (m->memory_saved_unknown)
+            printf("memory      every replica's resident memory (parameters, memory_bytes) "
+                   "within the limit of %s; activations NOT checked: the profile records no "
+                   "saved_bytes\n",
+                   lim);
+        else
+            printf("memory      every replica within the limit of %s\n", lim);
     }
     printf("even split  %.3f ms with the same replicas%s\n", m->even_split_bottleneck_ms,
            m->even_split_over_memory ? ", but it does not fit the memory limits" : "");

@@ -10,6 +10,14 @@
 #include "plan_impl.h"
 #include "sim_impl.h"
 
+bool sp_profile_saves_nothing(const sp_profile *profile) {
+    size_t n = sp_profile_get_layer_count(profile);
+    for (size_t l = 0; l < n; l++)
+        if (sp_profile_get_layer(profile, l)->saved_bytes)
+            return false;
+    return true;
+}
+
 /* a stage's first or last layer's name; "" for an empty stage */
 static const char *stage_layer_name(const sp_profile *profile, const sp_stage *st, size_t l) {
     return st->layer_count ? sp_profile_get_layer(profile, l)->name : "";
@@ -198,6 +206,7 @@ static void summarize(sp_plan *plan, const sp_profile *profile, const sp_partiti
     sum->micro_batches = opts->micro_batches;
     sum->profile_sms = sp_profile_get_measured_sms(profile);
     sum->memory_limit_bytes = opts->memory_limit_bytes;
+    sum->memory_saved_unknown = sp_profile_saves_nothing(profile);
     sum->objective = opts->objective;
     sum->solver = opts->solver;
     sum->bottleneck_ms = sp_ticks_to_ms(max_ticks);

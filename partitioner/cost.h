@@ -23,4 +23,8 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
                                   const sp_partition_opts *opts, const double *speed,
                                   const size_t *bounds, const bool *recompute, sp_plan **out);
 
+/* whether no layer of the profile saves anything for backward (every saved_bytes 0, as when
+ * the profile has none): its plans' memory is then only what stays resident */
+bool sp_profile_saves_nothing(const sp_profile *profile);
+
 #endif

@@ -120,6 +120,9 @@ sp_status sp_plan_with_empty_stages(sp_ctx *ctx, const sp_profile *profile,
                                     const sp_plan *solved, sp_plan **out);
 
 /* SP_ERR_INFEASIBLE naming the stage when a built plan passes a memory limit */
+/* sp_warn_resident_only: when a memory limit was given and the profile saves nothing for
+ * backward (sp_profile_saves_nothing, cost.h), a warning that only resident memory was checked */
+void sp_warn_resident_only(sp_ctx *ctx, const sp_profile *profile, bool limited);
 sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
                                const struct sp_stage_devices *d);
 /* the same as a yes or no, with no message */

@@ -2,7 +2,18 @@
  * that does not fit, and recomputation undone where a stage fits without it. */
 #include <stdio.h>
 
+#include "cost.h"
 #include "partition_impl.h"
+
+/* "Within the limit" is never said of a figure that was not computed: without saved_bytes the
+ * activations a stage keeps for backward (usually most of its memory in training) are unknown. */
+void sp_warn_resident_only(sp_ctx *ctx, const sp_profile *profile, bool limited) {
+    if (limited && sp_profile_saves_nothing(profile))
+        sp_warn(ctx, "the profile's layers record no saved_bytes: the memory limits were checked "
+                     "against resident memory only (parameters, memory_bytes); the activations "
+                     "each stage keeps for backward are not counted (profile with stagepart "
+                     "profile, or add saved_bytes)");
+}
 
 /* A baseline's plan must still satisfy the memory limits to be usable (per device: the sum of
  * its chunks, in a loop or V-shape). */

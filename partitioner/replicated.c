@@ -231,6 +231,7 @@ sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
     sp_status st = setup(ctx, profile, opts, gpus, &su);
     if (st != SP_OK)
         return st;
+    sp_warn_resident_only(ctx, profile, su.m.mem_cap || su.devices);
     struct sp_replica_plan rp = {0};
     st = sp_replica_search(ctx, &su.m, &rp);
     if (st == SP_ERR_INFEASIBLE)

@@ -89,4 +89,18 @@ expect_code "no micro_batch_size" 0 "$STAGEPART" partition "$TMP/no-mbs.json" -s
 sed 's/"gnmt",/"gnmt", "micro_batch_size": null,/' "$TMP/no-mbs.json" >"$TMP/null-mbs.json"
 expect_code "micro_batch_size null" 0 "$STAGEPART" partition "$TMP/null-mbs.json" -s 2
 expect_code "it matches the schema" 0 python3 tests/tools/schema_check.py docs/schema/profile.schema.json "$TMP/no-mbs.json" "$TMP/null-mbs.json"
+# a memory limit on a profile without saved_bytes: only resident memory can be checked, and
+# the table, the plan and stderr say so (it read "every stage within the limit" before)
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for l in d["layers"]: l.pop("saved_bytes", None)
+json.dump(d, open(sys.argv[2], "w"))' $P/llama3-8b.json "$TMP/nosaved.json"
+expect_code "no saved_bytes, a limit" 0 "$STAGEPART" partition "$TMP/nosaved.json" -s 8 --memory-limit 80GB -o "$TMP/nosaved-plan.json"
+expect_stdout_contains "the table says activations were not checked" "memory      every stage's resident memory (parameters, memory_bytes) within the limit of 80 GB; activations NOT checked: the profile records no saved_bytes"
+expect_stderr_contains "stderr says it" "the profile's layers record no saved_bytes: the memory limits were checked against resident memory only"
+if grep -q '"memory_saved_unknown":[[:space:]]*true' "$TMP/nosaved-plan.json"; then pass "the plan says it"; else fail "the plan says it"; fi
+expect_code "the plan reads back" 0 "$STAGEPART" simulate "$TMP/nosaved-plan.json"
+expect_code "with saved_bytes, a limit" 0 "$STAGEPART" partition $P/llama3-8b.json -s 8 --memory-limit 80GB
+expect_stdout_contains "the whole memory checked" "memory      every stage within the limit of 80 GB"
+expect_empty_stderr() { if [ ! -s "$TMP/stderr" ]; then pass "$1"; else fail "$1" "stderr: $(head -c 200 "$TMP/stderr")"; fi; }
+expect_empty_stderr "no warning"
 test_done
