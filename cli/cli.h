@@ -34,6 +34,12 @@ int cli_exit_code(sp_status status);
 /* Report a failed library call: "stagepart: error: <detail>" on stderr (one line per problem),
  * or, with json, an {"error": {...}} document on stdout as well. Returns the exit code. */
 /* `partition --schedule compare`: every schedule's plan in one table or JSON; the exit code */
+/* After a plan whose schedule runs several chunks per device (interleaved, interleaved-zb, zbv,
+ * dualpipev): plain 1F1B's own plan on the same devices, simulated the same way; when it is
+ * faster, one line says by how much (optimal for its objective is not faster: interleaving pays
+ * a transfer per chunk and fills the pipeline only with enough micro-batches) */
+void cli_partition_advice(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                          const sp_plan *plan);
 int cli_partition_compare(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                           bool json);
 /* `partition --gpus N --global-batch B`: pipeline x data parallel splits in one table or JSON,

@@ -465,6 +465,7 @@ int cmd_partition(int argc, char **argv) {
         sp_free(text);
     } else {
         print_table(plan, profile, output);
+        cli_partition_advice(ctx, profile, &opts, plan);
     }
 out:
     free(cmdline);

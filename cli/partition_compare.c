@@ -42,6 +42,25 @@ static void solve_row(sp_ctx *ctx, const sp_profile *profile, const sp_partition
     r->peak_device_bytes = cli_peak_device_bytes(r->plan);
 }
 
+void cli_partition_advice(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                          const sp_plan *plan) {
+    const sp_plan_summary *m = sp_plan_get_summary(plan);
+    if (m->chunks < 2 || !m->schedule.present || m->gpus)
+        return;
+    struct row r = {.schedule = SP_SCHEDULE_1F1B};
+    sp_partition_opts o = *opts;
+    o.micro_batches = m->schedule.micro_batches; /* the same M as the plan's simulation */
+    solve_row(ctx, profile, &o, &r);
+    const sp_plan_summary *f = r.plan ? sp_plan_get_summary(r.plan) : NULL;
+    if (f && f->schedule.present && f->schedule.iteration_ms < m->schedule.iteration_ms * 0.995)
+        printf("advice      plain 1f1b's own plan on the same %u devices simulates %.2fx faster: "
+               "%.3f ms against %.3f ms per iteration (M = %u; --schedule compare shows every "
+               "schedule)\n",
+               m->stages, m->schedule.iteration_ms / f->schedule.iteration_ms,
+               f->schedule.iteration_ms, m->schedule.iteration_ms, m->schedule.micro_batches);
+    sp_plan_destroy(r.plan);
+}
+
 static void print_rows(const struct row *rows, size_t n, const sp_profile *profile,
                        const sp_partition_opts *o, size_t fastest) {
     printf("%s: %zu layers on %u devices, %u micro-batches: each schedule's own plan, "

@@ -46,4 +46,19 @@ expect_code "Megatron's equal layout evaluated" 0 "$STAGEPART" evaluate $P/gpt3-
     --megatron-layout 'Et*4|t*4|t*4|t*4|t*4|t*4|t*4|t*4L' -s 4 --json
 got=$(python3 -c 'import json,sys; e=json.load(sys.stdin); print(e["optimal"]["solver"], round(e["yours"]["iteration_ms"], 1), round(e["optimal"]["iteration_ms"], 1))' <"$TMP/stdout")
 [ "$got" = "dp 432.0 393.3" ] && pass "against the exact plan: 432.0 ms against 393.3 ms" || fail "evaluate interleaved" "$got"
+# an interleaved plan that simulates slower than plain 1F1B's own plan says so, in one line
+# (12 layers, heavy at both ends: each chunk of 3 layers on 4 devices is worse than 1F1B's 3)
+python3 - "$TMP/ends12.json" <<'PY'
+import json, sys
+ts = [5] + [1] * 10 + [5]
+layers = [{"name": f"l{i}", "kind": "transformer", "fwd_ms": t / 3, "bwd_ms": 2 * t / 3,
+           "activation_bytes": 1 << 20, "saved_bytes": 1 << 20, "param_bytes": 1 << 20}
+          for i, t in enumerate(ts)]
+json.dump({"format": "stagepart-profile", "version": 1, "model": "ends12", "micro_batch_size": 1,
+           "layers": layers}, open(sys.argv[1], "w"))
+PY
+expect_code "interleaved slower than 1F1B" 0 "$STAGEPART" partition "$TMP/ends12.json" -s 4 --chunks 2 --schedule interleaved
+expect_stdout_contains "says which and by how much" "advice      plain 1f1b's own plan on the same 4 devices simulates 1.31x faster: 95.000 ms against 124.000 ms per iteration (M = 16"
+expect_code "interleaved faster than 1F1B" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --chunks 2 --schedule interleaved
+if grep -q '^advice' "$TMP/stdout"; then fail "no advice when it is faster"; else pass "no advice when it is faster"; fi
 test_done
