@@ -26,6 +26,7 @@ enum {
     OPT_ALLOW_EMPTY,
     OPT_GPUS,
     OPT_GLOBAL_BATCH,
+    OPT_FRAMEWORK,
 };
 
 const struct cli_opt cmd_partition_opts[] = {
@@ -78,6 +79,11 @@ const struct cli_opt cmd_partition_opts[] = {
      "Constraints"},
     {OPT_LINKS, "links", 0, "<file>",
      "stagepart-links file: each boundary's transfer time (send_ms)", "Constraints"},
+    {OPT_FRAMEWORK, "framework", 0, "<name>",
+     "megatron: cut only where Megatron-LM's layout can (never inside the embedding group, the "
+     "MTP layers or the output and loss group), so export --to megatron takes the plan; any "
+     "(default): wherever the profile allows",
+     "Constraints"},
     {OPT_COMM, "comm", 0, "<model>",
      "overlap (default: transfers delay the schedule, not the stages) or blocking (transfers "
      "add to both stages' times)",
@@ -142,10 +148,12 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
             printf("wrote       %s\n", written);
         return;
     }
-    printf("%s: %zu layers -> %u stages (solver %s, objective %s%s, %u micro-batches)\n\n",
-           sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages,
-           sp_solver_name(m->solver), sp_objective_name(m->objective),
-           m->optimal ? ", optimal" : "", m->micro_batches);
+    printf(
+        "%s: %zu layers -> %u stages (solver %s, objective %s%s%s%s, %u micro-batches)\n\n",
+        sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages,
+        sp_solver_name(m->solver), sp_objective_name(m->objective), m->optimal ? ", optimal" : "",
+        m->framework != SP_FRAMEWORK_ANY ? " among the cuts of a layout for " : "",
+        m->framework != SP_FRAMEWORK_ANY ? sp_framework_name(m->framework) : "", m->micro_batches);
     size_t namew = 6;
     for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++) {
         const sp_stage *st = sp_plan_get_stage(plan, s);
@@ -323,6 +331,11 @@ int cmd_partition(int argc, char **argv) {
                 return cli_usage_error("partition", "--recompute expects auto or off, got '%s'",
                                        p.value);
             opts.recompute = strcmp(p.value, "auto") == 0;
+            break;
+        case OPT_FRAMEWORK:
+            if (sp_framework_from_name(p.value, &opts.framework) != SP_OK)
+                return cli_usage_error("partition", "--framework expects megatron or any, got '%s'",
+                                       p.value);
             break;
         case OPT_COMM:
             if (sp_comm_from_name(p.value, &opts.comm) != SP_OK)

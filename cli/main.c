@@ -127,8 +127,10 @@ static int cmd_version(int argc, char **argv) {
         return cli_usage_error("version", "unexpected argument '%s'", p.positional[0]);
     const char *features = sp_features();
 #if !defined(SP_COMPUTE_HELPER)
-    if (strstr(features, "cuda")) /* the devices are counted where CUDA is linked */
-        return run_in_compute(argc, argv);
+    if (strstr(features, "cuda")) {       /* the devices are counted where CUDA is linked */
+        char *args[] = {"version", NULL}; /* also for `stagepart --version`, argv the whole */
+        return run_in_compute(1, args);
+    }
 #endif
     printf("stagepart %s (git %s)\nfeatures: %s\n", sp_version(), sp_git_hash(),
            *features ? features : "(none: CPU-only build)");
@@ -269,6 +271,13 @@ static int run_in_compute(int argc, char **argv) {
 #endif
 
 int main(int argc, char **argv) {
+#if defined(SP_COMPUTE_HELPER) && defined(__GLIBC__) && defined(M_ARENA_MAX)
+    /* One malloc arena: glibc gives each new thread an arena of its own, reserving 64 MiB of
+     * address space for it, which the memory budget cannot see; under ulimit -v that reserve
+     * took the room OpenBLAS's buffer was counted on, and OpenBLAS then retried its mapping for
+     * ever. The threads here allocate their stages' memory before they compute. */
+    mallopt(M_ARENA_MAX, 1);
+#endif
 #if defined(SP_COMPUTE_HELPER)
     load_blas();
 #endif

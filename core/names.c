@@ -45,6 +45,9 @@
     XX(SP_EXPORT_PIPPY, "pippy")                                                                   \
     XX(SP_EXPORT_TORCHTITAN, "torchtitan")                                                         \
     XX(SP_EXPORT_TORCH_SCHEDULE_CSV, "torch-schedule-csv")
+#define SP_FRAMEWORK_NAMES(XX)                                                                     \
+    XX(SP_FRAMEWORK_ANY, "any")                                                                    \
+    XX(SP_FRAMEWORK_MEGATRON, "megatron")
 #define SP_TRANSPORT_NAMES(XX)                                                                     \
     XX(SP_TRANSPORT_THREADS, "threads")                                                            \
     XX(SP_TRANSPORT_MPI, "mpi")
@@ -90,6 +93,7 @@ SP_DEFINE_NAMES_(objective, sp_objective, SP_OBJECTIVE_NAMES)
 SP_DEFINE_NAMES_(comm, sp_comm, SP_COMM_NAMES)
 SP_DEFINE_NAMES_(placement, sp_placement, SP_PLACEMENT_NAMES)
 SP_DEFINE_NAMES_(export_format, sp_export_format, SP_EXPORT_FORMAT_NAMES)
+SP_DEFINE_NAMES_(framework, sp_framework, SP_FRAMEWORK_NAMES)
 SP_DEFINE_NAMES_(transport, sp_transport, SP_TRANSPORT_NAMES)
 SP_DEFINE_NAMES_(run_backend, sp_run_backend, SP_RUN_BACKEND_NAMES)
 SP_DEFINE_NAMES_(run_fault, sp_run_fault, SP_RUN_FAULT_NAMES)
@@ -106,6 +110,7 @@ static const struct {
     [SP_NAMES_COMM] = {comm_names, SP_COUNT_OF(comm_names)},
     [SP_NAMES_PLACEMENT] = {placement_names, SP_COUNT_OF(placement_names)},
     [SP_NAMES_EXPORT_FORMAT] = {export_format_names, SP_COUNT_OF(export_format_names)},
+    [SP_NAMES_FRAMEWORK] = {framework_names, SP_COUNT_OF(framework_names)},
     [SP_NAMES_TRANSPORT] = {transport_names, SP_COUNT_OF(transport_names)},
     [SP_NAMES_RUN_BACKEND] = {run_backend_names, SP_COUNT_OF(run_backend_names)},
     [SP_NAMES_RUN_FAULT] = {run_fault_names, SP_COUNT_OF(run_fault_names)},

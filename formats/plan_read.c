@@ -145,7 +145,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     const char *model = NULL, *sha = "", *command = NULL;
     uint64_t stages = 0, chunks = 1, micro = 1, layers = 0, limit = 0;
     int solver = SP_SOLVER_DP, objective = SP_OBJECTIVE_BOTTLENECK, comm = SP_COMM_OVERLAP;
-    int placement = SP_PLACEMENT_ORDER, layout = SP_CHUNKS_LOOP;
+    int placement = SP_PLACEMENT_ORDER, layout = SP_CHUNKS_LOOP, framework = SP_FRAMEWORK_ANY;
     uint8_t *device_used = NULL; /* placement search: one stage per device */
     size_t covered = 0;          /* layers the stages hold, in order */
     if (!cJSON_IsObject(root)) {
@@ -168,6 +168,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     read_enum(&r, root, "objective", SP_NAMES_OBJECTIVE, &objective);
     read_enum(&r, root, "comm", SP_NAMES_COMM, &comm);
     read_enum(&r, root, "placement", SP_NAMES_PLACEMENT, &placement);
+    read_enum(&r, root, "framework", SP_NAMES_FRAMEWORK, &framework);
     read_enum(&r, root, "chunk_layout", SP_NAMES_CHUNK_LAYOUT, &layout);
     sp_json_get_bool(&r, root, "", "optimal", false, &m->optimal);
     sp_json_get_uint(&r, root, "", "stage_count", true, 1, &stages);
@@ -329,6 +330,7 @@ done:
     m->objective = (sp_objective)objective;
     m->comm = (sp_comm)comm;
     m->placement = (sp_placement)placement;
+    m->framework = (sp_framework)framework;
     m->stages = (uint32_t)stages;
     m->chunks = (uint32_t)chunks;
     m->chunk_layout = (sp_chunk_layout)layout;

@@ -102,6 +102,8 @@ static cJSON *plan_tree(const sp_plan *plan) {
         ok = m->memory_limit_bytes
                  ? add_number(root, "memory_limit_bytes", (double)m->memory_limit_bytes)
                  : cJSON_AddNullToObject(root, "memory_limit_bytes") != NULL;
+    if (ok && m->framework != SP_FRAMEWORK_ANY)
+        ok = add_string(root, "framework", sp_framework_name(m->framework));
     if (ok && m->memory_saved_unknown) /* the stages' memory_bytes are resident memory alone */
         ok = cJSON_AddBoolToObject(root, "memory_saved_unknown", true) != NULL;
     ok = ok && add_number(root, "bottleneck_ms", m->bottleneck_ms) &&

@@ -16,6 +16,8 @@
 #define SP_PROFILE_MAX_FILE_BYTES ((size_t)4 << 30) /* 4 GiB: larger files are refused */
 
 struct sp_profile {
+    const sp_profile *base; /* a copy with cuts forbidden (sp_profile_forbid_cuts): everything
+                             * but its layers is base's, borrowed */
     char *model, *source, *device;
     uint64_t micro_batch_size;
     uint64_t measured_sms; /* measurement.sms: the GPU SMs the times were taken on; 0: all */
@@ -30,6 +32,11 @@ struct sp_profile {
 void sp_profile_destroy(sp_profile *p) {
     if (!p)
         return;
+    if (p->base) {
+        sp_free(p->layers);
+        sp_free(p);
+        return;
+    }
     sp_free(p->model);
     sp_free(p->source);
     sp_free(p->device);
@@ -37,6 +44,27 @@ void sp_profile_destroy(sp_profile *p) {
     sp_free(p->pool);
     sp_devices_destroy(p->devices);
     sp_free(p);
+}
+
+sp_status sp_profile_forbid_cuts(sp_ctx *ctx, const sp_profile *p, const bool *no_cut,
+                                 sp_profile **out) {
+    *out = NULL;
+    sp_profile *copy = sp_malloc(sizeof *copy);
+    sp_layer *layers = sp_mallocarray(p->n_layers ? p->n_layers : 1, sizeof *layers);
+    if (!copy || !layers) {
+        sp_free(copy);
+        sp_free(layers);
+        return sp_oom(ctx, "copying the profile's layers");
+    }
+    *copy = *p;
+    copy->base = p->base ? p->base : p;
+    if (p->n_layers)
+        memcpy(layers, p->layers, p->n_layers * sizeof *layers);
+    for (size_t l = 0; l < p->n_layers; l++)
+        layers[l].cut_after &= !no_cut[l];
+    copy->layers = layers;
+    *out = copy;
+    return SP_OK;
 }
 
 const sp_devices *sp_profile_get_devices(const sp_profile *p) {

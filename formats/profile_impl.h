@@ -9,6 +9,12 @@
  * NULL when there is none. */
 const char *sp_profile_layer_pool(const sp_profile *p, size_t *len);
 
+/* A copy of p whose layer l may not end a stage where no_cut[l] (n_layers entries), as if its
+ * cut_after were false: its layers are its own, everything else (names, devices, digest) is p's,
+ * borrowed: p must outlive it. sp_profile_destroy frees it. */
+sp_status sp_profile_forbid_cuts(sp_ctx *ctx, const sp_profile *p, const bool *no_cut,
+                                 sp_profile **out);
+
 /* One layer object (or whatever stands there) read into *L, every problem reported as
  * "layers[i]..."; L's name and kind point into obj. */
 void sp_profile_read_layer(struct sp_json_reader *r, const cJSON *obj, size_t i, sp_layer *L);

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "internal.h"
 
@@ -67,6 +68,14 @@ void sp_sgemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a
     }
     g_blas.sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
                  n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+size_t sp_blas_thread_bytes(void) {
+    struct rlimit rl;
+    size_t stack = (size_t)8 << 20;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < SIZE_MAX)
+        stack = (size_t)rl.rlim_cur;
+    return SP_BLAS_BUFFER_BYTES + stack;
 }
 
 sp_status sp_models_load_blas(sp_ctx *ctx) {

@@ -11,6 +11,10 @@
  * once, on its first product; when that mapping fails it retries for ever. */
 #define SP_BLAS_BUFFER_BYTES ((size_t)128 << 20)
 
+/* What one thread computing on the CPU takes beyond the library's counted blocks: OpenBLAS's
+ * buffer and the thread's stack (RLIMIT_STACK, glibc's default size for a new thread) */
+size_t sp_blas_thread_bytes(void);
+
 /* Load OpenBLAS once (later calls return the first call's result). SP_ERR_UNSUPPORTED naming the
  * library and the loader's reason when it cannot be loaded, SP_ERR_NOMEM when the reason was
  * memory. Thread-safe. */

@@ -143,10 +143,11 @@ sp_status sp_stage_exec_create_on(sp_ctx *ctx, const struct sp_exec_backend *be,
     /* the CPU's stages compute at once, each with its own OpenBLAS buffer, which OpenBLAS maps
      * at its first product and, when the mapping fails, retries for ever: so the buffer is
      * counted against the memory budget here, where a stage that does not fit can say so */
-    size_t blas = be == &sp_exec_backend_cpu ? SP_BLAS_BUFFER_BYTES : 0;
+    size_t blas = be == &sp_exec_backend_cpu ? sp_blas_thread_bytes() : 0;
     if (blas && !sp_budget_reserve(blas))
-        return sp_oom(ctx, "reserving OpenBLAS's buffer for a stage (128 MiB of address space "
-                           "each stage computing on the CPU maps)");
+        return sp_oom(ctx, "reserving OpenBLAS's buffer and a thread's stack for a stage (the "
+                           "128 MiB of address space OpenBLAS maps for each stage computing on "
+                           "the CPU)");
     size_t n = last - first + 1, work = 0, act = 0, need = 0;
     for (size_t l = first; l <= last; l++) {
         const struct sp_model_layer *L = &m->layers[l];

@@ -244,8 +244,27 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
     opts->comm = m->comm;
     opts->placement = m->placement;
     opts->placed_as = m->placement == SP_PLACEMENT_SEARCH ? plan : NULL;
+    opts->framework = m->framework;
     for (size_t k = 0; k < plan->n_stages; k++) /* a plan with an empty stage keeps allowing */
         opts->allow_empty_stages |= plan->stages[k].layer_count == 0;
+}
+
+/* the plan of a copy of the profile with the framework's forbidden cuts, recording the framework
+ * so that check and evaluate re-plan under it */
+static sp_status partition_for_framework(sp_ctx *ctx, const sp_profile *profile,
+                                         const sp_partition_opts *opts, sp_plan **out) {
+    if (!sp_framework_name(opts->framework))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown framework");
+    sp_profile *framed = NULL;
+    sp_status st = sp_profile_for_framework(ctx, profile, opts->framework, &framed);
+    sp_partition_opts o = *opts;
+    o.framework = SP_FRAMEWORK_ANY;
+    if (st == SP_OK)
+        st = sp_partition(ctx, framed, &o, out);
+    if (st == SP_OK)
+        (*out)->summary.framework = opts->framework;
+    sp_profile_destroy(framed);
+    return st;
 }
 
 sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
@@ -256,6 +275,8 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     if (!profile || !opts || !out)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_partition: NULL argument");
     *out = NULL;
+    if (opts->framework != SP_FRAMEWORK_ANY) /* the same call on the framework's profile */
+        return partition_for_framework(ctx, profile, opts, out);
     sp_partition_opts o = *opts;
     if (o.stages < 1 || o.stages > SP_MAX_STAGES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages must be in [1, %u], got %u", SP_MAX_STAGES,

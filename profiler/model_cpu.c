@@ -176,7 +176,10 @@ sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_pr
     int why = pthread_create(&thread, NULL, measure, &run);
     if (why != 0) { /* only out of resources: its stack, under a memory limit */
         run.status = sp_fail(ctx, why == EAGAIN ? SP_ERR_NOMEM : SP_ERR_NO_DEVICE,
-                             "cannot start the measuring thread: %s", strerror(why));
+                             "cannot start the measuring thread: %s%s", strerror(why),
+                             why == EAGAIN ? " (out of memory for its stack, or too many "
+                                             "threads: ulimit -v, -d or -u)"
+                                           : "");
     } else {
         pthread_join(thread, NULL);
     }

@@ -235,9 +235,12 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
         for (int why = 0; started < P; started++)
             if ((why = pthread_create(&threads[started], NULL, thread_main, &w[started])) != 0) {
                 /* only out of resources: its stack, under a memory limit */
-                char msg[128];
-                snprintf(msg, sizeof msg, "cannot start the thread of stage %u: %s", started,
-                         strerror(why));
+                char msg[256];
+                snprintf(msg, sizeof msg, "cannot start the thread of stage %u: %s%s", started,
+                         strerror(why),
+                         why == EAGAIN ? " (out of memory for its stack, or too many threads: "
+                                         "ulimit -v, -d or -u)"
+                                       : "");
                 q_fail(&t, why == EAGAIN ? SP_ERR_NOMEM : SP_ERR_NO_DEVICE, msg);
                 break;
             }

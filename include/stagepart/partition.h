@@ -88,6 +88,17 @@ typedef enum sp_comm {
 SP_API const char *sp_comm_name(sp_comm comm);
 SP_API sp_status sp_comm_from_name(const char *name, sp_comm *out);
 
+/* The framework whose pipeline layout a plan must fit (sp_partition_opts.framework). */
+typedef enum sp_framework {
+    SP_FRAMEWORK_ANY = 0,     /* cuts wherever the profile allows */
+    SP_FRAMEWORK_MEGATRON = 1 /* no cut inside Megatron-LM's groups, which a layout cannot split:
+                               * the embedding (E: the layers before the first transformer
+                               * layer), the MTP layers, the output and loss (L: the layers after
+                               * them), so that export --to megatron takes every plan */
+} sp_framework;
+SP_API const char *sp_framework_name(sp_framework framework);
+SP_API sp_status sp_framework_from_name(const char *name, sp_framework *out);
+
 #define SP_MICRO_BATCHES_AUTO UINT32_MAX
 
 /* Which device runs each stage. */
@@ -152,6 +163,9 @@ typedef struct sp_partition_opts {
                                   * stage per place and leaves the rest empty, first in the
                                   * pipeline (one chunk, identical devices, no links; never
                                   * otherwise). Default false: every stage holds a layer */
+    sp_framework framework;      /* cut only where this framework's layout can (default
+                                  * SP_FRAMEWORK_ANY); SP_ERR_INVALID_ARG naming why when the
+                                  * profile's layers do not make its groups (no kinds) */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */

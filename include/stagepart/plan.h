@@ -70,6 +70,7 @@ typedef struct sp_plan_summary {
     bool optimal; /* proven optimal for the objective (dp solver) */
     uint32_t stages, micro_batches;
     uint64_t memory_limit_bytes;     /* 0: none */
+    sp_framework framework;          /* the layout its cuts keep to (sp_partition_opts) */
     bool memory_saved_unknown;       /* the profile's layers record no saved_bytes: the stages'
                                       * memory (and any limit's check) is what stays resident
                                       * alone, without the activations kept for backward */

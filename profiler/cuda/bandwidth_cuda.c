@@ -22,7 +22,13 @@
 
 #include "stagepart/stagepart.h"
 #ifdef SP_HAVE_NCCL
-#include <nccl.h>
+#include "cuda/nccl_lib.h"
+
+/* NCCL's calls; p->nccl says they are there before any use */
+static const struct sp_nccl *nccl(void) {
+    const char *why = NULL;
+    return sp_nccl_lib(&why);
+}
 #endif
 
 #include "links_json.h"
@@ -264,25 +270,25 @@ static sp_status nccl_series(struct probe *p, struct sp_links_doc *doc, int a, i
                              const char *label) {
     ncclComm_t comm[2];
     int devs[2] = {a, b};
-    ncclResult_t r = ncclCommInitAll(comm, 2, devs);
+    ncclResult_t r = nccl()->CommInitAll(comm, 2, devs);
     if (r != ncclSuccess)
         return sp_fail(p->ctx, SP_ERR_CUDA, "bandwidth: ncclCommInitAll(gpu%d, gpu%d): %s", a, b,
-                       ncclGetErrorString(r));
+                       nccl()->GetErrorString(r));
     sp_status st = SP_OK;
     for (size_t k = 0; st == SP_OK && k < p->n_sizes; k++)
         for (unsigned t = 0; st == SP_OK && t < p->o->warmup + p->o->trials; t++) {
             int64_t t0 = host_ns();
-            r = ncclGroupStart();
+            r = nccl()->GroupStart();
             if (r == ncclSuccess)
-                r = ncclSend(p->buf[a][0], p->sizes[k], ncclChar, 1, comm[0], p->stream[a]);
+                r = nccl()->Send(p->buf[a][0], p->sizes[k], ncclChar, 1, comm[0], p->stream[a]);
             if (r == ncclSuccess)
-                r = ncclRecv(p->buf[b][1], p->sizes[k], ncclChar, 0, comm[1], p->stream[b]);
-            ncclResult_t r2 = ncclGroupEnd();
+                r = nccl()->Recv(p->buf[b][1], p->sizes[k], ncclChar, 0, comm[1], p->stream[b]);
+            ncclResult_t r2 = nccl()->GroupEnd();
             if (r == ncclSuccess)
                 r = r2;
             if (r != ncclSuccess) {
                 st = sp_fail(p->ctx, SP_ERR_CUDA, "bandwidth: NCCL send/recv gpu%d -> gpu%d: %s", a,
-                             b, ncclGetErrorString(r));
+                             b, nccl()->GetErrorString(r));
                 break;
             }
             cudaError_t e = cudaStreamSynchronize(p->stream[a]);
@@ -295,8 +301,8 @@ static sp_status nccl_series(struct probe *p, struct sp_links_doc *doc, int a, i
             if (t >= p->o->warmup)
                 p->ms[k * p->o->trials + (t - p->o->warmup)] = (double)(host_ns() - t0) / 1e6;
         }
-    ncclCommDestroy(comm[0]);
-    ncclCommDestroy(comm[1]);
+    nccl()->CommDestroy(comm[0]);
+    nccl()->CommDestroy(comm[1]);
     if (st != SP_OK)
         return st;
     struct sp_link_series s = {label, -1,           -1,   p->sizes, p->n_sizes,
@@ -425,7 +431,9 @@ sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts,
     if (st == SP_OK) {
         p->cupti = cupti_start(why, sizeof why);
 #ifdef SP_HAVE_NCCL
-        p->nccl = n >= 2;
+        const char *no_nccl = NULL; /* without NCCL, the NCCL series is left out */
+        const struct sp_nccl *lib = n >= 2 ? sp_nccl_lib(&no_nccl) : NULL;
+        p->nccl = lib && lib->CommInitAll && lib->GroupStart && lib->GroupEnd;
 #endif
         st = measure(p, doc);
         if (p->cupti)

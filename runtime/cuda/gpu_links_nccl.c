@@ -1,11 +1,17 @@
 /* runtime/cuda/gpu_links_nccl.c: NCCL point-to-point between the GPU stages of MPI ranks
  * (runtime/gpu_links.h). Every call is queued on the direction's stream and followed by a CUDA
  * event the transport polls: nothing here waits on another rank. */
-#include <nccl.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda/nccl_lib.h"
 #include "gpu_links.h"
+
+/* NCCL's calls; sp_nccl_available said they are there before any of the functions below runs */
+static const struct sp_nccl *nccl(void) {
+    const char *why = NULL;
+    return sp_nccl_lib(&why);
+}
 
 struct direction {
     ncclComm_t comm;
@@ -26,17 +32,16 @@ struct sp_nccl_p2p {
 };
 
 bool sp_nccl_available(const char **why) {
-    (void)why;
-    return true;
+    return sp_nccl_lib(why) != NULL;
 }
 
 sp_status sp_nccl_make_ids(sp_ctx *ctx, unsigned char ids[2][SP_NCCL_ID_BYTES]) {
     for (int d = 0; d < 2; d++) {
         ncclUniqueId id;
-        ncclResult_t r = ncclGetUniqueId(&id);
+        ncclResult_t r = nccl()->GetUniqueId(&id);
         if (r != ncclSuccess)
             return sp_fail(ctx, SP_ERR_NO_DEVICE, "NCCL: ncclGetUniqueId failed: %s",
-                           ncclGetErrorString(r));
+                           nccl()->GetErrorString(r));
         memcpy(ids[d], id.internal, SP_NCCL_ID_BYTES);
     }
     return SP_OK;
@@ -49,7 +54,7 @@ static bool failed(struct sp_nccl_p2p *n, const char *what, const char *why) {
 }
 
 static bool nccl_ok(struct sp_nccl_p2p *n, ncclResult_t r, const char *what) {
-    return r == ncclSuccess || failed(n, what, ncclGetErrorString(r));
+    return r == ncclSuccess || failed(n, what, nccl()->GetErrorString(r));
 }
 
 static bool cuda_ok(struct sp_nccl_p2p *n, cudaError_t e, const char *what) {
@@ -62,9 +67,9 @@ void sp_nccl_close(struct sp_nccl_p2p *n) {
     for (int d = 0; d < 2; d++) {
         struct direction *x = &n->dir[d];
         if (x->comm && n->aborted)
-            ncclCommAbort(x->comm);
+            nccl()->CommAbort(x->comm);
         else if (x->comm)
-            ncclCommDestroy(x->comm);
+            nccl()->CommDestroy(x->comm);
         for (uint32_t k = 0; k < x->cap; k++) {
             if (x->buf && x->buf[k])
                 n->be->release(n->be->device, x->buf[k]);
@@ -96,7 +101,7 @@ sp_status sp_nccl_open(sp_ctx *ctx, const struct sp_exec_backend *be, int rank, 
         ncclUniqueId id;
         memcpy(id.internal, ids[d], SP_NCCL_ID_BYTES);
         /* in the same order on every rank: activations' communicator, then gradients' */
-        ok = nccl_ok(n, ncclCommInitRank(&x->comm, nranks, id, rank), "ncclCommInitRank") &&
+        ok = nccl_ok(n, nccl()->CommInitRank(&x->comm, nranks, id, rank), "ncclCommInitRank") &&
              cuda_ok(n, cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking),
                      "a stream for NCCL") &&
              cuda_ok(n, cudaEventCreateWithFlags(&x->arrived, cudaEventDisableTiming), "an event");
@@ -151,7 +156,7 @@ bool sp_nccl_send(struct sp_nccl_p2p *n, int dir, int peer) {
     struct direction *x = &n->dir[dir];
     uint32_t k = x->next;
     bool ok = !n->aborted &&
-              nccl_ok(n, ncclSend(x->buf[k], x->elems, ncclFloat, peer, x->comm, x->stream),
+              nccl_ok(n, nccl()->Send(x->buf[k], x->elems, ncclFloat, peer, x->comm, x->stream),
                       "ncclSend") &&
               cuda_ok(n, cudaEventRecord(x->sent[k], x->stream), "recording a send");
     x->busy[k] = ok;
@@ -162,7 +167,7 @@ bool sp_nccl_send(struct sp_nccl_p2p *n, int dir, int peer) {
 bool sp_nccl_recv(struct sp_nccl_p2p *n, int dir, int peer, float *dst, size_t elems) {
     struct direction *x = &n->dir[dir];
     return !n->aborted &&
-           nccl_ok(n, ncclRecv(dst, elems, ncclFloat, peer, x->comm, x->stream), "ncclRecv") &&
+           nccl_ok(n, nccl()->Recv(dst, elems, ncclFloat, peer, x->comm, x->stream), "ncclRecv") &&
            cuda_ok(n, cudaEventRecord(x->arrived, x->stream), "recording a receive");
 }
 
@@ -180,7 +185,7 @@ void sp_nccl_abort(struct sp_nccl_p2p *n) {
     n->aborted = true;
     for (int d = 0; d < 2; d++)
         if (n->dir[d].comm) {
-            ncclCommAbort(n->dir[d].comm);
+            nccl()->CommAbort(n->dir[d].comm);
             n->dir[d].comm = NULL;
         }
 }

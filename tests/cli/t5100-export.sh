@@ -235,4 +235,34 @@ expect_code "dualpipev needs M >= 2P" 2 "$STAGEPART" evaluate $P/llama3-8b.json 
 expect_code "interleaved-zb with virtual stages" 0 "$STAGEPART" evaluate $P/llama3-8b.json --balance 5,4,4,4,4,4,5,4 -s 4 --schedule interleaved-zb -m 8
 expect_code "interleaved-zb without" 2 "$STAGEPART" evaluate $P/llama3-8b.json --balance 9,9,9,7 --schedule interleaved-zb
 expect_stderr_contains "interleaved-zb: reason named" "needs virtual stages"
+# --framework megatron: the cuts keep to Megatron's groups, so every plan exports. A profile
+# whose output group (ln_f, lm_head) is heavy: the plain optimum cuts inside it, and the export
+# refuses; with the framework it cannot
+python3 - "$TMP/heavy-out.json" <<'PY'
+import json, sys
+L = [("embedding", "embedding", 2)] + [(f"layers.{i}", "transformer", 3) for i in range(6)] + \
+    [("ln_f", "norm", 5), ("lm_head", "head", 9), ("loss", "loss", 0.1)]
+layers = [{"name": n, "kind": k, "fwd_ms": t / 3, "bwd_ms": 2 * t / 3, "activation_bytes": 1 << 20,
+           "saved_bytes": 1 << 20, "param_bytes": 1 << 20} for n, k, t in L]
+json.dump({"format": "stagepart-profile", "version": 1, "model": "heavy-out", "micro_batch_size": 1,
+           "layers": layers}, open(sys.argv[1], "w"))
+PY
+"$STAGEPART" partition "$TMP/heavy-out.json" -s 4 -o "$TMP/plain4.json" >/dev/null
+expect_code "the plain optimum cuts inside L" 2 "$STAGEPART" export "$TMP/plain4.json" --to megatron
+expect_stderr_contains "named" "starts inside the output group (layers ln_f..loss)"
+expect_code "--framework megatron" 0 "$STAGEPART" partition "$TMP/heavy-out.json" -s 4 --framework megatron -o "$TMP/meg4.json"
+expect_stdout_contains "the table says so" "optimal among the cuts of a layout for megatron"
+expect_code "it exports" 0 "$STAGEPART" export "$TMP/meg4.json" --to megatron
+expect_stdout_contains "a layout" '--pipeline-model-parallel-layout "Ett|tt|tt|L"'
+if grep -q '"framework":[[:space:]]*"megatron"' "$TMP/meg4.json"; then pass "the plan records it"; else fail "the plan records it"; fi
+expect_code "check keeps to it" 0 "$STAGEPART" check --plan "$TMP/meg4.json" --profile "$TMP/heavy-out.json" --max-imbalance 3
+expect_stdout_contains "its fresh plan is the framework's" "PASS  staleness          a new plan would be 0.0% faster"
+for s in 2 3 5 6 7; do
+    "$STAGEPART" partition "$TMP/heavy-out.json" -s $s --framework megatron -o "$TMP/m.json" >/dev/null &&
+        "$STAGEPART" export "$TMP/m.json" --to megatron >/dev/null 2>&1 || fail "-s $s exports"
+done
+pass "2 to 7 stages export"
+expect_code "a profile without transformer kinds" 2 "$STAGEPART" partition $P/resnet50.json -s 4 --framework megatron
+expect_stderr_contains "says why" "--framework megatron: Megatron layouts count transformer layers"
+expect_code "an unknown framework" 2 "$STAGEPART" partition $P/llama3-8b.json -s 4 --framework deepspeed
 test_done

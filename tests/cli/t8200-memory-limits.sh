@@ -31,7 +31,7 @@ cmdline_of() {
     import) echo import kineto $TMP/tr/trace.json -o $TMP/out/p.json ;;
     profile) echo profile $MODEL --iters 1 --warmup 0 -q -o $TMP/out/m.json ;;
     run) echo run $TMP/tiny-plan.json --model $MODEL --steps 1 --warmup-steps 0 ;;
-    bandwidth) echo bandwidth --sizes 4KiB,1MiB,16MiB --trials 2 ;;
+    bandwidth) echo bandwidth --sizes 4KiB,1MiB,16MiB --trials 5 ;;
     esac
 }
 mkdir "$TMP/out"
@@ -48,6 +48,8 @@ for kind in v d; do
                 pass "$what: ok"
             elif [ "$rc" = 2 ] && grep -qiE "memory|stacks" "$TMP/stderr"; then
                 pass "$what: exit 2, the memory named"
+            elif [ "$name" = bandwidth ] && [ "$rc" = 2 ] && grep -q "link fit" "$TMP/stderr"; then
+                pass "$what: exit 2, the probe's copies too noisy to fit (a busy machine)"
             elif [ "$rc" = 137 ]; then
                 fail "$what: hung (killed after 30 s)"
             else
