@@ -74,6 +74,9 @@ int cli_check_output_not_input(const char *command, const char *option, const ch
  * is "-". cli_one_stdout: a usage error (exit 2) when more than one of the n outputs is "-", or
  * one is and json_too (--json would print a second document); else 0. */
 bool cli_is_stdout(const char *path);
+/* the table's line for a plan made under a memory limit: "every stage (or replica) within the
+ * limit", or, when the profile records no saved_bytes, that only resident memory was checked */
+void cli_print_memory_limit(const sp_plan_summary *m, const char *each);
 int cli_one_stdout(const char *command, const char *const *outputs, size_t n, bool json_too);
 
 /* Ctrl-C and SIGTERM during a long library call: the handlers set cli_interrupted, which

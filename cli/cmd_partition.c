@@ -207,15 +207,7 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
     printf("mean        %.3f ms   stddev %.3f ms   imbalance %.3f (bottleneck / mean)\n",
            m->mean_ms, m->stddev_ms, m->imbalance);
     if (m->memory_limit_bytes) {
-        char lim[16];
-        sp_format_bytes(m->memory_limit_bytes, lim, sizeof lim);
-        if (m->memory_saved_unknown)
-            printf("memory      every stage's resident memory (parameters, memory_bytes) within "
-                   "the limit of %s; activations NOT checked: the profile records no "
-                   "saved_bytes\n",
-                   lim);
-        else
-            printf("memory      every stage within the limit of %s\n", lim);
+        cli_print_memory_limit(m, "stage");
     } else if (m->memory_saved_unknown) {
         printf("memory      resident only (parameters, memory_bytes): the profile records no "
                "saved_bytes, so the activations kept for backward are not counted\n");

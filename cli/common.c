@@ -132,6 +132,17 @@ int cli_check_output_not_input(const char *command, const char *option, const ch
     return 0;
 }
 
+void cli_print_memory_limit(const sp_plan_summary *m, const char *each) {
+    char lim[16];
+    sp_format_bytes(m->memory_limit_bytes, lim, sizeof lim);
+    if (m->memory_saved_unknown)
+        printf("memory      every %s's resident memory (parameters, memory_bytes) within the limit "
+               "of %s; activations NOT checked: the profile records no saved_bytes\n",
+               each, lim);
+    else
+        printf("memory      every %s within the limit of %s\n", each, lim);
+}
+
 bool cli_is_stdout(const char *path) {
     return path && strcmp(path, "-") == 0;
 }

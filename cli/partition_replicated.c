@@ -49,17 +49,8 @@ void cli_print_replicated(const sp_plan *plan, const sp_profile *profile) {
            "lower bound %.3f ms (all work spread over every GPU, no all-reduce)\n",
            m->bottleneck_ms, m->bottleneck_stage,
            m->bottleneck_ms > 0 ? 1000.0 / m->bottleneck_ms : 0.0, m->lower_bound_ms);
-    if (m->memory_limit_bytes) {
-        char lim[16];
-        sp_format_bytes(m->memory_limit_bytes, lim, sizeof lim);
-        if (m->memory_saved_unknown)
-            printf("memory      every replica's resident memory (parameters, memory_bytes) "
-                   "within the limit of %s; activations NOT checked: the profile records no "
-                   "saved_bytes\n",
-                   lim);
-        else
-            printf("memory      every replica within the limit of %s\n", lim);
-    }
+    if (m->memory_limit_bytes)
+        cli_print_memory_limit(m, "replica");
     printf("even split  %.3f ms with the same replicas%s\n", m->even_split_bottleneck_ms,
            m->even_split_over_memory ? ", but it does not fit the memory limits" : "");
     if (m->schedule.present)

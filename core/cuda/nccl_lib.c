@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_lib_open.h"
 #include "nccl_lib.h"
 
 static struct sp_nccl g_nccl;
@@ -39,17 +40,7 @@ static bool take(void *from) {
 static void find(void) {
     if (take(RTLD_DEFAULT))
         return;
-    void *lib = dlopen(NCCL_SONAME, RTLD_NOW | RTLD_LOCAL);
-    Dl_info info;
-    if (!lib && dladdr((void *)cudaGetDeviceCount, &info) && info.dli_fname) {
-        char path[4096]; /* beside the CUDA runtime in use */
-        snprintf(path, sizeof path, "%s", info.dli_fname);
-        char *slash = strrchr(path, '/');
-        if (slash) {
-            snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "%s", NCCL_SONAME);
-            lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        }
-    }
+    void *lib = sp_cuda_lib_open(NCCL_SONAME);
     if (!lib)
         g_why = "NCCL (" NCCL_SONAME ") could not be loaded";
     else if (!take(lib))

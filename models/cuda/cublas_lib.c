@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cublas_lib.h"
+#include "cuda/cuda_lib_open.h"
 
 static struct sp_cublas g_cublas;
 static const char *g_why;
@@ -32,17 +33,7 @@ static bool take(void *from) {
 static void find(void) {
     if (take(RTLD_DEFAULT))
         return;
-    void *lib = dlopen(CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
-    Dl_info info;
-    if (!lib && dladdr((void *)cudaGetDeviceCount, &info) && info.dli_fname) {
-        char path[4096]; /* beside the CUDA runtime in use */
-        snprintf(path, sizeof path, "%s", info.dli_fname);
-        char *slash = strrchr(path, '/');
-        if (slash) {
-            snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path), "%s", CUBLAS_SONAME);
-            lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        }
-    }
+    void *lib = sp_cuda_lib_open(CUBLAS_SONAME);
     if (!lib)
         g_why = "cuBLAS (" CUBLAS_SONAME ") could not be loaded";
     else if (!take(lib))
