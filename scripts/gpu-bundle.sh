@@ -44,6 +44,16 @@ find "$B" -type f \( -perm -u+x -o -name '*.so*' \) -exec sh -c 'head -c 4 "$1" 
             cp -L "$path" "$PREFIX/lib/$name"
         fi
     done
+# OpenBLAS is loaded at run time (models/blas.c: dlopen, found through the programs' RPATH), so
+# no ldd above names it: it and what it needs are copied by name
+blas=$(ldconfig -p | awk '$1 == "libopenblas.so.0" {print $NF; exit}')
+[ -n "$blas" ] || { echo "gpu-bundle: libopenblas.so.0 not found (libopenblas-dev)" >&2; exit 1; }
+{ echo "libopenblas.so.0 $blas"; ldd "$blas" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'; } |
+    while read -r name path; do
+        if ! echo "$name" | grep -Eq "$system" && [ ! -e "$PREFIX/lib/$name" ]; then
+            cp -L "$path" "$PREFIX/lib/$name"
+        fi
+    done
 find "$B" \( -name '*.o' -o -name '*.a' -o -name '*.d' \) -delete
 tar -C / -cJf "$OUT" "${PREFIX#/}"
 size=$(stat -c %s "$OUT")
