@@ -9,8 +9,9 @@
 
 #include "internal.h"
 
-/* sp_cjson_parse: cJSON_ParseWithLengthOpts, one call at a time in the process (cJSON's error
- * position is one static variable that every parse writes); every parse goes through it. */
+/* sp_cjson_parse: cJSON's parse (with length and options), one call at a time in the process
+ * (cJSON's error position is one static variable that every parse writes); every parse goes
+ * through it. */
 cJSON *sp_cjson_parse(const char *text, size_t len, const char **end, bool require_nul);
 /* the same lock held over several parses (the profile reader's batches: a lock taken once per
  * element made its threads hand it to each other a hundred thousand times); parse_locked only
