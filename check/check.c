@@ -65,7 +65,7 @@ static bool add(sp_check_result *r, const char *name, bool passed, bool skipped,
     }
     r->messages[r->n] = sb.buf;
     r->criteria[r->n] =
-        (sp_check_criterion){name, passed, skipped, value, limit, sb.buf, NAN, true};
+        (sp_check_criterion){name, passed, skipped, value, limit, sb.buf, (double)NAN, true};
     r->n++;
     return true;
 }
