@@ -2,7 +2,7 @@
 # t6200-bandwidth: `stagepart bandwidth` (CPU backend) measures real copies between two pinned
 # threads and writes a links file the partitioner takes; bad options exit 2.
 . "$(dirname "$0")/lib.sh"
-expect_code "measure" 0 "$STAGEPART" bandwidth --sizes 64KiB,1MiB,4MiB --trials 3 --warmup 1 \
+expect_code "measure" 0 bandwidth_probe --sizes 64KiB,1MiB,4MiB --trials 3 --warmup 1 \
     -o "$TMP/links.json"
 expect_stdout_contains "the table" "latency_us bandwidth_GBps"
 expect_stdout_contains "both directions" "cpu1->cpu0"
@@ -21,7 +21,7 @@ for p in pairs:
 PY
 expect_code "partition takes it" 0 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 2 \
     --links "$TMP/links.json"
-expect_code "stdout without -o" 0 "$STAGEPART" bandwidth --sizes 4KiB,1MiB,16MiB --trials 5
+expect_code "stdout without -o" 0 bandwidth_probe --sizes 4KiB,1MiB,16MiB --trials 5
 python3 -c 'import json, sys; json.load(sys.stdin)' <"$TMP/stdout" && pass "stdout is the file" ||
     fail "stdout is the file"
 expect_code "one worker: exit 2" 2 "$STAGEPART" bandwidth --workers 1

@@ -40,6 +40,6 @@ full "import-plan -o" cur.json "$STAGEPART" import-plan "$P" --balance 9,9,9,7 -
 full "check --junit" check.xml "$STAGEPART" check --plan "$TMP/plan.json" --profile "$P" \
     --junit "$TMP/out/check.xml"
 full "import -o" prof.json "$STAGEPART" import kineto "$TMP/tr/trace.json" -o "$TMP/out/prof.json"
-full "bandwidth -o" links.json "$STAGEPART" bandwidth --sizes 4KiB,1MiB,16MiB --trials 5 -o \
+full "bandwidth -o" links.json bandwidth_probe --sizes 4KiB,1MiB,16MiB --trials 5 -o \
     "$TMP/out/links.json"
 test_done

@@ -24,7 +24,7 @@ writer() {
     check-junit) "$STAGEPART" check --plan "$TMP/plan.json" --profile "$P" --junit "$2" ;;
     import) "$STAGEPART" import kineto "$TMP/tr/trace.json" -o "$2" ;;
     profile) "$STAGEPART" profile $MODEL --iters 1 --warmup 0 -q -o "$2" ;;
-    bandwidth) "$STAGEPART" bandwidth --sizes 4KiB,1MiB,16MiB --trials 3 -o "$2" ;;
+    bandwidth) bandwidth_probe --sizes 4KiB,1MiB,16MiB --trials 3 -o "$2" ;;
     run) "$STAGEPART" run "$TMP/tiny-plan.json" --model $MODEL --steps 1 --warmup-steps 0 -o "$2" ;;
     esac
 }
