@@ -101,6 +101,11 @@ void sp_alloc_init(void);
 static inline bool sp_cancel_requested(const volatile int *flag) {
     return __atomic_load_n(flag, __ATOMIC_RELAXED) != 0;
 }
+/* a pthread_create failure (its return value): SP_ERR_NOMEM for EAGAIN (no memory for the
+ * thread's stack under a limit, or too many threads), else SP_ERR_NO_DEVICE; and the words for a
+ * message: its reason, and for EAGAIN the limits to look at */
+sp_status sp_thread_start_status(int err);
+const char *sp_thread_start_hint(int err);
 /* the threads a call may use, itself included: the CPUs this process may run on, or the host's
  * limit (sp_set_thread_limit), at least 1 */
 size_t sp_threads_usable(void);

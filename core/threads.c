@@ -3,6 +3,7 @@
  * the CLI's STAGEPART_THREADS). The readers that split their work (a large file read in halves,
  * the profile's layers in pieces) ask here. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <errno.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -26,4 +27,14 @@ size_t sp_threads_usable(void) {
     }
     unsigned limit = atomic_load(&g_thread_limit);
     return limit && limit < cpus ? limit : cpus;
+}
+
+sp_status sp_thread_start_status(int err) {
+    return err == EAGAIN ? SP_ERR_NOMEM : SP_ERR_NO_DEVICE;
+}
+
+const char *sp_thread_start_hint(int err) {
+    return err == EAGAIN ? " (out of memory for a thread's stack, or too many threads: ulimit -v, "
+                           "-d or -u)"
+                         : "";
 }

@@ -12,8 +12,9 @@
 #include "partition_impl.h"
 #include "profile_impl.h"
 
-sp_status sp_profile_for_framework(sp_ctx *ctx, const sp_profile *profile, sp_framework framework,
-                                   sp_profile **out) {
+/* a copy of the profile with the cuts the framework's layout cannot make forbidden */
+static sp_status profile_for_framework(sp_ctx *ctx, const sp_profile *profile,
+                                       sp_framework framework, sp_profile **out) {
     *out = NULL;
     size_t n = sp_profile_get_layer_count(profile);
     if (framework != SP_FRAMEWORK_MEGATRON)
@@ -43,5 +44,20 @@ sp_status sp_profile_for_framework(sp_ctx *ctx, const sp_profile *profile, sp_fr
     sp_free(kinds);
     sp_free(names);
     sp_free(no_cut);
+    return st;
+}
+
+sp_status sp_partition_framed(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                              uint32_t gpus, sp_plan **out) {
+    sp_profile *framed = NULL;
+    sp_status st = profile_for_framework(ctx, profile, opts->framework, &framed);
+    sp_partition_opts o = *opts;
+    o.framework = SP_FRAMEWORK_ANY;
+    if (st == SP_OK)
+        st = gpus ? sp_partition_replicated(ctx, framed, &o, gpus, out)
+                  : sp_partition(ctx, framed, &o, out);
+    if (st == SP_OK)
+        (*out)->summary.framework = opts->framework;
+    sp_profile_destroy(framed);
     return st;
 }

@@ -249,24 +249,6 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
         opts->allow_empty_stages |= plan->stages[k].layer_count == 0;
 }
 
-/* the plan of a copy of the profile with the framework's forbidden cuts, recording the framework
- * so that check and evaluate re-plan under it */
-static sp_status partition_for_framework(sp_ctx *ctx, const sp_profile *profile,
-                                         const sp_partition_opts *opts, sp_plan **out) {
-    if (!sp_framework_name(opts->framework))
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown framework");
-    sp_profile *framed = NULL;
-    sp_status st = sp_profile_for_framework(ctx, profile, opts->framework, &framed);
-    sp_partition_opts o = *opts;
-    o.framework = SP_FRAMEWORK_ANY;
-    if (st == SP_OK)
-        st = sp_partition(ctx, framed, &o, out);
-    if (st == SP_OK)
-        (*out)->summary.framework = opts->framework;
-    sp_profile_destroy(framed);
-    return st;
-}
-
 sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                        sp_plan **out) {
     if (!ctx)
@@ -276,7 +258,7 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_partition: NULL argument");
     *out = NULL;
     if (opts->framework != SP_FRAMEWORK_ANY) /* the same call on the framework's profile */
-        return partition_for_framework(ctx, profile, opts, out);
+        return sp_partition_framed(ctx, profile, opts, 0, out);
     sp_partition_opts o = *opts;
     if (o.stages < 1 || o.stages > SP_MAX_STAGES)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages must be in [1, %u], got %u", SP_MAX_STAGES,

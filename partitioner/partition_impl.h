@@ -120,11 +120,12 @@ sp_status sp_plan_with_empty_stages(sp_ctx *ctx, const sp_profile *profile,
                                     const sp_plan *solved, sp_plan **out);
 
 /* SP_ERR_INFEASIBLE naming the stage when a built plan passes a memory limit */
-/* sp_profile_for_framework (framework_cuts.c): a copy of the profile with the cuts the
- * framework's layout cannot make forbidden (borrowing the rest from profile); SP_ERR_INVALID_ARG
- * naming why when the profile's layers do not make the framework's groups */
-sp_status sp_profile_for_framework(sp_ctx *ctx, const sp_profile *profile, sp_framework framework,
-                                   sp_profile **out);
+/* sp_partition_framed (framework_cuts.c): what sp_partition (gpus 0) or sp_partition_replicated
+ * make of opts, on a copy of the profile with the cuts opts->framework's layout cannot make
+ * forbidden; the plan records the framework, so check and evaluate re-plan under it.
+ * SP_ERR_INVALID_ARG naming why when the profile's layers do not make the framework's groups */
+sp_status sp_partition_framed(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
+                              uint32_t gpus, sp_plan **out);
 /* sp_warn_resident_only: when a memory limit was given and the profile saves nothing for
  * backward (sp_profile_saves_nothing, cost.h), a warning that only resident memory was checked */
 void sp_warn_resident_only(sp_ctx *ctx, const sp_profile *profile, bool limited);

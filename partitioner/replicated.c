@@ -226,18 +226,8 @@ sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
     if (!profile || !opts || !out)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_partition_replicated: NULL argument");
     *out = NULL;
-    if (opts->framework != SP_FRAMEWORK_ANY) { /* the same call on the framework's profile */
-        sp_profile *framed = NULL;
-        sp_status st = sp_profile_for_framework(ctx, profile, opts->framework, &framed);
-        sp_partition_opts o = *opts;
-        o.framework = SP_FRAMEWORK_ANY;
-        if (st == SP_OK)
-            st = sp_partition_replicated(ctx, framed, &o, gpus, out);
-        if (st == SP_OK)
-            (*out)->summary.framework = opts->framework;
-        sp_profile_destroy(framed);
-        return st;
-    }
+    if (opts->framework != SP_FRAMEWORK_ANY) /* the same call on the framework's profile */
+        return sp_partition_framed(ctx, profile, opts, gpus, out);
     double t0 = sp_now_ms();
     struct replicated_setup su;
     sp_status st = setup(ctx, profile, opts, gpus, &su);

@@ -9,7 +9,6 @@
  * to t = alpha + s / beta (link_fit.c). */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -168,11 +167,9 @@ sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts,
             if (started < 2) {
                 /* the one that started waits at the first barrier, released below; threads fail
                  * to start only out of resources: memory for their stacks under a limit */
-                st = sp_fail(ctx, why == EAGAIN ? SP_ERR_NOMEM : SP_ERR_NO_DEVICE,
+                st = sp_fail(ctx, sp_thread_start_status(why),
                              "bandwidth: cannot start the worker threads: %s%s", strerror(why),
-                             why == EAGAIN ? " (out of memory for their stacks, or too many "
-                                             "threads: ulimit -v, -d or -u)"
-                                           : "");
+                             sp_thread_start_hint(why));
                 if (started == 1) {
                     atomic_store(&run->failed, 1);
                     pthread_barrier_wait(&run->barrier);

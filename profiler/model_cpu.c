@@ -7,7 +7,6 @@
  * timed iterations, and each layer's spread under "measured" so a user can judge them. */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -175,11 +174,9 @@ sp_status sp_model_profile_cpu(sp_ctx *ctx, const sp_model *m, const sp_model_pr
     pthread_t thread;
     int why = pthread_create(&thread, NULL, measure, &run);
     if (why != 0) { /* only out of resources: its stack, under a memory limit */
-        run.status = sp_fail(ctx, why == EAGAIN ? SP_ERR_NOMEM : SP_ERR_NO_DEVICE,
-                             "cannot start the measuring thread: %s%s", strerror(why),
-                             why == EAGAIN ? " (out of memory for its stack, or too many "
-                                             "threads: ulimit -v, -d or -u)"
-                                           : "");
+        run.status =
+            sp_fail(ctx, sp_thread_start_status(why), "cannot start the measuring thread: %s%s",
+                    strerror(why), sp_thread_start_hint(why));
     } else {
         pthread_join(thread, NULL);
     }

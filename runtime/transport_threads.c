@@ -6,7 +6,6 @@
  * threads end within about timeout_ms + 20 ms and none is left running. A wait that runs out
  * follows the chain of waiting stages to the one that waits on nobody and names it. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -237,11 +236,8 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
                 /* only out of resources: its stack, under a memory limit */
                 char msg[256];
                 snprintf(msg, sizeof msg, "cannot start the thread of stage %u: %s%s", started,
-                         strerror(why),
-                         why == EAGAIN ? " (out of memory for its stack, or too many threads: "
-                                         "ulimit -v, -d or -u)"
-                                       : "");
-                q_fail(&t, why == EAGAIN ? SP_ERR_NOMEM : SP_ERR_NO_DEVICE, msg);
+                         strerror(why), sp_thread_start_hint(why));
+                q_fail(&t, sp_thread_start_status(why), msg);
                 break;
             }
         for (uint32_t s = 0; s < started; s++)

@@ -1,11 +1,8 @@
 /* core/cuda/nccl_lib.c: NCCL found at run time (nccl_lib.h). */
 #define _GNU_SOURCE
-#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
-#include <string.h>
 
 #include "cuda_lib_open.h"
 #include "nccl_lib.h"

@@ -30,5 +30,10 @@ struct sp_nccl {
 /* the table, found once (thread-safe); NULL with *why saying what is missing. CommInitAll,
  * GroupStart and GroupEnd (the CUDA link probe's) may be NULL: check them before use. */
 const struct sp_nccl *sp_nccl_lib(const char **why);
+/* the table, where the caller has already seen sp_nccl_lib return it (a check before any use) */
+static inline const struct sp_nccl *sp_nccl(void) {
+    const char *why = 0;
+    return sp_nccl_lib(&why);
+}
 
 #endif

@@ -24,11 +24,6 @@
 #ifdef SP_HAVE_NCCL
 #include "cuda/nccl_lib.h"
 
-/* NCCL's calls; p->nccl says they are there before any use */
-static const struct sp_nccl *nccl(void) {
-    const char *why = NULL;
-    return sp_nccl_lib(&why);
-}
 #endif
 
 #include "links_json.h"
@@ -270,25 +265,25 @@ static sp_status nccl_series(struct probe *p, struct sp_links_doc *doc, int a, i
                              const char *label) {
     ncclComm_t comm[2];
     int devs[2] = {a, b};
-    ncclResult_t r = nccl()->CommInitAll(comm, 2, devs);
+    ncclResult_t r = sp_nccl()->CommInitAll(comm, 2, devs);
     if (r != ncclSuccess)
         return sp_fail(p->ctx, SP_ERR_CUDA, "bandwidth: ncclCommInitAll(gpu%d, gpu%d): %s", a, b,
-                       nccl()->GetErrorString(r));
+                       sp_nccl()->GetErrorString(r));
     sp_status st = SP_OK;
     for (size_t k = 0; st == SP_OK && k < p->n_sizes; k++)
         for (unsigned t = 0; st == SP_OK && t < p->o->warmup + p->o->trials; t++) {
             int64_t t0 = host_ns();
-            r = nccl()->GroupStart();
+            r = sp_nccl()->GroupStart();
             if (r == ncclSuccess)
-                r = nccl()->Send(p->buf[a][0], p->sizes[k], ncclChar, 1, comm[0], p->stream[a]);
+                r = sp_nccl()->Send(p->buf[a][0], p->sizes[k], ncclChar, 1, comm[0], p->stream[a]);
             if (r == ncclSuccess)
-                r = nccl()->Recv(p->buf[b][1], p->sizes[k], ncclChar, 0, comm[1], p->stream[b]);
-            ncclResult_t r2 = nccl()->GroupEnd();
+                r = sp_nccl()->Recv(p->buf[b][1], p->sizes[k], ncclChar, 0, comm[1], p->stream[b]);
+            ncclResult_t r2 = sp_nccl()->GroupEnd();
             if (r == ncclSuccess)
                 r = r2;
             if (r != ncclSuccess) {
                 st = sp_fail(p->ctx, SP_ERR_CUDA, "bandwidth: NCCL send/recv gpu%d -> gpu%d: %s", a,
-                             b, nccl()->GetErrorString(r));
+                             b, sp_nccl()->GetErrorString(r));
                 break;
             }
             cudaError_t e = cudaStreamSynchronize(p->stream[a]);
@@ -301,8 +296,8 @@ static sp_status nccl_series(struct probe *p, struct sp_links_doc *doc, int a, i
             if (t >= p->o->warmup)
                 p->ms[k * p->o->trials + (t - p->o->warmup)] = (double)(host_ns() - t0) / 1e6;
         }
-    nccl()->CommDestroy(comm[0]);
-    nccl()->CommDestroy(comm[1]);
+    sp_nccl()->CommDestroy(comm[0]);
+    sp_nccl()->CommDestroy(comm[1]);
     if (st != SP_OK)
         return st;
     struct sp_link_series s = {label, -1,           -1,   p->sizes, p->n_sizes,

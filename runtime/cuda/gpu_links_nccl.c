@@ -7,12 +7,6 @@
 #include "cuda/nccl_lib.h"
 #include "gpu_links.h"
 
-/* NCCL's calls; sp_nccl_available said they are there before any of the functions below runs */
-static const struct sp_nccl *nccl(void) {
-    const char *why = NULL;
-    return sp_nccl_lib(&why);
-}
-
 struct direction {
     ncclComm_t comm;
     cudaStream_t stream;
@@ -38,10 +32,10 @@ bool sp_nccl_available(const char **why) {
 sp_status sp_nccl_make_ids(sp_ctx *ctx, unsigned char ids[2][SP_NCCL_ID_BYTES]) {
     for (int d = 0; d < 2; d++) {
         ncclUniqueId id;
-        ncclResult_t r = nccl()->GetUniqueId(&id);
+        ncclResult_t r = sp_nccl()->GetUniqueId(&id);
         if (r != ncclSuccess)
             return sp_fail(ctx, SP_ERR_NO_DEVICE, "NCCL: ncclGetUniqueId failed: %s",
-                           nccl()->GetErrorString(r));
+                           sp_nccl()->GetErrorString(r));
         memcpy(ids[d], id.internal, SP_NCCL_ID_BYTES);
     }
     return SP_OK;
@@ -54,7 +48,7 @@ static bool failed(struct sp_nccl_p2p *n, const char *what, const char *why) {
 }
 
 static bool nccl_ok(struct sp_nccl_p2p *n, ncclResult_t r, const char *what) {
-    return r == ncclSuccess || failed(n, what, nccl()->GetErrorString(r));
+    return r == ncclSuccess || failed(n, what, sp_nccl()->GetErrorString(r));
 }
 
 static bool cuda_ok(struct sp_nccl_p2p *n, cudaError_t e, const char *what) {
@@ -67,9 +61,9 @@ void sp_nccl_close(struct sp_nccl_p2p *n) {
     for (int d = 0; d < 2; d++) {
         struct direction *x = &n->dir[d];
         if (x->comm && n->aborted)
-            nccl()->CommAbort(x->comm);
+            sp_nccl()->CommAbort(x->comm);
         else if (x->comm)
-            nccl()->CommDestroy(x->comm);
+            sp_nccl()->CommDestroy(x->comm);
         for (uint32_t k = 0; k < x->cap; k++) {
             if (x->buf && x->buf[k])
                 n->be->release(n->be->device, x->buf[k]);
@@ -101,7 +95,7 @@ sp_status sp_nccl_open(sp_ctx *ctx, const struct sp_exec_backend *be, int rank, 
         ncclUniqueId id;
         memcpy(id.internal, ids[d], SP_NCCL_ID_BYTES);
         /* in the same order on every rank: activations' communicator, then gradients' */
-        ok = nccl_ok(n, nccl()->CommInitRank(&x->comm, nranks, id, rank), "ncclCommInitRank") &&
+        ok = nccl_ok(n, sp_nccl()->CommInitRank(&x->comm, nranks, id, rank), "ncclCommInitRank") &&
              cuda_ok(n, cudaStreamCreateWithFlags(&x->stream, cudaStreamNonBlocking),
                      "a stream for NCCL") &&
              cuda_ok(n, cudaEventCreateWithFlags(&x->arrived, cudaEventDisableTiming), "an event");
@@ -156,7 +150,7 @@ bool sp_nccl_send(struct sp_nccl_p2p *n, int dir, int peer) {
     struct direction *x = &n->dir[dir];
     uint32_t k = x->next;
     bool ok = !n->aborted &&
-              nccl_ok(n, nccl()->Send(x->buf[k], x->elems, ncclFloat, peer, x->comm, x->stream),
+              nccl_ok(n, sp_nccl()->Send(x->buf[k], x->elems, ncclFloat, peer, x->comm, x->stream),
                       "ncclSend") &&
               cuda_ok(n, cudaEventRecord(x->sent[k], x->stream), "recording a send");
     x->busy[k] = ok;
@@ -167,7 +161,8 @@ bool sp_nccl_send(struct sp_nccl_p2p *n, int dir, int peer) {
 bool sp_nccl_recv(struct sp_nccl_p2p *n, int dir, int peer, float *dst, size_t elems) {
     struct direction *x = &n->dir[dir];
     return !n->aborted &&
-           nccl_ok(n, nccl()->Recv(dst, elems, ncclFloat, peer, x->comm, x->stream), "ncclRecv") &&
+           nccl_ok(n, sp_nccl()->Recv(dst, elems, ncclFloat, peer, x->comm, x->stream),
+                   "ncclRecv") &&
            cuda_ok(n, cudaEventRecord(x->arrived, x->stream), "recording a receive");
 }
 
@@ -185,7 +180,7 @@ void sp_nccl_abort(struct sp_nccl_p2p *n) {
     n->aborted = true;
     for (int d = 0; d < 2; d++)
         if (n->dir[d].comm) {
-            nccl()->CommAbort(n->dir[d].comm);
+            sp_nccl()->CommAbort(n->dir[d].comm);
             n->dir[d].comm = NULL;
         }
 }
