@@ -27,6 +27,7 @@ enum {
     OPT_GPUS,
     OPT_GLOBAL_BATCH,
     OPT_FRAMEWORK,
+    OPT_REPLICA_COST,
 };
 
 const struct cli_opt cmd_partition_opts[] = {
@@ -95,6 +96,12 @@ const struct cli_opt cmd_partition_opts[] = {
      "every split of N GPUs into pipeline stages x data-parallel replicas of the whole "
      "pipeline, each with its exact plan, simulated iteration and gradient all-reduce, in one "
      "table; -o writes the best split's plan",
+     "Parallelism"},
+    {OPT_REPLICA_COST, "replica-cost", 0, "<ring|pipedream>",
+     "--gpus alone: how a stage's all-reduce is charged. ring (default): over the links, "
+     "2 (r-1)/r x bytes / bandwidth + latency; pipedream (with --schedule pipedream or 2bw): "
+     "PipeDream's planner's 4 (r-1)/r x bytes / bandwidth. Under pipedream and 2bw either is "
+     "added to the compute, once per micro-batch",
      "Parallelism"},
     {OPT_GLOBAL_BATCH, "global-batch", 0, "<B>",
      "samples per training step for --gpus: each split runs B / (replicas x the profile's "
@@ -261,6 +268,7 @@ int cmd_partition(int argc, char **argv) {
     sp_partition_opts_init(&opts);
     const char *output = NULL, *memory_text = NULL;
     bool json = false, target_given = false, compare = false, stages_given = false;
+    bool replica_cost_given = false;
     uint32_t gpus = 0;
     uint64_t global_batch = 0;
     const char *devices_path = NULL, *links_path = NULL;
@@ -329,6 +337,12 @@ int cmd_partition(int argc, char **argv) {
                 return cli_usage_error("partition", "--framework expects megatron or any, got '%s'",
                                        p.value);
             break;
+        case OPT_REPLICA_COST:
+            if (sp_replica_cost_from_name(p.value, &opts.replica_cost) != SP_OK)
+                return cli_usage_error(
+                    "partition", "--replica-cost expects ring or pipedream, got '%s'", p.value);
+            replica_cost_given = true;
+            break;
         case OPT_COMM:
             if (sp_comm_from_name(p.value, &opts.comm) != SP_OK)
                 return cli_usage_error("partition", "--comm expects overlap or blocking, got '%s'",
@@ -381,6 +395,10 @@ int cmd_partition(int argc, char **argv) {
                                             "the same micro-batch count: give -m M, not auto");
     if (global_batch && !gpus)
         return cli_usage_error("partition", "--global-batch needs --gpus N");
+    if (replica_cost_given && (!gpus || global_batch))
+        return cli_usage_error("partition", "--replica-cost charges the all-reduces of "
+                                            "replicated stages: it needs --gpus N without "
+                                            "--global-batch");
     if (gpus && (stages_given || compare || (global_batch && opts.micro_batches)))
         return cli_usage_error("partition", "--gpus chooses the stage count%s itself: drop %s",
                                global_batch ? " and the micro-batches (from --global-batch)" : "",

@@ -43,8 +43,15 @@ void cli_print_replicated(const sp_plan *plan, const sp_profile *profile) {
     printf("\nshare       one micro-batch's share of a stage's devices: %s\n",
            flushes ? "time / replicas + all-reduce / M (one all-reduce per iteration, after the "
                      "flush)"
-                   : "max(time, all-reduce) / replicas (one all-reduce per micro-batch, "
-                     "overlapped with the next)");
+                   : "(time + all-reduce) / replicas (one all-reduce per micro-batch, after its "
+                     "backward)");
+    printf("all-reduce  %s\n",
+           m->replica_cost == SP_REPLICA_COST_PIPEDREAM
+               ? "PipeDream's planner's charge: 4 (replicas - 1) / replicas x parameter bytes / "
+                 "the slowest link's bandwidth among the stage's devices (--replica-cost "
+                 "pipedream)"
+               : "a ring over the slowest link among the stage's devices: 2 (replicas - 1) / "
+                 "replicas x parameter bytes / bandwidth + 2 (replicas - 1) x latency");
     printf("bottleneck  %.3f ms per micro-batch (stage %u): %.1f micro-batches per second   "
            "lower bound %.3f ms (all work spread over every GPU, no all-reduce)\n",
            m->bottleneck_ms, m->bottleneck_stage,

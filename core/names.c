@@ -48,6 +48,9 @@
 #define SP_FRAMEWORK_NAMES(XX)                                                                     \
     XX(SP_FRAMEWORK_ANY, "any")                                                                    \
     XX(SP_FRAMEWORK_MEGATRON, "megatron")
+#define SP_REPLICA_COST_NAMES(XX)                                                                  \
+    XX(SP_REPLICA_COST_RING, "ring")                                                               \
+    XX(SP_REPLICA_COST_PIPEDREAM, "pipedream")
 #define SP_TRANSPORT_NAMES(XX)                                                                     \
     XX(SP_TRANSPORT_THREADS, "threads")                                                            \
     XX(SP_TRANSPORT_MPI, "mpi")
@@ -94,6 +97,7 @@ SP_DEFINE_NAMES_(comm, sp_comm, SP_COMM_NAMES)
 SP_DEFINE_NAMES_(placement, sp_placement, SP_PLACEMENT_NAMES)
 SP_DEFINE_NAMES_(export_format, sp_export_format, SP_EXPORT_FORMAT_NAMES)
 SP_DEFINE_NAMES_(framework, sp_framework, SP_FRAMEWORK_NAMES)
+SP_DEFINE_NAMES_(replica_cost, sp_replica_cost, SP_REPLICA_COST_NAMES)
 SP_DEFINE_NAMES_(transport, sp_transport, SP_TRANSPORT_NAMES)
 SP_DEFINE_NAMES_(run_backend, sp_run_backend, SP_RUN_BACKEND_NAMES)
 SP_DEFINE_NAMES_(run_fault, sp_run_fault, SP_RUN_FAULT_NAMES)
@@ -111,6 +115,7 @@ static const struct {
     [SP_NAMES_PLACEMENT] = {placement_names, SP_COUNT_OF(placement_names)},
     [SP_NAMES_EXPORT_FORMAT] = {export_format_names, SP_COUNT_OF(export_format_names)},
     [SP_NAMES_FRAMEWORK] = {framework_names, SP_COUNT_OF(framework_names)},
+    [SP_NAMES_REPLICA_COST] = {replica_cost_names, SP_COUNT_OF(replica_cost_names)},
     [SP_NAMES_TRANSPORT] = {transport_names, SP_COUNT_OF(transport_names)},
     [SP_NAMES_RUN_BACKEND] = {run_backend_names, SP_COUNT_OF(run_backend_names)},
     [SP_NAMES_RUN_FAULT] = {run_fault_names, SP_COUNT_OF(run_fault_names)},

@@ -146,6 +146,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     uint64_t stages = 0, chunks = 1, micro = 1, layers = 0, limit = 0;
     int solver = SP_SOLVER_DP, objective = SP_OBJECTIVE_BOTTLENECK, comm = SP_COMM_OVERLAP;
     int placement = SP_PLACEMENT_ORDER, layout = SP_CHUNKS_LOOP, framework = SP_FRAMEWORK_ANY;
+    int replica_cost = SP_REPLICA_COST_RING;
     uint8_t *device_used = NULL; /* placement search: one stage per device */
     size_t covered = 0;          /* layers the stages hold, in order */
     if (!cJSON_IsObject(root)) {
@@ -169,6 +170,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     read_enum(&r, root, "comm", SP_NAMES_COMM, &comm);
     read_enum(&r, root, "placement", SP_NAMES_PLACEMENT, &placement);
     read_enum(&r, root, "framework", SP_NAMES_FRAMEWORK, &framework);
+    read_enum(&r, root, "replica_cost", SP_NAMES_REPLICA_COST, &replica_cost);
     read_enum(&r, root, "chunk_layout", SP_NAMES_CHUNK_LAYOUT, &layout);
     sp_json_get_bool(&r, root, "", "optimal", false, &m->optimal);
     sp_json_get_uint(&r, root, "", "stage_count", true, 1, &stages);
@@ -331,6 +333,7 @@ done:
     m->comm = (sp_comm)comm;
     m->placement = (sp_placement)placement;
     m->framework = (sp_framework)framework;
+    m->replica_cost = (sp_replica_cost)replica_cost;
     m->stages = (uint32_t)stages;
     m->chunks = (uint32_t)chunks;
     m->chunk_layout = (sp_chunk_layout)layout;

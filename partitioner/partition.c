@@ -245,6 +245,7 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
     opts->placement = m->placement;
     opts->placed_as = m->placement == SP_PLACEMENT_SEARCH ? plan : NULL;
     opts->framework = m->framework;
+    opts->replica_cost = m->replica_cost;
     for (size_t k = 0; k < plan->n_stages; k++) /* a plan with an empty stage keeps allowing */
         opts->allow_empty_stages |= plan->stages[k].layer_count == 0;
 }

@@ -34,6 +34,15 @@ static sp_status check_options(sp_ctx *ctx, const sp_profile *profile, const sp_
                        "replicated stages are planned by their own exact search for the least "
                        "bottleneck: --chunks, --solver, --objective, --recompute, --placement, "
                        "--allow-empty-stages and --comm blocking do not apply to them");
+    if ((unsigned)o->replica_cost > SP_REPLICA_COST_PIPEDREAM)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "replica_cost %d is none of ring, pipedream",
+                       (int)o->replica_cost);
+    if (o->replica_cost == SP_REPLICA_COST_PIPEDREAM && !sp_schedule_async(sc))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--replica-cost pipedream charges an all-reduce per micro-batch, as "
+                       "PipeDream's planner does for its schedule without flushes: use it with "
+                       "--schedule pipedream or 2bw, not %s",
+                       sp_schedule_name(sc));
     if (o->micro_batches == SP_MICRO_BATCHES_AUTO)
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                        "--micro-batches auto does not apply to replicated stages: give M");
@@ -59,11 +68,9 @@ static sp_status set_replicas(sp_ctx *ctx, sp_plan *plan, const sp_profile *prof
     uint32_t P = rp->stages;
     uint32_t *device = sp_mallocarray(P, sizeof *device);
     const char **names = sp_mallocarray(P, sizeof *names);
-    size_t *ranks = sp_mallocarray(m->gpus, sizeof *ranks);
-    if (!device || !names || !ranks) {
+    if (!device || !names) {
         sp_free(device);
         sp_free(names);
-        sp_free(ranks);
         return sp_oom(ctx, "planning replicated stages");
     }
     for (uint32_t s = 0; s < P; s++) {
@@ -72,10 +79,8 @@ static sp_status set_replicas(sp_ctx *ctx, sp_plan *plan, const sp_profile *prof
         device[s] = g;
         names[s] =
             devices ? sp_devices_get_device(devices, g)->name : sp_links_get_name(m->links, g);
-        for (uint32_t j = 0; j < r; j++)
-            ranks[j] = g + j;
         st->replicas = r;
-        st->allreduce_ms = sp_ring_allreduce_ms(m->links, ranks, r, st->param_bytes);
+        st->allreduce_ms = sp_replica_allreduce_ms(m, g, r, st->param_bytes);
         st->share_ms =
             sp_ticks_to_ms(sp_replica_share_ticks(m, rp->bounds[s], rp->bounds[s + 1], g, r));
         st->send_ms = 0;
@@ -90,7 +95,6 @@ static sp_status set_replicas(sp_ctx *ctx, sp_plan *plan, const sp_profile *prof
     sp_status st = sp_plan_set_devices(ctx, plan, device, names);
     sp_free(device);
     sp_free(names);
-    sp_free(ranks);
     return st;
 }
 
@@ -162,6 +166,7 @@ static sp_status build_plan(sp_ctx *ctx, const sp_profile *profile, const sp_par
     if (st == SP_OK) {
         plan->summary.solver = SP_SOLVER_DP;
         plan->summary.memory_limit_bytes = o->memory_limit_bytes;
+        plan->summary.replica_cost = m->cost;
         summarize(plan, rp, m->micro_batches);
         /* no plan beats all the work spread over every device at its speed, no all-reduce */
         double speeds = 0;
@@ -204,9 +209,14 @@ static sp_status setup(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     st = sp_chain_init(ctx, &su->chain, profile, &cm);
     if (st != SP_OK)
         return st;
-    su->m = (struct sp_replica_model){
-        &su->chain, opts->links, gpus, M,   opts->schedule, opts->memory_limit_bytes, su->devices,
-        NULL,       NULL,        NULL, NULL};
+    su->m = (struct sp_replica_model){.chain = &su->chain,
+                                      .links = opts->links,
+                                      .gpus = gpus,
+                                      .micro_batches = M,
+                                      .schedule = opts->schedule,
+                                      .cost = opts->replica_cost,
+                                      .mem_cap = opts->memory_limit_bytes,
+                                      .devices = su->devices};
     st = sp_replica_model_init(ctx, &su->m);
     if (st != SP_OK)
         sp_chain_release(&su->chain);

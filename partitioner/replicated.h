@@ -14,6 +14,7 @@ struct sp_replica_model {
     uint32_t gpus;                /* N: devices 0 .. N - 1 */
     uint32_t micro_batches;       /* M per iteration */
     sp_schedule schedule;         /* gpipe, 1f1b, pipedream or 2bw */
+    sp_replica_cost cost;         /* how an all-reduce is charged */
     uint64_t mem_cap;             /* bytes one device may hold (--memory-limit); 0: none */
     const sp_devices *devices;    /* the devices' speeds and memory (device d of the plan is d of
                                    * the list), or NULL: identical, unlimited */
@@ -31,15 +32,19 @@ struct sp_replica_model {
 sp_status sp_replica_model_init(sp_ctx *ctx, struct sp_replica_model *m);
 void sp_replica_model_release(struct sp_replica_model *m);
 
-/* The ring all-reduce of `bytes` among devices g .. g + r - 1 (sp_ring_allreduce_ms), in ticks. */
+/* The all-reduce of `bytes` among devices g .. g + r - 1 as m->cost charges it: the ring
+ * (sp_ring_allreduce_ms) or PipeDream's 4 (r - 1) / r x bytes over the ring's slowest
+ * bandwidth; in ms, and in ticks as the search charges it. */
+double sp_replica_allreduce_ms(const struct sp_replica_model *m, uint32_t g, uint32_t r,
+                               uint64_t bytes);
 int64_t sp_replica_allreduce_ticks(const struct sp_replica_model *m, uint32_t g, uint32_t r,
                                    uint64_t bytes);
 
 /* One micro-batch's share of a stage over positions [a, b) on devices g .. g + r - 1, in ticks:
  * compute / r + all-reduce / M under a flushing schedule (one all-reduce per iteration, each
- * replica running M / r micro-batches), max(compute, all-reduce) / r without flushes (one
- * all-reduce per micro-batch, overlapped with the next one's compute, as PipeDream charges it);
- * rounded up to a tick. */
+ * replica running M / r micro-batches), (compute + all-reduce) / r without flushes (one
+ * all-reduce per micro-batch, each replica's turn its compute then its all-reduce, as PipeDream's
+ * planner charges it); rounded up to a tick. */
 int64_t sp_replica_share_ticks(const struct sp_replica_model *m, size_t a, size_t b, uint32_t g,
                                uint32_t r);
 

@@ -127,12 +127,18 @@ sp_status sp_replica_model_init(sp_ctx *ctx, struct sp_replica_model *m) {
     return SP_OK;
 }
 
-int64_t sp_replica_allreduce_ticks(const struct sp_replica_model *m, uint32_t g, uint32_t r,
-                                   uint64_t bytes) {
+double sp_replica_allreduce_ms(const struct sp_replica_model *m, uint32_t g, uint32_t r,
+                               uint64_t bytes) {
     if (r < 2)
         return 0;
     size_t slot = (size_t)g * (m->gpus + 1) + r;
     size_t n = m->links->n;
+    if (m->cost == SP_REPLICA_COST_PIPEDREAM) { /* 4 (r - 1) / r x bytes at the least bandwidth */
+        double bw_GBps = (double)INFINITY;
+        for (size_t j = m->ring[slot]; j < m->ring[slot + 1]; j++)
+            bw_GBps = fmin(bw_GBps, m->links->bw_GBps[m->ring_pairs[j]]);
+        return 4.0 * (double)(r - 1) / r * (double)bytes / (bw_GBps * 1e6);
+    }
     uint64_t chunk = (bytes + r - 1) / r; /* as sp_ring_allreduce_ms cuts it */
     double slowest = 0;
     for (size_t j = m->ring[slot]; j < m->ring[slot + 1]; j++) {
@@ -140,7 +146,12 @@ int64_t sp_replica_allreduce_ticks(const struct sp_replica_model *m, uint32_t g,
         double t = sp_links_transfer_ms(m->links, p / n, p % n, chunk);
         slowest = t > slowest ? t : slowest;
     }
-    return sp_ms_to_ticks(2.0 * (double)(r - 1) * slowest);
+    return 2.0 * (double)(r - 1) * slowest;
+}
+
+int64_t sp_replica_allreduce_ticks(const struct sp_replica_model *m, uint32_t g, uint32_t r,
+                                   uint64_t bytes) {
+    return sp_ms_to_ticks(sp_replica_allreduce_ms(m, g, r, bytes));
 }
 
 /* one micro-batch on the slowest of devices g .. g + r - 1: forward and backward each scaled
@@ -161,10 +172,8 @@ int64_t sp_replica_share_ticks(const struct sp_replica_model *m, size_t a, size_
     int64_t compute = compute_ticks(m, a, b, g, r);
     uint64_t params = (uint64_t)(m->chain->sums->w_params[b] - m->chain->sums->w_params[a]);
     int64_t ar = sp_replica_allreduce_ticks(m, g, r, params);
-    if (sp_schedule_async(m->schedule)) {
-        int64_t t = compute > ar ? compute : ar;
-        return (t + r - 1) / r;
-    }
+    if (sp_schedule_async(m->schedule)) /* a replica's turn: its compute, then its all-reduce */
+        return (compute + ar + r - 1) / r;
     /* ceil(compute / r + ar / M) over one denominator */
     sp_i128 den = (sp_i128)r * m->micro_batches;
     sp_i128 num = (sp_i128)compute * m->micro_batches + (sp_i128)ar * r;

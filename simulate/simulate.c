@@ -477,12 +477,12 @@ sp_status sp_simulate_plan(sp_ctx *ctx, const sp_plan *plan, const sp_sim_opts *
             continue;
         }
         /* each replica holds the whole stage; a flushing schedule all-reduces once per
-         * iteration, a schedule without flushes after every micro-batch (in the stage's
-         * steady-state share, async.c) */
+         * iteration, a schedule without flushes after every micro-batch: a replica's turn is its
+         * compute, then its all-reduce (async.c) */
         replicas[k] = s->replicas;
         allreduce[k] = s->allreduce_ms;
-        if (sp_schedule_async(opts->schedule) && allreduce[k] > f[k] + b[k])
-            b[k] = allreduce[k] - f[k]; /* a replica's turn lasts max(compute, all-reduce) */
+        if (sp_schedule_async(opts->schedule))
+            b[k] += allreduce[k]; /* the backward's gradients all-reduced before the next turn */
         for (uint32_t j = 0; j < s->replicas && lane < D; j++) /* replicas are devices */
             resident[lane++] = held;
     }

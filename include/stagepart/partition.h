@@ -99,6 +99,20 @@ typedef enum sp_framework {
 SP_API const char *sp_framework_name(sp_framework framework);
 SP_API sp_status sp_framework_from_name(const char *name, sp_framework *out);
 
+/* How a replicated stage's all-reduce is charged (sp_partition_opts.replica_cost,
+ * docs/partitioning.md#replicated-stages). */
+typedef enum sp_replica_cost {
+    SP_REPLICA_COST_RING = 0,     /* a ring over the slowest link among the stage's devices,
+                                   * 2 (r - 1) / r x bytes / bandwidth + 2 (r - 1) x latency
+                                   * (sp_ring_allreduce_ms), added to the compute (the default) */
+    SP_REPLICA_COST_PIPEDREAM = 1 /* PipeDream's planner's charge: 4 (r - 1) / r x bytes /
+                                   * bandwidth, the bandwidth the slowest link's among the stage's
+                                   * devices, no latency, added to the compute; only without
+                                   * flushes (pipedream, 2bw), as its planner assumes */
+} sp_replica_cost;
+SP_API const char *sp_replica_cost_name(sp_replica_cost cost);
+SP_API sp_status sp_replica_cost_from_name(const char *name, sp_replica_cost *out);
+
 #define SP_MICRO_BATCHES_AUTO UINT32_MAX
 
 /* Which device runs each stage. */
@@ -113,59 +127,61 @@ SP_API sp_status sp_placement_from_name(const char *name, sp_placement *out);
 typedef struct sp_plan sp_plan; /* a partition of a profile into stages (below) */
 
 typedef struct sp_partition_opts {
-    uint32_t stages;             /* P, number of pipeline stages, >= 1 (default 4) */
-    uint32_t micro_batches;      /* M per iteration; 0 means 4 * stages (the default);
-                                  * SP_MICRO_BATCHES_AUTO: the smallest M whose simulated
-                                  * efficiency reaches target_efficiency (within the limits) */
-    double target_efficiency;    /* for SP_MICRO_BATCHES_AUTO, in (0, 1) (default 0.9) */
-    sp_objective objective;      /* default SP_OBJECTIVE_BOTTLENECK */
-    sp_solver solver;            /* default SP_SOLVER_DP */
-    sp_schedule schedule;        /* schedule the plan is simulated with (default 1F1B) */
-    uint64_t memory_limit_bytes; /* per-stage memory cap; 0 means none (default) */
-    const sp_devices *devices;   /* stage s runs on device s: its speed scales the stage's time,
-                                  * its memory caps the stage; NULL: the profile's devices, if any,
-                                  * else identical devices (borrowed; default NULL) */
-    const sp_links *links;       /* boundary s -> s+1 costs latency + activation_bytes of the
-                                  * stage's last layer / bandwidth between devices s and s+1,
-                                  * recorded as send_ms; overlapped with compute (an edge delay in
-                                  * the schedule), not added to stage time (borrowed; NULL: none) */
-    sp_comm comm;                /* how links are charged (default SP_COMM_OVERLAP) */
-    uint32_t chunks;             /* V model chunks per device for the interleaved schedule: P x V
-                                  * chunks in chain order, chunk k on device k mod P (default 1).
-                                  * The ilp solver balances them exactly (the largest device load,
-                                  * the sum of its chunks); uniform makes the equal split; dp
-                                  * cannot (non-contiguous sums are no chain problem) */
-    double time_limit_s;         /* ilp solver: stop after this long with the best plan found
-                                  * (default 30) */
-    bool recompute;              /* ilp solver ("--recompute auto"): choose which layers with
-                                  * recompute_ms recompute their forward in the backward instead
-                                  * of keeping their saved_bytes (default false) */
-    sp_placement placement;      /* SP_PLACEMENT_SEARCH: the ilp solver also chooses each stage's
-                                  * device among `devices` (or the profile's), minimizing the
-                                  * objective, then the latency of one micro-batch (sum of stage
-                                  * times + twice the transfers over the links between the chosen
-                                  * devices), then the spread. Devices that
-                                  * are interchangeable (same speed and memory, same links) are
-                                  * merged first. Links, when given, are matched to the devices by
-                                  * name. With chunks, chunk k runs on stage k mod P's device.
-                                  * Needs overlapped transfers (default ORDER) */
-    bool ilp_cold;               /* ilp solver: no incumbent and no bound from the DP, the program
-                                  * alone (for testing and measuring the formulation; slower;
-                                  * default false) */
-    const sp_plan *placed_as;    /* sp_plan_from_split only: each pipeline stage runs on the
-                                  * device this plan gave it (its index in `devices`, links matched
-                                  * by name), as sp_plan_options sets for a plan whose placement
-                                  * was searched; sp_partition ignores it (borrowed; default NULL:
-                                  * stage s on device s) */
-    bool allow_empty_stages;     /* sp_plan_from_split: the split may give a stage no layer
-                                  * (Megatron-LM's layouts may); sp_partition: when the profile
-                                  * has fewer places to cut than stages - 1, the plan uses one
-                                  * stage per place and leaves the rest empty, first in the
-                                  * pipeline (one chunk, identical devices, no links; never
-                                  * otherwise). Default false: every stage holds a layer */
-    sp_framework framework;      /* cut only where this framework's layout can (default
-                                  * SP_FRAMEWORK_ANY); SP_ERR_INVALID_ARG naming why when the
-                                  * profile's layers do not make its groups (no kinds) */
+    uint32_t stages;              /* P, number of pipeline stages, >= 1 (default 4) */
+    uint32_t micro_batches;       /* M per iteration; 0 means 4 * stages (the default);
+                                   * SP_MICRO_BATCHES_AUTO: the smallest M whose simulated
+                                   * efficiency reaches target_efficiency (within the limits) */
+    double target_efficiency;     /* for SP_MICRO_BATCHES_AUTO, in (0, 1) (default 0.9) */
+    sp_objective objective;       /* default SP_OBJECTIVE_BOTTLENECK */
+    sp_solver solver;             /* default SP_SOLVER_DP */
+    sp_schedule schedule;         /* schedule the plan is simulated with (default 1F1B) */
+    uint64_t memory_limit_bytes;  /* per-stage memory cap; 0 means none (default) */
+    const sp_devices *devices;    /* stage s runs on device s: its speed scales the stage's time,
+                                   * its memory caps the stage; NULL: the profile's devices, if any,
+                                   * else identical devices (borrowed; default NULL) */
+    const sp_links *links;        /* boundary s -> s+1 costs latency + activation_bytes of the
+                                   * stage's last layer / bandwidth between devices s and s+1,
+                                   * recorded as send_ms; overlapped with compute (an edge delay in
+                                   * the schedule), not added to stage time (borrowed; NULL: none) */
+    sp_comm comm;                 /* how links are charged (default SP_COMM_OVERLAP) */
+    uint32_t chunks;              /* V model chunks per device for the interleaved schedule: P x V
+                                   * chunks in chain order, chunk k on device k mod P (default 1).
+                                   * The ilp solver balances them exactly (the largest device load,
+                                   * the sum of its chunks); uniform makes the equal split; dp
+                                   * cannot (non-contiguous sums are no chain problem) */
+    double time_limit_s;          /* ilp solver: stop after this long with the best plan found
+                                   * (default 30) */
+    bool recompute;               /* ilp solver ("--recompute auto"): choose which layers with
+                                   * recompute_ms recompute their forward in the backward instead
+                                   * of keeping their saved_bytes (default false) */
+    sp_placement placement;       /* SP_PLACEMENT_SEARCH: the ilp solver also chooses each stage's
+                                   * device among `devices` (or the profile's), minimizing the
+                                   * objective, then the latency of one micro-batch (sum of stage
+                                   * times + twice the transfers over the links between the chosen
+                                   * devices), then the spread. Devices that
+                                   * are interchangeable (same speed and memory, same links) are
+                                   * merged first. Links, when given, are matched to the devices by
+                                   * name. With chunks, chunk k runs on stage k mod P's device.
+                                   * Needs overlapped transfers (default ORDER) */
+    bool ilp_cold;                /* ilp solver: no incumbent and no bound from the DP, the program
+                                   * alone (for testing and measuring the formulation; slower;
+                                   * default false) */
+    const sp_plan *placed_as;     /* sp_plan_from_split only: each pipeline stage runs on the
+                                   * device this plan gave it (its index in `devices`, links matched
+                                   * by name), as sp_plan_options sets for a plan whose placement
+                                   * was searched; sp_partition ignores it (borrowed; default NULL:
+                                   * stage s on device s) */
+    bool allow_empty_stages;      /* sp_plan_from_split: the split may give a stage no layer
+                                   * (Megatron-LM's layouts may); sp_partition: when the profile
+                                   * has fewer places to cut than stages - 1, the plan uses one
+                                   * stage per place and leaves the rest empty, first in the
+                                   * pipeline (one chunk, identical devices, no links; never
+                                   * otherwise). Default false: every stage holds a layer */
+    sp_framework framework;       /* cut only where this framework's layout can (default
+                                   * SP_FRAMEWORK_ANY); SP_ERR_INVALID_ARG naming why when the
+                                   * profile's layers do not make its groups (no kinds) */
+    sp_replica_cost replica_cost; /* sp_partition_replicated: how all-reduces are charged
+                                   * (default SP_REPLICA_COST_RING) */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */
@@ -233,12 +249,16 @@ SP_API void sp_dp_table_destroy(sp_dp_table *table);
  * round-robin, each holding the whole stage (its memory as an unreplicated stage with as many
  * stages after it), and
  * all-reduce its param_bytes by a ring (sp_ring_allreduce_ms, over the slowest link among
- * them). One micro-batch's share of the stage's devices, the figure the bottleneck is over:
+ * them, or as opts->replica_cost says). One micro-batch's share of the stage's devices, the
+ * figure the bottleneck is over:
  *     time / r + allreduce / M                under gpipe and 1f1b (one all-reduce an iteration)
- *     max(time, allreduce) / r                under pipedream and 2bw (one per micro-batch)
+ *     (time + allreduce) / r                  under pipedream and 2bw (one per micro-batch, each
+ *                                             replica's turn its compute then its all-reduce,
+ *                                             as PipeDream's planner charges it)
  * in integer ticks, rounded up. Activation transfers are overlapped, as in sp_partition: the
  * plan's send_ms is the slowest link between two neighbouring stages' devices. Options used:
- * schedule (those four), micro_batches (M; 0: 4 x gpus), memory_limit_bytes, devices (or the
+ * schedule (those four), micro_batches (M; 0: 4 x gpus), memory_limit_bytes, replica_cost,
+ * devices (or the
  * profile's: a stage runs at its slowest replica's speed, since round-robin waits for it, and
  * fits the least memory among its devices) and links; the rest must be their defaults. The
  * plan's stages carry replicas, allreduce_ms and share_ms, its summary gpus and the largest

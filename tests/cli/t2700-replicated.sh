@@ -67,7 +67,55 @@ expect_code "simulated under zb-h1: exit 4" 4 "$STAGEPART" simulate "$TMP/plan.j
 expect_stderr_contains "says which" "simulated under gpipe, 1f1b, pipedream or 2bw, not zb-h1"
 expect_code "pipedream: the share without flushes" 0 "$STAGEPART" partition "$P" --gpus 8 \
     --links "$L" --schedule pipedream
-expect_stdout_contains "max(time, all-reduce) / replicas" "max(time, all-reduce) / replicas"
+expect_stdout_contains "compute and all-reduce summed" "(time + all-reduce) / replicas"
+expect_stdout_contains "the ring named" "a ring over the slowest link"
+
+# PipeDream's own VGG-16 profile (tests/data/pipedream-vgg16.json) at 8 machines and 10 GB/s:
+# its planner (optimizer_graph_hierarchical.py) splits it into 2 stages, the convolutions up to
+# node23 on 7 replicas and the rest on 1, at 89.926 ms a micro-batch (0.0899265 s in its units);
+# --replica-cost pipedream reproduces that plan and figure.
+PD=$SRC/tests/data/pipedream-vgg16.json
+python3 - "$TMP/ten.json" <<'PY'
+import json, sys
+n = 8
+json.dump({"format": "stagepart-links", "version": 1, "devices": ["m%d" % i for i in range(n)],
+           "bandwidth_GBps": [[0 if i == j else 10 for j in range(n)] for i in range(n)],
+           "latency_us": [[0] * n for _ in range(n)]}, open(sys.argv[1], "w"))
+PY
+expect_code "PipeDream's accounting on its VGG-16" 0 "$STAGEPART" partition "$PD" --gpus 8 \
+    --links "$TMP/ten.json" --schedule pipedream --replica-cost pipedream -o "$TMP/pd.json"
+expect_stdout_contains "its charge named" "PipeDream's planner's charge"
+python3 - "$TMP/pd.json" <<'PY' && pass "2 stages, 7 + 1 replicas, cut before node24, 89.926 ms" || fail "PipeDream's VGG-16 plan"
+import json, sys
+p = json.load(open(sys.argv[1]))
+st = p["stages"]
+assert [s["replicas"] for s in st] == [7, 1], [s["replicas"] for s in st]
+assert st[1]["first_name"].startswith("node24"), st[1]["first_name"]
+assert abs(p["bottleneck_ms"] - 89.926460) < 1e-3, p["bottleneck_ms"]
+assert p["replica_cost"] == "pipedream"
+# the schedule's steady state keeps the bottleneck's pace: 32 micro-batches, 32 shares
+assert abs(p["schedule"]["iteration_ms"] - 32 * p["bottleneck_ms"]) < 1e-3 * p["bottleneck_ms"]
+assert 0 < p["schedule"]["efficiency"] <= 1
+PY
+expect_code "check re-evaluates it under the same accounting" 0 "$STAGEPART" check \
+    --plan "$TMP/pd.json" --profile "$PD" --links "$TMP/ten.json" --max-imbalance 1.3
+expect_stdout_contains "the same iteration, no regression" "recorded 2877.647 ms: +0.0%"
+expect_code "the ring's charge on the same machines" 0 "$STAGEPART" partition "$PD" --gpus 8 \
+    --links "$TMP/ten.json" --schedule pipedream --json
+python3 - "$TMP/stdout" <<'PY' && pass "the ring: 7 + 1 as well, its all-reduce half PipeDream's" || fail "ring plan"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert [s["replicas"] for s in p["stages"]] == [7, 1]
+assert "replica_cost" not in p
+PY
+expect_code "PipeDream's accounting under a flushing schedule: usage" 2 "$STAGEPART" partition \
+    "$PD" --gpus 8 --links "$TMP/ten.json" --replica-cost pipedream
+expect_stderr_contains "says which" "use it with --schedule pipedream or 2bw"
+expect_code "--replica-cost without --gpus: usage" 2 "$STAGEPART" partition "$PD" \
+    --replica-cost pipedream
+expect_code "an unknown charge: usage" 2 "$STAGEPART" partition "$PD" --gpus 8 \
+    --links "$TMP/ten.json" --replica-cost overlap
+expect_stderr_contains "names the choices" "--replica-cost expects ring or pipedream"
 expect_code "--micro-batches is the M of the all-reduce's share" 0 "$STAGEPART" partition "$P" \
     --gpus 8 --links "$L" -m 64 --json
 expect_stdout_contains "M = 64" '"micro_batches":	64'

@@ -9,7 +9,8 @@
  * devices left idle between them,
  * and judges each plan from the documented model alone: the ring all-reduce
  * (sp_ring_allreduce_ms), the share of a micro-batch (ceil of time / r + all-reduce / M when
- * the schedule flushes, of max(time, all-reduce) / r when it does not; time on the slowest of
+ * the schedule flushes, of (time + all-reduce) / r when it does not, the all-reduce now and then
+ * PipeDream's 4 (r - 1) / r x bytes over the ring's least bandwidth; time on the slowest of
  * the stage's devices), a replica's memory
  * (resident + in-flight x saved + stashed weight versions within the least of the limit and its
  * devices' memory, with k stages from it to the end:
@@ -39,6 +40,7 @@ struct inst {
     int n, gpus;
     uint32_t M;
     sp_schedule schedule;
+    sp_replica_cost cost;
     int fwd_ms[MAX_N], bwd_ms[MAX_N], cut[MAX_N];
     uint64_t params[MAX_N], mem[MAX_N], saved[MAX_N];
     double lat_us[MAX_G][MAX_G], bw[MAX_G][MAX_G];
@@ -58,6 +60,9 @@ static void random_inst(struct inst *in) {
     const sp_schedule sc[] = {SP_SCHEDULE_GPIPE, SP_SCHEDULE_1F1B, SP_SCHEDULE_PIPEDREAM,
                               SP_SCHEDULE_2BW};
     in->schedule = sc[rnd(4)];
+    in->cost = in->schedule == SP_SCHEDULE_PIPEDREAM || in->schedule == SP_SCHEDULE_2BW
+                   ? (sp_replica_cost)rnd(2)
+                   : SP_REPLICA_COST_RING;
     for (int i = 0; i < in->n; i++) {
         in->fwd_ms[i] = 1 + (int)rnd(6);
         in->bwd_ms[i] = (int)rnd(12);
@@ -174,10 +179,14 @@ static int64_t share_ticks(const struct inst *in, int a, int b, int g, int r) {
     for (int j = 0; j < r; j++)
         ranks[j] = (size_t)(g + j);
     int64_t ar = llround(sp_ring_allreduce_ms(in->links, ranks, (size_t)r, params) * 1e6);
-    if (async_schedule(in)) {
-        int64_t t = compute > ar ? compute : ar;
-        return (t + r - 1) / r;
+    if (in->cost == SP_REPLICA_COST_PIPEDREAM && r > 1) {
+        double bw = in->bw[g][g + 1]; /* the least bandwidth between neighbours on the ring */
+        for (int j = 0; j < r; j++)
+            bw = fmin(bw, in->bw[g + j][g + (j + 1) % r]);
+        ar = llround(4.0 * (r - 1) / r * (double)params / (bw * 1e6) * 1e6);
     }
+    if (async_schedule(in))
+        return (compute + ar + r - 1) / r;
     int64_t num = compute * (int64_t)in->M + ar * r, den = (int64_t)r * in->M;
     return (num + den - 1) / den;
 }
@@ -246,6 +255,7 @@ static void check_instance(int trial) {
     sp_partition_opts o;
     sp_partition_opts_init(&o);
     o.schedule = in.schedule;
+    o.replica_cost = in.cost;
     o.micro_batches = in.M;
     o.memory_limit_bytes = in.limit;
     o.links = in.links;
