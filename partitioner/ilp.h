@@ -53,7 +53,9 @@ struct sp_ilp_result {
     double mip_gap;      /* relative gap of the objective when the search stopped */
     double best_bound;   /* proven lower bound of the objective, in ms */
     double objective_ms; /* the plan's objective value, in ms */
-    const char *status;  /* "optimal", "time limit", ... */
+    const char *status;  /* "optimal", "time limit", ...; the interleaved search's "search
+                          * limit": it tried only the round boundaries near its start */
+    bool stopped;        /* the time limit ended the search */
     long long nodes;     /* branch-and-bound nodes */
     double solve_ms;
     size_t free_binaries;  /* after window fixing */

@@ -73,7 +73,15 @@ static size_t fitting_end(const struct sp_il *s, uint32_t d, uint32_t r, size_t 
     return lo + 1;
 }
 
-/* the successor in s->e complete, with device load `load`: its memory, then the rest */
+/* whether the time limit has passed, read every IL_CLOCK_EVERY chunk ends tried: one state can
+ * try very many (every round's chunk end, nested, with many chunks per device) */
+static bool out_of_time(struct sp_il *s, struct step *x) {
+    if (++s->steps % IL_CLOCK_EVERY == 0 && sp_now_ms() > s->deadline_ms)
+        s->stopped = true;
+    x->done |= s->stopped;
+    return s->stopped;
+}
+
 /* what one chunk may take: what the device has left, and no more than the chunk cap */
 static int64_t chunk_room(const struct sp_il *s, int64_t device_room) {
     return device_room < s->chunk_cap ? device_room : s->chunk_cap;
@@ -152,7 +160,7 @@ static void expand_last_two(struct sp_il *s, struct step *x, int64_t load, int64
             while (bot <= hi_q && c->w[bot] < target)
                 bot++;
         }
-        for (size_t eq = top; eq-- > bot && !x->done;) {
+        for (size_t eq = top; eq-- > bot && !x->done && !out_of_time(s, x);) {
             e[q] = (uint32_t)eq;
             finish(s, x, l2 + sp_il_chunk_ticks(s, d, q, aq, eq));
         }
@@ -174,7 +182,7 @@ static void expand(struct sp_il *s, struct step *x, uint32_t r, int64_t load, in
     size_t past = fitting_end(s, d, r, a, lo, hi, chunk_room(s, s->T - load - x->min_load[r]));
     size_t low = first_reaching(c->w, lo, past - 1 + (past == lo),
                                 x->need - work - x->more_work[r] + c->w[a]);
-    for (size_t end = past; end-- > low && !x->done;) {
+    for (size_t end = past; end-- > low && !x->done && !out_of_time(s, x);) {
         e[r] = (uint32_t)end;
         expand(s, x, r + 1, load + sp_il_chunk_ticks(s, d, r, a, end),
                work + (c->w[end] - c->w[a]));
@@ -242,8 +250,10 @@ static sp_i128 search(struct sp_il *s, uint32_t d, const uint32_t *t, int64_t *l
 
 /* ---- round boundaries ---- */
 
-static void rounds_fill(struct sp_il_rounds *R, uint32_t V, size_t least, size_t n, uint32_t *cur,
-                        uint32_t r, bool write) {
+/* every round tuple with b_r in [lo_r, hi_r] and each round at least `least` blocks */
+static void rounds_fill(struct sp_il_rounds *R, uint32_t V, size_t least, size_t n,
+                        const uint32_t *lo, const uint32_t *hi, uint32_t *cur, uint32_t r,
+                        bool write) {
     if (r == V) {
         if (write)
             memcpy(R->b + R->count * (V + 1), cur, (V + 1) * sizeof *cur);
@@ -251,10 +261,49 @@ static void rounds_fill(struct sp_il_rounds *R, uint32_t V, size_t least, size_t
         return;
     }
     size_t last = n - (V - r) * least; /* round r starts here at the latest */
-    for (size_t x = cur[r - 1] + least; x <= last && R->count < IL_MAX_ROUND_TUPLES; x++) {
+    last = last < hi[r] ? last : hi[r];
+    size_t first = cur[r - 1] + least;
+    first = first > lo[r] ? first : lo[r];
+    for (size_t x = first; x <= last && R->count < IL_MAX_ROUND_TUPLES; x++) {
         cur[r] = (uint32_t)x;
-        rounds_fill(R, V, least, n, cur, r + 1, write);
+        rounds_fill(R, V, least, n, lo, hi, cur, r + 1, write);
     }
+}
+
+void sp_il_round_windows(const struct sp_il *s, uint32_t *lo, uint32_t *hi) {
+    uint32_t P = s->P, V = s->V;
+    for (uint32_t r = 0; r <= V; r++) {
+        lo[r] = 0;
+        hi[r] = (uint32_t)s->n;
+    }
+    if (s->chunk_cap >= SP_NO_CAP)
+        return;
+    /* the furthest the first rP chunks reach, each within the cap: greedily, since a chunk
+     * starting further ends no nearer */
+    size_t a = 0;
+    for (uint32_t k = 0; k < P * V; k++) {
+        if (k % P == 0)
+            hi[k / P] = (uint32_t)a;
+        size_t past = fitting_end(s, k % P, k / P, a, a + 1, s->n, s->chunk_cap);
+        a = past > a ? past - 1 : a; /* (no layer fits: the chunk stays empty, a looser bound) */
+    }
+    /* the nearest the last (V - r) P chunks reach back, each within the cap */
+    size_t e = s->n;
+    for (uint32_t k = P * V; k-- > 0;) {
+        size_t lo_a = 0, hi_a = e; /* the least a with the chunk [a, e) within the cap */
+        while (lo_a < hi_a) {
+            size_t mid = lo_a + (hi_a - lo_a) / 2;
+            if (sp_il_chunk_ticks(s, k % P, k / P, mid, e) <= s->chunk_cap)
+                hi_a = mid;
+            else
+                lo_a = mid + 1;
+        }
+        e = lo_a;
+        if (k % P == 0)
+            lo[k / P] = (uint32_t)e;
+    }
+    lo[0] = hi[0] = 0;
+    lo[V] = hi[V] = (uint32_t)s->n;
 }
 
 struct ranked {
@@ -268,25 +317,58 @@ static int cmp_ranked(const void *x, const void *y) {
     return (a->index > b->index) - (a->index < b->index);
 }
 
-/* every tuple of round boundaries (each round at least `least` blocks), nearest to hint
- * first */
+/* the count of round tuples in the windows, up to the most the search takes */
+static size_t rounds_count(uint32_t V, size_t least, size_t n, const uint32_t *lo,
+                           const uint32_t *hi, uint32_t *cur) {
+    struct sp_il_rounds R = {NULL, 0, false};
+    rounds_fill(&R, V, least, n, lo, hi, cur, 1, false);
+    return R.count;
+}
+
+/* Narrow the windows to within w of the hint, w the widest that leaves fewer tuples than the
+ * search takes (the hint's own tuple at w = 0 always fits). */
+static void narrow_to_hint(uint32_t V, size_t least, size_t n, uint32_t *lo, uint32_t *hi,
+                           const uint32_t *hint, uint32_t *cur) {
+    uint32_t *wlo = cur + V + 1, *whi = wlo + V + 1;
+    size_t good = 0, bad = n; /* w = good fits, w = bad does not */
+    while (bad - good > 1) {
+        size_t w = good + (bad - good) / 2;
+        for (uint32_t r = 0; r <= V; r++) {
+            size_t h = hint[r] < lo[r] ? lo[r] : hint[r] > hi[r] ? hi[r] : hint[r];
+            wlo[r] = (uint32_t)(h > lo[r] + w ? h - w : lo[r]);
+            whi[r] = (uint32_t)(h + w < hi[r] ? h + w : hi[r]);
+        }
+        if (rounds_count(V, least, n, wlo, whi, cur) < IL_MAX_ROUND_TUPLES)
+            good = w;
+        else
+            bad = w;
+    }
+    for (uint32_t r = 0; r <= V; r++) {
+        size_t h = hint[r] < lo[r] ? lo[r] : hint[r] > hi[r] ? hi[r] : hint[r];
+        lo[r] = (uint32_t)(h > lo[r] + good ? h - good : lo[r]);
+        hi[r] = (uint32_t)(h + good < hi[r] ? h + good : hi[r]);
+    }
+}
+
+/* every tuple of round boundaries in the windows (each round at least `least` blocks), nearest
+ * to hint first; when they are too many, those within the widest distance of the hint that
+ * leaves few enough (R->partial) */
 sp_status sp_il_rounds_init(sp_ctx *ctx, struct sp_il_rounds *R, uint32_t V, size_t least, size_t n,
-                            const uint32_t *hint) {
+                            const uint32_t *win_lo, const uint32_t *win_hi, const uint32_t *hint) {
     memset(R, 0, sizeof *R);
-    uint32_t *cur = sp_mallocarray((size_t)V + 1, sizeof *cur);
+    uint32_t *cur = sp_mallocarray(5 * ((size_t)V + 1), sizeof *cur);
     if (!cur)
         return sp_oom(ctx, "enumerating round boundaries");
+    uint32_t *lo = cur + 3 * ((size_t)V + 1), *hi = lo + V + 1;
+    memcpy(lo, win_lo, ((size_t)V + 1) * sizeof *lo);
+    memcpy(hi, win_hi, ((size_t)V + 1) * sizeof *hi);
     cur[0] = 0;
     cur[V] = (uint32_t)n;
-    rounds_fill(R, V, least, n, cur, 1, false);
-    size_t count = R->count;
+    size_t count = rounds_count(V, least, n, lo, hi, cur);
     if (count >= IL_MAX_ROUND_TUPLES) {
-        sp_free(cur);
-        return sp_fail(ctx, SP_ERR_LIMIT,
-                       "the interleaved search would try over %zu ways to place %u round "
-                       "boundaries among %zu places to cut; use --solver ilp (time-boxed) or "
-                       "--solver uniform",
-                       IL_MAX_ROUND_TUPLES, V - 1, n - 1);
+        narrow_to_hint(V, least, n, lo, hi, hint, cur);
+        count = rounds_count(V, least, n, lo, hi, cur);
+        R->partial = true;
     }
     R->b = sp_mallocarray(count * (V + 1), sizeof *R->b);
     struct ranked *order = sp_mallocarray(count, sizeof *order);
@@ -300,7 +382,8 @@ sp_status sp_il_rounds_init(sp_ctx *ctx, struct sp_il_rounds *R, uint32_t V, siz
         return sp_oom(ctx, "enumerating round boundaries");
     }
     R->count = 0;
-    rounds_fill(R, V, least, n, cur, 1, true);
+    rounds_fill(R, V, least, n, lo, hi, cur, 1, true);
+    R->count = count;
     sp_free(cur);
     for (size_t i = 0; i < count; i++) {
         const uint32_t *b = R->b + i * (V + 1);

@@ -34,6 +34,7 @@ struct sp_il {
     struct sp_tuple_memo memo;
     double deadline_ms;
     uint64_t nodes, node_limit; /* node_limit: where a probe gives up (over_budget) */
+    uint64_t steps;             /* chunk ends tried: the clock is read every IL_CLOCK_EVERY */
     bool stopped, over_budget;
 };
 
@@ -42,10 +43,20 @@ struct sp_il {
 struct sp_il_rounds {
     uint32_t *b; /* [count x (V + 1)] */
     size_t count;
+    bool partial; /* only those near the hint: too many to try them all */
 };
 
+/* Every tuple of round boundaries b_1 .. b_{V-1} with b_r in [lo_r, hi_r] and each round at
+ * least `least` positions, nearest to hint first; when they are too many to try, only those
+ * within some distance of the hint, R->partial set (a plan found is then not proven optimal). */
 sp_status sp_il_rounds_init(sp_ctx *ctx, struct sp_il_rounds *R, uint32_t V, size_t least, size_t n,
-                            const uint32_t *hint);
+                            const uint32_t *lo, const uint32_t *hi, const uint32_t *hint);
+
+/* Where each round boundary can lie when every chunk is within s->chunk_cap: b_r is at most how
+ * far the first rP chunks reach greedily and at least how far back the last (V - r) P chunks
+ * reach; lo, hi [V + 1]. Every plan the search may return has its boundaries there, so the
+ * enumeration skips nothing (the whole range without a chunk cap). */
+void sp_il_round_windows(const struct sp_il *s, uint32_t *lo, uint32_t *hi);
 
 /* chunk ticks of device d's chunk in round r over positions [a, e), at its speed */
 static inline int64_t sp_il_chunk_ticks(const struct sp_il *s, uint32_t d, uint32_t r, size_t a,

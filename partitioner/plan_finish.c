@@ -48,7 +48,15 @@ static void record_search(sp_ctx *ctx, const sp_partition_opts *o, const struct 
     m->solver_status = ilp->status;
     m->nodes = ilp->nodes;
     m->free_binaries = ilp->free_binaries;
-    if (!ilp->optimal)
+    if (!ilp->optimal && ilp->status && strcmp(ilp->status, "search limit") == 0)
+        sp_warn(ctx,
+                "the interleaved search tries only the round boundaries nearest the chain DP's "
+                "plan, too many to try them all at %u x %u chunks over these layers%s: the plan "
+                "is the best found, %.2f%% above the proven bound, not proven optimal; with "
+                "fewer --chunks it tries them all",
+                o->stages, o->chunks, ilp->stopped ? ", and stopped at the time limit" : "",
+                100 * ilp->mip_gap);
+    else if (!ilp->optimal)
         sp_warn(ctx,
                 "the %s stopped at the time limit (%g s): the plan is the best found, %.2f%% "
                 "above the proven bound; raise --time-limit to prove it",

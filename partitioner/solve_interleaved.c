@@ -99,6 +99,7 @@ static bool incumbent(sp_ctx *ctx, const sp_profile *profile, struct sp_il *s, s
 
 struct il_result {
     bool proven;
+    bool partial;  /* only the round tuples near the chain DP's plan were tried */
     int64_t bound; /* proven lower bound of the objective, ticks */
     int64_t value; /* the plan's objective, ticks */
 };
@@ -121,13 +122,16 @@ static sp_status solve_bottleneck(sp_ctx *ctx, const sp_profile *profile, struct
     int64_t lo = c->speed ? (int64_t)((double)(W - s->P) / speeds) - s->V : (W + s->P - 1) / s->P;
     lo = lo < 0 ? 0 : lo;
     bool have = incumbent(ctx, profile, s, bounds);
-    uint32_t *hint = sp_mallocarray((size_t)s->V + 1, sizeof *hint);
+    uint32_t *hint = sp_mallocarray(3 * ((size_t)s->V + 1), sizeof *hint);
     if (!hint)
         return sp_oom(ctx, "partitioning interleaved chunks");
+    uint32_t *win_lo = hint + s->V + 1, *win_hi = win_lo + s->V + 1;
     for (uint32_t r = 0; r <= s->V; r++)
         hint[r] = have ? (uint32_t)bounds[(size_t)r * s->P] : (uint32_t)(s->n * r / s->V);
+    sp_il_round_windows(s, win_lo, win_hi);
     struct sp_il_rounds R;
-    sp_status st = sp_il_rounds_init(ctx, &R, s->V, (size_t)s->P * s->min_chunk, s->n, hint);
+    sp_status st =
+        sp_il_rounds_init(ctx, &R, s->V, (size_t)s->P * s->min_chunk, s->n, win_lo, win_hi, hint);
     sp_free(hint);
     if (st != SP_OK)
         return st;
@@ -156,8 +160,8 @@ static sp_status solve_bottleneck(sp_ctx *ctx, const sp_profile *profile, struct
             hi = max_load(s, bounds, NULL);
         } else {
             guess = mid + 1;
-            if (!gave_up && sp_now_ms() <= s->deadline_ms)
-                lo = mid + 1;
+            if (!gave_up && !R.partial && sp_now_ms() <= s->deadline_ms)
+                lo = mid + 1; /* every round tuple tried: no plan under mid */
         }
         s->stopped = sp_now_ms() > s->deadline_ms;
     }
@@ -169,8 +173,9 @@ static sp_status solve_bottleneck(sp_ctx *ctx, const sp_profile *profile, struct
         memcpy(bounds, trial, ((size_t)K + 1) * sizeof *bounds);
         hi = max_load(s, bounds, NULL);
     }
-    out->proven = !s->stopped;
-    out->bound = s->stopped ? lo : hi;
+    out->proven = (!s->stopped && !R.partial) || hi <= lo;
+    out->partial = R.partial;
+    out->bound = out->proven ? hi : lo;
     out->value = hi;
     /* with speeds and --objective iteration: (M - 1) max + sum, scanning caps down from the
      * largest that can still beat the best found */
@@ -195,9 +200,9 @@ static sp_status solve_bottleneck(sp_ctx *ctx, const sp_profile *profile, struct
             }
             T = tmax - 1;
         }
-        out->proven = !s->stopped;
+        out->proven = !s->stopped && !R.partial;
         out->value = (int64_t)best;
-        out->bound = s->stopped ? (int64_t)((sp_i128)M1 * lo + least_sum) : out->value;
+        out->bound = out->proven ? out->value : (int64_t)((sp_i128)M1 * lo + least_sum);
     }
     sp_free(R.b);
     return SP_OK;
@@ -297,7 +302,8 @@ sp_status sp_solve_interleaved(sp_ctx *ctx, const struct sp_problem *pb, struct 
         res->objective_ms = (double)r.value / SP_TICKS_PER_MS;
         res->best_bound = (double)r.bound / SP_TICKS_PER_MS;
         res->mip_gap = r.value > 0 ? (double)(r.value - r.bound) / (double)r.value : 0;
-        res->status = r.proven ? "optimal" : "time limit";
+        res->status = r.proven ? "optimal" : r.partial ? "search limit" : "time limit";
+        res->stopped = s.stopped;
         res->nodes = (long long)s.nodes;
         res->solve_ms = sp_now_ms() - t0;
     }

@@ -61,4 +61,37 @@ expect_code "interleaved slower than 1F1B" 0 "$STAGEPART" partition "$TMP/ends12
 expect_stdout_contains "says which and by how much" "advice      plain 1f1b's own plan on the same 4 devices simulates 1.31x faster: 95.000 ms against 124.000 ms per iteration (M = 16"
 expect_code "interleaved faster than 1F1B" 0 "$STAGEPART" partition $P/gpt3-2.7b.json -s 4 --chunks 2 --schedule interleaved
 if grep -q '^advice' "$TMP/stdout"; then fail "no advice when it is faster"; else pass "no advice when it is faster"; fi
+
+# Large chains: 1,250 layers at -s 8 --chunks 4 has C(1249, 3) = 324 million ways to place the
+# round boundaries; with every chunk within the least largest chunk, each boundary lies in a
+# window of a few dozen places (how far the chunks before it reach, and those after it), and the
+# search proves its plan. Where even the windows hold too many (1,250 equal layers at 16 x 8),
+# it tries those nearest the chain DP's plan and says the plan is not proven.
+python3 - "$TMP/r1250.json" "$TMP/eq1250.json" <<'PY'
+import json, random, sys
+random.seed(3)
+def write(path, layers):
+    json.dump({"format": "stagepart-profile", "version": 1, "model": "chain1250",
+               "layers": layers}, open(path, "w"))
+write(sys.argv[1], [{"name": "l%d" % i, "fwd_ms": round(random.uniform(0.5, 2), 3),
+                     "bwd_ms": round(random.uniform(1, 4), 3)} for i in range(1250)])
+write(sys.argv[2], [{"name": "l%d" % i, "fwd_ms": 1.0, "bwd_ms": 2.0} for i in range(1250)])
+PY
+expect_code "1,250 layers in 8 x 4 chunks" 0 "$STAGEPART" partition "$TMP/r1250.json" -s 8 \
+    --chunks 4 --schedule interleaved --json
+python3 - "$TMP/stdout" <<'PY' && pass "proven optimal, no gap" || fail "the 1,250-layer search"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["optimal"] and p["search"]["status"] == "optimal" and p["search"]["gap"] == 0, p["search"]
+PY
+expect_code "1,250 equal layers in 16 x 8 chunks: a plan" 0 "$STAGEPART" partition \
+    "$TMP/eq1250.json" -s 16 --chunks 8 --schedule interleaved --time-limit 2 --json
+expect_stderr_contains "says the search was not complete" "tries only the round boundaries nearest"
+python3 - "$TMP/stdout" <<'PY' && pass "search limit: not optimal, its bound below its value" || fail "the partial search"
+import json, sys
+p = json.load(open(sys.argv[1]))
+s = p["search"]
+assert not p["optimal"] and s["status"] == "search limit", s
+assert s["best_bound_ms"] < s["objective_ms"] and s["gap"] > 0, s
+PY
 test_done
