@@ -28,6 +28,7 @@ enum {
     OPT_GLOBAL_BATCH,
     OPT_FRAMEWORK,
     OPT_REPLICA_COST,
+    OPT_ACTIVATION_RATIO,
 };
 
 const struct cli_opt cmd_partition_opts[] = {
@@ -102,6 +103,12 @@ const struct cli_opt cmd_partition_opts[] = {
      "2 (r-1)/r x bytes / bandwidth + latency; pipedream (with --schedule pipedream or 2bw): "
      "PipeDream's planner's 4 (r-1)/r x bytes / bandwidth. Under pipedream and 2bw either is "
      "added to the compute, once per micro-batch",
+     "Parallelism"},
+    {OPT_ACTIVATION_RATIO, "activation-ratio", 0, "<R>",
+     "with --replica-cost pipedream: PipeDream's planner's --activation_compression_ratio, each "
+     "stage's time at least its activation transfers, 2 x bytes / (bandwidth x replicas) / R "
+     "(input of every stage but the first, output of every stage but the first and the last); "
+     "an exhaustive search, no --memory-limit",
      "Parallelism"},
     {OPT_GLOBAL_BATCH, "global-batch", 0, "<B>",
      "samples per training step for --gpus: each split runs B / (replicas x the profile's "
@@ -343,6 +350,16 @@ int cmd_partition(int argc, char **argv) {
                     "partition", "--replica-cost expects ring or pipedream, got '%s'", p.value);
             replica_cost_given = true;
             break;
+        case OPT_ACTIVATION_RATIO: {
+            char *end = NULL;
+            opts.activation_ratio = strtod(p.value, &end);
+            if (!end || *end || !(opts.activation_ratio > 0 && opts.activation_ratio <= 1e9))
+                return cli_usage_error("partition",
+                                       "--activation-ratio expects a number in (0, 1e9], got '%s'",
+                                       p.value);
+            replica_cost_given = true;
+            break;
+        }
         case OPT_COMM:
             if (sp_comm_from_name(p.value, &opts.comm) != SP_OK)
                 return cli_usage_error("partition", "--comm expects overlap or blocking, got '%s'",
@@ -396,8 +413,8 @@ int cmd_partition(int argc, char **argv) {
     if (global_batch && !gpus)
         return cli_usage_error("partition", "--global-batch needs --gpus N");
     if (replica_cost_given && (!gpus || global_batch))
-        return cli_usage_error("partition", "--replica-cost charges the all-reduces of "
-                                            "replicated stages: it needs --gpus N without "
+        return cli_usage_error("partition", "--replica-cost and --activation-ratio charge "
+                                            "replicated stages: they need --gpus N without "
                                             "--global-batch");
     if (gpus && (stages_given || compare || (global_batch && opts.micro_batches)))
         return cli_usage_error("partition", "--gpus chooses the stage count%s itself: drop %s",

@@ -52,6 +52,12 @@ void cli_print_replicated(const sp_plan *plan, const sp_profile *profile) {
                  "pipedream)"
                : "a ring over the slowest link among the stage's devices: 2 (replicas - 1) / "
                  "replicas x parameter bytes / bandwidth + 2 (replicas - 1) x latency");
+    if (m->activation_ratio > 0)
+        printf("transfers   each stage's share at least its activation transfers, 2 x bytes / "
+               "(bandwidth x replicas) / %g: the input of every stage but the first, the output "
+               "of every stage but the first and the last (--activation-ratio, PipeDream's "
+               "activation term)\n",
+               m->activation_ratio);
     printf("bottleneck  %.3f ms per micro-batch (stage %u): %.1f micro-batches per second   "
            "lower bound %.3f ms (all work spread over every GPU, no all-reduce)\n",
            m->bottleneck_ms, m->bottleneck_stage,

@@ -171,6 +171,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     read_enum(&r, root, "placement", SP_NAMES_PLACEMENT, &placement);
     read_enum(&r, root, "framework", SP_NAMES_FRAMEWORK, &framework);
     read_enum(&r, root, "replica_cost", SP_NAMES_REPLICA_COST, &replica_cost);
+    sp_json_get_number(&r, root, "", "activation_ratio", false, 1e-9, 1e9, &m->activation_ratio);
     read_enum(&r, root, "chunk_layout", SP_NAMES_CHUNK_LAYOUT, &layout);
     sp_json_get_bool(&r, root, "", "optimal", false, &m->optimal);
     sp_json_get_uint(&r, root, "", "stage_count", true, 1, &stages);

@@ -106,6 +106,8 @@ static cJSON *plan_tree(const sp_plan *plan) {
         ok = add_string(root, "framework", sp_framework_name(m->framework));
     if (ok && m->replica_cost != SP_REPLICA_COST_RING)
         ok = add_string(root, "replica_cost", sp_replica_cost_name(m->replica_cost));
+    if (ok && m->activation_ratio > 0)
+        ok = add_number(root, "activation_ratio", m->activation_ratio);
     if (ok && m->memory_saved_unknown) /* the stages' memory_bytes are resident memory alone */
         ok = cJSON_AddBoolToObject(root, "memory_saved_unknown", true) != NULL;
     ok = ok && add_number(root, "bottleneck_ms", m->bottleneck_ms) &&

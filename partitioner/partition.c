@@ -246,6 +246,7 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
     opts->placed_as = m->placement == SP_PLACEMENT_SEARCH ? plan : NULL;
     opts->framework = m->framework;
     opts->replica_cost = m->replica_cost;
+    opts->activation_ratio = m->activation_ratio;
     for (size_t k = 0; k < plan->n_stages; k++) /* a plan with an empty stage keeps allowing */
         opts->allow_empty_stages |= plan->stages[k].layer_count == 0;
 }

@@ -43,6 +43,18 @@ static sp_status check_options(sp_ctx *ctx, const sp_profile *profile, const sp_
                        "PipeDream's planner does for its schedule without flushes: use it with "
                        "--schedule pipedream or 2bw, not %s",
                        sp_schedule_name(sc));
+    if (o->activation_ratio != 0 && !(o->activation_ratio > 0 && o->activation_ratio <= 1e9))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "--activation-ratio must be in (0, 1e9], got %g",
+                       o->activation_ratio);
+    if (o->activation_ratio > 0 && o->replica_cost != SP_REPLICA_COST_PIPEDREAM)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--activation-ratio charges PipeDream's activation term, at its one "
+                       "bandwidth: use it with --replica-cost pipedream");
+    if (o->activation_ratio > 0 && o->memory_limit_bytes)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--activation-ratio takes no --memory-limit: its search goes through "
+                       "prefixes of the chain, and a replica's memory depends on the stages "
+                       "after it");
     if (o->micro_batches == SP_MICRO_BATCHES_AUTO)
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                        "--micro-batches auto does not apply to replicated stages: give M");
@@ -57,6 +69,13 @@ static sp_status check_options(sp_ctx *ctx, const sp_profile *profile, const sp_
     if (sp_devices_get_count(*devices) < gpus)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "the device list has %zu devices, --gpus %u",
                        sp_devices_get_count(*devices), gpus);
+    for (uint32_t d = 0; o->activation_ratio > 0 && d < gpus; d++)
+        if (sp_devices_get_device(*devices, d)->memory_bytes)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "--activation-ratio takes no memory limits, and device %u of the "
+                           "list has %llu bytes: its search goes through prefixes of the chain, "
+                           "and a replica's memory depends on the stages after it",
+                           d, (unsigned long long)sp_devices_get_device(*devices, d)->memory_bytes);
     return SP_OK;
 }
 
@@ -82,7 +101,7 @@ static sp_status set_replicas(sp_ctx *ctx, sp_plan *plan, const sp_profile *prof
         st->replicas = r;
         st->allreduce_ms = sp_replica_allreduce_ms(m, g, r, st->param_bytes);
         st->share_ms =
-            sp_ticks_to_ms(sp_replica_share_ticks(m, rp->bounds[s], rp->bounds[s + 1], g, r));
+            sp_ticks_to_ms(sp_replica_stage_ticks(m, rp->bounds[s], rp->bounds[s + 1], g, r));
         st->send_ms = 0;
         if (s + 1 == P)
             continue;
@@ -112,7 +131,7 @@ static sp_status even_split(sp_ctx *ctx, const sp_profile *profile,
     for (uint32_t s = 0; st == SP_OK && s < P; s++) {
         size_t a = sp_chain_position_of(m->chain, even[s]);
         size_t b = sp_chain_position_of(m->chain, even[s + 1]);
-        int64_t t = sp_replica_share_ticks(m, a, b, rp->first_device[s], rp->replicas[s]);
+        int64_t t = sp_replica_stage_ticks(m, a, b, rp->first_device[s], rp->replicas[s]);
         worst = t > worst ? t : worst;
         uint64_t room = sp_replica_room(m, rp->first_device[s], rp->replicas[s]);
         *over_memory |= room && sp_replica_memory(m, a, b, P - s) > room;
@@ -167,6 +186,7 @@ static sp_status build_plan(sp_ctx *ctx, const sp_profile *profile, const sp_par
         plan->summary.solver = SP_SOLVER_DP;
         plan->summary.memory_limit_bytes = o->memory_limit_bytes;
         plan->summary.replica_cost = m->cost;
+        plan->summary.activation_ratio = m->activation_ratio;
         summarize(plan, rp, m->micro_batches);
         /* no plan beats all the work spread over every device at its speed, no all-reduce */
         double speeds = 0;
@@ -215,9 +235,11 @@ static sp_status setup(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                                       .micro_batches = M,
                                       .schedule = opts->schedule,
                                       .cost = opts->replica_cost,
+                                      .activation_ratio = opts->activation_ratio,
                                       .mem_cap = opts->memory_limit_bytes,
                                       .devices = su->devices};
     st = sp_replica_model_init(ctx, &su->m);
+    su->m.transfer_bw_GBps = st == SP_OK ? sp_replica_least_bandwidth(&su->m) : 0;
     if (st != SP_OK)
         sp_chain_release(&su->chain);
     return st;
@@ -245,7 +267,8 @@ sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
         return st;
     sp_warn_resident_only(ctx, profile, su.m.mem_cap || su.devices);
     struct sp_replica_plan rp = {0};
-    st = sp_replica_search(ctx, &su.m, &rp);
+    st = su.m.activation_ratio > 0 ? sp_replica_search_transfers(ctx, &su.m, &rp)
+                                   : sp_replica_search(ctx, &su.m, &rp);
     if (st == SP_ERR_INFEASIBLE)
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                      "no plan on %u GPUs fits the memory limits (--memory-limit, the devices' "

@@ -15,6 +15,8 @@ struct sp_replica_model {
     uint32_t micro_batches;       /* M per iteration */
     sp_schedule schedule;         /* gpipe, 1f1b, pipedream or 2bw */
     sp_replica_cost cost;         /* how an all-reduce is charged */
+    double activation_ratio;      /* > 0: PipeDream's activation term (replicated_transfers.c) */
+    double transfer_bw_GBps;      /* its one bandwidth: the slowest link among the N devices */
     uint64_t mem_cap;             /* bytes one device may hold (--memory-limit); 0: none */
     const sp_devices *devices;    /* the devices' speeds and memory (device d of the plan is d of
                                    * the list), or NULL: identical, unlimited */
@@ -48,6 +50,14 @@ int64_t sp_replica_allreduce_ticks(const struct sp_replica_model *m, uint32_t g,
 int64_t sp_replica_share_ticks(const struct sp_replica_model *m, size_t a, size_t b, uint32_t g,
                                uint32_t r);
 
+/* A stage's time as the plan charges it: its share, at least its activation transfers when
+ * m->activation_ratio > 0 (2 x bytes / (bandwidth x r) / ratio for the input of every stage but
+ * the first and the output of every stage but the first and the last, as PipeDream's planner
+ * charges them). */
+int64_t sp_replica_stage_ticks(const struct sp_replica_model *m, size_t a, size_t b, uint32_t g,
+                               uint32_t r);
+double sp_replica_least_bandwidth(const struct sp_replica_model *m);
+
 /* The slowest speed and the room of devices g .. g + r - 1 (r >= 1). */
 double sp_replica_speed(const struct sp_replica_model *m, uint32_t g, uint32_t r);
 uint64_t sp_replica_room(const struct sp_replica_model *m, uint32_t g, uint32_t r);
@@ -74,5 +84,10 @@ void sp_replica_plan_release(struct sp_replica_plan *p);
  * bottleneck allows. SP_ERR_INFEASIBLE (no message) when no plan fits the memory cap. */
 sp_status sp_replica_search(sp_ctx *ctx, const struct sp_replica_model *m,
                             struct sp_replica_plan *out);
+
+/* The exhaustive search with the activation term: as sp_replica_search (least bottleneck, fewest
+ * stages, fewest devices spanned), no memory limits; SP_ERR_LIMIT beyond its size. */
+sp_status sp_replica_search_transfers(sp_ctx *ctx, const struct sp_replica_model *m,
+                                      struct sp_replica_plan *out);
 
 #endif

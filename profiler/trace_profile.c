@@ -26,6 +26,24 @@ void sp_trace_destroy(sp_trace *trace) {
     sp_free(trace);
 }
 
+/* the extensions trace files end with (torch's host.pid.pt.trace.json.gz, nsys's .sqlite, an
+ * event log's .jsonl), removed from the end as long as one matches */
+static void strip_trace_extensions(char *name) {
+    static const char *const ext[] = {".gz", ".json", ".jsonl", ".trace", ".pt", ".sqlite",
+                                      ".nsys-rep", ".qdrep", ".log", ".events"};
+    for (bool more = true; more;) {
+        more = false;
+        size_t n = strlen(name);
+        for (size_t i = 0; i < sizeof ext / sizeof *ext && !more; i++) {
+            size_t k = strlen(ext[i]);
+            if (n > k && strcmp(name + n - k, ext[i]) == 0) {
+                name[n - k] = '\0';
+                more = true;
+            }
+        }
+    }
+}
+
 static bool num(cJSON *o, const char *k, double v) {
     return cJSON_AddNumberToObject(o, k, v) != NULL;
 }
@@ -260,11 +278,10 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     char model[256];
     if (opts->model) {
         snprintf(model, sizeof model, "%s", opts->model);
-    } else { /* the file name without its extensions */
+    } else { /* the file name without the extensions traces carry; a dot of the model's own
+              * stays (qwen1.5-0.5b.json is qwen1.5-0.5b) */
         snprintf(model, sizeof model, "%s", base_name(trace->file));
-        char *dot = strchr(model, '.');
-        if (dot && dot != model)
-            *dot = '\0';
+        strip_trace_extensions(model);
     }
     char source[1024], when[32] = "";
     time_t now = time(NULL);

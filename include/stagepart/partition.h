@@ -182,6 +182,14 @@ typedef struct sp_partition_opts {
                                    * profile's layers do not make its groups (no kinds) */
     sp_replica_cost replica_cost; /* sp_partition_replicated: how all-reduces are charged
                                    * (default SP_REPLICA_COST_RING) */
+    double activation_ratio;      /* sp_partition_replicated with SP_REPLICA_COST_PIPEDREAM: > 0
+                                   * charges PipeDream's activation term, its
+                                   * --activation_compression_ratio: a stage's time is at least
+                                   * 2 x activation bytes / (bandwidth x replicas) / ratio for its
+                                   * input (every stage but the first) and its output (every stage
+                                   * but the first and the last), the bandwidth the slowest link's
+                                   * among the GPUs; the search is then exhaustive (sizes limited)
+                                   * and takes no memory limit. 0: not charged (default) */
 } sp_partition_opts;
 
 /* sp_partition_opts_init: fill *opts with the defaults above. */

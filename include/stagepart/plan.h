@@ -72,6 +72,7 @@ typedef struct sp_plan_summary {
     uint64_t memory_limit_bytes;     /* 0: none */
     sp_framework framework;          /* the layout its cuts keep to (sp_partition_opts) */
     sp_replica_cost replica_cost;    /* how its all-reduces were charged (replicated plans) */
+    double activation_ratio;         /* > 0: PipeDream's activation term was charged */
     bool memory_saved_unknown;       /* the profile's layers record no saved_bytes: the stages'
                                       * memory (and any limit's check) is what stays resident
                                       * alone, without the activations kept for backward */

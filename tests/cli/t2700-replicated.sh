@@ -108,6 +108,44 @@ p = json.load(open(sys.argv[1]))
 assert [s["replicas"] for s in p["stages"]] == [7, 1]
 assert "replica_cost" not in p
 PY
+# with its activation term (--activation_compression_ratio 1) at 1 GB/s, PipeDream's planner puts
+# the cut before node26 (7 + 1 replicas, 103.833 ms); without it, 5 stages (4 + 1 + 1 + 1 + 1)
+python3 - "$TMP/one.json" <<'PY'
+import json, sys
+n = 8
+json.dump({"format": "stagepart-links", "version": 1, "devices": ["m%d" % i for i in range(n)],
+           "bandwidth_GBps": [[0 if i == j else 1 for j in range(n)] for i in range(n)],
+           "latency_us": [[0] * n for _ in range(n)]}, open(sys.argv[1], "w"))
+PY
+expect_code "its activation term" 0 "$STAGEPART" partition "$PD" --gpus 8 --links "$TMP/one.json" \
+    --schedule pipedream --replica-cost pipedream --activation-ratio 1 -o "$TMP/pd-act.json"
+expect_stdout_contains "the term named" "(--activation-ratio, PipeDream's activation term)"
+python3 - "$TMP/pd-act.json" <<'PY' && pass "7 + 1 replicas, cut before node26, 103.833 ms" || fail "the activation term's plan"
+import json, sys
+p = json.load(open(sys.argv[1]))
+st = p["stages"]
+assert [s["replicas"] for s in st] == [7, 1], [s["replicas"] for s in st]
+assert st[1]["first_name"].startswith("node26"), st[1]["first_name"]
+assert abs(p["bottleneck_ms"] - 103.833170) < 1e-3, p["bottleneck_ms"]
+assert p["activation_ratio"] == 1
+PY
+expect_code "check keeps the term" 0 "$STAGEPART" check --plan "$TMP/pd-act.json" --profile "$PD" \
+    --links "$TMP/one.json" --max-imbalance 2
+expect_stdout_contains "the same iteration" "+0.0%"
+expect_code "without it, another plan" 0 "$STAGEPART" partition "$PD" --gpus 8 \
+    --links "$TMP/one.json" --schedule pipedream --replica-cost pipedream --json
+python3 - "$TMP/stdout" <<'PY' && pass "4 + 1 + 1 + 1 + 1" || fail "the plan without the term"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert [s["replicas"] for s in p["stages"]] == [4, 1, 1, 1, 1], [s["replicas"] for s in p["stages"]]
+PY
+expect_code "--activation-ratio with the ring: usage" 2 "$STAGEPART" partition "$PD" --gpus 8 \
+    --links "$TMP/one.json" --schedule pipedream --activation-ratio 1
+expect_stderr_contains "names --replica-cost pipedream" "use it with --replica-cost pipedream"
+expect_code "--activation-ratio with a memory limit: usage" 2 "$STAGEPART" partition "$PD" \
+    --gpus 8 --links "$TMP/one.json" --schedule pipedream --replica-cost pipedream \
+    --activation-ratio 1 --memory-limit 80GB
+expect_stderr_contains "says why" "takes no --memory-limit"
 expect_code "PipeDream's accounting under a flushing schedule: usage" 2 "$STAGEPART" partition \
     "$PD" --gpus 8 --links "$TMP/ten.json" --replica-cost pipedream
 expect_stderr_contains "says which" "use it with --schedule pipedream or 2bw"

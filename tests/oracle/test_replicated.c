@@ -42,7 +42,8 @@ struct inst {
     sp_schedule schedule;
     sp_replica_cost cost;
     int fwd_ms[MAX_N], bwd_ms[MAX_N], cut[MAX_N];
-    uint64_t params[MAX_N], mem[MAX_N], saved[MAX_N];
+    uint64_t params[MAX_N], mem[MAX_N], saved[MAX_N], act[MAX_N];
+    double ratio; /* > 0: PipeDream's activation term (pipedream cost, no memory limits) */
     double lat_us[MAX_G][MAX_G], bw[MAX_G][MAX_G];
     uint64_t limit;
     sp_links *links;
@@ -89,6 +90,13 @@ static void random_inst(struct inst *in) {
         in->speed[d] = in->with_devices && rnd(3) == 0 ? 0.5 : 1.0;
         in->dev_mem[d] = in->with_devices && rnd(3) == 0 ? (uint64_t)(80 + rnd(400)) * 1000000 : 0;
     }
+    bool room_limited = in->limit != 0;
+    for (int d = 0; d < in->gpus; d++)
+        room_limited |= in->dev_mem[d] != 0;
+    const double ratios[] = {0.5, 2, 8};
+    in->ratio = in->cost == SP_REPLICA_COST_PIPEDREAM && !room_limited ? ratios[rnd(3)] : 0;
+    for (int i = 0; i < in->n; i++)
+        in->act[i] = (uint64_t)rnd(40) * 1000000;
 }
 
 static sp_devices *devices_of(const struct inst *in) {
@@ -124,9 +132,9 @@ static sp_profile *profile_of(const struct inst *in) {
             buf + len, sizeof buf - len,
             "%s{\"name\":\"l%d\",\"fwd_ms\":%d,\"bwd_ms\":%d,\"param_bytes\":%" PRIu64
             ",\"memory_bytes\":%" PRIu64 ",\"saved_bytes\":%" PRIu64
-            ",\"activation_bytes\":1000000,\"cut_after\":%s}",
+            ",\"activation_bytes\":%" PRIu64 ",\"cut_after\":%s}",
             i ? "," : "", i, in->fwd_ms[i], in->bwd_ms[i], in->params[i], in->mem[i], in->saved[i],
-            in->cut[i] ? "true" : "false");
+            in->act[i], in->cut[i] ? "true" : "false");
     snprintf(buf + len, sizeof buf - len, "]}");
     sp_profile *p = NULL;
     SP_CHECK_STATUS(sp_profile_parse(ctx, "replicated.json", buf, strlen(buf), &p), SP_OK);
@@ -184,6 +192,20 @@ static int64_t share_ticks(const struct inst *in, int a, int b, int g, int r) {
         for (int j = 0; j < r; j++)
             bw = fmin(bw, in->bw[g + j][g + (j + 1) % r]);
         ar = llround(4.0 * (r - 1) / r * (double)params / (bw * 1e6) * 1e6);
+    }
+    if (async_schedule(in) && in->ratio > 0 && a > 0) { /* PipeDream's activation term */
+        double bw = (double)INFINITY; /* its one bandwidth: the slowest link among the GPUs */
+        for (int i = 0; i < in->gpus; i++)
+            for (int j = 0; j < in->gpus; j++)
+                if (i != j)
+                    bw = fmin(bw, in->bw[i][j]);
+        int64_t t = (compute + ar + r - 1) / r;
+        int64_t tin = llround(2.0 * (double)in->act[a - 1] / (bw * 1e6 * r) / in->ratio * 1e6);
+        int64_t tout =
+            b < in->n ? llround(2.0 * (double)in->act[b - 1] / (bw * 1e6 * r) / in->ratio * 1e6)
+                      : 0;
+        t = tin > t ? tin : t;
+        return tout > t ? tout : t;
     }
     if (async_schedule(in))
         return (compute + ar + r - 1) / r;
@@ -243,9 +265,12 @@ static void enumerate(const struct inst *in, int P, int s, int a, int g, int64_t
     }
 }
 
+static int with_transfers; /* instances with PipeDream's activation term */
+
 static void check_instance(int trial) {
     struct inst in;
     random_inst(&in);
+    with_transfers += in.ratio > 0;
     in.links = links_of(&in);
     in.devices = in.with_devices ? devices_of(&in) : NULL;
     sp_profile *profile = profile_of(&in);
@@ -256,6 +281,7 @@ static void check_instance(int trial) {
     sp_partition_opts_init(&o);
     o.schedule = in.schedule;
     o.replica_cost = in.cost;
+    o.activation_ratio = in.ratio;
     o.micro_batches = in.M;
     o.memory_limit_bytes = in.limit;
     o.links = in.links;
@@ -301,6 +327,8 @@ int main(int argc, char **argv) {
     SP_CHECK_STATUS(sp_ctx_create(&ctx), SP_OK);
     for (int t = 0; t < trials; t++)
         check_instance(t);
+    printf("%d instances, %d with PipeDream's activation term\n", trials, with_transfers);
+    SP_CHECK(trials < 400 || with_transfers >= 20);
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_replicated");
 }
