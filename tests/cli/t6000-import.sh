@@ -71,6 +71,10 @@ expect_code "without warm-up skipped the median moves" 0 "$STAGEPART" import nsy
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert abs(p["layers"][1]["fwd_ms"]-1.0)>1e-6 and p["measurement"]["steps_used"]==4' "$TMP/stdout"; then pass "all 4 steps used (median of 0.99, 1.00, 1.01, 3.0)"; else fail "warm-up effect"; fi
 expect_code "model name" 0 "$STAGEPART" import nsys "$T/report.sqlite" --model gpt-x --micro-batch-size 4
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["model"]=="gpt-x" and p["micro_batch_size"]==4' "$TMP/stdout"; then pass "model and micro-batch size recorded"; else fail "model name"; fi
+# the model's name is the file's without the extensions traces carry, its own dots kept
+cp "$T/trace.json" "$TMP/qwen1.5-0.5b.pt.trace.json"
+expect_code "model name from the file" 0 "$STAGEPART" import kineto "$TMP/qwen1.5-0.5b.pt.trace.json"
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["model"]=="qwen1.5-0.5b", p["model"]' "$TMP/stdout"; then pass "qwen1.5-0.5b, not qwen1"; else fail "model name from the file"; fi
 # another naming: every range with a slash is a layer, the phase from a custom pattern
 expect_code "layer and phase patterns" 0 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(layers\.[0-9]+)/' --phase-pattern '/(bwd)$' --warmup-steps 1
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["layers.%d"%i for i in range(4)]' "$TMP/stdout"; then pass "only the matching layers, named by group 1"; else fail "patterns"; fi
