@@ -92,13 +92,14 @@ int cli_attribution_finish(sp_ctx *ctx, const sp_trace *trace, const sp_trace_pr
                 sum.layers);
         return CLI_EXIT_UNAVAILABLE;
     }
+    if (st == SP_OK) /* before the write, which begins the context anew */
+        cli_print_warnings(ctx);
     if (st == SP_OK && output)
         st = sp_write_file_atomic(ctx, output, json, strlen(json));
     if (st != SP_OK) {
         sp_free(json);
         return cli_report(ctx, st, false);
     }
-    cli_print_warnings(ctx);
     if (cli_is_stdout(output)) {
         fprintf(stderr, "stagepart: layers: %s\n", sum.layers_chosen);
     } else if (output) {

@@ -226,6 +226,9 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
         printf("memory      resident only (parameters, memory_bytes): the profile records no "
                "saved_bytes, so the activations kept for backward are not counted\n");
     }
+    if (m->forward_only)
+        printf("forward     forward passes only: the profile has no backward times (an inference "
+               "trace); the stages balance inference, not training\n");
     double ratio = m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1;
     if (m->even_split_over_memory)
         printf("even split  %.3f ms, but it does not fit the memory limits: no alternative to "

@@ -58,6 +58,9 @@ void cli_print_replicated(const sp_plan *plan, const sp_profile *profile) {
                "of every stage but the first and the last (--activation-ratio, PipeDream's "
                "activation term)\n",
                m->activation_ratio);
+    if (m->forward_only)
+        printf("forward     forward passes only: the profile has no backward times (an inference "
+               "trace); the stages balance inference, not training\n");
     printf("bottleneck  %.3f ms per micro-batch (stage %u): %.1f micro-batches per second   "
            "lower bound %.3f ms (all work spread over every GPU, no all-reduce)\n",
            m->bottleneck_ms, m->bottleneck_stage,

@@ -192,6 +192,8 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_json_get_uint(&r, root, "", "memory_limit_bytes", false, 1, &limit);
     bool saved_unknown = false;
     sp_json_get_bool(&r, root, "", "memory_saved_unknown", false, &saved_unknown);
+    bool forward_only = false;
+    sp_json_get_bool(&r, root, "", "forward_only", false, &forward_only);
     sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, (double)INFINITY,
                        &m->lower_bound_ms);
     sp_json_get_number(&r, root, "", "total_ms", false, 0, (double)INFINITY, &m->total_ms);
@@ -343,6 +345,7 @@ done:
     m->gpus = (uint32_t)gpus;
     m->memory_limit_bytes = limit;
     m->memory_saved_unknown = saved_unknown;
+    m->forward_only = forward_only;
     plan->n_layers = layers ? (size_t)layers : covered;
     snprintf(plan->profile_sha256, sizeof plan->profile_sha256, "%s", sha ? sha : "");
     plan->model = sp_strdup(model);

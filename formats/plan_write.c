@@ -110,6 +110,8 @@ static cJSON *plan_tree(const sp_plan *plan) {
         ok = add_number(root, "activation_ratio", m->activation_ratio);
     if (ok && m->memory_saved_unknown) /* the stages' memory_bytes are resident memory alone */
         ok = cJSON_AddBoolToObject(root, "memory_saved_unknown", true) != NULL;
+    if (ok && m->forward_only) /* the stage times are forward passes alone */
+        ok = cJSON_AddBoolToObject(root, "forward_only", true) != NULL;
     ok = ok && add_number(root, "bottleneck_ms", m->bottleneck_ms) &&
          add_number(root, "bottleneck_stage", m->bottleneck_stage) &&
          add_number(root, "lower_bound_ms", m->lower_bound_ms) &&

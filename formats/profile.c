@@ -20,6 +20,7 @@ struct sp_profile {
                              * but its layers is base's, borrowed */
     char *model, *source, *device;
     uint64_t micro_batch_size;
+    bool forward_only;     /* "forward_only": the producer says there is no backward */
     uint64_t measured_sms; /* measurement.sms: the GPU SMs the times were taken on; 0: all */
     size_t n_layers;
     sp_layer *layers;
@@ -233,6 +234,14 @@ static void check_totals(struct sp_json_reader *r, const sp_profile *p) {
                   {"saved_bytes", saved},
                   {"param_bytes", param},
                   {"activation_bytes", act}};
+    for (size_t i = 0; p->forward_only && i < p->n_layers; i++)
+        if (p->layers[i].bwd_ms > 0) {
+            sp_json_problem(r, "", "forward_only",
+                            "expected no backward times with forward_only true, but layer %zu "
+                            "('%s') has bwd_ms %g",
+                            i, p->layers[i].name, p->layers[i].bwd_ms);
+            break;
+        }
     for (size_t k = 0; k < sizeof totals / sizeof totals[0]; k++)
         if (totals[k].value > SP_PROFILE_MAX_TOTAL_BYTES)
             sp_json_problem(r, "layers", "",
@@ -408,6 +417,7 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     sp_json_get_string(&r, root, "", "model", true, SP_NAME_MAX_BYTES, &model);
     /* optional: published profiles often do not record it (0: unknown) */
     sp_json_get_uint(&r, root, "", "micro_batch_size", false, 1, &p->micro_batch_size);
+    sp_json_get_bool(&r, root, "", "forward_only", false, &p->forward_only);
     sp_json_get_string(&r, root, "", "source", false, (size_t)1 << 20, &source);
     sp_json_get_string(&r, root, "", "device", false, SP_NAME_MAX_BYTES, &device);
     const cJSON *measurement = cJSON_GetObjectItemCaseSensitive(root, "measurement");

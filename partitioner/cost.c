@@ -18,6 +18,18 @@ bool sp_profile_saves_nothing(const sp_profile *profile) {
     return true;
 }
 
+bool sp_profile_forward_only(const sp_profile *profile) {
+    size_t n = sp_profile_get_layer_count(profile);
+    bool work = false;
+    for (size_t l = 0; l < n; l++) {
+        const sp_layer *L = sp_profile_get_layer(profile, l);
+        if (L->bwd_ms > 0)
+            return false;
+        work |= L->fwd_ms > 0;
+    }
+    return work;
+}
+
 /* a stage's first or last layer's name; "" for an empty stage */
 static const char *stage_layer_name(const sp_profile *profile, const sp_stage *st, size_t l) {
     return st->layer_count ? sp_profile_get_layer(profile, l)->name : "";
@@ -207,6 +219,7 @@ static void summarize(sp_plan *plan, const sp_profile *profile, const sp_partiti
     sum->profile_sms = sp_profile_get_measured_sms(profile);
     sum->memory_limit_bytes = opts->memory_limit_bytes;
     sum->memory_saved_unknown = sp_profile_saves_nothing(profile);
+    sum->forward_only = sp_profile_forward_only(profile);
     sum->objective = opts->objective;
     sum->solver = opts->solver;
     sum->bottleneck_ms = sp_ticks_to_ms(max_ticks);

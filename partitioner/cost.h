@@ -26,5 +26,8 @@ sp_status sp_plan_build_recompute(sp_ctx *ctx, const sp_profile *profile,
 /* whether no layer of the profile saves anything for backward (every saved_bytes 0, as when
  * the profile has none): its plans' memory is then only what stays resident */
 bool sp_profile_saves_nothing(const sp_profile *profile);
+/* whether the profile times forward passes alone: no layer has a backward time, some a forward
+ * (an inference trace; imports mark it "forward_only") */
+bool sp_profile_forward_only(const sp_profile *profile);
 
 #endif

@@ -385,8 +385,10 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
         st = sp_fail(ctx, SP_ERR_INFEASIBLE,
                      "%u stages need %u devices in the links file; it has %zu", o.stages, o.stages,
                      sp_links_get_count(o.links));
-    if (st == SP_OK)
+    if (st == SP_OK) {
         sp_warn_resident_only(ctx, profile, o.memory_limit_bytes || d.memory);
+        sp_warn_forward_only(ctx, profile);
+    }
     /* the profile's chain, built once: every plan below restages it */
     struct sp_chain base = {0};
     if (st == SP_OK)

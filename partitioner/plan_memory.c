@@ -15,6 +15,13 @@ void sp_warn_resident_only(sp_ctx *ctx, const sp_profile *profile, bool limited)
                      "profile, or add saved_bytes)");
 }
 
+void sp_warn_forward_only(sp_ctx *ctx, const sp_profile *profile) {
+    if (sp_profile_forward_only(profile))
+        sp_warn(ctx, "the profile has no backward times (every layer's bwd_ms is 0: an inference "
+                     "trace, or a forward-only one): the plan balances forward passes, not "
+                     "training steps; for training, trace a step with its backward");
+}
+
 /* A baseline's plan must still satisfy the memory limits to be usable (per device: the sum of
  * its chunks, in a loop or V-shape). */
 /* The first device over its memory cap (UINT32_MAX: none), with what it needs and its cap. */

@@ -29,8 +29,8 @@ void sp_trace_destroy(sp_trace *trace) {
 /* the extensions trace files end with (torch's host.pid.pt.trace.json.gz, nsys's .sqlite, an
  * event log's .jsonl), removed from the end as long as one matches */
 static void strip_trace_extensions(char *name) {
-    static const char *const ext[] = {".gz", ".json", ".jsonl", ".trace", ".pt", ".sqlite",
-                                      ".nsys-rep", ".qdrep", ".log", ".events"};
+    static const char *const ext[] = {".gz",     ".json",     ".jsonl", ".trace", ".pt",
+                                      ".sqlite", ".nsys-rep", ".qdrep", ".log",   ".events"};
     for (bool more = true; more;) {
         more = false;
         size_t n = strlen(name);
@@ -42,6 +42,17 @@ static void strip_trace_extensions(char *name) {
             }
         }
     }
+}
+
+/* no layer with backward time, some with forward time */
+static bool forward_only(const struct sp_profile_doc *doc) {
+    bool work = false;
+    for (size_t i = 0; i < doc->n_layers; i++) {
+        if (doc->layers[i].bwd_ms > 0)
+            return false;
+        work |= doc->layers[i].fwd_ms > 0;
+    }
+    return work;
 }
 
 static bool num(cJSON *o, const char *k, double v) {
@@ -374,6 +385,14 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
              (rc <= 0 || add_phase(meas, "recompute", &L->phase[SP_PHASE_RECOMPUTE]));
     }
     st = ok ? SP_OK : sp_oom(ctx, "writing the profile");
+    doc.forward_only = st == SP_OK && forward_only(&doc);
+    if (doc.forward_only)
+        sp_warn(ctx,
+                "%s holds no backward pass (an inference trace, or forwards alone): every "
+                "layer's bwd_ms is 0, and the profile is marked forward_only; partitioned, it "
+                "balances forward passes, not training steps (trace a step with its backward "
+                "to plan training)",
+                trace->file);
     if (st == SP_OK && opts->built_in)
         st = add_model_bytes(ctx, opts->built_in, &doc);
     if (st == SP_OK)

@@ -76,6 +76,8 @@ typedef struct sp_plan_summary {
     bool memory_saved_unknown;       /* the profile's layers record no saved_bytes: the stages'
                                       * memory (and any limit's check) is what stays resident
                                       * alone, without the activations kept for backward */
+    bool forward_only;               /* the profile has no backward times (an inference trace):
+                                      * the stages balance forward passes alone */
     double bottleneck_ms;            /* largest stage time */
     uint32_t bottleneck_stage;       /* first stage reaching it */
     double lower_bound_ms;           /* max(heaviest layer, total / P) */

@@ -75,6 +75,32 @@ if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["model"
 cp "$T/trace.json" "$TMP/qwen1.5-0.5b.pt.trace.json"
 expect_code "model name from the file" 0 "$STAGEPART" import kineto "$TMP/qwen1.5-0.5b.pt.trace.json"
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["model"]=="qwen1.5-0.5b", p["model"]' "$TMP/stdout"; then pass "qwen1.5-0.5b, not qwen1"; else fail "model name from the file"; fi
+# an inference trace: the same without its backward (thread 2's ranges and launches, the
+# backward kernels): marked forward_only at import, and partition says it balances forwards
+python3 - "$T/trace.json" "$TMP/inference.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["traceEvents"] = [e for e in t["traceEvents"]
+                    if e.get("tid") != 2 and "_bwd_" not in str(e.get("name", ""))]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect_code "an inference trace" 0 "$STAGEPART" import kineto "$TMP/inference.json" \
+    --warmup-steps 1 -o "$TMP/inference-profile.json"
+expect_stderr_contains "warns at import" "holds no backward pass"
+if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["forward_only"] is True and all(l["bwd_ms"] == 0 for l in p["layers"]) and any(l["fwd_ms"] > 0 for l in p["layers"])' "$TMP/inference-profile.json"; then pass "forward_only: true in the profile"; else fail "forward_only"; fi
+expect_code "partitioned" 0 "$STAGEPART" partition "$TMP/inference-profile.json" -s 2
+expect_stdout_contains "the table says so" "forward passes only: the profile has no backward times"
+expect_stderr_contains "and stderr" "the plan balances forward passes, not training steps"
+expect_code "the plan records it" 0 "$STAGEPART" partition "$TMP/inference-profile.json" -s 2 --json
+if python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["forward_only"] is True' "$TMP/stdout"; then pass "forward_only in the plan"; else fail "the plan's forward_only"; fi
+python3 - "$TMP/inference-profile.json" "$TMP/lying.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["layers"][1]["bwd_ms"] = 2.0
+json.dump(p, open(sys.argv[2], "w"))
+PY
+expect_code "forward_only with a backward time: exit 2" 2 "$STAGEPART" partition "$TMP/lying.json"
+expect_stderr_contains "names the layer" "forward_only true, but layer 1"
 # another naming: every range with a slash is a layer, the phase from a custom pattern
 expect_code "layer and phase patterns" 0 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(layers\.[0-9]+)/' --phase-pattern '/(bwd)$' --warmup-steps 1
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["layers.%d"%i for i in range(4)]' "$TMP/stdout"; then pass "only the matching layers, named by group 1"; else fail "patterns"; fi
