@@ -1,5 +1,6 @@
 /* cli/attribution.c: the attribution options and the profile written from a trace (attribution.h).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "attribution.h"
@@ -26,6 +27,17 @@ bool cli_attribution_opt(const struct cli_opt_parser *p, int id, sp_trace_profil
             return false;
         opts->warmup_steps = (uint32_t)v;
         return true;
+    case CLI_ATTR_OPT_MIN_SHARE: {
+        char *end = NULL;
+        double x = strtod(p->value, &end);
+        if (!end || *end || !(x >= 0 && x <= 1)) {
+            cli_usage_error(p->command, "--min-layer-share expects a share in [0, 1], got '%s'",
+                            p->value);
+            return false;
+        }
+        opts->min_layer_share = x;
+        return true;
+    }
     case CLI_ATTR_OPT_MODEL:
         opts->model = p->value;
         return true;

@@ -15,6 +15,7 @@ enum {
     CLI_ATTR_OPT_MODEL,
     CLI_ATTR_OPT_MBS,
     CLI_ATTR_OPT_LAYERS,
+    CLI_ATTR_OPT_MIN_SHARE,
 };
 
 /* -o for the commands that write a profile (import, profile) */
@@ -59,6 +60,14 @@ enum {
          "training-step ranges (default: '^(stagepart/step|ProfilerStep#[0-9]+)')",                \
          "Attribution"},                                                                           \
         {CLI_ATTR_OPT_WARMUP, "warmup-steps", 0, "<N>", "skip the first N steps (default: 0)",     \
+         "Attribution"},                                                                           \
+        {CLI_ATTR_OPT_MIN_SHARE,                                                                   \
+         "min-layer-share",                                                                        \
+         0,                                                                                        \
+         "<x>",                                                                                    \
+         "refuse a GPU trace whose layers hold less than this share of its GPU time outside the "  \
+         "optimizer (their ranges did not launch the model's kernels); 0: no check "               \
+         "(default: 0.5)",                                                                         \
          "Attribution"},                                                                           \
         {CLI_ATTR_OPT_MODEL,                                                                       \
          "model",                                                                                  \

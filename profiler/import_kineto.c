@@ -264,10 +264,15 @@ static sp_status read_event(sp_ctx *ctx, struct kineto_state *k, const cJSON *ev
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(ev, "name");
     double ts = 0, dur = 0;
     if (!cJSON_IsString(ph) || strcmp(ph->valuestring, "X") != 0 || !cJSON_IsString(cat) ||
-        !cJSON_IsString(name) || !get_number(ev, "ts", &ts) || !get_number(ev, "dur", &dur) ||
-        dur < 0)
+        !cJSON_IsString(name))
         return SP_OK;
     const char *c = cat->valuestring;
+    if (!get_number(ev, "ts", &ts) || !get_number(ev, "dur", &dur) || dur < 0) {
+        /* GPU work without a time is left out, and counted: the profile says how much */
+        t->malformed_activities += strcmp(c, "kernel") == 0 || strcmp(c, "gpu_memcpy") == 0 ||
+                                   strcmp(c, "gpu_memset") == 0;
+        return SP_OK;
+    }
     /* the 2021 format's categories, since renamed: counted, to name the format */
     *n_legacy += strcmp(c, "Kernel") == 0 || strcmp(c, "Runtime") == 0 ||
                  strcmp(c, "Memcpy") == 0 || strcmp(c, "Memset") == 0;

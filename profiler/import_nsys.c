@@ -223,6 +223,8 @@ static sp_status read_activities(sp_ctx *ctx, const char *path, sqlite3 *db, con
         st = sp_trace_intern(ctx, t, n, strlen(n), &a.name);
         if (st == SP_OK && a.end_ns >= a.start_ns)
             st = sp_trace_add_activity(ctx, t, &a);
+        else if (st == SP_OK) /* ends before it starts: left out, and counted */
+            t->malformed_activities++;
     }
     if (st == SP_OK && rc != SQLITE_DONE)
         st = query_failed(ctx, path, db, table);

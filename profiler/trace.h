@@ -85,6 +85,7 @@ struct sp_trace {
     char **devices;    /* device names by index, or NULL entries */
     size_t n_devices;
     uint64_t dropped_records;      /* the collector's own count of lost records */
+    uint64_t malformed_activities; /* GPU activities left out: no start, or a negative duration */
     uint64_t zero_time_records;    /* records without usable timestamps (skipped): zero, ending
                                     * before they start, or beyond +-2^61 ns */
     uint64_t unusable_payloads;    /* range payloads beyond 2^53 bytes (dropped: a profile's byte

@@ -19,6 +19,7 @@
 void sp_trace_profile_opts_init(sp_trace_profile_opts *opts) {
     memset(opts, 0, sizeof *opts);
     opts->micro_batch_size = 1;
+    opts->min_layer_share = 0.5;
 }
 
 void sp_trace_destroy(sp_trace *trace) {
@@ -42,6 +43,39 @@ static void strip_trace_extensions(char *name) {
             }
         }
     }
+}
+
+/* A GPU trace whose layers hold too little of its GPU time (the optimizer's left out) did not
+ * have its kernels launched inside the layer ranges: refused, naming where they were launched. */
+static sp_status check_layer_share(sp_ctx *ctx, const sp_trace *trace,
+                                   const sp_trace_profile_opts *opts, const sp_trace_summary *sum) {
+    double model_ms = sum->gpu_ms - sum->optimizer_ms;
+    if (trace->cpu_time || !(opts->min_layer_share > 0) || !(model_ms > 0) ||
+        sum->layer_ms >= opts->min_layer_share * model_ms)
+        return SP_OK;
+    char where[512] = ""; /* the ranges of the largest work in no layer, each once */
+    size_t len = 0;
+    for (size_t i = 0; i < sum->n_outside && len + 1 < sizeof where; i++) {
+        double ms = 0;
+        bool seen = false;
+        for (size_t j = 0; j < sum->n_outside; j++) {
+            bool same = strcmp(sum->outside[j].range, sum->outside[i].range) == 0;
+            seen |= same && j < i;
+            ms += same ? sum->outside[j].ms : 0;
+        }
+        if (!seen)
+            len += (size_t)snprintf(where + len, sizeof where - len, "%s%s (%.3f ms)",
+                                    len ? ", " : "", sum->outside[i].range, ms);
+    }
+    return sp_fail(ctx, SP_ERR_SCHEMA,
+                   "%s: the %zu layers hold %.1f%% of the GPU time outside the optimizer (%.3f of "
+                   "%.3f ms), under the %.0f%% a profile needs: the model's kernels were launched "
+                   "outside the layer ranges, mostly in %s. Put the layer ranges around the code "
+                   "that launches them (with_stack, the module ranges, NVTX ranges on the "
+                   "launching thread), or lower --min-layer-share if the rest is truly not the "
+                   "model's",
+                   trace->file, sum->layers, 100 * sum->layer_ms / model_ms, sum->layer_ms,
+                   model_ms, 100 * opts->min_layer_share, len ? where : "no range");
 }
 
 /* no layer with backward time, some with forward time */
@@ -267,6 +301,7 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     sum.unattributed_share = a.gpu_ms > 0 ? sum.unattributed_ms / a.gpu_ms : 0;
     sum.outside_steps_ms = a.outside_steps_ms;
     sum.dropped_records = trace->dropped_records;
+    sum.malformed = trace->malformed_activities;
     sum.late = a.late;
     sum.late_ms = a.late_ms;
     snprintf(sum.layers_chosen, sizeof sum.layers_chosen, "%s", chosen);
@@ -279,6 +314,16 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
         sum.outside[i].count = a.outside[i].count;
         sum.n_outside = i + 1;
     }
+    st = check_layer_share(ctx, trace, opts, &sum);
+    if (st != SP_OK) {
+        sp_attribution_release(&a);
+        return st;
+    }
+    if (trace->malformed_activities)
+        sp_warn(ctx,
+                "%s: %llu GPU activities left out: no start time, or a negative duration "
+                "(measurement.malformed_activities); the layers' times lack them",
+                trace->file, (unsigned long long)trace->malformed_activities);
     if (a.late)
         sp_warn(ctx,
                 "%s: %llu activities (%.3f ms) came more than %zu records out of time order; "
@@ -347,6 +392,7 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
          num(m, "unattributed_share", sum.unattributed_share) &&
          num(m, "outside_steps_ms", sum.outside_steps_ms) &&
          num(m, "dropped_records", (double)trace->dropped_records) &&
+         num(m, "malformed_activities", (double)trace->malformed_activities) &&
          num(m, "zero_time_records", (double)trace->zero_time_records) &&
          num(m, "unusable_payloads", (double)trace->unusable_payloads) &&
          num(m, "late_activities", (double)a.late) && num(m, "late_ms", a.late_ms) &&

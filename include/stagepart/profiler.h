@@ -137,6 +137,10 @@ typedef struct sp_trace_profile_opts {
     uint32_t sms; /* the SMs of each GPU the program ran on (`profile MODEL --sms N`), recorded
                    * as measurement.sms so that plans know their times are a partition's; 0: all
                    * of them (default) */
+    double min_layer_share; /* a GPU trace whose layers hold less than this share of its GPU
+                             * time outside the optimizer is refused (SP_ERR_SCHEMA, naming the
+                             * ranges that launched the rest): its layers did not launch the
+                             * model's kernels. 0: no check; default 0.5 */
 } sp_trace_profile_opts;
 SP_API void sp_trace_profile_opts_init(sp_trace_profile_opts *opts);
 
@@ -153,6 +157,8 @@ typedef struct sp_trace_summary {
     double unattributed_share;        /* unattributed_ms / gpu_ms */
     double outside_steps_ms;          /* layer work in warm-up steps or outside every step */
     uint64_t dropped_records;         /* the collector's own count of lost records */
+    uint64_t malformed;               /* GPU activities left out: no start time, or a negative
+                                       * duration (warned about; measurement.malformed_activities) */
     uint64_t late;                    /* activities that came too far out of time order to
                                        * merge exactly (their busy time may be over-counted) */
     double late_ms;                   /* their summed duration */

@@ -101,6 +101,39 @@ json.dump(p, open(sys.argv[2], "w"))
 PY
 expect_code "forward_only with a backward time: exit 2" 2 "$STAGEPART" partition "$TMP/lying.json"
 expect_stderr_contains "names the layer" "forward_only true, but layer 1"
+# layer ranges on a thread that launched nothing: the layers hold none of the GPU time, and the
+# import refuses to write a profile of zeros, naming where the kernels were launched
+python3 - "$T/trace.json" "$TMP/nolayers.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+    n = str(e.get("name", ""))
+    if e.get("cat") == "user_annotation" and n.rsplit("/", 1)[-1] in ("fwd", "bwd", "recompute"):
+        e["tid"] = 999
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect_code "layers that launched nothing: exit 2" 2 "$STAGEPART" import kineto \
+    "$TMP/nolayers.json" --warmup-steps 1 -o "$TMP/nolayers-profile.json"
+expect_stderr_contains "says the share" "the 6 layers hold 0.0% of the GPU time outside the optimizer"
+expect_stderr_contains "names where" "mostly in (outside every range) (49.200 ms)"
+if [ -e "$TMP/nolayers-profile.json" ]; then fail "no profile written"; else pass "no profile written"; fi
+expect_code "--min-layer-share 0 takes it" 0 "$STAGEPART" import kineto "$TMP/nolayers.json" \
+    --warmup-steps 1 --min-layer-share 0 -o "$TMP/nolayers-profile.json"
+expect_code "--min-layer-share out of range: usage" 2 "$STAGEPART" import kineto \
+    "$TMP/nolayers.json" --min-layer-share 2
+# GPU work without a time (a negative duration, no ts) is left out, counted and said
+python3 - "$T/trace.json" "$TMP/malformed.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+kernels = [e for e in t["traceEvents"] if e.get("cat") == "kernel"]
+kernels[0]["dur"] = -5
+del kernels[1]["ts"]
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect_code "kernels without a time" 0 "$STAGEPART" import kineto "$TMP/malformed.json" \
+    --warmup-steps 1 -o "$TMP/malformed-profile.json"
+expect_stderr_contains "said" "2 GPU activities left out: no start time, or a negative duration"
+if python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["measurement"]["malformed_activities"] == 2' "$TMP/malformed-profile.json"; then pass "measurement.malformed_activities = 2"; else fail "malformed count"; fi
 # another naming: every range with a slash is a layer, the phase from a custom pattern
 expect_code "layer and phase patterns" 0 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(layers\.[0-9]+)/' --phase-pattern '/(bwd)$' --warmup-steps 1
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["layers.%d"%i for i in range(4)]' "$TMP/stdout"; then pass "only the matching layers, named by group 1"; else fail "patterns"; fi
