@@ -33,7 +33,7 @@ enum {
      "layers",                                                                                     \
      0,                                                                                            \
      "<how>",                                                                                      \
-     "which ranges are layers: auto (a level of the PyTorch module tree, from with_modules=True "  \
+     "which ranges are layers: auto (a level of the PyTorch module tree, from with_stack=True "    \
      "ranges), a depth in that tree (0, 1, ...), or a regex (as --layer-pattern); default: the "   \
      "ranges named '<layer>/fwd|bwd', else auto",                                                  \
      "Attribution"},                                                                               \

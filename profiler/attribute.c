@@ -417,7 +417,7 @@ static sp_status no_layer_error(sp_ctx *ctx, const struct sp_trace *t,
     size_t *count = sp_calloc(t->n_strings ? t->n_strings : 1, sizeof *count);
     char seen[640] = "";
     size_t len = 0, shown = 0;
-    bool modules = false; /* torch.profiler's with_modules=True ranges */
+    bool modules = false; /* torch.profiler's module ranges (with_stack=True) */
     for (size_t r = 0; r < t->n_ranges; r++) {
         if (count && !t->ranges[r].link) /* autograd ops: no names to write a pattern from */
             count[t->ranges[r].name]++;
@@ -446,9 +446,9 @@ static sp_status no_layer_error(sp_ctx *ctx, const struct sp_trace *t,
                    "profiler/python/stagepart_torch.py) or pass --layers REGEX%s",
                    t->file, opts->layer_pattern ? opts->layer_pattern : SP_DEFAULT_LAYER_PATTERN,
                    t->n_ranges, shown ? ", most frequent: " : "", seen,
-                   modules ? "; this trace has module ranges (with_modules=True): --layers auto "
+                   modules ? "; this trace has module ranges (with_stack=True): --layers auto "
                              "takes a level of its module tree, --list-modules shows the tree"
-                           : "; or record with torch.profiler's with_modules=True, and stagepart "
+                           : "; or record with torch.profiler's with_stack=True, and stagepart "
                              "finds the layers in its module ranges");
 }
 

@@ -49,7 +49,7 @@ struct sp_attrib_opts {
 #define SP_ATTRIB_PENDING_WINDOW ((size_t)1 << 18)
 #define SP_ATTRIB_REORDER_WINDOW ((size_t)1 << 18)
 
-#define SP_MODULE_PREFIX "nn.Module: " /* torch.profiler's module ranges (with_modules=True) */
+#define SP_MODULE_PREFIX "nn.Module: " /* torch.profiler's module ranges (with_stack=True) */
 
 #define SP_DEFAULT_LAYER_PATTERN "^(.+)/(fwd|bwd|recompute)$"
 #define SP_DEFAULT_PHASE_PATTERN "/(fwd|bwd|recompute|optimizer)$"

@@ -9,6 +9,7 @@
  *   TARGET_INFO_GPU (id, name) names the devices; META_DATA_EXPORT the export's schema version.
  * Times are nanoseconds already. Tables that are absent count as empty (nsys creates them
  * lazily), but a file with no kernel table or no NVTX table is refused with the reason. */
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -263,17 +264,29 @@ sp_status sp_trace_load_nsys(sp_ctx *ctx, const char *path, sp_trace **out) {
     if (!path || !out)
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_trace_load_nsys: NULL argument");
     *out = NULL;
+    sp_status checked = sp_trace_check_path(ctx, path);
+    if (checked != SP_OK)
+        return checked;
     FILE *probe = fopen(path, "rb");
     if (!probe)
-        return sp_fail(ctx, SP_ERR_IO, "cannot open '%s'", path);
+        return sp_fail(ctx, SP_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     char magic[16] = {0};
     size_t got = fread(magic, 1, sizeof magic, probe);
     fclose(probe);
+    size_t plen = strlen(path);
+    bool report = (plen > 9 && strcmp(path + plen - 9, ".nsys-rep") == 0) ||
+                  (plen > 6 && strcmp(path + plen - 6, ".qdrep") == 0);
+    bool json = got > 0 && (magic[0] == '{' || magic[0] == '[' ||
+                            ((unsigned char)magic[0] == 0x1f && (unsigned char)magic[1] == 0x8b));
     if (got < 16 || memcmp(magic, "SQLite format 3", 16) != 0)
-        return sp_fail(ctx, SP_ERR_PARSE,
-                       "%s: not an SQLite database (export the report with `nsys export --type "
-                       "sqlite REPORT.nsys-rep`)",
-                       path);
+        return sp_fail(ctx, SP_ERR_PARSE, "%s: %s", path,
+                       report ? "an Nsight Systems report, which import nsys reads once exported "
+                                "to SQLite: nsys export --type sqlite --output REPORT.sqlite "
+                                "REPORT.nsys-rep"
+                       : json ? "a JSON (or gzip) file, not an Nsight Systems SQLite export: "
+                                "for a PyTorch profiler trace use `stagepart import kineto`"
+                              : "not an SQLite database (export the report with `nsys export "
+                                "--type sqlite REPORT.nsys-rep`)");
     sqlite3 *db = NULL;
     if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         sp_status st = sp_fail(ctx, SP_ERR_IO, "%s: %s", path, db ? sqlite3_errmsg(db) : "");

@@ -226,7 +226,8 @@ sp_status sp_module_tree_build(sp_ctx *ctx, const struct sp_trace *t,
     if (n == 0)
         st = sp_fail(ctx, SP_ERR_SCHEMA,
                      "%s: no module ranges (\"nn.Module: ...\"): record the trace with "
-                     "torch.profiler's with_modules=True, or pass --layers REGEX",
+                     "torch.profiler's with_stack=True (it writes the module ranges), or pass "
+                     "--layers REGEX",
                      t->file);
     if (st == SP_OK && !(tree->modules = sp_calloc(n, sizeof *tree->modules)))
         st = sp_oom(ctx, "reading the module tree");

@@ -1,4 +1,4 @@
-/* profiler/modules.h: a trace's PyTorch module tree (torch.profiler's with_modules=True ranges,
+/* profiler/modules.h: a trace's PyTorch module tree (torch.profiler's with_stack=True ranges,
  * "nn.Module: <Class>_<N>") and the level of it that becomes the profile's layers.
  *
  * The tree: each module's parent is the innermost module range around its first range on the

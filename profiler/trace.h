@@ -94,8 +94,12 @@ struct sp_trace {
     bool cpu_time; /* the activities are CPU operators' own time (a run with no GPU) */
 };
 
+/* Whether path names a file a trace can be read from: SP_ERR_IO saying "No such file", "is a
+ * directory", ... otherwise. */
+sp_status sp_trace_check_path(sp_ctx *ctx, const char *path);
+
 /* Read a file, plain or gzip, into a NUL-terminated buffer (*data, freed with sp_free). An
- * SQLite database is refused naming `import nsys`. */
+ * SQLite database is refused naming `import nsys`, a truncated gzip file as truncated. */
 sp_status sp_trace_read_file(sp_ctx *ctx, const char *path, char **data, size_t *len);
 
 /* A CPU operator (torch.profiler's cpu_op) of a run with no GPU activity. */

@@ -8,9 +8,21 @@
 
 #include "trace.h"
 
+sp_status sp_trace_check_path(sp_ctx *ctx, const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return sp_fail(ctx, SP_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode))
+        return sp_fail(ctx, SP_ERR_IO, "'%s' is a directory, not a trace file", path);
+    return SP_OK;
+}
+
 /* a file, plain or gzip (gzread reads both), into a NUL-terminated buffer */
 sp_status sp_trace_read_file(sp_ctx *ctx, const char *path, char **data, size_t *out_len) {
     *data = NULL;
+    sp_status checked = sp_trace_check_path(ctx, path);
+    if (checked != SP_OK)
+        return checked;
     gzFile f = gzopen(path, "rb");
     if (!f)
         return sp_fail(ctx, SP_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
@@ -46,11 +58,23 @@ sp_status sp_trace_read_file(sp_ctx *ctx, const char *path, char **data, size_t 
             st = sp_fail(ctx, SP_ERR_PARSE, "%s: not a readable gzip file: %s", path, msg);
             break;
         }
-        if (n == 0)
+        if (n == 0) {
+            int err = 0;
+            gzerror(f, &err);
+            if (err == Z_BUF_ERROR) /* the input ended inside the compressed stream */
+                st = sp_fail(ctx, SP_ERR_PARSE,
+                             "%s: the gzip file is truncated (it ends inside its compressed "
+                             "data, after %zu bytes uncompressed): copy or write it again",
+                             path, len);
             break;
+        }
         len += (size_t)n;
     }
-    gzclose(f);
+    if (gzclose(f) == Z_BUF_ERROR && st == SP_OK)
+        st = sp_fail(ctx, SP_ERR_PARSE,
+                     "%s: the gzip file is truncated (it ends inside its compressed data): copy "
+                     "or write it again",
+                     path);
     if (st == SP_OK && len >= 16 && memcmp(buf, "SQLite format 3", 16) == 0)
         st = sp_fail(ctx, SP_ERR_PARSE,
                      "%s: an SQLite database, not a Kineto JSON trace: for an Nsight Systems "

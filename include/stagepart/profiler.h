@@ -117,7 +117,7 @@ typedef struct sp_trace_profile_opts {
     const char *layer_pattern; /* POSIX extended regex selecting layer ranges; group 1 (if any) is
                                 * the layer's name. NULL: "<layer>/fwd|bwd|recompute" */
     /* which ranges are layers, when not layer_pattern: "auto" (a level of the PyTorch module
-     * tree, from torch.profiler's with_modules=True ranges), a depth in that tree ("0", "1",
+     * tree, from torch.profiler's with_stack=True ranges), a depth in that tree ("0", "1",
      * ...), or a regex (as layer_pattern). NULL: ranges that follow the naming convention, else,
      * when none does and the trace has module ranges, "auto". Setting both is
      * SP_ERR_INVALID_ARG. docs/profiling.md */

@@ -134,6 +134,23 @@ expect_code "kernels without a time" 0 "$STAGEPART" import kineto "$TMP/malforme
     --warmup-steps 1 -o "$TMP/malformed-profile.json"
 expect_stderr_contains "said" "2 GPU activities left out: no start time, or a negative duration"
 if python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["measurement"]["malformed_activities"] == 2' "$TMP/malformed-profile.json"; then pass "measurement.malformed_activities = 2"; else fail "malformed count"; fi
+# what is wrong with a file, said as it is
+mkdir "$TMP/adir"
+expect_code "kineto on a directory" 2 "$STAGEPART" import kineto "$TMP/adir"
+expect_stderr_contains "is a directory" "is a directory, not a trace file"
+expect_code "nsys on a directory" 2 "$STAGEPART" import nsys "$TMP/adir"
+expect_stderr_contains "is a directory (nsys)" "is a directory, not a trace file"
+expect_code "a missing .sqlite" 2 "$STAGEPART" import nsys "$TMP/missing.sqlite"
+expect_stderr_contains "No such file" "cannot open '$TMP/missing.sqlite': No such file or directory"
+gzip -c "$T/trace.json" >"$TMP/whole.json.gz"
+head -c $(($(wc -c <"$TMP/whole.json.gz") / 2)) "$TMP/whole.json.gz" >"$TMP/half.json.gz"
+expect_code "a truncated gzip" 2 "$STAGEPART" import kineto "$TMP/half.json.gz"
+expect_stderr_contains "says truncated" "the gzip file is truncated"
+expect_code "nsys given a Kineto trace" 2 "$STAGEPART" import nsys "$T/trace.json"
+expect_stderr_contains "names import kineto" "for a PyTorch profiler trace use \`stagepart import kineto\`"
+: >"$TMP/run.nsys-rep"
+expect_code "nsys given the report itself" 2 "$STAGEPART" import nsys "$TMP/run.nsys-rep"
+expect_stderr_contains "says to export it" "nsys export --type sqlite"
 # another naming: every range with a slash is a layer, the phase from a custom pattern
 expect_code "layer and phase patterns" 0 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(layers\.[0-9]+)/' --phase-pattern '/(bwd)$' --warmup-steps 1
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["layers.%d"%i for i in range(4)]' "$TMP/stdout"; then pass "only the matching layers, named by group 1"; else fail "patterns"; fi

@@ -75,6 +75,6 @@ then pass "real trace: backward by links equals the helper's backward ranges"; e
 # the convention's trace has no module ranges
 python3 tests/tools/make_traces.py "$TMP/tr" >/dev/null || fail "make_traces.py"
 expect_code "--layers auto without module ranges" 2 "$STAGEPART" import kineto "$TMP/tr/trace.json" --layers auto
-expect_stderr_contains "says what to do" "no module ranges (\"nn.Module: ...\"): record the trace with torch.profiler's with_modules=True"
+expect_stderr_contains "says what to do" "no module ranges (\"nn.Module: ...\"): record the trace with torch.profiler's with_stack=True"
 expect_code "--list-modules without module ranges" 2 "$STAGEPART" import kineto "$TMP/tr/trace.json" --list-modules
 test_done
