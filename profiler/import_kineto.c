@@ -575,16 +575,26 @@ sp_status sp_trace_load_kineto_files(sp_ctx *ctx, const char *const *paths, size
         return sp_fail(ctx, SP_ERR_LIMIT, "%zu traces: at most %d at once", n,
                        SP_TRACE_MAX_PROCESSES);
     struct kineto_state k = {0};
-    sp_status st = new_trace(ctx, paths[0], &k.t);
+    char(*sha)[65] = sp_calloc(n, sizeof *sha); /* each file's, so that none is read twice */
+    sp_status st = sha ? new_trace(ctx, paths[0], &k.t) : sp_oom(ctx, "reading a trace");
     for (size_t i = 0; st == SP_OK && i < n; i++) {
         char *data = NULL;
         size_t len = 0;
         k.file = (uint32_t)i;
         st = sp_trace_read_file(ctx, paths[i], &data, &len);
+        if (st == SP_OK && n > 1)
+            st = sp_sha256_hex(ctx, data, len, sha[i]);
+        for (size_t j = 0; st == SP_OK && n > 1 && j < i; j++)
+            if (strcmp(sha[i], sha[j]) == 0)
+                st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                             "%s and %s hold the same trace: each rank's trace is given once "
+                             "(the same run twice would count every layer twice)",
+                             paths[j], paths[i]);
         if (st == SP_OK)
             st = parse_into(ctx, &k, paths[i], data, len);
         sp_free(data);
     }
+    sp_free(sha);
     return finish(&k, st, out);
 }
 

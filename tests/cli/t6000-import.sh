@@ -63,6 +63,11 @@ PY
 expect_code "kineto, two ranks" 0 "$STAGEPART" import kineto "$T/trace.json" \
     "$T/trace-rank1.json" --warmup-steps 1 -o "$T/k2.json"
 if two_ranks "$T/k2.json" >"$TMP/check" 2>&1; then pass "kineto, two ranks: each rank's layers as one rank's, steps per rank"; else fail "kineto, two ranks" "$(cat "$TMP/check")"; fi
+expect_code "the same trace twice: exit 2" 2 "$STAGEPART" import kineto "$T/trace.json" \
+    "$T/trace.json"
+expect_stderr_contains "says so" "hold the same trace: each rank's trace is given once"
+cp "$T/trace.json" "$TMP/copy.json"
+expect_code "a copy of it: exit 2" 2 "$STAGEPART" import kineto "$T/trace.json" "$TMP/copy.json"
 expect_code "nsys takes one report" 2 "$STAGEPART" import nsys "$T/report.sqlite" "$T/report.sqlite"
 expect_code "nsys, two processes" 0 "$STAGEPART" import nsys "$T/report-2proc.sqlite" \
     --warmup-steps 1 -o "$T/n2.json"
