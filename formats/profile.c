@@ -21,6 +21,7 @@ struct sp_profile {
     char *model, *source, *device;
     uint64_t micro_batch_size;
     bool forward_only;     /* "forward_only": the producer says there is no backward */
+    bool wgrad_estimated;  /* "wgrad_estimated": the layers' wgrad_ms are not measured */
     uint64_t measured_sms; /* measurement.sms: the GPU SMs the times were taken on; 0: all */
     size_t n_layers;
     sp_layer *layers;
@@ -87,6 +88,10 @@ const char *sp_profile_get_source(const sp_profile *p) {
 uint64_t sp_profile_get_micro_batch_size(const sp_profile *p) {
     return p ? p->micro_batch_size : 0;
 }
+bool sp_profile_get_wgrad_estimated(const sp_profile *p) {
+    return p && p->wgrad_estimated;
+}
+
 uint32_t sp_profile_get_measured_sms(const sp_profile *p) {
     return p ? (uint32_t)p->measured_sms : 0;
 }
@@ -418,6 +423,7 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     /* optional: published profiles often do not record it (0: unknown) */
     sp_json_get_uint(&r, root, "", "micro_batch_size", false, 1, &p->micro_batch_size);
     sp_json_get_bool(&r, root, "", "forward_only", false, &p->forward_only);
+    sp_json_get_bool(&r, root, "", "wgrad_estimated", false, &p->wgrad_estimated);
     sp_json_get_string(&r, root, "", "source", false, (size_t)1 << 20, &source);
     sp_json_get_string(&r, root, "", "device", false, SP_NAME_MAX_BYTES, &device);
     const cJSON *measurement = cJSON_GetObjectItemCaseSensitive(root, "measurement");

@@ -27,7 +27,8 @@ struct sp_profile_doc {
     const char *model, *source;
     const char *device; /* NULL: not written */
     uint64_t micro_batch_size;
-    bool forward_only; /* no layer has a backward time: written as "forward_only": true */
+    bool forward_only;    /* no layer has a backward time: written as "forward_only": true */
+    bool wgrad_estimated; /* the layers' wgrad_ms are estimated: "wgrad_estimated": true */
     cJSON
         *measurement; /* the producer's account of the measurement, or NULL; the writer takes it */
     struct sp_profile_doc_layer *layers;

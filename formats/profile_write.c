@@ -39,7 +39,8 @@ sp_status sp_profile_doc_to_json(sp_ctx *ctx, struct sp_profile_doc *doc, char *
                                      : cJSON_AddNullToObject(root, "micro_batch_size") != NULL) &&
               cJSON_AddStringToObject(root, "source", doc->source) &&
               (!doc->device || cJSON_AddStringToObject(root, "device", doc->device)) &&
-              (!doc->forward_only || cJSON_AddBoolToObject(root, "forward_only", true));
+              (!doc->forward_only || cJSON_AddBoolToObject(root, "forward_only", true)) &&
+              (!doc->wgrad_estimated || cJSON_AddBoolToObject(root, "wgrad_estimated", true));
     if (ok && doc->measurement) {
         ok = cJSON_AddItemToObject(root, "measurement", doc->measurement);
         if (ok)

@@ -387,7 +387,7 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                      sp_links_get_count(o.links));
     if (st == SP_OK) {
         sp_warn_resident_only(ctx, profile, o.memory_limit_bytes || d.memory);
-        sp_warn_forward_only(ctx, profile);
+        sp_warn_profile_caveats(ctx, profile, o.schedule);
     }
     /* the profile's chain, built once: every plan below restages it */
     struct sp_chain base = {0};

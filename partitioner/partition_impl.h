@@ -129,9 +129,10 @@ sp_status sp_partition_framed(sp_ctx *ctx, const sp_profile *profile, const sp_p
 /* sp_warn_resident_only: when a memory limit was given and the profile saves nothing for
  * backward (sp_profile_saves_nothing, cost.h), a warning that only resident memory was checked */
 void sp_warn_resident_only(sp_ctx *ctx, const sp_profile *profile, bool limited);
-/* sp_warn_forward_only: when the profile has no backward times, a warning that the plan balances
- * forward passes (sp_profile_forward_only) */
-void sp_warn_forward_only(sp_ctx *ctx, const sp_profile *profile);
+/* sp_warn_profile_caveats: a warning when the profile has no backward times (the plan balances
+ * forward passes, sp_profile_forward_only), and when the schedule runs weight gradients apart on
+ * estimated wgrad_ms */
+void sp_warn_profile_caveats(sp_ctx *ctx, const sp_profile *profile, sp_schedule schedule);
 sp_status sp_check_plan_memory(sp_ctx *ctx, const sp_plan *plan, const sp_partition_opts *o,
                                const struct sp_stage_devices *d);
 /* the same as a yes or no, with no message */

@@ -4,6 +4,7 @@
 
 #include "cost.h"
 #include "partition_impl.h"
+#include "sim_impl.h"
 
 /* "Within the limit" is never said of a figure that was not computed: without saved_bytes the
  * activations a stage keeps for backward (usually most of its memory in training) are unknown. */
@@ -15,7 +16,13 @@ void sp_warn_resident_only(sp_ctx *ctx, const sp_profile *profile, bool limited)
                      "profile, or add saved_bytes)");
 }
 
-void sp_warn_forward_only(sp_ctx *ctx, const sp_profile *profile) {
+void sp_warn_profile_caveats(sp_ctx *ctx, const sp_profile *profile, sp_schedule schedule) {
+    if (sp_schedule_splits_backward(schedule) && sp_profile_get_wgrad_estimated(profile))
+        sp_warn(ctx,
+                "the profile's wgrad_ms are estimated, not measured (an import's bwd_ms / "
+                "2: no trace separates weight-gradient kernels): %s's W steps, and the "
+                "plan's balance under it, are as good as that estimate",
+                sp_schedule_name(schedule));
     if (sp_profile_forward_only(profile))
         sp_warn(ctx, "the profile has no backward times (every layer's bwd_ms is 0: an inference "
                      "trace, or a forward-only one): the plan balances forward passes, not "

@@ -266,7 +266,7 @@ sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
     if (st != SP_OK)
         return st;
     sp_warn_resident_only(ctx, profile, su.m.mem_cap || su.devices);
-    sp_warn_forward_only(ctx, profile);
+    sp_warn_profile_caveats(ctx, profile, opts->schedule);
     struct sp_replica_plan rp = {0};
     st = su.m.activation_ratio > 0 ? sp_replica_search_transfers(ctx, &su.m, &rp)
                                    : sp_replica_search(ctx, &su.m, &rp);

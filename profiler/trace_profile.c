@@ -404,7 +404,12 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
          cJSON_AddStringToObject(m, "cuda_graphs",
                                  "kernels of a graph launch count for the range around the "
                                  "launch") &&
-         add_outside(m, trace, &a);
+         add_outside(m, trace, &a) &&
+         cJSON_AddStringToObject(m, "wgrad",
+                                 "estimated: wgrad_ms = bwd_ms / 2 (a matmul's weight gradient "
+                                 "is half its backward's FLOPs; the trace does not separate "
+                                 "weight-gradient kernels)");
+    doc.wgrad_estimated = true;
     for (size_t i = 0; ok && i < a.n_layers; i++) {
         const struct sp_layer_stats *L = &a.layers[i];
         double rc = L->phase[SP_PHASE_RECOMPUTE].busy_ms;
@@ -413,7 +418,9 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
             (struct sp_profile_doc_layer){.name = L->name,
                                           .fwd_ms = L->phase[SP_PHASE_FWD].busy_ms,
                                           .bwd_ms = L->phase[SP_PHASE_BWD].busy_ms,
-                                          .wgrad_ms = -1, /* a trace does not split the backward */
+                                          /* no trace splits the backward: the documented
+                                           * estimate (docs/profiling.md), marked so */
+                                          .wgrad_ms = L->phase[SP_PHASE_BWD].busy_ms / 2,
                                           .recompute_ms = rc,
                                           .has_activation_bytes = L->has_bytes,
                                           .activation_bytes = L->activation_bytes,

@@ -66,6 +66,9 @@ SP_API uint64_t sp_profile_get_micro_batch_size(const sp_profile *profile);
  * recorded. At most SP_MAX_SMS. */
 #define SP_MAX_SMS 65536u
 SP_API uint32_t sp_profile_get_measured_sms(const sp_profile *profile);
+/* sp_profile_get_wgrad_estimated: the profile says its layers' wgrad_ms are estimated, not
+ * measured ("wgrad_estimated": true; imports write bwd_ms / 2, docs/profiling.md). */
+SP_API bool sp_profile_get_wgrad_estimated(const sp_profile *profile);
 /* sp_profile_get_sha256: lowercase hex SHA-256 of the bytes the profile was read from. */
 SP_API const char *sp_profile_get_sha256(const sp_profile *profile);
 

@@ -156,6 +156,16 @@ expect_stderr_contains "names import kineto" "for a PyTorch profiler trace use \
 : >"$TMP/run.nsys-rep"
 expect_code "nsys given the report itself" 2 "$STAGEPART" import nsys "$TMP/run.nsys-rep"
 expect_stderr_contains "says to export it" "nsys export --type sqlite"
+# wgrad_ms: no trace separates it; estimated as bwd_ms / 2 and marked, so the zero-bubble
+# schedules plan, saying so
+if python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["wgrad_estimated"] is True and "bwd_ms / 2" in p["measurement"]["wgrad"]
+assert all(abs(l["wgrad_ms"] - l["bwd_ms"] / 2) < 1e-12 for l in p["layers"])
+' "$T/k.json"; then pass "wgrad_ms = bwd_ms / 2, marked estimated"; else fail "wgrad estimate"; fi
+expect_code "zb-h1 plans an import" 0 "$STAGEPART" partition "$T/k.json" -s 2 --schedule zb-h1
+expect_stderr_contains "saying the W steps are estimated" "the profile's wgrad_ms are estimated, not measured"
 # another naming: every range with a slash is a layer, the phase from a custom pattern
 expect_code "layer and phase patterns" 0 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(layers\.[0-9]+)/' --phase-pattern '/(bwd)$' --warmup-steps 1
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["layers.%d"%i for i in range(4)]' "$TMP/stdout"; then pass "only the matching layers, named by group 1"; else fail "patterns"; fi
