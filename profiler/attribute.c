@@ -283,9 +283,42 @@ static sp_status apply_links(struct sp_attrib_stream *s, struct range_class *cls
 
 /* ---- steps, chain order, payloads */
 
+/* Iterations from what repeats, in a trace with no step ranges: torch.optim's own
+ * "Optimizer.step#..." ranges, one per iteration (the outermost where they nest). Step k of a
+ * process runs from the end of its optimizer step k - 1 (the trace's start for k = 0) to the end
+ * of optimizer step k, so it holds that iteration's forward, backward and update; work after the
+ * last one (an unfinished iteration) is in no step. Keys into steps (the tid field carries the
+ * process); their count, 0 when fewer than two iterations show. */
+static size_t optimizer_steps(const struct sp_trace *t, struct time_key *steps) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_ranges; i++) {
+        const struct sp_trace_range *r = &t->ranges[i];
+        if (strncmp(t->strings[r->name], "Optimizer.step#", 15) != 0)
+            continue;
+        if (steps)
+            steps[n] = (struct time_key){sp_trace_process_of(t, r->tid), r->start_ns, r->end_ns, i};
+        n++;
+    }
+    if (!steps || n == 0)
+        return n;
+    qsort(steps, n, sizeof *steps, sp_time_key_cmp);
+    size_t kept = 0; /* the outermost of nested ones (a step calling another) */
+    for (size_t i = 0; i < n; i++) {
+        if (kept && steps[kept - 1].tid == steps[i].tid && steps[i].end <= steps[kept - 1].end)
+            continue;
+        steps[kept++] = steps[i];
+    }
+    for (size_t i = kept; i-- > 0;) { /* each step from the previous update's end */
+        bool first = i == 0 || steps[i - 1].tid != steps[i].tid;
+        steps[i].start = first ? INT64_MIN / 4 : steps[i - 1].end;
+    }
+    return kept >= 2 ? kept : 0;
+}
+
 /* Steps: each process's step ranges by start (any of its threads), numbered from 0 per process,
- * so rank 1's step k is step k even though it overlaps rank 0's step k and k + 1 in time. A
- * trace whose processes recorded different numbers uses the common first ones. */
+ * so rank 1's step k is step k even though it overlaps rank 0's step k and k + 1 in time; with
+ * no step ranges, the iterations the optimizer's steps mark (optimizer_steps). A trace whose
+ * processes recorded different numbers uses the common first ones. */
 static sp_status build_steps(struct sp_attrib_stream *s, const struct range_class *cls,
                              const struct sp_attrib_opts *o) {
     const struct sp_trace *t = s->t;
@@ -295,9 +328,15 @@ static sp_status build_steps(struct sp_attrib_stream *s, const struct range_clas
         if (!cls[i].step)
             continue;
         n_steps++;
-        uint32_t proc = sp_trace_process_of(t, t->ranges[i].tid);
-        n_proc = proc + 1 > n_proc ? proc + 1 : n_proc;
     }
+    bool by_optimizer = n_steps == 0 && optimizer_steps(t, NULL) >= 2;
+    if (by_optimizer)
+        n_steps = optimizer_steps(t, NULL);
+    for (size_t i = 0; i < t->n_ranges; i++) /* the processes: every range's */
+        if (cls[i].step || by_optimizer) {
+            uint32_t proc = sp_trace_process_of(t, t->ranges[i].tid);
+            n_proc = proc + 1 > n_proc ? proc + 1 : n_proc;
+        }
     if (n_steps > UINT32_MAX)
         return sp_fail(s->ctx, SP_ERR_LIMIT, "%s: more than 2^32 step ranges", t->file);
     struct time_key *steps = sp_mallocarray(n_steps + 1, sizeof *steps);
@@ -310,7 +349,11 @@ static sp_status build_steps(struct sp_attrib_stream *s, const struct range_clas
     }
     s->n_proc = n_proc;
     n_steps = 0;
-    for (size_t i = 0; i < t->n_ranges; i++)
+    if (by_optimizer) {
+        n_steps = optimizer_steps(t, steps);
+        s->out.steps_from_optimizer = true;
+    }
+    for (size_t i = 0; i < t->n_ranges && !by_optimizer; i++)
         if (cls[i].step) /* the key's tid field carries the process */
             steps[n_steps++] = (struct time_key){sp_trace_process_of(t, t->ranges[i].tid),
                                                  t->ranges[i].start_ns, t->ranges[i].end_ns, i};
@@ -338,6 +381,13 @@ static sp_status build_steps(struct sp_attrib_stream *s, const struct range_clas
                 "%zu of each are used",
                 t->file, fewest, most, fewest);
     s->n_steps = (uint32_t)fewest;
+    if (!s->n_steps && o->warmup_steps)
+        return sp_fail(s->ctx, SP_ERR_INVALID_ARG,
+                       "%s: no steps to skip: the trace has no step ranges (ProfilerStep#N, "
+                       "stagepart/step, --step-pattern) and no repeated optimizer step "
+                       "(Optimizer.step#...) to find its iterations by, so it is measured as one "
+                       "pass; drop --warmup-steps %u, or record with a torch.profiler schedule",
+                       t->file, o->warmup_steps);
     s->first_used = s->n_steps ? o->warmup_steps : 0;
     s->used = s->n_steps ? (s->n_steps > s->first_used ? s->n_steps - s->first_used : 0) : 1;
     s->out.steps_total = s->n_steps;

@@ -86,6 +86,7 @@ struct sp_attribution {
     struct sp_layer_stats *layers; /* in chain order: first forward range first */
     size_t n_layers;
     uint32_t steps_total, steps_used; /* steps_total 0: no step ranges, the trace is one step */
+    bool steps_from_optimizer;        /* no step ranges: iterations from its optimizer steps */
     double gpu_ms;                    /* every activity's duration, summed */
     double class_ms[SP_PHASE_COUNT];  /* the same split by where it went */
     double outside_steps_ms;          /* in the warm-up steps or outside every step */

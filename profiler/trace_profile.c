@@ -288,6 +288,7 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     sp_trace_summary sum = {0};
     sum.layers = a.n_layers;
     sum.steps_total = a.steps_total;
+    sum.steps_from_optimizer = a.steps_from_optimizer;
     sum.steps_used = a.steps_used;
     sum.activities = a.activities;
     sum.unmatched = a.unmatched;
@@ -344,9 +345,10 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     struct tm tm;
     if (gmtime_r(&now, &tm))
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    char steps[96];
+    char steps[128];
     if (a.steps_total)
-        snprintf(steps, sizeof steps, "median of %u steps (%u warm-up skipped)", a.steps_used,
+        snprintf(steps, sizeof steps, "median of %u steps%s (%u warm-up skipped)", a.steps_used,
+                 a.steps_from_optimizer ? " found by the optimizer's steps" : "",
                  a.steps_total - a.steps_used);
     else
         snprintf(steps, sizeof steps, "one pass (no step ranges)");
@@ -380,6 +382,10 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     if (ok && opts->sms)
         ok = num(m, "sms", opts->sms);
     ok = ok && num(m, "steps_total", a.steps_total) && num(m, "steps_used", a.steps_used) &&
+         cJSON_AddStringToObject(m, "steps_from",
+                                 a.steps_from_optimizer ? "optimizer steps (Optimizer.step#...)"
+                                 : a.steps_total        ? "step ranges"
+                                                        : "none: one pass") &&
          num(m, "warmup_steps", opts->warmup_steps) &&
          cJSON_AddStringToObject(m, "layers", chosen) &&
          (modules_chosen || cJSON_AddStringToObject(m, "layer_pattern",

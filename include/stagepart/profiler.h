@@ -149,6 +149,8 @@ SP_API void sp_trace_profile_opts_init(sp_trace_profile_opts *opts);
 typedef struct sp_trace_summary {
     size_t layers;
     uint32_t steps_total, steps_used; /* steps_total 0: no step ranges, one step */
+    bool steps_from_optimizer;        /* no step ranges: the iterations its optimizer steps mark
+                                       * (Optimizer.step#...) */
     uint64_t activities, unmatched;   /* unmatched: no launch record to attribute it by */
     double gpu_ms;                    /* every activity's duration */
     double layer_ms;                  /* under a layer range (any step) */

@@ -166,6 +166,29 @@ assert all(abs(l["wgrad_ms"] - l["bwd_ms"] / 2) < 1e-12 for l in p["layers"])
 ' "$T/k.json"; then pass "wgrad_ms = bwd_ms / 2, marked estimated"; else fail "wgrad estimate"; fi
 expect_code "zb-h1 plans an import" 0 "$STAGEPART" partition "$T/k.json" -s 2 --schedule zb-h1
 expect_stderr_contains "saying the W steps are estimated" "the profile's wgrad_ms are estimated, not measured"
+# no step ranges (torch writes ProfilerStep#N only under a schedule): the iterations come from
+# torch.optim's own Optimizer.step#... ranges, one per iteration, and the per-step medians are
+# those of the step ranges; without either, --warmup-steps has nothing to skip and is refused
+python3 - "$T/trace.json" "$TMP/nosteps.json" "$TMP/nosteps-noopt.json" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["traceEvents"] = [e for e in t["traceEvents"]
+                    if not str(e.get("name", "")).startswith("ProfilerStep#")]
+json.dump(t, open(sys.argv[3], "w"))
+for e in t["traceEvents"]:
+    if e.get("name") == "stagepart/optimizer":
+        e["name"] = "Optimizer.step#SGD.step"
+json.dump(t, open(sys.argv[2], "w"))
+EOF
+expect_code "iterations from the optimizer's steps" 0 "$STAGEPART" import kineto \
+    "$TMP/nosteps.json" --warmup-steps 1 -o "$TMP/nosteps-profile.json"
+expect_stdout_contains "says where the steps came from" "median of 3 steps found by the optimizer's steps (1 warm-up skipped)"
+if check "$TMP/nosteps-profile.json" 0 >"$TMP/check" 2>&1; then pass "every layer's median as with step ranges"; else fail "optimizer steps" "$(cat "$TMP/check")"; fi
+expect_code "no steps at all: --warmup-steps refused" 2 "$STAGEPART" import kineto \
+    "$TMP/nosteps-noopt.json" --warmup-steps 1
+expect_stderr_contains "says why" "no steps to skip: the trace has no step ranges"
+expect_code "and one pass without it" 0 "$STAGEPART" import kineto "$TMP/nosteps-noopt.json" \
+    --min-layer-share 0
 # another naming: every range with a slash is a layer, the phase from a custom pattern
 expect_code "layer and phase patterns" 0 "$STAGEPART" import kineto "$T/trace.json" --layer-pattern '^(layers\.[0-9]+)/' --phase-pattern '/(bwd)$' --warmup-steps 1
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [l["name"] for l in p["layers"]]==["layers.%d"%i for i in range(4)]' "$TMP/stdout"; then pass "only the matching layers, named by group 1"; else fail "patterns"; fi
