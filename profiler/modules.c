@@ -376,6 +376,39 @@ static sp_status choose(sp_ctx *ctx, const struct sp_trace *t, const struct sp_m
     return SP_OK;
 }
 
+const char *sp_module_layer_name(const char *range_name) {
+    return stripped(range_name);
+}
+
+static bool contains_ci(const char *s, size_t len, const char *word);
+
+/* whether a descendant of module m is an attention module (by its class name) */
+static bool has_attention(const struct sp_trace *t, const struct sp_module_tree *tree, uint32_t m,
+                          uint32_t depth) {
+    const struct sp_module *x = &tree->modules[m];
+    for (size_t i = 0; i < x->n_children && depth < 64; i++) {
+        size_t len = 0;
+        const char *c = class_of(t->strings[tree->modules[x->children[i]].name], &len);
+        if (contains_ci(c, len, "attention") || contains_ci(c, len, "attn") ||
+            has_attention(t, tree, x->children[i], depth + 1))
+            return true;
+    }
+    return false;
+}
+
+/* a chosen module whose class repeats among the chosen, with attention inside: a block */
+static bool is_block(const struct sp_trace *t, const struct sp_module_tree *tree,
+                     const struct id_list *chosen, uint32_t m) {
+    size_t len = 0, twins = 0;
+    const char *c = class_of(t->strings[tree->modules[m].name], &len);
+    for (size_t i = 0; i < chosen->n && twins < 2; i++) {
+        size_t l2 = 0;
+        const char *c2 = class_of(t->strings[tree->modules[chosen->ids[i]].name], &l2);
+        twins += l2 == len && strncmp(c, c2, len) == 0;
+    }
+    return twins >= 2 && has_attention(t, tree, m, 0);
+}
+
 sp_status sp_module_choose(sp_ctx *ctx, const struct sp_trace *t, const struct sp_module_tree *tree,
                            const char *how, uint8_t **layer_names, char *said, size_t said_size) {
     *layer_names = NULL;
@@ -386,7 +419,8 @@ sp_status sp_module_choose(sp_ctx *ctx, const struct sp_trace *t, const struct s
         st = sp_oom(ctx, "choosing the layers");
     double covered = 0;
     for (size_t i = 0; st == SP_OK && i < chosen.n; i++) {
-        flags[tree->modules[chosen.ids[i]].name] = 1;
+        flags[tree->modules[chosen.ids[i]].name] =
+            is_block(t, tree, &chosen, chosen.ids[i]) ? SP_MODULE_BLOCK : SP_MODULE_LAYER;
         covered += tree->modules[chosen.ids[i]].total_ms;
     }
     if (st == SP_OK && said && said_size) {

@@ -41,9 +41,13 @@ sp_status sp_module_tree_build(sp_ctx *ctx, const struct sp_trace *t,
 void sp_module_tree_release(struct sp_module_tree *tree);
 
 /* Choose the layers: how is "auto" or a depth (decimal digits). *layer_names gets a flag per
- * trace string (sp_attrib_opts.layer_names; free with sp_free); said, of said_size bytes, what was
- * chosen, for a person. SP_ERR_INVALID_ARG for another `how`, SP_ERR_SCHEMA when it chooses
- * nothing. */
+ * trace string (sp_attrib_opts.layer_names; free with sp_free): SP_MODULE_LAYER for a chosen
+ * module, SP_MODULE_BLOCK for one that is a transformer block by structure (its class repeats
+ * among the chosen, and an attention module is among its descendants: GPTNeoXLayer, whatever its
+ * name says); said, of said_size bytes, what was chosen, for a person. SP_ERR_INVALID_ARG for
+ * another `how`, SP_ERR_SCHEMA when it chooses nothing. */
+#define SP_MODULE_LAYER 1
+#define SP_MODULE_BLOCK 2
 sp_status sp_module_choose(sp_ctx *ctx, const struct sp_trace *t, const struct sp_module_tree *tree,
                            const char *how, uint8_t **layer_names, char *said, size_t said_size);
 
@@ -58,5 +62,8 @@ bool sp_module_is_depth(const char *how);
 /* A layer kind from a module's class name ("GPT2Block_0" -> "transformer"), or NULL: embedding,
  * attention, transformer, norm, conv, head, loss. */
 const char *sp_module_kind(const char *name);
+
+/* The layer name a module's range gives (its range name without "nn.Module: "). */
+const char *sp_module_layer_name(const char *range_name);
 
 #endif

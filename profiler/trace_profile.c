@@ -78,6 +78,22 @@ static sp_status check_layer_share(sp_ctx *ctx, const sp_trace *trace,
                    model_ms, 100 * opts->min_layer_share, len ? where : "no range");
 }
 
+/* which layers the module choice marked as blocks by structure (SP_MODULE_BLOCK) */
+static sp_status find_blocks(sp_ctx *ctx, const sp_trace *trace, const uint8_t *modules,
+                             const struct sp_attribution *a, bool **out) {
+    *out = sp_calloc(a->n_layers ? a->n_layers : 1, sizeof **out);
+    if (!*out)
+        return sp_oom(ctx, "naming the layers' kinds");
+    for (size_t s = 0; s < trace->n_strings; s++) {
+        if (modules[s] != SP_MODULE_BLOCK)
+            continue;
+        const char *name = sp_module_layer_name(trace->strings[s]);
+        for (size_t i = 0; i < a->n_layers; i++)
+            (*out)[i] |= strcmp(a->layers[i].name, name) == 0;
+    }
+    return SP_OK;
+}
+
 /* no layer with backward time, some with forward time */
 static bool forward_only(const struct sp_profile_doc *doc) {
     bool work = false;
@@ -246,6 +262,9 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     if (st == SP_OK)
         st = sp_attribute(ctx, trace, &ao, &a);
     bool modules_chosen = modules != NULL;
+    bool *block = NULL; /* each layer: a transformer block by the module tree's structure */
+    if (st == SP_OK && modules_chosen && (st = find_blocks(ctx, trace, modules, &a, &block)))
+        sp_attribution_release(&a);
     sp_free(modules);
     ao.layer_names = NULL;
     if (st != SP_OK)
@@ -263,11 +282,13 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
                          : len > SP_NAME_MAX_BYTES ? "its name is longer than 4096 bytes"
                                                    : "its time exceeds 1e9 ms");
             sp_attribution_release(&a);
+            sp_free(block);
             return st;
         }
     }
     if (a.n_layers > SP_PROFILE_MAX_LAYERS) {
         sp_attribution_release(&a);
+        sp_free(block);
         return sp_fail(ctx, SP_ERR_LIMIT, "%s: more than %u layers", trace->file,
                        SP_PROFILE_MAX_LAYERS);
     }
@@ -280,6 +301,7 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     }
     if (total_ms > SP_PROFILE_MAX_TOTAL_MS || total_bytes > SP_PROFILE_MAX_TOTAL_BYTES) {
         sp_attribution_release(&a);
+        sp_free(block);
         return sp_fail(ctx, SP_ERR_LIMIT, "%s: the layers' %s sum to %.4g, beyond a profile's %s",
                        trace->file, total_ms > SP_PROFILE_MAX_TOTAL_MS ? "times" : "output bytes",
                        total_ms > SP_PROFILE_MAX_TOTAL_MS ? total_ms : total_bytes,
@@ -318,6 +340,7 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     st = check_layer_share(ctx, trace, opts, &sum);
     if (st != SP_OK) {
         sp_attribution_release(&a);
+        sp_free(block);
         return st;
     }
     if (trace->malformed_activities)
@@ -431,8 +454,11 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
                                           .has_activation_bytes = L->has_bytes,
                                           .activation_bytes = L->activation_bytes,
                                           .measured = meas};
-        if (modules_chosen) /* a kind from the module's class, where that is clear */
-            doc.layers[i].kind = sp_module_kind(L->name);
+        if (modules_chosen) /* a kind from the module's class, where that is clear, else from
+                             * the tree's structure (a repeated module with attention inside) */
+            doc.layers[i].kind = sp_module_kind(L->name) ? sp_module_kind(L->name)
+                                 : block[i]              ? "transformer"
+                                                         : NULL;
         else if (strcmp(L->name, "loss") == 0) /* the PyTorch helper's loss layer */
             doc.layers[i].kind = "loss";
         if (modules_chosen && i + 1 == a.n_layers && !doc.layers[i].kind &&
@@ -458,6 +484,7 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
         st = sp_profile_doc_to_json(ctx, &doc, json);
     sp_profile_doc_release(&doc);
     sp_free(doc.layers);
+    sp_free(block);
     sp_attribution_release(&a);
     if (st != SP_OK)
         return st;

@@ -77,4 +77,41 @@ python3 tests/tools/make_traces.py "$TMP/tr" >/dev/null || fail "make_traces.py"
 expect_code "--layers auto without module ranges" 2 "$STAGEPART" import kineto "$TMP/tr/trace.json" --layers auto
 expect_stderr_contains "says what to do" "no module ranges (\"nn.Module: ...\"): record the trace with torch.profiler's with_stack=True"
 expect_code "--list-modules without module ranges" 2 "$STAGEPART" import kineto "$TMP/tr/trace.json" --list-modules
+# kinds by structure: the blocks renamed GPTNeoXLayer_N (a name no rule knows), their first
+# Linear renamed GPTNeoXAttention_N, are transformer blocks; without the attention inside
+# (Stage_N holding Dense_N) they get no kind
+python3 - "$T/rank0.json" "$TMP/neox.json" "$TMP/noattn.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+    n = e.get("name", "")
+    if e.get("cat") != "python_function":
+        continue
+    if n.startswith("nn.Module: Block_"):
+        e["name"] = n.replace("Block_", "GPTNeoXLayer_")
+    elif n.startswith("nn.Module: Linear_"):
+        k = int(n.rsplit("_", 1)[1])
+        if k < 8 and k % 2 == 0:
+            e["name"] = "nn.Module: GPTNeoXAttention_%d" % (k // 2)
+json.dump(t, open(sys.argv[2], "w"))
+for e in t["traceEvents"]:
+    n = e.get("name", "")
+    e["name"] = n.replace("GPTNeoXAttention_", "Dense_").replace("GPTNeoXLayer_", "Stage_")
+json.dump(t, open(sys.argv[3], "w"))
+PY
+expect_code "GPT-NeoX-like blocks" 0 "$STAGEPART" import kineto "$TMP/neox.json" --warmup-steps 1
+python3 - "$TMP/stdout" <<'PY' && pass "GPTNeoXLayer_N are transformer blocks by structure" || fail "kinds by structure"
+import json, sys
+p = json.load(open(sys.argv[1]))
+kinds = {l["name"]: l.get("kind") for l in p["layers"]}
+assert all(kinds["GPTNeoXLayer_%d" % b] == "transformer" for b in range(4)), kinds
+assert kinds["Embedding_0"] == "embedding" and kinds["Linear_8"] == "head", kinds
+PY
+expect_code "repeated blocks without attention" 0 "$STAGEPART" import kineto "$TMP/noattn.json" \
+    --warmup-steps 1
+python3 - "$TMP/stdout" <<'PY' && pass "no attention inside: no kind" || fail "kinds without attention"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert all(l.get("kind") is None for l in p["layers"] if l["name"].startswith("Stage_")), p["layers"]
+PY
 test_done
