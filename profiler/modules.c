@@ -270,11 +270,34 @@ static bool class_is(const char *name, const char *cls) {
 }
 
 /* a module replaced by its children: a container class, or one that launches nothing itself */
-static bool is_container(const struct sp_trace *t, const struct sp_module *m) {
+/* whether module id's class repeats among its siblings (the roots, for a root): one of a stack
+ * of blocks (BertLayer_0 .. BertLayer_11) */
+static bool repeated(const struct sp_trace *t, const struct sp_module_tree *tree, uint32_t id) {
+    const struct sp_module *m = tree->modules;
+    int32_t p = m[id].parent;
+    const uint32_t *sib = p >= 0 ? m[p].children : tree->roots;
+    size_t n = p >= 0 ? m[p].n_children : tree->n_roots, len = 0, same = 0;
+    const char *c = class_of(t->strings[m[id].name], &len);
+    for (size_t i = 0; i < n && same < 2; i++) {
+        size_t l2 = 0;
+        const char *c2 = class_of(t->strings[m[sib[i]].name], &l2);
+        same += l2 == len && strncmp(c, c2, len) == 0;
+    }
+    return same >= 2;
+}
+
+/* A module to open rather than take as a layer: a container class, or one with no work of its
+ * own, unless it is one of a stack of repeated blocks (BertLayer does no work itself, its
+ * attention and MLP children do; opening it would cut inside encoder layers). */
+static bool is_container(const struct sp_trace *t, const struct sp_module_tree *tree, uint32_t id) {
+    const struct sp_module *m = &tree->modules[id];
     const char *name = t->strings[m->name];
-    return m->n_children &&
-           (class_is(name, "Sequential") || class_is(name, "ModuleList") ||
-            class_is(name, "ModuleDict") || (m->self_kernels == 0 && m->self_ms == 0));
+    if (!m->n_children)
+        return false;
+    if (class_is(name, "Sequential") || class_is(name, "ModuleList") ||
+        class_is(name, "ModuleDict"))
+        return true;
+    return m->self_kernels == 0 && m->self_ms == 0 && !repeated(t, tree, id);
 }
 
 struct id_list {
@@ -327,7 +350,7 @@ static sp_status choose(sp_ctx *ctx, const struct sp_trace *t, const struct sp_m
             size_t open = SIZE_MAX, biggest = SIZE_MAX;
             for (size_t i = 0; i < out->n && open == SIZE_MAX; i++) {
                 const struct sp_module *x = &m[out->ids[i]];
-                if (is_container(t, x))
+                if (is_container(t, tree, out->ids[i]))
                     open = i;
                 else if (x->n_children &&
                          (biggest == SIZE_MAX || x->total_ms > m[out->ids[biggest]].total_ms))
