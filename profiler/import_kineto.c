@@ -581,15 +581,7 @@ sp_status sp_trace_load_kineto_files(sp_ctx *ctx, const char *const *paths, size
         char *data = NULL;
         size_t len = 0;
         k.file = (uint32_t)i;
-        st = sp_trace_read_file(ctx, paths[i], &data, &len);
-        if (st == SP_OK && n > 1)
-            st = sp_sha256_hex(ctx, data, len, sha[i]);
-        for (size_t j = 0; st == SP_OK && n > 1 && j < i; j++)
-            if (strcmp(sha[i], sha[j]) == 0)
-                st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                             "%s and %s hold the same trace: each rank's trace is given once "
-                             "(the same run twice would count every layer twice)",
-                             paths[j], paths[i]);
+        st = sp_trace_read_distinct(ctx, paths, n, i, sha, &data, &len);
         if (st == SP_OK)
             st = parse_into(ctx, &k, paths[i], data, len);
         sp_free(data);

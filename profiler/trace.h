@@ -102,6 +102,11 @@ sp_status sp_trace_check_path(sp_ctx *ctx, const char *path);
  * SQLite database is refused naming `import nsys`, a truncated gzip file as truncated. */
 sp_status sp_trace_read_file(sp_ctx *ctx, const char *path, char **data, size_t *len);
 
+/* File i of paths[n], read as sp_trace_read_file does, refused (SP_ERR_INVALID_ARG, naming both)
+ * when it holds the same bytes as an earlier one: sha[n] keeps each file's SHA-256. */
+sp_status sp_trace_read_distinct(sp_ctx *ctx, const char *const *paths, size_t n, size_t i,
+                                 char (*sha)[65], char **data, size_t *len);
+
 /* A CPU operator (torch.profiler's cpu_op) of a run with no GPU activity. */
 struct sp_cpu_op {
     int64_t start_ns, end_ns;

@@ -17,6 +17,24 @@ sp_status sp_trace_check_path(sp_ctx *ctx, const char *path) {
     return SP_OK;
 }
 
+sp_status sp_trace_read_distinct(sp_ctx *ctx, const char *const *paths, size_t n, size_t i,
+                                 char (*sha)[65], char **data, size_t *len) {
+    sp_status st = sp_trace_read_file(ctx, paths[i], data, len);
+    if (st == SP_OK && n > 1)
+        st = sp_sha256_hex(ctx, *data, *len, sha[i]);
+    for (size_t j = 0; st == SP_OK && n > 1 && j < i; j++)
+        if (strcmp(sha[i], sha[j]) == 0)
+            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                         "%s and %s hold the same trace: each rank's trace is given once (the "
+                         "same run twice would count every layer twice)",
+                         paths[j], paths[i]);
+    if (st != SP_OK) {
+        sp_free(*data);
+        *data = NULL;
+    }
+    return st;
+}
+
 /* a file, plain or gzip (gzread reads both), into a NUL-terminated buffer */
 sp_status sp_trace_read_file(sp_ctx *ctx, const char *path, char **data, size_t *out_len) {
     *data = NULL;

@@ -54,11 +54,12 @@ static sp_status check_layer_share(sp_ctx *ctx, const sp_trace *trace,
         sum->layer_ms >= opts->min_layer_share * model_ms)
         return SP_OK;
     char where[512] = ""; /* the ranges of the largest work in no layer, each once */
-    size_t len = 0;
-    for (size_t i = 0; i < sum->n_outside && len + 1 < sizeof where; i++) {
+    size_t len = 0, n = sum->n_outside < SP_TRACE_SUMMARY_OUTSIDE ? sum->n_outside
+                                                                  : SP_TRACE_SUMMARY_OUTSIDE;
+    for (size_t i = 0; i < n && len + 1 < sizeof where; i++) {
         double ms = 0;
         bool seen = false;
-        for (size_t j = 0; j < sum->n_outside; j++) {
+        for (size_t j = 0; j < n; j++) {
             bool same = strcmp(sum->outside[j].range, sum->outside[i].range) == 0;
             seen |= same && j < i;
             ms += same ? sum->outside[j].ms : 0;
