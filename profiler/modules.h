@@ -2,10 +2,11 @@
  * "nn.Module: <Class>_<N>") and the level of it that becomes the profile's layers.
  *
  * The tree: each module's parent is the innermost module range around its first range on the
- * same thread; its children are in call order (first range first). Each module's time is the
- * attribution engine's, with every module a layer: the median per step of the GPU busy time of
- * the work it launched itself (forward, backward by the trace's fwdbwd links, recomputation), not
- * in a child; a module's total adds its children's totals. */
+ * same thread; its children are in call order (first range first). A module called inside two
+ * or more modules (an attention helper every layer calls) is no node: its work is its callers'.
+ * Each module's time is the attribution engine's, with every module a layer: the median per step of
+ * the GPU busy time of the work it launched itself (forward, backward by the trace's fwdbwd links,
+ * recomputation), not in a child; a module's total adds its children's totals. */
 #ifndef SP_PROFILER_MODULES_H
 #define SP_PROFILER_MODULES_H
 
@@ -28,7 +29,9 @@ struct sp_module_tree {
     size_t n;
     uint32_t *roots; /* in call order */
     size_t n_roots;
-    double gpu_ms, roots_ms; /* every activity's time; the roots' totals */
+    double gpu_ms, roots_ms;  /* every activity's time; the roots' totals */
+    size_t n_shared;          /* modules called inside several modules: not in the tree */
+    const char *first_shared; /* the first one's range name (the trace's string), or NULL */
 };
 
 /* Whether the trace has module ranges at all. */
@@ -58,6 +61,15 @@ sp_status sp_module_tree_text(sp_ctx *ctx, const struct sp_trace *t,
 
 /* Whether --layers names a depth (decimal digits only). */
 bool sp_module_is_depth(const char *how);
+
+/* ids (module indices) in call order, the first range first; false when out of memory */
+bool sp_module_sort_call_order(const struct sp_module *m, uint32_t *ids, size_t n);
+
+/* module_names.c: a module's class from its range name ("nn.Module: GPT2Block_0" ->
+ * "GPT2Block", *len bytes); whether it is cls; whether it holds word (lower case), any case */
+const char *sp_module_class(const char *range_name, size_t *len);
+bool sp_module_class_is(const char *range_name, const char *cls);
+bool sp_module_class_has(const char *range_name, const char *word);
 
 /* A layer kind from a module's class name ("GPT2Block_0" -> "transformer"), or NULL: embedding,
  * attention, transformer, norm, conv, head, loss. */

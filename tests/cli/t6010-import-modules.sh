@@ -130,4 +130,31 @@ p = json.load(open(sys.argv[1]))
 names = [l["name"] for l in p["layers"]]
 assert names == ["Embedding_0"] + ["Block_%d" % b for b in range(4)] + ["LayerNorm_0", "Linear_8"], names
 PY
+# a module called inside several modules (an attention helper every layer's attention calls,
+# torch's Func_0): the second Linear of every block renamed Func_0 is no layer and nests in none;
+# its work is each caller's, so the blocks' times are those of the unchanged trace
+python3 - "$T/rank0.json" "$TMP/shared.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+    n = e.get("name", "")
+    if e.get("cat") == "python_function" and n.startswith("nn.Module: Linear_"):
+        k = int(n.rsplit("_", 1)[1])
+        if k < 8 and k % 2 == 1:
+            e["name"] = "nn.Module: Func_0"
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect_code "a module called inside every block" 0 "$STAGEPART" import kineto "$TMP/shared.json" --warmup-steps 1 -o "$TMP/shared-auto.json"
+expect_stdout_contains "says so" "Func_0 called inside several modules, part of each caller"
+expect_code "unchanged trace" 0 "$STAGEPART" import kineto "$T/rank0.json" --warmup-steps 1 -o "$TMP/plain-auto.json"
+expect_code "a depth under the blocks" 0 "$STAGEPART" import kineto "$TMP/shared.json" --warmup-steps 1 --layers 3 -o "$TMP/shared-d3.json"
+python3 - "$TMP/shared-auto.json" "$TMP/plain-auto.json" "$TMP/shared-d3.json" <<'PY' && pass "Func_0 is part of each block, never a layer" || fail "a shared module"
+import json, sys
+a, b, d = (json.load(open(f)) for f in sys.argv[1:4])
+assert [l["name"] for l in a["layers"]] == [l["name"] for l in b["layers"]]
+for x, y in zip(a["layers"], b["layers"]):
+    assert (x["fwd_ms"], x["bwd_ms"]) == (y["fwd_ms"], y["bwd_ms"]), (x, y)
+names = [l["name"] for l in d["layers"]]
+assert names == ["Embedding_0", "Linear_0", "Linear_2", "Linear_4", "Linear_6", "LayerNorm_0", "Linear_8"], names
+PY
 test_done
