@@ -86,8 +86,8 @@ static bool is_torch_optimizer(const char *name) {
 }
 
 static sp_status classify(sp_ctx *ctx, const struct sp_trace *t, const struct patterns *p,
-                          const uint8_t *layer_names, struct sp_attribution *out,
-                          struct range_class *cls) {
+                          const uint8_t *layer_names, const uint32_t *layer_into,
+                          struct sp_attribution *out, struct range_class *cls) {
     /* names repeat (every step), so classify each distinct name once */
     struct range_class *by_name = sp_mallocarray(t->n_strings ? t->n_strings : 1, sizeof *by_name);
     uint8_t *seen = sp_calloc(t->n_strings ? t->n_strings : 1, 1);
@@ -102,6 +102,8 @@ static sp_status classify(sp_ctx *ctx, const struct sp_trace *t, const struct pa
             int ph = name_phase(p, name);
             if (!c.step && layer_names) { /* chosen by name (modules.c): forward ranges */
                 if (layer_names[nm]) {
+                    if (layer_into) /* a module folded into a neighbour is named as it */
+                        name = t->strings[layer_into[nm]];
                     size_t skip = strncmp(name, SP_MODULE_PREFIX, strlen(SP_MODULE_PREFIX)) == 0
                                       ? strlen(SP_MODULE_PREFIX)
                                       : 0;
@@ -548,7 +550,7 @@ sp_status sp_attrib_begin(sp_ctx *ctx, const struct sp_trace *t, const struct sp
     if (st == SP_OK && !(cls = sp_mallocarray(t->n_ranges ? t->n_ranges : 1, sizeof *cls)))
         st = sp_oom(ctx, "attributing kernels");
     if (st == SP_OK)
-        st = classify(ctx, t, &p, opts->layer_names, &s->out, cls);
+        st = classify(ctx, t, &p, opts->layer_names, opts->layer_into, &s->out, cls);
     patterns_free(&p);
     if (st == SP_OK && t->n_links)
         st = apply_links(s, cls);

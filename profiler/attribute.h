@@ -40,6 +40,9 @@ struct sp_attrib_opts {
     /* NULL, or a flag per string of the trace: the ranges of that name are the layers (forward;
      * named without a leading "nn.Module: "), and layer_pattern is not used (modules.c) */
     const uint8_t *layer_names;
+    /* with layer_names, NULL or per string: the string whose layer that one's ranges join (its
+     * own id, or a neighbour's for a module folded into it) */
+    const uint32_t *layer_into;
     uint32_t warmup_steps;
     /* the windows (0: the defaults below); tests make them small to reach their edges */
     size_t launch_window, pending_window, reorder_window;

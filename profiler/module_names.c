@@ -61,3 +61,15 @@ const char *sp_module_kind(const char *name) {
             return rules[i].kind;
     return NULL;
 }
+
+bool sp_module_is_parameter_free(const char *range_name) {
+    static const char *const words[] = {"dropout", "rotary",  "relu",    "gelu",
+                                        "silu",    "tanh",    "sigmoid", "softmax",
+                                        "flatten", "maxpool", "avgpool", "activation"};
+    if (sp_module_class_is(range_name, "Identity"))
+        return true;
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (sp_module_class_has(range_name, words[i]))
+            return true;
+    return false;
+}

@@ -43,16 +43,48 @@ sp_status sp_module_tree_build(sp_ctx *ctx, const struct sp_trace *t,
                                const struct sp_attrib_opts *opts, struct sp_module_tree *tree);
 void sp_module_tree_release(struct sp_module_tree *tree);
 
-/* Choose the layers: how is "auto" or a depth (decimal digits). *layer_names gets a flag per
- * trace string (sp_attrib_opts.layer_names; free with sp_free): SP_MODULE_LAYER for a chosen
- * module, SP_MODULE_BLOCK for one that is a transformer block by structure (its class repeats
- * among the chosen, and an attention module is among its descendants: GPTNeoXLayer, whatever its
- * name says); said, of said_size bytes, what was chosen, for a person. SP_ERR_INVALID_ARG for
- * another `how`, SP_ERR_SCHEMA when it chooses nothing. */
+/* Why a module is or is not a layer (sp_module_choice.why; sp_module_why_text says it). */
+enum sp_module_why {
+    SP_WHY_NONE,           /* below the chosen level, or never reached */
+    SP_WHY_LAYER,          /* auto: kept, nothing says to open it */
+    SP_WHY_STACK,          /* auto: kept though it does no work itself: one of repeated blocks */
+    SP_WHY_DEPTH,          /* at the depth asked for */
+    SP_WHY_LEAF,           /* a leaf above the depth asked for */
+    SP_WHY_OPEN_CONTAINER, /* opened: Sequential, ModuleList, ModuleDict */
+    SP_WHY_OPEN_NO_WORK,   /* opened: it launches nothing itself */
+    SP_WHY_OPEN_HALF,      /* opened: over half of the roots' time */
+    SP_WHY_FOLDED,         /* chosen, but it holds no parameters: its work joins a neighbour */
+};
+
+/* The layers chosen: per trace string, flags (SP_MODULE_LAYER for a chosen module,
+ * SP_MODULE_BLOCK for one that is a transformer block by structure: its class repeats among the
+ * chosen, and an attention module is among its descendants: GPTNeoXLayer, whatever its name
+ * says) and into (the string whose layer its work joins: itself, or for a folded module the
+ * neighbour's); per module, why and folded_into (the module it joins, for SP_WHY_FOLDED). */
 #define SP_MODULE_LAYER 1
 #define SP_MODULE_BLOCK 2
+struct sp_module_choice {
+    uint8_t *flags;
+    uint32_t *into;
+    uint8_t *why;
+    uint32_t *folded_into;
+};
+void sp_module_choice_release(struct sp_module_choice *c);
+
+/* Choose the layers: how is "auto" or a depth (decimal digits). A chosen module of a class that
+ * holds no parameters (dropout, rotary embeddings, activations, pooling: sp_module_is_parameter_
+ * free) is no layer of its own: its work joins the next chosen layer (the previous one, for the
+ * last), so the layers are the model's weighted modules. said, of said_size bytes, what was
+ * chosen, for a person. SP_ERR_INVALID_ARG for another `how`, SP_ERR_SCHEMA when it chooses
+ * nothing. */
 sp_status sp_module_choose(sp_ctx *ctx, const struct sp_trace *t, const struct sp_module_tree *tree,
-                           const char *how, uint8_t **layer_names, char *said, size_t said_size);
+                           const char *how, struct sp_module_choice *choice, char *said,
+                           size_t said_size);
+
+/* Whether a module's class holds no parameters by its name (Dropout, *RotaryEmbedding,
+ * Identity, activations such as ReLU, GELU, SiLU, Tanh, Softmax, Flatten, max and average
+ * pooling). */
+bool sp_module_is_parameter_free(const char *range_name);
 
 /* The module tree as text: one line a module, indented by depth, with its total and own time,
  * its share of the roots' time, and '*' on those `how` chooses. */

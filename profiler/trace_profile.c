@@ -182,8 +182,8 @@ static const char *base_name(const char *path) {
  * caller) when a level of the module tree; said says how, for a person. */
 static sp_status choose_layers(sp_ctx *ctx, const sp_trace *trace,
                                const sp_trace_profile_opts *opts, struct sp_attrib_opts *ao,
-                               uint8_t **modules, char *said, size_t said_size) {
-    *modules = NULL;
+                               struct sp_module_choice *modules, char *said, size_t said_size) {
+    memset(modules, 0, sizeof *modules);
     const char *how = opts->layers;
     if (how && opts->layer_pattern)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
@@ -214,7 +214,8 @@ static sp_status choose_layers(sp_ctx *ctx, const sp_trace *trace,
     if (st == SP_OK)
         st = sp_module_choose(ctx, trace, &tree, how, modules, said, said_size);
     sp_module_tree_release(&tree);
-    ao->layer_names = *modules;
+    ao->layer_names = modules->flags;
+    ao->layer_into = modules->into;
     return st;
 }
 
@@ -257,17 +258,18 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
                                 .step_pattern = opts->step_pattern,
                                 .warmup_steps = opts->warmup_steps};
     struct sp_attribution a;
-    uint8_t *modules = NULL;
-    char chosen[256] = "";
+    struct sp_module_choice modules;
+    char chosen[512] = "";
     sp_status st = choose_layers(ctx, trace, opts, &ao, &modules, chosen, sizeof chosen);
     if (st == SP_OK)
         st = sp_attribute(ctx, trace, &ao, &a);
-    bool modules_chosen = modules != NULL;
+    bool modules_chosen = modules.flags != NULL;
     bool *block = NULL; /* each layer: a transformer block by the module tree's structure */
-    if (st == SP_OK && modules_chosen && (st = find_blocks(ctx, trace, modules, &a, &block)))
+    if (st == SP_OK && modules_chosen && (st = find_blocks(ctx, trace, modules.flags, &a, &block)))
         sp_attribution_release(&a);
-    sp_free(modules);
+    sp_module_choice_release(&modules);
     ao.layer_names = NULL;
+    ao.layer_into = NULL;
     if (st != SP_OK)
         return st;
     for (size_t i = 0; i < a.n_layers; i++) { /* what a profile can hold (docs/formats.md) */

@@ -164,7 +164,7 @@ typedef struct sp_trace_summary {
     uint64_t late;                    /* activities that came too far out of time order to
                                        * merge exactly (their busy time may be over-counted) */
     double late_ms;                   /* their summed duration */
-    char layers_chosen[256];          /* how the layers were chosen, for a person */
+    char layers_chosen[512];          /* how the layers were chosen, for a person */
     /* the largest work in no layer (the optimizer's left out), by name and where it was
      * launched: range is the innermost range open at the launch, or "(outside every range)",
      * or "(no launch record)"; names cut to fit */

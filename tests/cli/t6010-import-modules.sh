@@ -46,8 +46,10 @@ rows = {l[2:].split()[0]: l for l in lines[1:]}
 assert len(rows) == 17 and lines[1].split()[0] == "Model_0", lines
 assert rows["Block_0"].startswith("*     Block_0") and rows["Sequential_0"].startswith("    Sequential_0")
 assert rows["Linear_0"].startswith("        Linear_0")
-share = float(rows["Model_0"].split()[-1].rstrip("%"))
+share = float(rows["Model_0"].split()[3].rstrip("%"))
 assert share == 100.0, rows["Model_0"]
+assert rows["Model_0"].endswith("opened: over half the time"), rows["Model_0"]
+assert rows["Sequential_0"].endswith("opened: a container") and rows["Block_0"].endswith("layer")
 PY
 then pass "the tree, indented, with times, shares and the chosen level"; else fail "--list-modules" "$(head -5 "$TMP/stdout")"; fi
 expect_code "--list-modules marks a depth" 0 "$STAGEPART" import kineto "$T/rank0.json" --list-modules --layers 3
@@ -157,4 +159,29 @@ for x, y in zip(a["layers"], b["layers"]):
 names = [l["name"] for l in d["layers"]]
 assert names == ["Embedding_0", "Linear_0", "Linear_2", "Linear_4", "Linear_6", "LayerNorm_0", "Linear_8"], names
 PY
+# modules that hold no parameters (dropout, rotary embeddings, activations) are no layers: their
+# work joins the next layer (the previous, after the last); the embedding renamed a rotary
+# embedding joins Block_0, the final norm renamed Dropout_0 joins the head
+python3 - "$T/rank0.json" "$TMP/fold.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+    if e.get("cat") == "python_function":
+        e["name"] = e["name"].replace("Embedding_0", "Qwen2RotaryEmbedding_0").replace("LayerNorm_0", "Dropout_0")
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect_code "parameter-free modules" 0 "$STAGEPART" import kineto "$TMP/fold.json" --warmup-steps 1 -o "$TMP/fold-auto.json"
+expect_stdout_contains "says which and why" "layers: 5 modules (chosen automatically; opened Model_0, Sequential_0; no parameters: Qwen2RotaryEmbedding_0 into Block_0, Dropout_0 into Linear_8)"
+python3 - "$TMP/fold-auto.json" "$TMP/plain-auto.json" <<'PY' && pass "their work is the neighbour's, exactly" || fail "folding"
+import json, sys
+f, p = (json.load(open(x)) for x in sys.argv[1:3])
+got = {l["name"]: l for l in f["layers"]}
+want = {l["name"]: l for l in p["layers"]}
+assert list(got) == ["Block_%d" % b for b in range(4)] + ["Linear_8"], list(got)
+for name, extra in (("Block_0", "Embedding_0"), ("Linear_8", "LayerNorm_0")):
+    for k in ("fwd_ms", "bwd_ms"):
+        assert abs(got[name][k] - want[name][k] - want[extra][k]) < 1e-9, (name, k, got[name][k])
+PY
+expect_code "--list-modules says why" 0 "$STAGEPART" import kineto "$TMP/fold.json" --warmup-steps 1 --list-modules
+expect_stdout_contains "a folded module" "no parameters: part of Block_0"
 test_done

@@ -5,7 +5,8 @@ imported by stagepart with no pattern.
 Hugging Face GPT-2 (its loss computed by the caller) and samples/torch/train.py's chain model
 run a few training steps under torch.profiler (ProfilerActivity.CPU, with_stack=True: the
 nn.Module ranges). `stagepart import kineto` must choose the level a user expects (GPT-2: its
-two embeddings, its dropout, each block, the final norm, the head; the chain: the embedding,
+two embeddings, each block (its dropout, no parameters, part of the first), the final norm, the
+head; the chain: the embedding,
 each block, the head), name their kinds, find every block's, each embedding's and the head's
 backward through the trace's fwdbwd links, leave the loss's work out of every layer (the head
 does not absorb the cross-entropy), and say the times are CPU operators' own time."""
@@ -18,8 +19,8 @@ import torch
 
 CASES = {
     "gpt2": ({"model": "gpt2", "n_layer": 4, "vocab": 2048, "d": 128, "seq": 64},
-             ["Embedding", "Embedding", "Dropout"] + ["GPT2Block"] * 4 + ["LayerNorm", "Linear"],
-             ["embedding", "embedding", None] + ["transformer"] * 4 + ["norm", "head"]),
+             ["Embedding", "Embedding"] + ["GPT2Block"] * 4 + ["LayerNorm", "Linear"],
+             ["embedding", "embedding"] + ["transformer"] * 4 + ["norm", "head"]),
     "chain": ({"model": "chain", "n_layer": 4, "vocab": 2048, "d": 128},
               ["Embedding"] + ["Block"] * 4 + ["Linear"],
               ["embedding"] + ["transformer"] * 4 + ["head"]),

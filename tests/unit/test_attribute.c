@@ -429,15 +429,18 @@ static void module_trace(struct sp_trace *t, const struct mod *m, size_t n) {
     }
 }
 
+static char last_folded[512];
+
 static void check_chosen(const struct mod *m, size_t n, const char *how, const char *want) {
     struct sp_trace t;
     module_trace(&t, m, n);
     struct sp_attrib_opts o = {0};
     struct sp_module_tree tree;
-    uint8_t *flags = NULL;
-    char said[256];
+    struct sp_module_choice choice = {0};
+    char said[512];
     SP_CHECK_STATUS(sp_module_tree_build(ctx, &t, &o, &tree), SP_OK);
-    SP_CHECK_STATUS(sp_module_choose(ctx, &t, &tree, how, &flags, said, sizeof said), SP_OK);
+    SP_CHECK_STATUS(sp_module_choose(ctx, &t, &tree, how, &choice, said, sizeof said), SP_OK);
+    const uint8_t *flags = choice.flags;
     char got[512] = "";
     for (size_t i = 0; flags && i < n; i++) { /* call order is the list's */
         char full[80];
@@ -449,7 +452,14 @@ static void check_chosen(const struct mod *m, size_t n, const char *how, const c
                      m[i].name);
     }
     SP_CHECK_MSG(strcmp(got, want) == 0, "%s: chose '%s', expected '%s'", how, got, want);
-    sp_free(flags);
+    last_folded[0] = '\0'; /* "A>B": A folded into B (no parameters) */
+    for (size_t i = 0; choice.why && i < tree.n; i++)
+        if (choice.why[i] == SP_WHY_FOLDED)
+            snprintf(last_folded + strlen(last_folded), sizeof last_folded - strlen(last_folded),
+                     "%s%s>%s", *last_folded ? " " : "",
+                     sp_module_layer_name(t.strings[tree.modules[i].name]),
+                     sp_module_layer_name(t.strings[tree.modules[choice.folded_into[i]].name]));
+    sp_module_choice_release(&choice);
     sp_module_tree_release(&tree);
     sp_trace_release(&t);
 }
@@ -467,6 +477,11 @@ static void test_module_level(void) {
     check_chosen(resnet, nr, "auto",
                  "Conv2d_0 BatchNorm2d_0 ReLU_0 MaxPool2d_0 Bottleneck_0 Bottleneck_1 "
                  "Bottleneck_2 AdaptiveAvgPool2d_0 Linear_0");
+    /* the stem's ReLU and max pooling hold no parameters: part of the first block; the pooling
+     * part of the head */
+    SP_CHECK_MSG(strcmp(last_folded, "ReLU_0>Bottleneck_0 MaxPool2d_0>Bottleneck_0 "
+                                     "AdaptiveAvgPool2d_0>Linear_0") == 0,
+                 "folded: %s", last_folded);
     check_chosen(resnet, nr, "1",
                  "Conv2d_0 BatchNorm2d_0 ReLU_0 MaxPool2d_0 Sequential_0 Sequential_1 "
                  "AdaptiveAvgPool2d_0 Linear_0");
