@@ -5,7 +5,7 @@
 
 #include "attribution.h"
 
-enum { OPT_OUTPUT = 1, OPT_LIST_MODULES };
+enum { OPT_OUTPUT = 1, OPT_LIST_MODULES, OPT_MODULES };
 
 const struct cli_opt cmd_import_opts[] = {
     CLI_ATTRIBUTION_OPTS,
@@ -13,6 +13,11 @@ const struct cli_opt cmd_import_opts[] = {
      "print the trace's PyTorch module tree (GPU time with descendants and own, share; '*' on "
      "the modules --layers auto or DEPTH makes layers) instead of a profile",
      "Output"},
+    {OPT_MODULES, "modules", 0, "<file>",
+     "a module map (stagepart_torch.describe or Annotation.write_modules): each layer takes its "
+     "module's path (model.layers.3) as its name, its parameter and output bytes and a kind; a "
+     "layer the map lacks is an error",
+     "Profile"},
     CLI_PROFILE_OUTPUT_OPT(OPT_OUTPUT),
     {0, NULL, 0, NULL, NULL, NULL},
 };
@@ -43,15 +48,17 @@ const struct cli_command_help cmd_import_help = {
     "  stagepart import nsys report.sqlite -o profile.json\n"
     "  stagepart import kineto trace.json --list-modules\n"
     "  stagepart import kineto trace.json --layers 2 -o profile.json\n"
+    "  stagepart import kineto trace.json --modules modules.json -o profile.json\n"
     "  stagepart import events run/events-*.splog -o profile.json\n",
 };
 
 int cmd_import(int argc, char **argv) {
     sp_trace_profile_opts opts;
     sp_trace_profile_opts_init(&opts);
-    const char *output = NULL;
+    const char *output = NULL, *modules = NULL;
     bool list_modules = false;
     const struct cli_bind binds[] = {CLI_STRING(OPT_OUTPUT, &output),
+                                     CLI_STRING(OPT_MODULES, &modules),
                                      CLI_FLAG(OPT_LIST_MODULES, &list_modules), CLI_BIND_END};
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "import", cmd_import_opts, argc, argv);
@@ -78,15 +85,21 @@ int cmd_import(int argc, char **argv) {
     const char *const *inputs = (const char *const *)p.positional + 1;
     size_t n_inputs = (size_t)p.n_positional - 1;
     int clash = cli_check_output_not_input("import", "--output", output, inputs, n_inputs);
+    if (!clash && modules)
+        clash = cli_check_output_not_input("import", "--output", output, &modules, 1);
     if (clash)
         return clash;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return CLI_EXIT_INTERNAL;
     sp_trace *trace = NULL;
-    sp_status st = kineto ? sp_trace_load_kineto_files(ctx, inputs, n_inputs, &trace)
-                   : nsys ? sp_trace_load_nsys(ctx, inputs[0], &trace)
-                          : sp_trace_load_events(ctx, inputs, n_inputs, &trace);
+    sp_module_map *map = NULL;
+    sp_status st = modules ? sp_module_map_load(ctx, modules, &map) : SP_OK;
+    opts.modules = map;
+    if (st == SP_OK)
+        st = kineto ? sp_trace_load_kineto_files(ctx, inputs, n_inputs, &trace)
+             : nsys ? sp_trace_load_nsys(ctx, inputs[0], &trace)
+                    : sp_trace_load_events(ctx, inputs, n_inputs, &trace);
     int code;
     if (st != SP_OK) {
         code = cli_report(ctx, st, false);
@@ -104,6 +117,7 @@ int cmd_import(int argc, char **argv) {
         code = cli_attribution_finish(ctx, trace, &opts, output, false);
     }
     sp_trace_destroy(trace);
+    sp_module_map_destroy(map);
     sp_ctx_destroy(ctx);
     return code;
 }

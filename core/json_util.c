@@ -350,6 +350,11 @@ static const char *name_at(const void *base, size_t stride, size_t i) {
 
 bool sp_json_check_unique_names(struct sp_json_reader *r, const void *base, size_t stride,
                                 size_t n) {
+    return sp_json_check_unique(r, base, stride, n, "layers", "name", "layer name");
+}
+
+bool sp_json_check_unique(struct sp_json_reader *r, const void *base, size_t stride, size_t n,
+                          const char *array, const char *key, const char *what) {
     size_t cap = 16;
     while (cap < 2 * n)
         cap *= 2;
@@ -368,10 +373,9 @@ bool sp_json_check_unique_names(struct sp_json_reader *r, const void *base, size
             continue;
         }
         char where[48];
-        snprintf(where, sizeof where, "layers[%zu]", i);
-        sp_json_problem(r, where, "name",
-                        "duplicate layer name \"%.60s\" (first used by layers[%zu])", name,
-                        slot[k]);
+        snprintf(where, sizeof where, "%.16s[%zu]", array, i);
+        sp_json_problem(r, where, key, "duplicate %s \"%.60s\" (first used by %s[%zu])", what, name,
+                        array, slot[k]);
     }
     sp_free(slot);
     return true;

@@ -107,5 +107,8 @@ sp_status sp_json_print(sp_ctx *ctx, const cJSON *root, size_t expect_bytes, con
  * of memory (nothing recorded: the caller reports it). */
 bool sp_json_check_unique_names(struct sp_json_reader *r, const void *base, size_t stride,
                                 size_t n);
+/* the same for array[i].key, "duplicate <what> ..." */
+bool sp_json_check_unique(struct sp_json_reader *r, const void *base, size_t stride, size_t n,
+                          const char *array, const char *key, const char *what);
 
 #endif

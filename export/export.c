@@ -7,6 +7,7 @@
 
 #include "export_parallel.h"
 #include "layout_impl.h"
+#include "module_names.h"
 #include "plan_impl.h"
 
 /* torch.distributed.pipelining's name for a schedule (get_schedule_class; torchtitan's
@@ -171,16 +172,12 @@ static sp_status torch_schedule(sp_ctx *ctx, const sp_plan *plan, struct sp_strb
     return SP_OK;
 }
 
-static bool is_module(const sp_plan *plan, size_t l) {
-    return strcmp(plan->layer_kinds[l], "loss") != 0;
-}
-
 /* modules before layer l: a framework's index of the module that layer l is (the loss is the
  * framework's loss_fn, no module of the model) */
 static size_t modules_before(const sp_plan *plan, size_t l) {
     size_t n = 0;
     for (size_t i = 0; i < l; i++)
-        n += is_module(plan, i);
+        n += sp_export_is_module(plan, i);
     return n;
 }
 
@@ -198,7 +195,7 @@ static sp_status every_stage_a_module(sp_ctx *ctx, const sp_plan *plan, bool emp
                            k);
         bool any = false;
         for (size_t l = plan->stages[k].first_layer; l <= plan->stages[k].last_layer; l++)
-            any |= is_module(plan, l);
+            any |= sp_export_is_module(plan, l);
         if (!any)
             return sp_fail(ctx, SP_ERR_INVALID_ARG,
                            "stage %zu holds only layers of kind \"loss\" ('%s'), which no "
@@ -211,76 +208,6 @@ static sp_status every_stage_a_module(sp_ctx *ctx, const sp_plan *plan, bool emp
 
 static void module_name(struct sp_strbuf *sb, const char *prefix, const char *name) {
     sp_strbuf_printf(sb, "\"%s%s\"", prefix ? prefix : "", name);
-}
-
-/* ---- module names: each layer's modules (none for the loss, two for a head that carries the
- * final norm under torchtitan's names) */
-struct module_names {
-    char **first, **second; /* per layer; NULL: none */
-    size_t n;
-};
-
-static void module_names_release(struct module_names *m) {
-    for (size_t l = 0; l < m->n; l++) {
-        sp_free(m->first[l]);
-        sp_free(m->second[l]);
-    }
-    sp_free(m->first);
-    sp_free(m->second);
-    memset(m, 0, sizeof *m);
-}
-
-static bool kind_is(const sp_plan *plan, size_t l, const char *kind) {
-    return strcmp(plan->layer_kinds[l], kind) == 0;
-}
-
-/* torchtitan's models name their modules tok_embeddings, layers.N, norm and lm_head (0.3.0;
- * "output" before): map the profile's layers to them by kind, in the order those models run them */
-static sp_status torchtitan_names(sp_ctx *ctx, const sp_plan *plan, struct module_names *m) {
-    size_t n = plan->n_layers, blocks = 0;
-    bool has_norm = false;
-    for (size_t l = 0; l < n; l++)
-        has_norm |= kind_is(plan, l, "norm");
-    for (size_t l = 0; l < n; l++) {
-        char buf[32];
-        const char *a = NULL, *b = NULL, *why = NULL;
-        if (kind_is(plan, l, "loss"))
-            continue;
-        if (kind_is(plan, l, "embedding"))
-            a = "tok_embeddings", why = l == 0 ? NULL : "the embedding must be the first layer";
-        else if (kind_is(plan, l, "transformer"))
-            snprintf(buf, sizeof buf, "layers.%zu", blocks++), a = buf;
-        else if (kind_is(plan, l, "norm"))
-            a = "norm", why = blocks ? NULL : "the final norm must follow the transformer layers";
-        else if (kind_is(plan, l, "head"))
-            a = has_norm ? "lm_head" : "norm", b = has_norm ? NULL : "lm_head";
-        else
-            why = "torchtitan's models have a module for kinds embedding, transformer, norm and "
-                  "head only (the loss is no module)";
-        if (why)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "--module-names torchtitan: layer %zu ('%s', kind \"%s\"): %s", l,
-                           plan->layer_names[l], plan->layer_kinds[l], why);
-        if (!(m->first[l] = sp_strdup(a)) || (b && !(m->second[l] = sp_strdup(b))))
-            return sp_oom(ctx, "exporting a plan");
-    }
-    return SP_OK;
-}
-
-static sp_status module_names_make(sp_ctx *ctx, const sp_plan *plan, sp_module_names names,
-                                   struct module_names *m) {
-    size_t n = plan->n_layers;
-    m->first = sp_calloc(n ? n : 1, sizeof *m->first);
-    m->second = sp_calloc(n ? n : 1, sizeof *m->second);
-    if (!m->first || !m->second)
-        return sp_oom(ctx, "exporting a plan");
-    m->n = n; /* both arrays there: release frees their entries */
-    if (names == SP_MODULE_NAMES_TORCHTITAN)
-        return torchtitan_names(ctx, plan, m);
-    for (size_t l = 0; l < n; l++)
-        if (is_module(plan, l) && !(m->first[l] = sp_strdup(plan->layer_names[l])))
-            return sp_oom(ctx, "exporting a plan");
-    return SP_OK;
 }
 
 /* torchtitan's generate_llm_fqn_per_model_part(S, L, input_weight, output_weight) with its
@@ -389,7 +316,8 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
     sp_status st = every_stage_a_module(
         ctx, plan, format == SP_EXPORT_MEGATRON || format == SP_EXPORT_TORCH_SCHEDULE_CSV);
     if (st == SP_OK && (names == SP_MODULE_NAMES_PROFILE || names == SP_MODULE_NAMES_TORCHTITAN))
-        st = module_names_make(ctx, plan, names, &mods);
+        st = sp_export_module_names(
+            ctx, plan, names, format == SP_EXPORT_PIPPY || format == SP_EXPORT_TORCHTITAN, &mods);
     else if (st == SP_OK)
         st = sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_export_names: unknown module names");
     switch (st == SP_OK ? (int)format : -1) {
@@ -455,7 +383,7 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
         sp_strbuf_puts(&value, "{");
         for (size_t k = 1; k < K && st == SP_OK; k++) {
             size_t l = plan->stages[k].first_layer;
-            if (!is_module(plan, l)) {
+            if (!sp_export_is_module(plan, l)) {
                 st = sp_fail(ctx, SP_ERR_INVALID_ARG,
                              "stage %zu begins at layer '%s' of kind \"loss\", which is no module "
                              "a split point can name",
@@ -563,7 +491,7 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
             const char *name = mods.first[l] ? mods.first[l] : "", *dot = strchr(name, '.');
             /* "name" or "name.N" (layers.N); anything deeper is no module the splitter finds */
             bool flat = !dot || (dot[1] && strspn(dot + 1, "0123456789") == strlen(dot + 1));
-            if (is_module(plan, l) && !flat) {
+            if (sp_export_is_module(plan, l) && !flat) {
                 sp_strbuf_printf(&text,
                                  "# '%s' is nested: torchtitan's splitter takes top-level "
                                  "modules and layers.N only\n",
@@ -587,6 +515,6 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
     }
     sp_strbuf_release(&text);
     sp_strbuf_release(&value);
-    module_names_release(&mods);
+    sp_export_module_names_release(&mods);
     return st;
 }

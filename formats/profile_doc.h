@@ -19,6 +19,7 @@ struct sp_profile_doc_layer {
     bool has_activation_bytes;
     uint64_t activation_bytes;
     bool has_model_bytes; /* saved, parameter and memory bytes known exactly */
+    bool has_param_bytes; /* parameter bytes alone known (a module map's) */
     uint64_t saved_bytes, param_bytes, memory_bytes;
     cJSON *measured; /* how the layer's numbers were measured, or NULL; the writer takes it */
 };

@@ -21,7 +21,9 @@ static bool add_layer(cJSON *layers, struct sp_profile_doc_layer *L) {
         (!L->has_activation_bytes || num(o, "activation_bytes", (double)L->activation_bytes)) &&
         (!L->has_model_bytes || (num(o, "saved_bytes", (double)L->saved_bytes) &&
                                  num(o, "param_bytes", (double)L->param_bytes) &&
-                                 num(o, "memory_bytes", (double)L->memory_bytes)));
+                                 num(o, "memory_bytes", (double)L->memory_bytes))) &&
+        (L->has_model_bytes || !L->has_param_bytes ||
+         num(o, "param_bytes", (double)L->param_bytes));
     if (ok && L->measured) {
         ok = cJSON_AddItemToObject(o, "measured", L->measured);
         if (ok)

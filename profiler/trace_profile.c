@@ -12,6 +12,7 @@
 
 #include "attribute.h"
 #include "json_util.h"
+#include "module_map_apply.h"
 #include "modules.h"
 #include "profile_doc.h"
 #include "stagepart/stagepart.h"
@@ -483,6 +484,8 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
                 trace->file);
     if (st == SP_OK && opts->built_in)
         st = add_model_bytes(ctx, opts->built_in, &doc);
+    if (st == SP_OK && opts->modules)
+        st = sp_profile_apply_module_map(ctx, opts->modules, trace->file, &doc);
     if (st == SP_OK)
         st = sp_profile_doc_to_json(ctx, &doc, json);
     sp_profile_doc_release(&doc);

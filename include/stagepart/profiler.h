@@ -113,6 +113,33 @@ SP_API sp_status sp_trace_load_events(sp_ctx *ctx, const char *const *paths, siz
                                       sp_trace **out);
 SP_API void sp_trace_destroy(sp_trace *trace);
 
+/* A module map (format "stagepart-modules", docs/formats.md): what a model knows of its modules
+ * that its trace does not, written by the PyTorch helper (stagepart_torch.describe for a model
+ * traced with no annotation, Annotation.write_modules for the helper's own ranges). Each entry:
+ * the module's path in the model ("model.layers.3": what torch resolves), the instance name
+ * torch.profiler gives it ("Qwen2DecoderLayer_3", its class and the order of first calls), its
+ * class, its parameters' bytes (its own and its descendants'), its largest output's bytes, and
+ * whether an attention module is among its descendants. The map owns the strings. */
+typedef struct sp_module_entry {
+    const char *path;     /* never NULL; unique */
+    const char *instance; /* NULL: not given; unique */
+    const char *class_name;
+    uint64_t param_bytes, activation_bytes;
+    bool has_activation_bytes, contains_attention;
+} sp_module_entry;
+typedef struct sp_module_map sp_module_map;
+/* SP_ERR_IO, SP_ERR_PARSE, SP_ERR_SCHEMA (naming the file and the JSON path), SP_ERR_NOMEM */
+SP_API sp_status sp_module_map_load(sp_ctx *ctx, const char *path, sp_module_map **out);
+/* the same from a buffer (data[len] must be '\0'); name is used in messages */
+SP_API sp_status sp_module_map_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
+                                     sp_module_map **out);
+SP_API void sp_module_map_destroy(sp_module_map *map);
+SP_API size_t sp_module_map_get_count(const sp_module_map *map);
+SP_API const char *sp_module_map_get_file(const sp_module_map *map); /* the name it was read by */
+SP_API const sp_module_entry *sp_module_map_get(const sp_module_map *map, size_t i);
+/* the entry whose path or instance name is name, or NULL */
+SP_API const sp_module_entry *sp_module_map_find(const sp_module_map *map, const char *name);
+
 typedef struct sp_trace_profile_opts {
     const char *layer_pattern; /* POSIX extended regex selecting layer ranges; group 1 (if any) is
                                 * the layer's name. NULL: "<layer>/fwd|bwd|recompute" */
@@ -141,6 +168,11 @@ typedef struct sp_trace_profile_opts {
                              * time outside the optimizer is refused (SP_ERR_SCHEMA, naming the
                              * ranges that launched the rest): its layers did not launch the
                              * model's kernels. 0: no check; default 0.5 */
+    /* NULL, or a module map (borrowed for the call): every layer is looked up in it by name
+     * (an instance name or a path) and takes its path as its name, its parameter and output
+     * bytes, and a kind from its class; a layer it lacks is SP_ERR_SCHEMA naming both (the map
+     * was made from another model), except the helper's "loss" */
+    const sp_module_map *modules;
 } sp_trace_profile_opts;
 SP_API void sp_trace_profile_opts_init(sp_trace_profile_opts *opts);
 

@@ -134,15 +134,23 @@ def select(model, modules):
     """(name, module) of the submodules whose qualified name matches the pattern (fnmatch), the
     outermost of nested matches only, in registration order."""
     patterns = [modules] if isinstance(modules, str) else list(modules)
-    chosen = []
+    chosen, matched, names = [], set(), []
     for name, module in model.named_modules():
-        if not name or not any(fnmatch.fnmatchcase(name, p) for p in patterns):
+        if not name:
             continue
-        if any(name.startswith(c + ".") for c, _ in chosen):
+        names.append(name)
+        hits = [p for p in patterns if fnmatch.fnmatchcase(name, p)]
+        matched.update(hits)
+        if not hits or any(name.startswith(c + ".") for c, _ in chosen):
             continue
         chosen.append((name, module))
-    if not chosen:
-        raise ValueError(f"no submodule matches {patterns!r}")
+    missed = [p for p in patterns if p not in matched]
+    if missed:  # a pattern that matches nothing is a typo or another model, never ignored
+        tops = sorted({n.split(".")[0] for n in names})[:8]
+        raise ValueError(f"no submodule matches {missed[0]!r} (the model's top-level modules: "
+                         f"{', '.join(tops)}; patterns match qualified names such as "
+                         f"{names[min(2, len(names) - 1)]!r})" if names else
+                         f"no submodule matches {missed[0]!r}: the model has no submodules")
     return chosen
 
 
@@ -200,9 +208,10 @@ class Annotation:
         chosen = select(model, modules)
         self.layers = [name for name, _ in chosen]
         self._sizes = {name: {"activation_bytes": 0, "param_bytes": 0} for name in self.layers}
+        self._classes = {name: type(module).__name__ for name, module in chosen}
+        self._attention = {name: _has_attention(module) for name, module in chosen}
         for name, module in chosen:
-            self._sizes[name]["param_bytes"] = sum(
-                p.numel() * p.element_size() for p in module.parameters())
+            self._sizes[name]["param_bytes"] = _param_bytes(module)
             self._hook(module, name, last=name == self.layers[-1] and loss == "auto")
         if loss == "auto":
             self._handles.append(model.register_forward_hook(self._model_done))
@@ -301,6 +310,21 @@ class Annotation:
         """{layer: {"activation_bytes": largest output seen, "param_bytes": ...}}"""
         return {k: dict(v) for k, v in self._sizes.items()}
 
+    def modules(self):
+        """The module map of the annotated layers (paths are the layer names), for
+        `stagepart import kineto|nsys TRACE --modules FILE`: parameter and output bytes and a
+        kind from each class reach the profile."""
+        return _document([{"path": name, "class": self._classes[name],
+                           "param_bytes": v["param_bytes"],
+                           "activation_bytes": v["activation_bytes"],
+                           "contains_attention": self._attention[name]}
+                          for name, v in self._sizes.items()])
+
+    def write_modules(self, path):
+        """modules() written to path as JSON (after the profiled steps: output bytes are the
+        largest seen)."""
+        _write_json(path, self.modules())
+
     def remove(self):
         for h in self._handles:
             h.remove()
@@ -337,6 +361,81 @@ class _Scope:
     def __exit__(self, *exc):
         self._ranges.pop()
         return False
+
+
+MODULES_FORMAT = "stagepart-modules"
+
+
+def _param_bytes(module):
+    return sum(p.numel() * p.element_size() for p in module.parameters())
+
+
+def _has_attention(module):
+    """Whether a module below this one has a class name saying attention (as the importer's
+    structure rule reads class names)."""
+    return any(("attention" in type(m).__name__.lower() or "attn" in type(m).__name__.lower())
+               for name, m in module.named_modules() if name)
+
+
+def _document(entries):
+    return {"format": MODULES_FORMAT, "version": 1, "modules": entries}
+
+
+def describe(model, *args, **kwargs):
+    """The module map of a model traced with no annotation: runs model(*args, **kwargs) once
+    (without gradients) and, for every submodule, records its path in the model
+    ("model.layers.3"), the instance name torch.profiler's with_stack=True ranges give it
+    ("Qwen2DecoderLayer_3": its class and how many modules of that class were first called before
+    it, the profiler's own numbering), its parameter bytes, its largest output's bytes and whether
+    an attention module is inside it. `stagepart import kineto TRACE --modules FILE` then names the
+    layers by their paths, which torch resolves. Call it with the batch the trace ran, before or
+    after the profiled steps: the numbering follows first calls, so a model whose calls depend on
+    the data must be described on the same data."""
+    import torch
+
+    names = {id(m): name for name, m in model.named_modules()}
+    first, seen, counts, handles = [], {}, {}, []
+
+    def pre(module, _inputs):
+        key = id(module)
+        if key not in seen:
+            cls = type(module).__name__
+            seen[key] = {"path": names.get(key, ""), "instance": f"{cls}_{counts.get(cls, 0)}",
+                         "class": cls, "param_bytes": _param_bytes(module),
+                         "activation_bytes": 0,
+                         "contains_attention": _has_attention(module)}
+            counts[cls] = counts.get(cls, 0) + 1
+            first.append(key)
+
+    def post(module, _inputs, output):
+        entry = seen.get(id(module))
+        if entry is not None:
+            entry["activation_bytes"] = max(entry["activation_bytes"], output_bytes(output))
+
+    for _, m in model.named_modules():
+        handles += [m.register_forward_pre_hook(pre), m.register_forward_hook(post)]
+    try:
+        with torch.no_grad():
+            model(*args, **kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+    return _document([seen[k] for k in first if id(model) != k])
+
+
+def write_modules(path, model, *args, **kwargs):
+    """describe(model, *args, **kwargs) written to path as JSON."""
+    _write_json(path, describe(model, *args, **kwargs))
+
+
+def _write_json(path, doc):
+    import json
+
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
 
 
 def annotate(model, modules="layers.*", ranges="nvtx", loss="auto"):

@@ -184,4 +184,49 @@ for name, extra in (("Block_0", "Embedding_0"), ("Linear_8", "LayerNorm_0")):
 PY
 expect_code "--list-modules says why" 0 "$STAGEPART" import kineto "$TMP/fold.json" --warmup-steps 1 --list-modules
 expect_stdout_contains "a folded module" "no parameters: part of Block_0"
+# a module map (stagepart_torch.describe's): layers named by their paths, which torch resolves,
+# with parameter and output bytes and a kind from each class; without one, the exports that
+# find modules by path refuse the profiler's instance names
+cat >"$TMP/map.json" <<'JSON'
+{"format": "stagepart-modules", "version": 1, "modules": [
+ {"path": "model", "instance": "Model_0", "class": "Model", "param_bytes": 1000},
+ {"path": "embed", "instance": "Embedding_0", "class": "Embedding", "param_bytes": 100, "activation_bytes": 64},
+ {"path": "layers.0", "instance": "Block_0", "class": "Block", "param_bytes": 200, "activation_bytes": 64},
+ {"path": "layers.1", "instance": "Block_1", "class": "Block", "param_bytes": 200, "activation_bytes": 64},
+ {"path": "layers.2", "instance": "Block_2", "class": "Block", "param_bytes": 200, "activation_bytes": 64},
+ {"path": "layers.3", "instance": "Block_3", "class": "Block", "param_bytes": 200, "activation_bytes": 64},
+ {"path": "norm", "instance": "LayerNorm_0", "class": "LayerNorm", "param_bytes": 8, "activation_bytes": 64},
+ {"path": "head", "instance": "Linear_8", "class": "Linear", "param_bytes": 90, "activation_bytes": 640}]}
+JSON
+expect_code "import with a module map" 0 "$STAGEPART" import kineto "$T/rank0.json" --warmup-steps 1 --modules "$TMP/map.json" -o "$TMP/mapped.json"
+python3 - "$TMP/mapped.json" "$TMP/plain-auto.json" <<'PY' && pass "paths, bytes and kinds from the map; times unchanged" || fail "module map"
+import json, sys
+p, q = (json.load(open(f)) for f in sys.argv[1:3])
+L = p["layers"]
+assert [l["name"] for l in L] == ["embed", "layers.0", "layers.1", "layers.2", "layers.3", "norm", "head"], L
+assert [l["param_bytes"] for l in L] == [100, 200, 200, 200, 200, 8, 90]
+assert L[-1]["activation_bytes"] == 640 and L[-1]["kind"] == "head" and L[1]["kind"] == "transformer"
+assert [l["fwd_ms"] for l in L] == [l["fwd_ms"] for l in q["layers"]]
+assert p["measurement"]["module_map"].endswith("map.json")
+PY
+expect_code "partition the mapped profile" 0 "$STAGEPART" partition "$TMP/mapped.json" -s 2 -o "$TMP/mapped-plan.json"
+expect_code "pippy from paths" 0 "$STAGEPART" export "$TMP/mapped-plan.json" --to pippy
+expect_stdout_contains "split points are paths" '"layers.'
+expect_code "partition the unmapped profile" 0 "$STAGEPART" partition "$TMP/plain-auto.json" -s 2 -o "$TMP/plain-plan.json"
+expect_code "pippy from instance names" 2 "$STAGEPART" export "$TMP/plain-plan.json" --to pippy
+expect_stderr_contains "says why and what to run" "is named as torch.profiler names a module instance (its class and a count), not by its path in the model, which torch needs to find it: import the trace again with --modules FILE"
+expect_code "megatron needs no paths" 0 "$STAGEPART" export "$TMP/plain-plan.json" --to megatron
+python3 - "$TMP/map.json" "$TMP/map-short.json" "$TMP/map-dup.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+short = dict(m, modules=[e for e in m["modules"] if e["path"] != "layers.2"])
+json.dump(short, open(sys.argv[2], "w"))
+m["modules"][3]["path"] = "layers.0"
+json.dump(m, open(sys.argv[3], "w"))
+PY
+expect_code "a layer the map lacks" 2 "$STAGEPART" import kineto "$T/rank0.json" --warmup-steps 1 --modules "$TMP/map-short.json"
+expect_stderr_contains "names the layer" "layer 3 (Block_2) is not in the module map"
+expect_code "a map with a path twice" 2 "$STAGEPART" import kineto "$T/rank0.json" --modules "$TMP/map-dup.json"
+expect_stderr_contains "names the JSON path" 'modules[3].path: duplicate module path "layers.0" (first used by modules[2])'
+expect_code "-o onto the map" 2 "$STAGEPART" import kineto "$T/rank0.json" --modules "$TMP/map.json" -o "$TMP/map.json"
 test_done

@@ -170,6 +170,9 @@ class TestHelper(unittest.TestCase):
         self.assertEqual(names, ["embed", "layers.0", "layers.1", "layers.2", "head"])
         with self.assertRaises(ValueError):
             stagepart_torch.select(m, "nothing.*")
+        # one pattern of several matching nothing is an error naming it, not ignored
+        with self.assertRaisesRegex(ValueError, "no submodule matches 'layer.*'.*embed, head, layers"):
+            stagepart_torch.select(m, ["embed", "layer.*"])
 
     def forward(self, m, shared, loss_value):
         """embed, the three blocks, then the model returns loss_value (HF style)"""
@@ -211,6 +214,12 @@ class TestHelper(unittest.TestCase):
         sizes = ann.sizes()
         self.assertEqual(sizes["layers.1"], {"activation_bytes": 4104, "param_bytes": 220})
         self.assertEqual(sizes["embed"], {"activation_bytes": 100, "param_bytes": 14})
+        doc = ann.modules()  # what `import --modules` reads: the same numbers, with classes
+        self.assertEqual((doc["format"], doc["version"]), ("stagepart-modules", 1))
+        by_path = {e["path"]: e for e in doc["modules"]}
+        self.assertEqual(by_path["layers.1"], {"path": "layers.1", "class": "Module",
+                                               "param_bytes": 220, "activation_bytes": 4104,
+                                               "contains_attention": False})
         ann.remove()
         n = len(rec.events)
         dict(m.named_modules())["layers.0"].forward(Tensor(shared))
