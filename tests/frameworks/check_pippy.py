@@ -22,6 +22,8 @@ CASES = [  # name, model spec, stages, micro-batches, schedule
     ("gpt2 P=2 1f1b", {"model": "gpt2", "n_layer": 6}, 2, 4, "1f1b"),
     ("gpt2 P=4 1f1b", {"model": "gpt2", "n_layer": 6}, 4, 4, "1f1b"),
     ("llama P=2 gpipe", {"model": "llama", "n_layer": 4}, 2, 4, "gpipe"),
+    # the zero-config flow: a CPU trace with no pattern, its module map, import --modules
+    ("llama P=2 gpipe traced", {"model": "llama", "n_layer": 4}, 2, 4, "gpipe"),
 ]
 
 
@@ -47,8 +49,36 @@ def make_plan(case_name, spec, stages, micro, schedule, seed):
     return tag, names, plan_path, plan
 
 
+def make_plan_traced(case_name, spec, stages, micro, schedule, seed):
+    """The profile from a CPU trace recorded with no annotation (module ranges only), named by
+    the module map stagepart_torch.describe writes: the layers' paths are what torch resolves."""
+    import sys
+    import torch
+
+    sys.path.insert(0, os.path.join(fwcheck.ROOT, "profiler", "python"))
+    import stagepart_torch
+
+    model, _, _, vocab = models.build(spec)
+    torch.manual_seed(seed)
+    ids = torch.randint(0, vocab, (2, 16))
+    tag = re.sub(r"[^a-z0-9]+", "-", case_name)
+    trace, mods = fwcheck.path(tag + ".trace.json"), fwcheck.path(tag + ".modules.json")
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    with torch.profiler.profile(activities=acts, with_stack=True) as prof:
+        for _ in range(2):
+            models.loss_fn(model(ids), ids).backward()
+    prof.export_chrome_trace(trace)
+    stagepart_torch.write_modules(mods, model, ids)
+    prof_path = fwcheck.path(tag + ".profile.json")
+    fwcheck.stagepart("import", "kineto", trace, "--modules", mods, "-o", prof_path)
+    plan_path, plan = fwcheck.partition(prof_path, tag, "-s", stages, "-m", micro, "--schedule",
+                                        schedule)
+    return tag, plan["layer_names"], plan_path, plan
+
+
 def check(case_name, spec, stages, micro, schedule, seed):
-    tag, names, plan_path, plan = make_plan(case_name, spec, stages, micro, schedule, seed)
+    make = make_plan_traced if case_name.endswith("traced") else make_plan
+    tag, names, plan_path, plan = make(case_name, spec, stages, micro, schedule, seed)
     text = fwcheck.export(plan_path, "pippy")
     job = {"model": spec, "export": text, "ranks": stages, "micro_batches": micro, "batch": 2 * micro,
            "seq": 16, "style": "loop", "schedule": torch_schedule_name(plan_path),
