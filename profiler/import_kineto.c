@@ -493,26 +493,9 @@ static sp_status parse_into(sp_ctx *ctx, struct kineto_state *k, const char *nam
             st = sp_oom(ctx, "reading a trace");
     }
     cJSON_Delete(f.root);
-    if (st == SP_OK && f.n_gpu == 0 && f.n_legacy > 0)
-        st = sp_fail(ctx, SP_ERR_SCHEMA,
-                     "%s: the 2021 Kineto trace format (%zu events of cat Kernel, Runtime, Memcpy "
-                     "or Memset, the names before Kineto renamed them kernel, cuda_runtime, "
-                     "gpu_memcpy and gpu_memset): not read; record the trace again with a current "
-                     "PyTorch",
-                     name, f.n_legacy);
-    else if (st == SP_OK && f.n_gpu == 0 && k->n_ops == 0)
-        st = sp_fail(ctx, SP_ERR_SCHEMA,
-                     "%s: no GPU events (cat kernel, gpu_memcpy or gpu_memset) and no CPU "
-                     "operators (cat cpu_op): record the trace with ProfilerActivity.CPU, and "
-                     "ProfilerActivity.CUDA on a GPU",
-                     name);
-    else if (st == SP_OK && f.n_ranges == 0)
-        st = sp_fail(ctx, SP_ERR_SCHEMA,
-                     "%s: no host ranges (cat user_annotation or python_function): record with "
-                     "torch.profiler's with_stack=True (module ranges), wrap layers in "
-                     "record_function, or annotate the model (docs/profiling.md)",
-                     name);
-    else if (st == SP_OK && f.n_gpu == 0) { /* a CPU run: its operators' own time */
+    if (st == SP_OK)
+        st = sp_kineto_check_content(ctx, name, f.n_gpu, f.n_legacy, k->n_ops, f.n_ranges);
+    if (st == SP_OK && f.n_gpu == 0) { /* a CPU run: its operators' own time */
         st = sp_trace_add_cpu_op_work(ctx, k->t, k->ops, k->n_ops, k->file);
         k->t->cpu_time = true;
     }

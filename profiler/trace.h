@@ -98,6 +98,13 @@ struct sp_trace {
  * directory", ... otherwise. */
 sp_status sp_trace_check_path(sp_ctx *ctx, const char *path);
 
+/* kineto_content.c: SP_ERR_SCHEMA, saying what the user did and should do, when a Kineto trace
+ * holds too little for a profile: the 2021 format (n_legacy events), no GPU activity and no CPU
+ * operators (only Python calls: exported outside a scheduled profiler's active steps), or no
+ * host ranges. Counts are of the file's events. */
+sp_status sp_kineto_check_content(sp_ctx *ctx, const char *name, size_t n_gpu, size_t n_legacy,
+                                  size_t n_ops, size_t n_ranges);
+
 /* Read a file, plain or gzip, into a NUL-terminated buffer (*data, freed with sp_free). An
  * SQLite database is refused naming `import nsys`, a truncated gzip file as truncated. */
 sp_status sp_trace_read_file(sp_ctx *ctx, const char *path, char **data, size_t *len);

@@ -243,4 +243,14 @@ PY
 expect_code "a loss layer" 0 "$STAGEPART" import kineto "$TMP/loss.json" -o "$TMP/loss-profile.json"
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert [(l["name"], l.get("kind")) for l in p["layers"]] == [("a", None), ("b", None), ("loss", "loss")], p["layers"]' "$TMP/loss-profile.json"; then pass "the loss layer has kind loss"; else fail "loss kind"; fi
 expect_code "the loss stays with the layer before it" 3 "$STAGEPART" partition "$TMP/loss-profile.json" -s 3
+# a scheduled profiler's trace exported after its `with` block: only the profiler's own Python
+# calls (no operators, no kernels); the message names that cause, not ProfilerActivity.CPU
+cat >"$TMP/after-with.json" <<'JSON'
+{"schemaVersion": 1, "traceEvents": [
+ {"ph": "X", "cat": "python_function", "name": "torch/profiler/profiler.py(1415): __exit__", "pid": 1, "tid": 1, "ts": 10, "dur": 50},
+ {"ph": "X", "cat": "python_function", "name": "torch/profiler/profiler.py(1432): stop", "pid": 1, "tid": 1, "ts": 12, "dur": 40}]}
+JSON
+expect_code "exported after the with block" 2 "$STAGEPART" import kineto "$TMP/after-with.json"
+expect_stderr_contains "names the cause" "only Python calls: exported while no step was recorded (under a profiler schedule, export in on_trace_ready"
+if grep -q "ProfilerActivity.CPU" "$TMP/stderr"; then fail "blames the activities"; else pass "does not blame ProfilerActivity.CPU"; fi
 test_done
