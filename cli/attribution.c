@@ -56,7 +56,9 @@ static void print_summary(const sp_trace_summary *s, const char *written) {
     printf("%zu layers", s->layers);
     if (s->steps_total)
         printf(", median of %u steps%s (%u warm-up skipped)", s->steps_used,
-               s->steps_from_optimizer ? " found by the optimizer's steps" : "",
+               s->steps_from_optimizer ? " found by the optimizer's steps"
+               : s->steps_from_forward ? " found by the model's top-level calls"
+                                       : "",
                s->steps_total - s->steps_used);
     else
         printf(", one pass (no step ranges)");

@@ -285,38 +285,6 @@ static sp_status apply_links(struct sp_attrib_stream *s, struct range_class *cls
 
 /* ---- steps, chain order, payloads */
 
-/* Iterations from what repeats, in a trace with no step ranges: torch.optim's own
- * "Optimizer.step#..." ranges, one per iteration (the outermost where they nest). Step k of a
- * process runs from the end of its optimizer step k - 1 (the trace's start for k = 0) to the end
- * of optimizer step k, so it holds that iteration's forward, backward and update; work after the
- * last one (an unfinished iteration) is in no step. Keys into steps (the tid field carries the
- * process); their count, 0 when fewer than two iterations show. */
-static size_t optimizer_steps(const struct sp_trace *t, struct time_key *steps) {
-    size_t n = 0;
-    for (size_t i = 0; i < t->n_ranges; i++) {
-        const struct sp_trace_range *r = &t->ranges[i];
-        if (strncmp(t->strings[r->name], "Optimizer.step#", 15) != 0)
-            continue;
-        if (steps)
-            steps[n] = (struct time_key){sp_trace_process_of(t, r->tid), r->start_ns, r->end_ns, i};
-        n++;
-    }
-    if (!steps || n == 0)
-        return n;
-    qsort(steps, n, sizeof *steps, sp_time_key_cmp);
-    size_t kept = 0; /* the outermost of nested ones (a step calling another) */
-    for (size_t i = 0; i < n; i++) {
-        if (kept && steps[kept - 1].tid == steps[i].tid && steps[i].end <= steps[kept - 1].end)
-            continue;
-        steps[kept++] = steps[i];
-    }
-    for (size_t i = kept; i-- > 0;) { /* each step from the previous update's end */
-        bool first = i == 0 || steps[i - 1].tid != steps[i].tid;
-        steps[i].start = first ? INT64_MIN / 4 : steps[i - 1].end;
-    }
-    return kept >= 2 ? kept : 0;
-}
-
 /* Steps: each process's step ranges by start (any of its threads), numbered from 0 per process,
  * so rank 1's step k is step k even though it overlaps rank 0's step k and k + 1 in time; with
  * no step ranges, the iterations the optimizer's steps mark (optimizer_steps). A trace whose
@@ -331,11 +299,14 @@ static sp_status build_steps(struct sp_attrib_stream *s, const struct range_clas
             continue;
         n_steps++;
     }
-    bool by_optimizer = n_steps == 0 && optimizer_steps(t, NULL) >= 2;
-    if (by_optimizer)
-        n_steps = optimizer_steps(t, NULL);
+    struct time_key *found = NULL; /* no step ranges: iterations from what repeats */
+    uint8_t by = SP_STEPS_BY_RANGES;
+    sp_status st = n_steps ? SP_OK : sp_attrib_iterations(s->ctx, t, &found, &n_steps, &by);
+    if (st != SP_OK)
+        return st;
+    bool repeats = by != SP_STEPS_BY_RANGES;
     for (size_t i = 0; i < t->n_ranges; i++) /* the processes: every range's */
-        if (cls[i].step || by_optimizer) {
+        if (cls[i].step || repeats) {
             uint32_t proc = sp_trace_process_of(t, t->ranges[i].tid);
             n_proc = proc + 1 > n_proc ? proc + 1 : n_proc;
         }
@@ -347,15 +318,17 @@ static sp_status build_steps(struct sp_attrib_stream *s, const struct range_clas
     s->proc_step = sp_calloc((size_t)n_proc + 1, sizeof *s->proc_step);
     if (!steps || !s->step_start || !s->step_end || !s->proc_step) {
         sp_free(steps);
+        sp_free(found);
         return sp_oom(s->ctx, "attributing kernels");
     }
     s->n_proc = n_proc;
-    n_steps = 0;
-    if (by_optimizer) {
-        n_steps = optimizer_steps(t, steps);
-        s->out.steps_from_optimizer = true;
-    }
-    for (size_t i = 0; i < t->n_ranges && !by_optimizer; i++)
+    if (repeats)
+        memcpy(steps, found, n_steps * sizeof *steps);
+    sp_free(found);
+    s->out.steps_by = by;
+    if (!repeats)
+        n_steps = 0;
+    for (size_t i = 0; i < t->n_ranges && !repeats; i++)
         if (cls[i].step) /* the key's tid field carries the process */
             steps[n_steps++] = (struct time_key){sp_trace_process_of(t, t->ranges[i].tid),
                                                  t->ranges[i].start_ns, t->ranges[i].end_ns, i};
@@ -387,8 +360,9 @@ static sp_status build_steps(struct sp_attrib_stream *s, const struct range_clas
         return sp_fail(s->ctx, SP_ERR_INVALID_ARG,
                        "%s: no steps to skip: the trace has no step ranges (ProfilerStep#N, "
                        "stagepart/step, --step-pattern) and no repeated optimizer step "
-                       "(Optimizer.step#...) to find its iterations by, so it is measured as one "
-                       "pass; drop --warmup-steps %u, or record with a torch.profiler schedule",
+                       "(Optimizer.step#...) or top-level module call to find its iterations "
+                       "by, so it is measured as one pass; drop --warmup-steps %u, or record "
+                       "with a torch.profiler schedule",
                        t->file, o->warmup_steps);
     s->first_used = s->n_steps ? o->warmup_steps : 0;
     s->used = s->n_steps ? (s->n_steps > s->first_used ? s->n_steps - s->first_used : 0) : 1;

@@ -52,6 +52,7 @@ struct sp_attrib_opts {
 #define SP_ATTRIB_PENDING_WINDOW ((size_t)1 << 18)
 #define SP_ATTRIB_REORDER_WINDOW ((size_t)1 << 18)
 
+enum { SP_STEPS_BY_RANGES, SP_STEPS_BY_OPTIMIZER, SP_STEPS_BY_FORWARD };
 #define SP_MODULE_PREFIX "nn.Module: " /* torch.profiler's module ranges (with_stack=True) */
 
 #define SP_DEFAULT_LAYER_PATTERN "^(.+)/(fwd|bwd|recompute)$"
@@ -89,15 +90,15 @@ struct sp_attribution {
     struct sp_layer_stats *layers; /* in chain order: first forward range first */
     size_t n_layers;
     uint32_t steps_total, steps_used; /* steps_total 0: no step ranges, the trace is one step */
-    bool steps_from_optimizer;        /* no step ranges: iterations from its optimizer steps */
-    double gpu_ms;                    /* every activity's duration, summed */
-    double class_ms[SP_PHASE_COUNT];  /* the same split by where it went */
-    double outside_steps_ms;          /* in the warm-up steps or outside every step */
-    uint64_t activities, unmatched;   /* unmatched: no launch record with its correlation id */
-    uint64_t late;                    /* activities that came after the reorder window */
-    double late_ms;                   /* their summed duration */
-    struct sp_outside_work *outside;  /* work in no layer (not the optimizer's), largest first;
-                                       * names are the trace's string ids */
+    uint8_t steps_by; /* SP_STEPS_BY_*: step ranges, or with none, what marked iterations */
+    double gpu_ms;    /* every activity's duration, summed */
+    double class_ms[SP_PHASE_COUNT]; /* the same split by where it went */
+    double outside_steps_ms;         /* in the warm-up steps or outside every step */
+    uint64_t activities, unmatched;  /* unmatched: no launch record with its correlation id */
+    uint64_t late;                   /* activities that came after the reorder window */
+    double late_ms;                  /* their summed duration */
+    struct sp_outside_work *outside; /* work in no layer (not the optimizer's), largest first;
+                                      * names are the trace's string ids */
     size_t n_outside;
     struct sp_trace names; /* owns the layer names */
 };

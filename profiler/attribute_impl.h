@@ -106,6 +106,14 @@ struct time_key {
 };
 int sp_time_key_cmp(const void *a, const void *b);
 
+/* attribute_steps.c: iterations in a trace with no step ranges, from what repeats: torch.optim's
+ * "Optimizer.step#..." ranges (by SP_STEPS_BY_OPTIMIZER), else the model's top-level forward
+ * calls (the earliest outermost module range's name, SP_STEPS_BY_FORWARD). *steps (sp_free it)
+ * gets one key per iteration, sorted by process (the tid field) and start, its start and end
+ * the iteration's; *n 0 (and *by SP_STEPS_BY_RANGES) when neither shows two iterations. */
+sp_status sp_attrib_iterations(sp_ctx *ctx, const struct sp_trace *t, struct time_key **steps,
+                               size_t *n, uint8_t *by);
+
 /* attribute_stream.c: allocate the windows and sums once the setup knows the group count */
 sp_status sp_attrib_stream_alloc(struct sp_attrib_stream *s, const struct sp_attrib_opts *o,
                                  size_t launches_hint, size_t activities_hint);

@@ -314,7 +314,8 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     sp_trace_summary sum = {0};
     sum.layers = a.n_layers;
     sum.steps_total = a.steps_total;
-    sum.steps_from_optimizer = a.steps_from_optimizer;
+    sum.steps_from_optimizer = a.steps_by == SP_STEPS_BY_OPTIMIZER;
+    sum.steps_from_forward = a.steps_by == SP_STEPS_BY_FORWARD;
     sum.steps_used = a.steps_used;
     sum.activities = a.activities;
     sum.unmatched = a.unmatched;
@@ -375,7 +376,9 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     char steps[128];
     if (a.steps_total)
         snprintf(steps, sizeof steps, "median of %u steps%s (%u warm-up skipped)", a.steps_used,
-                 a.steps_from_optimizer ? " found by the optimizer's steps" : "",
+                 a.steps_by == SP_STEPS_BY_OPTIMIZER ? " found by the optimizer's steps"
+                 : a.steps_by == SP_STEPS_BY_FORWARD ? " found by the model's top-level calls"
+                                                     : "",
                  a.steps_total - a.steps_used);
     else
         snprintf(steps, sizeof steps, "one pass (no step ranges)");
@@ -410,9 +413,12 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
         ok = num(m, "sms", opts->sms);
     ok = ok && num(m, "steps_total", a.steps_total) && num(m, "steps_used", a.steps_used) &&
          cJSON_AddStringToObject(m, "steps_from",
-                                 a.steps_from_optimizer ? "optimizer steps (Optimizer.step#...)"
-                                 : a.steps_total        ? "step ranges"
-                                                        : "none: one pass") &&
+                                 a.steps_by == SP_STEPS_BY_OPTIMIZER
+                                     ? "optimizer steps (Optimizer.step#...)"
+                                 : a.steps_by == SP_STEPS_BY_FORWARD
+                                     ? "the model's top-level calls (its outermost module)"
+                                 : a.steps_total ? "step ranges"
+                                                 : "none: one pass") &&
          num(m, "warmup_steps", opts->warmup_steps) &&
          cJSON_AddStringToObject(m, "layers", chosen) &&
          (modules_chosen || cJSON_AddStringToObject(m, "layer_pattern",

@@ -183,6 +183,8 @@ typedef struct sp_trace_summary {
     uint32_t steps_total, steps_used; /* steps_total 0: no step ranges, one step */
     bool steps_from_optimizer;        /* no step ranges: the iterations its optimizer steps mark
                                        * (Optimizer.step#...) */
+    bool steps_from_forward;          /* no step ranges and no optimizer steps: the iterations
+                                       * the model's top-level module calls mark */
     uint64_t activities, unmatched;   /* unmatched: no launch record to attribute it by */
     double gpu_ms;                    /* every activity's duration */
     double layer_ms;                  /* under a layer range (any step) */

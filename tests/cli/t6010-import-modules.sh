@@ -229,4 +229,24 @@ expect_stderr_contains "names the layer" "layer 3 (Block_2) is not in the module
 expect_code "a map with a path twice" 2 "$STAGEPART" import kineto "$T/rank0.json" --modules "$TMP/map-dup.json"
 expect_stderr_contains "names the JSON path" 'modules[3].path: duplicate module path "layers.0" (first used by modules[2])'
 expect_code "-o onto the map" 2 "$STAGEPART" import kineto "$T/rank0.json" --modules "$TMP/map.json" -o "$TMP/map.json"
+# no step ranges and no optimizer steps: iterations from the model's top-level calls (Model_0,
+# each from its forward's start to the next one's), the same medians as the step ranges give
+python3 - "$T/rank0.json" "$TMP/nosteps.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["traceEvents"] = [e for e in t["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+for e in t["traceEvents"]:
+    if str(e.get("name", "")).startswith("Optimizer."):
+        e["name"] = "sgd_update"
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect_code "iterations from the top-level calls" 0 "$STAGEPART" import kineto "$TMP/nosteps.json" --warmup-steps 1 -o "$TMP/nosteps-auto.json"
+expect_stdout_contains "says how they were found" "median of 3 steps found by the model's top-level calls (1 warm-up skipped)"
+python3 - "$TMP/nosteps-auto.json" "$TMP/plain-auto.json" <<'PY' && pass "the same layer times as with step ranges" || fail "steps from forwards"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a["measurement"]["steps_from"].startswith("the model's top-level calls"), a["measurement"]["steps_from"]
+for x, y in zip(a["layers"], b["layers"]):
+    assert (x["name"], x["fwd_ms"], x["bwd_ms"]) == (y["name"], y["fwd_ms"], y["bwd_ms"]), (x, y)
+PY
 test_done
