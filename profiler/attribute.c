@@ -283,6 +283,22 @@ static sp_status apply_links(struct sp_attrib_stream *s, struct range_class *cls
     return st;
 }
 
+/* ranks of one job, or refused (attribute_ranks.c) */
+static sp_status check_processes(struct sp_attrib_stream *s, const struct range_class *cls,
+                                 bool modules) {
+    const struct sp_trace *t = s->t;
+    if (!t->thread_process)
+        return SP_OK;
+    int32_t *fwd = sp_mallocarray(t->n_ranges ? t->n_ranges : 1, sizeof *fwd);
+    if (!fwd)
+        return sp_oom(s->ctx, "merging the ranks");
+    for (size_t i = 0; i < t->n_ranges; i++)
+        fwd[i] = cls[i].layer >= 0 && cls[i].phase == SP_PHASE_FWD ? cls[i].layer : -1;
+    sp_status st = sp_attrib_check_processes(s->ctx, t, fwd, &s->out.names, modules);
+    sp_free(fwd);
+    return st;
+}
+
 /* ---- steps, chain order, payloads */
 
 /* Steps: each process's step ranges by start (any of its threads), numbered from 0 per process,
@@ -528,6 +544,8 @@ sp_status sp_attrib_begin(sp_ctx *ctx, const struct sp_trace *t, const struct sp
     patterns_free(&p);
     if (st == SP_OK && t->n_links)
         st = apply_links(s, cls);
+    if (st == SP_OK)
+        st = check_processes(s, cls, opts->layer_names != NULL);
     s->L = s->out.names.n_strings;
     if (st == SP_OK && s->L == 0)
         st = no_layer_error(ctx, t, opts);

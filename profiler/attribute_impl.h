@@ -106,6 +106,15 @@ struct time_key {
 };
 int sp_time_key_cmp(const void *a, const void *b);
 
+/* attribute_ranks.c: SP_ERR_SCHEMA, naming the files and the first difference, when the trace's
+ * processes cannot be merged into one profile: two that share a layer must hold the same layers
+ * in the same order (ranks of one data- or tensor-parallel job); processes of layers of their own
+ * are pipeline ranks, but with module layers (modules) their first modules must be of one class
+ * (one model). fwd_layer: per range, the layer id of a forward layer range, else -1; names: the
+ * layer names by id. */
+sp_status sp_attrib_check_processes(sp_ctx *ctx, const struct sp_trace *t, const int32_t *fwd_layer,
+                                    const struct sp_trace *names, bool modules);
+
 /* attribute_steps.c: iterations in a trace with no step ranges, from what repeats: torch.optim's
  * "Optimizer.step#..." ranges (by SP_STEPS_BY_OPTIMIZER), else the model's top-level forward
  * calls (the earliest outermost module range's name, SP_STEPS_BY_FORWARD). *steps (sp_free it)

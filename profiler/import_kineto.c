@@ -570,6 +570,11 @@ sp_status sp_trace_load_kineto_files(sp_ctx *ctx, const char *const *paths, size
         sp_free(data);
     }
     sp_free(sha);
+    if (st == SP_OK && n > 1 && !(k.t->process_files = sp_calloc(n, sizeof(char *))))
+        st = sp_oom(ctx, "reading a trace");
+    for (size_t i = 0; st == SP_OK && n > 1 && i < n; i++)
+        if (!(k.t->process_files[k.t->n_process_files++] = sp_strdup(paths[i])))
+            st = sp_oom(ctx, "reading a trace");
     return finish(&k, st, out);
 }
 

@@ -48,6 +48,9 @@ void sp_trace_release(struct sp_trace *t) {
     sp_free(t->intern);
     sp_free(t->collector);
     sp_free(t->file);
+    for (size_t i = 0; i < t->n_process_files; i++)
+        sp_free(t->process_files[i]);
+    sp_free(t->process_files);
     sp_free(t->versions);
     for (size_t i = 0; i < t->n_devices; i++)
         sp_free(t->devices[i]);

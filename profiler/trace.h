@@ -78,11 +78,14 @@ struct sp_trace {
      * "step k", at about the same time as the others'. */
     uint32_t *thread_process;
     size_t n_thread_process;
-    int64_t origin_ns; /* subtracted from every time (the first event's) */
-    char *collector;   /* "kineto trace", "nsys sqlite", ... */
-    char *file;        /* what it was read from */
-    char *versions;    /* tool versions the file names, or "" */
-    char **devices;    /* device names by index, or NULL entries */
+    int64_t origin_ns;    /* subtracted from every time (the first event's) */
+    char *collector;      /* "kineto trace", "nsys sqlite", ... */
+    char *file;           /* what it was read from */
+    char **process_files; /* per process, the file it was read from (several Kineto traces), or
+                           * NULL: n_process_files of them, owned */
+    size_t n_process_files;
+    char *versions; /* tool versions the file names, or "" */
+    char **devices; /* device names by index, or NULL entries */
     size_t n_devices;
     uint64_t dropped_records;      /* the collector's own count of lost records */
     uint64_t malformed_activities; /* GPU activities left out: no start, or a negative duration */

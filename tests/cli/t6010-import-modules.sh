@@ -249,4 +249,25 @@ assert a["measurement"]["steps_from"].startswith("the model's top-level calls"),
 for x, y in zip(a["layers"], b["layers"]):
     assert (x["name"], x["fwd_ms"], x["bwd_ms"]) == (y["name"], y["fwd_ms"], y["bwd_ms"]), (x, y)
 PY
+# traces merge only as ranks of one job: two models (every module renamed: their first modules
+# differ) and two traces sharing modules in another order are refused, naming the difference
+python3 - "$T/rank0.json" "$TMP/other-model.json" "$TMP/reordered.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+for e in t["traceEvents"]:
+    if e.get("cat") == "python_function":
+        e["name"] = e["name"].replace("nn.Module: ", "nn.Module: Vit")
+    e["pid"] = 300
+json.dump(t, open(sys.argv[2], "w"))
+t = json.load(open(sys.argv[1]))
+swap = {"nn.Module: Block_1": "nn.Module: Block_2", "nn.Module: Block_2": "nn.Module: Block_1"}
+for e in t["traceEvents"]:
+    e["name"] = swap.get(e.get("name"), e.get("name"))
+    e["pid"] = 301
+json.dump(t, open(sys.argv[3], "w"))
+PY
+expect_code "two models" 2 "$STAGEPART" import kineto "$T/rank0.json" "$TMP/other-model.json"
+expect_stderr_contains "says two models" "other-model.json are traces of two models (their first modules are 'Model_0' and 'VitModel_0'): import each on its own"
+expect_code "the same modules in another order" 2 "$STAGEPART" import kineto "$T/rank0.json" "$TMP/reordered.json"
+expect_stderr_contains "names the first difference" "reordered.json share layers but not their order: layer 6 is 'Block_1' in the first, 'Block_2' in the second"
 test_done
