@@ -123,6 +123,30 @@ out:
     return st;
 }
 
+/* the torch schedule class that runs the plan's schedule, named in the pippy export */
+static sp_status pippy_schedule(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *text) {
+    const char *name = plan->summary.schedule.present
+                           ? torch_schedule_name(plan->summary.schedule.schedule)
+                           : NULL;
+    if (name)
+        sp_strbuf_printf(text,
+                         "# the plan's schedule (%s), as torch names it: run each rank's "
+                         "pipe.build_stage(...) under it\n"
+                         "from torch.distributed.pipelining.schedules import get_schedule_class\n"
+                         "schedule_class = get_schedule_class(\"%s\")  # Schedule%s\n",
+                         sp_schedule_name(plan->summary.schedule.schedule), name, name);
+    else if (plan->summary.schedule.present)
+        sp_strbuf_printf(text,
+                         "# torch.distributed.pipelining has no schedule class for %s: "
+                         "export --to torch-schedule-csv gives its order for torch's "
+                         "_PipelineScheduleRuntime\n",
+                         sp_schedule_name(plan->summary.schedule.schedule));
+    else
+        sp_strbuf_puts(text, "# the plan names no schedule: partition with --schedule for the "
+                             "torch class that runs it\n");
+    return text->oom ? sp_oom(ctx, "exporting a plan") : SP_OK;
+}
+
 static sp_status no_chunks(sp_ctx *ctx, const sp_plan *plan, const char *what) {
     if (plan->summary.chunks > 1)
         return sp_fail(ctx, SP_ERR_INVALID_ARG,
@@ -423,6 +447,7 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
                          "assert pipe.num_stages == %zu, f\"the plan has %zu stages, the split "
                          "made {pipe.num_stages}\"\n",
                          K, K);
+        st = pippy_schedule(ctx, plan, &text);
         break;
     case SP_EXPORT_TORCH_SCHEDULE_CSV:
         st = torch_schedule(ctx, plan, &text, &value);

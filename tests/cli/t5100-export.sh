@@ -14,6 +14,9 @@ expect_stdout_contains "balance" "balance = [9, 9, 9, 7]"
 expect_code "pippy with a prefix" 0 "$STAGEPART" export "$TMP/plan.json" --to pippy --module-prefix model.
 expect_stdout_contains "split_spec" 'split_spec = {"model.layers.8": SplitPoint.BEGINNING, "model.layers.17": SplitPoint.BEGINNING, "model.layers.26": SplitPoint.BEGINNING}'
 expect_code "pippy snippet is Python" 0 python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "$TMP/stdout"
+"$STAGEPART" partition $P/llama3-8b.json -s 4 --schedule zb-h1 -o "$TMP/zbh1.json" >/dev/null
+expect_code "pippy: a schedule torch has no class for" 0 "$STAGEPART" export "$TMP/zbh1.json" --to pippy
+expect_stdout_contains "says so and what runs it" "# torch.distributed.pipelining has no schedule class for zb-h1: export --to torch-schedule-csv"
 expect_code "torchtitan json" 0 "$STAGEPART" export "$TMP/plan.json" --to torchtitan --json
 if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=d["value"]; assert d["format"]=="stagepart-export" and len(v)==4 and v[0][0]=="embedding" and v[3][-1]=="lm_head" and "loss" not in v[3]' "$TMP/stdout"; then pass "torchtitan: module lists, the loss left out"; else fail "torchtitan module lists"; fi
 expect_code "export to a file" 0 "$STAGEPART" export "$TMP/plan.json" --to deepspeed -o "$TMP/parts.py"
@@ -129,6 +132,7 @@ expect_code "torchtitan: a zbv plan" 0 "$STAGEPART" export "$TMP/zbv.json" --to 
 expect_stdout_contains "torchtitan: schedule named" 'pipeline_parallel_schedule = "ZBVZeroBubble"'
 expect_code "pippy: a zbv plan" 0 "$STAGEPART" export "$TMP/zbv.json" --to pippy
 expect_stdout_contains "pippy: V placement said" "V-shape: stage k on rank k for k < P, else 2P-1-k"
+expect_stdout_contains "pippy: torch's schedule class named" 'schedule_class = get_schedule_class("ZBVZeroBubble")  # ScheduleZBVZeroBubble'
 expect_code "megatron refuses a V-shape plan" 2 "$STAGEPART" export "$TMP/zbv.json" --to megatron
 expect_stderr_contains "megatron: reason named" "Megatron-LM's layout puts virtual stage k on rank k mod P"
 "$STAGEPART" partition $P/llama3-8b.json -s 4 --chunks 2 --solver uniform -m 8 -o "$TMP/interleaved.json" >/dev/null

@@ -51,6 +51,9 @@ def _worker(rank, job):
             sched._load_csv(job["csv"])
         else:
             cls = schedules.get_schedule_class(job["schedule"])
+            named = scope.get("schedule_class")  # the pippy export names the plan's class
+            if named is not None and named is not cls:
+                raise RuntimeError(f"the export names {named.__name__}, the plan runs {cls.__name__}")
             multi = issubclass(cls, schedules.PipelineScheduleMulti)
             sched = cls(stages if multi else stages[0], micro, loss_fn=models.loss_fn)
         first, last = 0 in mine, pipe.num_stages - 1 in mine
