@@ -1,5 +1,5 @@
 """tests/frameworks/models.py: small Hugging Face models built from configs (no weights are
-downloaded) and samples/torch/train.py's chain model, and their layers as a stagepart profile
+downloaded: GPT-2, Llama, Qwen2, GPT-NeoX, BERT) and samples/torch/train.py's chain model, and their layers as a stagepart profile
 names them: each module by its fully qualified name, in call order, the loss as a layer of its
 own.
 
@@ -41,6 +41,47 @@ def llama(n_layer=4, vocab=512, d=64, seed=0):
     return model, names, kinds, cfg.vocab_size
 
 
+def qwen2(n_layer=4, vocab=512, d=64, seed=0):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    cfg = Qwen2Config(**NO_TOKENS, num_hidden_layers=n_layer, hidden_size=d, intermediate_size=2 * d,
+                      num_attention_heads=4, num_key_value_heads=2, vocab_size=vocab,
+                      use_cache=False, tie_word_embeddings=False, attention_dropout=0.0)
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(cfg)
+    names = ["model.embed_tokens"] + [f"model.layers.{i}" for i in range(n_layer)]
+    names += ["model.norm", "lm_head", "loss"]
+    kinds = ["embedding"] + ["transformer"] * n_layer + ["norm", "head", "loss"]
+    return model, names, kinds, cfg.vocab_size
+
+
+def neox(n_layer=4, vocab=512, d=64, seed=0):
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+    cfg = GPTNeoXConfig(**NO_TOKENS, num_hidden_layers=n_layer, hidden_size=d,
+                        intermediate_size=2 * d, num_attention_heads=4, vocab_size=vocab,
+                        use_cache=False, tie_word_embeddings=False, attention_dropout=0.0,
+                        hidden_dropout=0.0)
+    torch.manual_seed(seed)
+    model = GPTNeoXForCausalLM(cfg)
+    names = ["gpt_neox.embed_in"] + [f"gpt_neox.layers.{i}" for i in range(n_layer)]
+    names += ["gpt_neox.final_layer_norm", "lm_head", "loss"]  # "embed_out" before transformers 5
+    kinds = ["embedding"] + ["transformer"] * n_layer + ["norm", "head", "loss"]
+    return model, names, kinds, cfg.vocab_size
+
+
+def bert(n_layer=4, vocab=512, d=64, seed=0):
+    from transformers import BertConfig, BertForMaskedLM
+    cfg = BertConfig(**NO_TOKENS, num_hidden_layers=n_layer, hidden_size=d, intermediate_size=2 * d,
+                     num_attention_heads=4, vocab_size=vocab, max_position_embeddings=64,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    torch.manual_seed(seed)
+    model = BertForMaskedLM(cfg)
+    names = ["bert.embeddings"] + [f"bert.encoder.layer.{i}" for i in range(n_layer)]
+    names += ["cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+              "cls.predictions.decoder", "loss"]
+    kinds = ["embedding"] + ["transformer"] * n_layer + [None, "norm", "head", "loss"]
+    return model, names, kinds, cfg.vocab_size
+
+
 # samples/torch/train.py's model: each layer takes only the previous one's output, which torch's
 # multi-stage schedules need (Hugging Face models pass the attention mask and position data from
 # the first stage to every later one, which PipelineScheduleMulti refuses as skip connections)
@@ -56,11 +97,12 @@ def chain(n_layer=6, vocab=512, d=64, seed=0):
     return model, names, kinds, vocab
 
 
-BUILDERS = {"gpt2": gpt2, "llama": llama, "chain": chain}
+BUILDERS = {"gpt2": gpt2, "llama": llama, "qwen2": qwen2, "neox": neox, "bert": bert,
+            "chain": chain}
 
 
 def build(spec):
-    """spec: {"model": "gpt2"|"llama", "n_layer": .., "vocab": .., "d": ..}."""
+    """spec: {"model": one of BUILDERS, "n_layer": .., "vocab": .., "d": ..}."""
     kw = {k: v for k, v in spec.items() if k != "model"}
     return BUILDERS[spec["model"]](**kw)
 
