@@ -8,8 +8,8 @@ enum { OPT_TO = 1, OPT_PREFIX, OPT_NAMES, OPT_OUTPUT, OPT_JSON };
 
 const struct cli_opt cmd_export_opts[] = {
     {OPT_TO, "to", 't', "<framework>",
-     "megatron, deepspeed, torchgpipe, pippy, torchtitan, or torch-schedule-csv (the simulated "
-     "op order)",
+     "megatron, deepspeed, torchgpipe, pippy, torch-stages, torchtitan, or torch-schedule-csv "
+     "(the simulated op order)",
      "Export"},
     {OPT_PREFIX, "module-prefix", 0, "<prefix>",
      "put <prefix> before layer names to make module names (e.g. model.)", "Export"},
@@ -31,7 +31,10 @@ const struct cli_command_help cmd_export_help = {
     "  loss; chunk-major for interleaved plans), and the first/last-stage counts when the plan\n"
     "  has that shape. deepspeed: PipelineModule parts and a subclass that applies them.\n"
     "  torchgpipe: the balance list (also fairscale). pippy: torch.distributed.pipelining\n"
-    "  split_spec. torchtitan: module_fqns_per_model_part, and its first/last_stage_less_layers\n"
+    "  split_spec and torch's schedule class. torch-stages: each stage's module paths and the\n"
+    "  Python that builds PipelineStages from them by hand (for models torch's pipeline() does\n"
+    "  not split), with a check that the stages in a row equal the whole model. torchtitan: "
+    "module_fqns_per_model_part, and its first/last_stage_less_layers\n"
     "  when its own even split with them makes the same parts. torch-schedule-csv: the op order "
     "of\n"
     "  the plan's simulated schedule, one row per rank, as torch.distributed.pipelining's\n"
@@ -42,6 +45,7 @@ const struct cli_command_help cmd_export_help = {
     "  stagepart export plan.json --to megatron\n"
     "  stagepart export plan.json --to deepspeed -o pipeline_parts.py\n"
     "  stagepart export plan.json --to pippy --module-prefix model.\n"
+    "  stagepart export plan.json --to torch-stages -o stages.py\n"
     "  stagepart export plan.json --to torchtitan --module-names torchtitan\n"
     "  stagepart export plan.json --to torch-schedule-csv -o schedule.csv\n",
 };
@@ -72,7 +76,7 @@ int cmd_export(int argc, char **argv) {
     if (sp_export_format_from_name(to, &format) != SP_OK)
         return cli_usage_error("export",
                                "--to expects megatron, deepspeed, torchgpipe, pippy, "
-                               "torchtitan or torch-schedule-csv, got '%s'",
+                               "torch-stages, torchtitan or torch-schedule-csv, got '%s'",
                                to);
     sp_module_names names = SP_MODULE_NAMES_PROFILE;
     if (names_arg && strcmp(names_arg, "torchtitan") == 0)

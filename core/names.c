@@ -44,7 +44,8 @@
     XX(SP_EXPORT_TORCHGPIPE, "torchgpipe")                                                         \
     XX(SP_EXPORT_PIPPY, "pippy")                                                                   \
     XX(SP_EXPORT_TORCHTITAN, "torchtitan")                                                         \
-    XX(SP_EXPORT_TORCH_SCHEDULE_CSV, "torch-schedule-csv")
+    XX(SP_EXPORT_TORCH_SCHEDULE_CSV, "torch-schedule-csv")                                         \
+    XX(SP_EXPORT_TORCH_STAGES, "torch-stages")
 #define SP_FRAMEWORK_NAMES(XX)                                                                     \
     XX(SP_FRAMEWORK_ANY, "any")                                                                    \
     XX(SP_FRAMEWORK_MEGATRON, "megatron")

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "export_parallel.h"
+#include "export_torch_stages.h"
 #include "layout_impl.h"
 #include "module_names.h"
 #include "plan_impl.h"
@@ -131,7 +132,7 @@ static sp_status pippy_schedule(sp_ctx *ctx, const sp_plan *plan, struct sp_strb
     if (name)
         sp_strbuf_printf(text,
                          "# the plan's schedule (%s), as torch names it: run each rank's "
-                         "pipe.build_stage(...) under it\n"
+                         "stages under it\n"
                          "from torch.distributed.pipelining.schedules import get_schedule_class\n"
                          "schedule_class = get_schedule_class(\"%s\")  # Schedule%s\n",
                          sp_schedule_name(plan->summary.schedule.schedule), name, name);
@@ -340,8 +341,10 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
     sp_status st = every_stage_a_module(
         ctx, plan, format == SP_EXPORT_MEGATRON || format == SP_EXPORT_TORCH_SCHEDULE_CSV);
     if (st == SP_OK && (names == SP_MODULE_NAMES_PROFILE || names == SP_MODULE_NAMES_TORCHTITAN))
-        st = sp_export_module_names(
-            ctx, plan, names, format == SP_EXPORT_PIPPY || format == SP_EXPORT_TORCHTITAN, &mods);
+        st = sp_export_module_names(ctx, plan, names,
+                                    format == SP_EXPORT_PIPPY || format == SP_EXPORT_TORCHTITAN ||
+                                        format == SP_EXPORT_TORCH_STAGES,
+                                    &mods);
     else if (st == SP_OK)
         st = sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_export_names: unknown module names");
     switch (st == SP_OK ? (int)format : -1) {
@@ -448,6 +451,11 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
                          "made {pipe.num_stages}\"\n",
                          K, K);
         st = pippy_schedule(ctx, plan, &text);
+        break;
+    case SP_EXPORT_TORCH_STAGES:
+        st = sp_export_torch_stages(ctx, plan, &mods, module_prefix, &text, &value);
+        if (st == SP_OK)
+            st = pippy_schedule(ctx, plan, &text);
         break;
     case SP_EXPORT_TORCH_SCHEDULE_CSV:
         st = torch_schedule(ctx, plan, &text, &value);

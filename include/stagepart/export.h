@@ -10,13 +10,15 @@ extern "C" {
 
 /* Frameworks a plan can be exported to (docs/export.md). */
 typedef enum sp_export_format {
-    SP_EXPORT_MEGATRON = 0,          /* --pipeline-model-parallel-layout (and first/last counts) */
-    SP_EXPORT_DEEPSPEED = 1,         /* PipelineModule parts and a subclass applying them */
-    SP_EXPORT_TORCHGPIPE = 2,        /* balance list (torchgpipe, fairscale) */
-    SP_EXPORT_PIPPY = 3,             /* torch.distributed.pipelining split_spec */
-    SP_EXPORT_TORCHTITAN = 4,        /* module_fqns_per_model_part */
-    SP_EXPORT_TORCH_SCHEDULE_CSV = 5 /* the simulated op order, one row per rank, as
-                                      * torch.distributed.pipelining's schedule CSV */
+    SP_EXPORT_MEGATRON = 0,           /* --pipeline-model-parallel-layout (and first/last counts) */
+    SP_EXPORT_DEEPSPEED = 1,          /* PipelineModule parts and a subclass applying them */
+    SP_EXPORT_TORCHGPIPE = 2,         /* balance list (torchgpipe, fairscale) */
+    SP_EXPORT_PIPPY = 3,              /* torch.distributed.pipelining split_spec */
+    SP_EXPORT_TORCHTITAN = 4,         /* module_fqns_per_model_part */
+    SP_EXPORT_TORCH_SCHEDULE_CSV = 5, /* the simulated op order, one row per rank, as
+                                       * torch.distributed.pipelining's schedule CSV */
+    SP_EXPORT_TORCH_STAGES = 6        /* each stage's module paths, and the Python that builds
+                                       * PipelineStages from them by hand */
 } sp_export_format;
 SP_API const char *sp_export_format_name(sp_export_format format);
 SP_API sp_status sp_export_format_from_name(const char *name, sp_export_format *out);

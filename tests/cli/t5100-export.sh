@@ -14,6 +14,10 @@ expect_stdout_contains "balance" "balance = [9, 9, 9, 7]"
 expect_code "pippy with a prefix" 0 "$STAGEPART" export "$TMP/plan.json" --to pippy --module-prefix model.
 expect_stdout_contains "split_spec" 'split_spec = {"model.layers.8": SplitPoint.BEGINNING, "model.layers.17": SplitPoint.BEGINNING, "model.layers.26": SplitPoint.BEGINNING}'
 expect_code "pippy snippet is Python" 0 python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "$TMP/stdout"
+expect_code "torch-stages" 0 "$STAGEPART" export "$TMP/plan.json" --to torch-stages --module-prefix model.
+expect_stdout_contains "each stage's modules" 'stage_modules = [["model.embedding", "model.layers.0",'
+expect_stdout_contains "the schedule's class" 'schedule_class = get_schedule_class('
+expect_code "torch-stages snippet is Python" 0 python3 -c 'import ast,sys; ast.parse(open(sys.argv[1]).read())' "$TMP/stdout"
 "$STAGEPART" partition $P/llama3-8b.json -s 4 --schedule zb-h1 -o "$TMP/zbh1.json" >/dev/null
 expect_code "pippy: a schedule torch has no class for" 0 "$STAGEPART" export "$TMP/zbh1.json" --to pippy
 expect_stdout_contains "says so and what runs it" "# torch.distributed.pipelining has no schedule class for zb-h1: export --to torch-schedule-csv"

@@ -215,6 +215,8 @@ expect_stdout_contains "split points are paths" '"layers.'
 expect_code "partition the unmapped profile" 0 "$STAGEPART" partition "$TMP/plain-auto.json" -s 2 -o "$TMP/plain-plan.json"
 expect_code "pippy from instance names" 2 "$STAGEPART" export "$TMP/plain-plan.json" --to pippy
 expect_stderr_contains "says why and what to run" "is named as torch.profiler names a module instance (its class and a count), not by its path in the model, which torch needs to find it: import the trace again with --modules FILE"
+expect_code "torch-stages from instance names" 2 "$STAGEPART" export "$TMP/plain-plan.json" --to torch-stages
+expect_code "torch-stages from paths" 0 "$STAGEPART" export "$TMP/mapped-plan.json" --to torch-stages
 expect_code "megatron needs no paths" 0 "$STAGEPART" export "$TMP/plain-plan.json" --to megatron
 python3 - "$TMP/map.json" "$TMP/map-short.json" "$TMP/map-dup.json" <<'PY'
 import json, sys

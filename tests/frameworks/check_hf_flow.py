@@ -16,7 +16,10 @@ stages, and each export run by the framework's own code:
   - torch's pipeline() runs the pippy export on the models it takes at 2 stages (Qwen2,
     GPT-NeoX) with the unpipelined model's loss and gradients (check_pippy's run). Its traced
     split refuses BERT ("input tensor has to be contiguous") and Llama-family models at 4 stages
-    ("Backward of skip connections not supported yet"), torch's limits, not the plan's.
+    ("Backward of skip connections not supported yet"), torch's limits, not the plan's;
+  - the torch-stages export (PipelineStages built by hand) runs Qwen2 and GPT-NeoX at 2 and 4
+    stages with the unpipelined loss and gradients; on BERT its own check_split refuses, since
+    the MLM head applies an activation between two of its layers that both sides would run.
 """
 import json
 import os
@@ -135,6 +138,27 @@ def check_pippy(name, plan_path):
     return pipeline_run.compare(results, pipeline_run.reference(job))
 
 
+def check_torch_stages(name, plan_path, stages):
+    """--to torch-stages: run by torch on every model whose stages in a row equal the whole model
+    (check_split); on BERT, whose MLM head applies an activation between two of its layers, the
+    export's own check_split must refuse."""
+    text = fwcheck.export(plan_path, "torch-stages")
+    if name == "bert":
+        model, _, _, vocab = models.build({"model": name, "n_layer": N_LAYER})
+        scope = {}
+        exec(compile(text, "stagepart export --to torch-stages", "exec"), scope)
+        try:
+            scope["check_split"](model, torch.randint(0, vocab, (2, 16)))
+        except RuntimeError as e:
+            return None if "differ from the whole model" in str(e) else f"check_split: {e}"
+        return "check_split passed a split whose stages run the head's activation twice"
+    job = {"model": {"model": name, "n_layer": N_LAYER}, "export": text, "ranks": stages,
+           "micro_batches": 4, "batch": 8, "seq": 16, "style": "loop", "schedule": "GPipe",
+           "dir": fwcheck.path(f"hf-{name}-{stages}.stages")}
+    results = pipeline_run.run(job)
+    return pipeline_run.compare(results, pipeline_run.reference(job))
+
+
 def flow(name, port):
     model, names, kinds, profile = record(name)
     bad = check_profile(name, model, names, kinds, profile)
@@ -147,12 +171,14 @@ def flow(name, port):
                           ("deepspeed", lambda: check_deepspeed(name, model, names, plan_path,
                                                                 stages, port + stages)),
                           ("pippy", lambda: check_pippy(name, plan_path)
-                           if stages == 2 and name in PIPPY else None)):
+                           if stages == 2 and name in PIPPY else None),
+                          ("torch-stages", lambda: check_torch_stages(name, plan_path, stages))):
             bad = run()
             if bad:
                 return f"{stages} stages, {what}: {bad}"
     print(f"  {name}: {len(names)} layers by path; 2 and 4 stages read by Megatron and DeepSpeed"
-          + (", run by torch at 2" if name in PIPPY else ""))
+          + (", run by torch's pipeline() at 2, by stages built by hand at 2 and 4"
+             if name in PIPPY else ", stages built by hand refused by their own check"))
     return None
 
 

@@ -1,7 +1,8 @@
 """tests/frameworks/pipeline_run.py: run a stagepart export with torch.distributed.pipelining,
 one gloo process per pipeline rank on the CPU, as a user would: the `--to pippy` text is executed
-unedited on the model (it builds the pipe and asserts its stage count), each rank builds its
-stages, and the schedule runs training steps. Each rank writes its gradients, losses and step
+unedited on the model (it builds the pipe and asserts its stage count), or the `--to torch-stages`
+text (its check_split on the model, then a PipelineStage of a StageModule per stage), each rank
+builds its stages, and the schedule runs training steps. Each rank writes its gradients, losses and step
 times; `reference` computes the same step on the unpipelined model.
 
 Stages sit on ranks as the schedule places them: `loop` (stage k on rank k mod P) or `v` (stages
@@ -42,10 +43,23 @@ def _worker(rank, job):
         ids, labels = batch_for(job)
         micro = job["micro_batches"]
         scope = {"model": model, "example_micro_batch": ids.chunk(micro)[0]}
-        exec(compile(job["export"], "stagepart export --to pippy", "exec"), scope)  # as a user would
-        pipe = scope["pipe"]
-        mine = _rank_stages(rank, ranks, pipe.num_stages, job["style"])
-        stages = [pipe.build_stage(i, torch.device("cpu")) for i in mine]
+        exec(compile(job["export"], "stagepart export", "exec"), scope)  # as a user would
+        if "StageModule" in scope:  # --to torch-stages: the stages built by hand
+            import copy
+            from torch.distributed.pipelining import PipelineStage
+            scope["check_split"](model, scope["example_micro_batch"])
+            num_stages = len(scope["stage_modules"])
+            mine = _rank_stages(rank, ranks, num_stages, job["style"])
+            stages = [PipelineStage(scope["StageModule"](copy.deepcopy(model), i), i, num_stages,
+                                    torch.device("cpu")) for i in mine]
+            built = {i: s.submod.model for i, s in zip(mine, stages)}
+            pipe = None
+        else:
+            pipe = scope["pipe"]
+            num_stages = pipe.num_stages
+            mine = _rank_stages(rank, ranks, num_stages, job["style"])
+            built = {i: pipe.get_stage_module(i) for i in mine}
+            stages = [pipe.build_stage(i, torch.device("cpu")) for i in mine]
         if job.get("csv"):
             sched = schedules._PipelineScheduleRuntime(stages, micro, loss_fn=models.loss_fn)
             sched._load_csv(job["csv"])
@@ -56,7 +70,7 @@ def _worker(rank, job):
                 raise RuntimeError(f"the export names {named.__name__}, the plan runs {cls.__name__}")
             multi = issubclass(cls, schedules.PipelineScheduleMulti)
             sched = cls(stages if multi else stages[0], micro, loss_fn=models.loss_fn)
-        first, last = 0 in mine, pipe.num_stages - 1 in mine
+        first, last = 0 in mine, num_stages - 1 in mine
         times, losses = [], []
         for _ in range(job.get("steps", 1)):
             for s in stages:
@@ -71,19 +85,19 @@ def _worker(rank, job):
             times.append(time.perf_counter() - t0)
         grads = {}
         for s in stages:
-            for name, p in s.submod.named_parameters():
+            inner = s.submod.model if pipe is None else s.submod  # StageModule wraps the model
+            for name, p in inner.named_parameters():
                 grads[name] = None if p.grad is None else p.grad.detach().clone()
-        params = {i: sorted(n for n, _ in pipe.get_stage_module(i).named_parameters())
-                  for i in mine}
+        params = {i: sorted(n for n, _ in built[i].named_parameters()) for i in mine}
         torch.save({"grads": grads, "losses": [float(x.detach()) for x in losses], "times": times,
-                    "num_stages": pipe.num_stages, "stage_params": params},
+                    "num_stages": num_stages, "stage_params": params},
                    os.path.join(job["dir"], f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
 
 
 def run(job):
-    """job: model (models.build spec), export (pippy text), ranks, micro_batches, batch, seq,
+    """job: model (models.build spec), export (pippy or torch-stages text), ranks, micro_batches, batch, seq,
     style (loop|v), schedule (torch name) or csv (path), dir, optional steps and threads.
     Returns the ranks' results, rank by rank."""
     os.makedirs(job["dir"], exist_ok=True)
