@@ -25,8 +25,11 @@ static bool repeated(const struct sp_trace *t, const struct sp_module_tree *tree
 }
 
 /* A module to open rather than take as a layer: a container class, or one with no work of its
- * own, unless it is one of a stack of repeated blocks (BertLayer does no work itself, its
- * attention and MLP children do; opening it would cut inside encoder layers). */
+ * own that holds a stack of repeated blocks (BertEncoder). Not one of those blocks itself
+ * (BertLayer does no work, its attention and MLP children do: opening it would cut inside
+ * encoder layers), nor a small unit of distinct modules (BERT's MLM head: its activation between
+ * two of its layers would end up in no stage's modules). A large one is opened anyway when it
+ * holds over half the time (choose). */
 static bool is_container(const struct sp_trace *t, const struct sp_module_tree *tree, uint32_t id) {
     const struct sp_module *m = &tree->modules[id];
     const char *name = t->strings[m->name];
@@ -35,7 +38,12 @@ static bool is_container(const struct sp_trace *t, const struct sp_module_tree *
     if (sp_module_class_is(name, "Sequential") || sp_module_class_is(name, "ModuleList") ||
         sp_module_class_is(name, "ModuleDict"))
         return true;
-    return m->self_kernels == 0 && m->self_ms == 0 && !repeated(t, tree, id);
+    if (m->self_kernels || m->self_ms != 0 || repeated(t, tree, id))
+        return false;
+    for (size_t c = 0; c < m->n_children; c++)
+        if (repeated(t, tree, m->children[c]))
+            return true;
+    return false;
 }
 
 struct id_list {

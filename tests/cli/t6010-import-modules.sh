@@ -272,4 +272,29 @@ expect_code "two models" 2 "$STAGEPART" import kineto "$T/rank0.json" "$TMP/othe
 expect_stderr_contains "says two models" "other-model.json are traces of two models (their first modules are 'Model_0' and 'VitModel_0'): import each on its own"
 expect_code "the same modules in another order" 2 "$STAGEPART" import kineto "$T/rank0.json" "$TMP/reordered.json"
 expect_stderr_contains "names the first difference" "reordered.json share layers but not their order: layer 6 is 'Block_1' in the first, 'Block_2' in the second"
+# a small module with no work of its own around distinct modules (BERT's MLM head: dense, an
+# activation, a norm, the decoder) is one layer, not opened: a cut inside it would leave the
+# work between its children in no stage's modules. LayerNorm_0 and Linear_8 wrapped in Head_0:
+python3 - "$T/rank0.json" "$TMP/head.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+ln = [e for e in ev if e.get("name") == "nn.Module: LayerNorm_0"]
+head = [e for e in ev if e.get("name") == "nn.Module: Linear_8"]
+for a in ln:
+    b = min((h for h in head if h["tid"] == a["tid"] and h["ts"] >= a["ts"]), key=lambda h: h["ts"])
+    ev.append({"ph": "X", "cat": "python_function", "name": "nn.Module: Head_0", "pid": a["pid"],
+               "tid": a["tid"], "ts": a["ts"], "dur": b["ts"] + b["dur"] - a["ts"], "args": {}})
+json.dump(t, open(sys.argv[2], "w"))
+PY
+expect_code "a head of distinct modules" 0 "$STAGEPART" import kineto "$TMP/head.json" --warmup-steps 1 -o "$TMP/head-auto.json"
+python3 - "$TMP/head-auto.json" "$TMP/plain-auto.json" <<'PY' && pass "Head_0 is one layer, its children's time" || fail "a head opened"
+import json, sys
+h, p = (json.load(open(f)) for f in sys.argv[1:3])
+names = [l["name"] for l in h["layers"]]
+assert names == ["Embedding_0"] + ["Block_%d" % b for b in range(4)] + ["Head_0"], names
+want = {l["name"]: l for l in p["layers"]}
+for k in ("fwd_ms", "bwd_ms"):
+    assert abs(h["layers"][-1][k] - want["LayerNorm_0"][k] - want["Linear_8"][k]) < 1e-9, k
+PY
 test_done
