@@ -113,8 +113,22 @@ static const char *const STAGES_PY =
     "                           \"(import --layers), or use --to pippy\")\n"
     "\n"
     "\n"
+    "def tied_parameters(model):\n"
+    "    \"\"\"Parameters that modules of two or more stages share (a decoder tied to the\n"
+    "    embedding), as [{stage: name, ...}]: each of those stages trains its own copy, so sum\n"
+    "    their gradients across the stages' ranks after the backward (as Megatron's embedding\n"
+    "    group does) before the optimizer steps.\"\"\"\n"
+    "    owner = {}\n"
+    "    for stage, names in enumerate(stage_modules):\n"
+    "        for n in names:\n"
+    "            for pn, p in model.get_submodule(n).named_parameters():\n"
+    "                owner.setdefault(id(p), {}).setdefault(stage, f\"{n}.{pn}\")\n"
+    "    return [o for o in owner.values() if len(o) > 1]\n"
+    "\n"
+    "\n"
     "# on each rank: check_split(model, example_micro_batch) once, then for each stage it holds\n"
-    "#   PipelineStage(StageModule(copy.deepcopy(model), k), k, len(stage_modules), device)\n";
+    "#   PipelineStage(StageModule(copy.deepcopy(model), k), k, len(stage_modules), device);\n"
+    "# after each backward, sum the gradients of tied_parameters(model) across their stages\n";
 
 sp_status sp_export_torch_stages(sp_ctx *ctx, const sp_plan *plan, const struct module_names *mods,
                                  const char *module_prefix, struct sp_strbuf *text,

@@ -76,9 +76,8 @@ def bert(n_layer=4, vocab=512, d=64, seed=0):
     torch.manual_seed(seed)
     model = BertForMaskedLM(cfg)
     names = ["bert.embeddings"] + [f"bert.encoder.layer.{i}" for i in range(n_layer)]
-    names += ["cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
-              "cls.predictions.decoder", "loss"]
-    kinds = ["embedding"] + ["transformer"] * n_layer + [None, "norm", "head", "loss"]
+    names += ["cls", "loss"]  # the MLM head, one unit: dense, activation, norm, decoder
+    kinds = ["embedding"] + ["transformer"] * n_layer + ["head", "loss"]
     return model, names, kinds, cfg.vocab_size
 
 
