@@ -425,18 +425,17 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
         if (st != SP_OK)
             break;
         sp_strbuf_printf(&text,
-                         "# stagepart plan for %s: %zu stages%s\n"
+                         "# stagepart plan for %s: %zu stages%s%s%s\n"
                          "from torch.distributed.pipelining import SplitPoint, pipeline\n\n"
                          "split_spec = {",
-                         plan->model, K,
-                         plan->summary.chunks == 1 ? ""
+                         plan->model, K, sp_export_placement(plan) ? " (" : "",
+                         sp_export_placement(plan) ? sp_export_placement(plan) : "",
+                         !sp_export_placement(plan) ? ""
                          : plan->summary.chunk_layout == SP_CHUNKS_V
-                             ? " (V-shape: stage k on rank k for k < P, else 2P-1-k, as "
-                               "ScheduleZBVZeroBubble and ScheduleDualPipeV place them; not the "
-                               "looped schedules)"
-                             : " (looped: stage k on rank k % P, as ScheduleInterleaved1F1B, "
-                               "ScheduleLoopedBFS and ScheduleInterleavedZeroBubble place them; "
-                               "not ZBV or DualPipeV)");
+                             ? ", as ScheduleZBVZeroBubble and ScheduleDualPipeV place them; not "
+                               "the looped schedules)"
+                             : ", as ScheduleInterleaved1F1B, ScheduleLoopedBFS and "
+                               "ScheduleInterleavedZeroBubble place them; not ZBV or DualPipeV)");
         for (size_t k = 1; k < K; k++) {
             sp_strbuf_puts(&text, k > 1 ? ", " : "");
             module_name(&text, module_prefix, mods.first[plan->stages[k].first_layer]);

@@ -45,3 +45,11 @@ void sp_export_parallel_note(const sp_plan *plan, uint32_t replicas, struct sp_s
                      "(pipeline x tensor parallel sizes))\n",
                      replicas, plan->summary.stages, replicas, plan->summary.gpus, replicas);
 }
+
+const char *sp_export_placement(const sp_plan *plan) {
+    if (plan->summary.chunks == 1)
+        return NULL;
+    return plan->summary.chunk_layout == SP_CHUNKS_V
+               ? "V-shape: stage k on rank k for k < P, else 2P-1-k"
+               : "looped: stage k on rank k % P";
+}

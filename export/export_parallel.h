@@ -14,4 +14,8 @@ sp_status sp_export_parallelism(sp_ctx *ctx, const sp_plan *plan, sp_export_form
 /* the export's closing comment: the framework's data-parallel size */
 void sp_export_parallel_note(const sp_plan *plan, uint32_t replicas, struct sp_strbuf *text);
 
+/* where a plan with chunks puts stage k ("looped: stage k on rank k % P", or V-shape's), for a
+ * person; NULL for one stage per rank */
+const char *sp_export_placement(const sp_plan *plan);
+
 #endif

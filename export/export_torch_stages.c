@@ -5,6 +5,7 @@
  * gives the stages' module paths and the schedule. */
 #include <string.h>
 
+#include "export_parallel.h"
 #include "export_torch_stages.h"
 
 /* The part of the export that does not depend on the plan. Why each piece is as it is:
@@ -151,13 +152,10 @@ sp_status sp_export_torch_stages(sp_ctx *ctx, const sp_plan *plan, const struct 
     sp_strbuf_puts(value, "]");
     sp_strbuf_printf(text,
                      "# stagepart plan for %s: %zu stages as PipelineStages built by hand "
-                     "(torch.distributed.pipelining), each keeping its modules%s\n"
+                     "(torch.distributed.pipelining), each keeping its modules%s%s\n"
                      "stage_modules = %s\n",
-                     plan->model, K,
-                     plan->summary.chunks == 1 ? ""
-                     : plan->summary.chunk_layout == SP_CHUNKS_V
-                         ? "; V-shape: stage k on rank k for k < P, else 2P-1-k"
-                         : "; looped: stage k on rank k % P",
+                     plan->model, K, sp_export_placement(plan) ? "; " : "",
+                     sp_export_placement(plan) ? sp_export_placement(plan) : "",
                      sp_strbuf_str(value));
     sp_strbuf_puts(text, STAGES_PY);
     return text->oom || value->oom ? sp_oom(ctx, "exporting a plan") : SP_OK;

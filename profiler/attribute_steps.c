@@ -18,23 +18,31 @@ static size_t outermost(struct time_key *keys, size_t n) {
     return kept;
 }
 
+/* the ranges named `name` (or, with prefix, whose name starts with it), one per iteration, into
+ * keys (the tid field carrying the process), the outermost of nested ones; with keys NULL only
+ * their count, nested ones included (what keys must hold) */
+static size_t iteration_ranges(const struct sp_trace *t, struct time_key *keys, uint32_t name,
+                               const char *prefix) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_ranges; i++) {
+        const struct sp_trace_range *r = &t->ranges[i];
+        if (prefix ? strncmp(t->strings[r->name], prefix, strlen(prefix)) != 0 : r->name != name)
+            continue;
+        if (keys)
+            keys[n] = (struct time_key){sp_trace_process_of(t, r->tid), r->start_ns, r->end_ns, i};
+        n++;
+    }
+    return keys && n ? outermost(keys, n) : n;
+}
+
 /* torch.optim's own "Optimizer.step#..." ranges, one per iteration: step k of a process runs
  * from the end of its optimizer step k - 1 (the trace's start for k = 0) to the end of
  * optimizer step k, so it holds that iteration's forward, backward and update; work after the
  * last one (an unfinished iteration) is in no step. */
 static size_t optimizer_steps(const struct sp_trace *t, struct time_key *steps) {
-    size_t n = 0;
-    for (size_t i = 0; i < t->n_ranges; i++) {
-        const struct sp_trace_range *r = &t->ranges[i];
-        if (strncmp(t->strings[r->name], "Optimizer.step#", 15) != 0)
-            continue;
-        if (steps)
-            steps[n] = (struct time_key){sp_trace_process_of(t, r->tid), r->start_ns, r->end_ns, i};
-        n++;
-    }
-    if (!steps || n == 0)
-        return n;
-    size_t kept = outermost(steps, n);
+    size_t kept = iteration_ranges(t, steps, UINT32_MAX, "Optimizer.step#");
+    if (!steps)
+        return kept;
     for (size_t i = kept; i-- > 0;) { /* each step from the previous update's end */
         bool first = i == 0 || steps[i - 1].tid != steps[i].tid;
         steps[i].start = first ? INT64_MIN / 4 : steps[i - 1].end;
@@ -73,18 +81,9 @@ static uint32_t top_module(const struct sp_trace *t) {
  * it holds that forward, its backward and its update */
 static size_t forward_steps(const struct sp_trace *t, struct time_key *steps) {
     uint32_t top = top_module(t);
-    size_t n = 0;
-    for (size_t i = 0; top != UINT32_MAX && i < t->n_ranges; i++) {
-        const struct sp_trace_range *r = &t->ranges[i];
-        if (r->name != top)
-            continue;
-        if (steps)
-            steps[n] = (struct time_key){sp_trace_process_of(t, r->tid), r->start_ns, r->end_ns, i};
-        n++;
-    }
-    if (!steps || n == 0)
-        return n;
-    size_t kept = outermost(steps, n);
+    size_t kept = top == UINT32_MAX ? 0 : iteration_ranges(t, steps, top, NULL);
+    if (!steps)
+        return kept;
     for (size_t i = 0; i < kept; i++) {
         bool last = i + 1 == kept || steps[i + 1].tid != steps[i].tid;
         steps[i].end = last ? INT64_MAX / 4 : steps[i + 1].start;

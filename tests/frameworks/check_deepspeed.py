@@ -25,11 +25,15 @@ def _worker(rank, job):
     deepspeed.init_distributed(dist_backend="gloo")
     scope = {}
     exec(compile(job["export"], "stagepart export --to deepspeed", "exec"), scope)  # as a user would
-    d, vocab, n = 64, 512, job["n_layer"]
-    specs = [LayerSpec(torch.nn.Embedding, vocab, d)] + [LayerSpec(models.Block, d) for _ in range(n)]
-    specs += [LayerSpec(torch.nn.Linear, d, vocab)]
+    if job.get("model"):  # a Hugging Face model's own modules for the profile's layers
+        model, _, _, _ = models.build({"model": job["model"], "n_layer": job["n_layer"]})
+        layers = [model.get_submodule(n) for n in job["names"]]
+    else:  # the chain model's layers as LayerSpecs
+        d, vocab, n = 64, 512, job["n_layer"]
+        layers = [LayerSpec(torch.nn.Embedding, vocab, d)]
+        layers += [LayerSpec(models.Block, d) for _ in range(n)] + [LayerSpec(torch.nn.Linear, d, vocab)]
     torch.manual_seed(0)
-    module = scope["PlannedPipelineModule"](layers=specs, num_stages=job["ranks"], loss_fn=models.loss_fn)
+    module = scope["PlannedPipelineModule"](layers=layers, num_stages=job["ranks"], loss_fn=models.loss_fn)
     local = list(range(module._local_start, module._local_stop))
     params = sum(p.numel() for p in module.parameters())
     torch.save({"parts": list(module.parts), "local": local, "params": params},

@@ -29,6 +29,7 @@ import models
 import pipeline_run
 import torch
 import torch.multiprocessing as mp
+from check_deepspeed import _worker as check_deepspeed_worker
 from check_megatron import megatron_accepts, megatron_stages, plan_stages
 
 sys.path.insert(0, os.path.join(fwcheck.ROOT, "profiler", "python"))
@@ -95,30 +96,14 @@ def check_megatron(plan_path):
     return None
 
 
-def _ds_worker(rank, job):
-    os.environ.update({"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(job["ranks"]),
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(job["port"])})
-    import deepspeed
-    deepspeed.init_distributed(dist_backend="gloo")
-    scope = {}
-    exec(compile(job["export"], "stagepart export --to deepspeed", "exec"), scope)  # as a user would
-    model, _, _, _ = models.build({"model": job["model"], "n_layer": N_LAYER})
-    layers = [model.get_submodule(n) for n in job["names"]]  # the model's own modules
-    module = scope["PlannedPipelineModule"](layers=layers, num_stages=job["ranks"],
-                                            loss_fn=models.loss_fn)
-    local = list(range(module._local_start, module._local_stop))
-    params = sum(p.numel() for p in module.parameters())
-    torch.save({"parts": list(module.parts), "local": local, "params": params},
-               os.path.join(job["dir"], f"rank{rank}.pt"))
-
-
 def check_deepspeed(name, model, names, plan_path, stages, port):
     plan = load(plan_path)
     want = fwcheck.stage_layers(plan)
     job = {"export": fwcheck.export(plan_path, "deepspeed"), "ranks": stages, "model": name,
-           "names": names, "dir": fwcheck.path(f"hf-{name}-{stages}.ds"), "port": port}
+           "n_layer": N_LAYER, "names": names, "dir": fwcheck.path(f"hf-{name}-{stages}.ds"),
+           "port": port}
     os.makedirs(job["dir"], exist_ok=True)
-    mp.start_processes(_ds_worker, args=(job,), nprocs=stages, start_method="spawn")
+    mp.start_processes(check_deepspeed_worker, args=(job,), nprocs=stages, start_method="spawn")
     sizes = [sum(p.numel() for p in model.get_submodule(n).parameters()) for n in names]
     for r in range(stages):
         got = torch.load(os.path.join(job["dir"], f"rank{r}.pt"))

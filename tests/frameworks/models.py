@@ -28,30 +28,27 @@ def gpt2(n_layer=4, vocab=512, d=64, seq=32, seed=0):
     return model, names, kinds, cfg.vocab_size
 
 
-def llama(n_layer=4, vocab=512, d=64, seed=0):
-    from transformers import LlamaConfig, LlamaForCausalLM
-    cfg = LlamaConfig(**NO_TOKENS, num_hidden_layers=n_layer, hidden_size=d, intermediate_size=2 * d,
-                             num_attention_heads=4, num_key_value_heads=2, vocab_size=vocab,
-                             use_cache=False, tie_word_embeddings=False, attention_dropout=0.0)
+def _decoder(config_cls, model_cls, n_layer, vocab, d, seed, **extra):
+    """A Llama-style decoder (embed_tokens, layers.N, norm, lm_head under `model`)."""
+    cfg = config_cls(**NO_TOKENS, num_hidden_layers=n_layer, hidden_size=d, intermediate_size=2 * d,
+                     num_attention_heads=4, num_key_value_heads=2, vocab_size=vocab,
+                     use_cache=False, tie_word_embeddings=False, attention_dropout=0.0, **extra)
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(cfg)
+    model = model_cls(cfg)
     names = ["model.embed_tokens"] + [f"model.layers.{i}" for i in range(n_layer)]
     names += ["model.norm", "lm_head", "loss"]
     kinds = ["embedding"] + ["transformer"] * n_layer + ["norm", "head", "loss"]
     return model, names, kinds, cfg.vocab_size
+
+
+def llama(n_layer=4, vocab=512, d=64, seed=0):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    return _decoder(LlamaConfig, LlamaForCausalLM, n_layer, vocab, d, seed)
 
 
 def qwen2(n_layer=4, vocab=512, d=64, seed=0):
     from transformers import Qwen2Config, Qwen2ForCausalLM
-    cfg = Qwen2Config(**NO_TOKENS, num_hidden_layers=n_layer, hidden_size=d, intermediate_size=2 * d,
-                      num_attention_heads=4, num_key_value_heads=2, vocab_size=vocab,
-                      use_cache=False, tie_word_embeddings=False, attention_dropout=0.0)
-    torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(cfg)
-    names = ["model.embed_tokens"] + [f"model.layers.{i}" for i in range(n_layer)]
-    names += ["model.norm", "lm_head", "loss"]
-    kinds = ["embedding"] + ["transformer"] * n_layer + ["norm", "head", "loss"]
-    return model, names, kinds, cfg.vocab_size
+    return _decoder(Qwen2Config, Qwen2ForCausalLM, n_layer, vocab, d, seed)
 
 
 def neox(n_layer=4, vocab=512, d=64, seed=0):
