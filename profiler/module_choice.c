@@ -29,21 +29,21 @@ static bool repeated(const struct sp_trace *t, const struct sp_module_tree *tree
  * (BertLayer does no work, its attention and MLP children do: opening it would cut inside
  * encoder layers), nor a small unit of distinct modules (BERT's MLM head: its activation between
  * two of its layers would end up in no stage's modules). A large one is opened anyway when it
- * holds over half the time (choose). */
-static bool is_container(const struct sp_trace *t, const struct sp_module_tree *tree, uint32_t id) {
+ * holds over half the time (choose). Why it is opened, or SP_WHY_NONE. */
+static uint8_t why_open(const struct sp_trace *t, const struct sp_module_tree *tree, uint32_t id) {
     const struct sp_module *m = &tree->modules[id];
     const char *name = t->strings[m->name];
     if (!m->n_children)
-        return false;
+        return SP_WHY_NONE;
     if (sp_module_class_is(name, "Sequential") || sp_module_class_is(name, "ModuleList") ||
         sp_module_class_is(name, "ModuleDict"))
-        return true;
+        return SP_WHY_OPEN_CONTAINER;
     if (m->self_kernels || m->self_ms != 0 || repeated(t, tree, id))
-        return false;
+        return SP_WHY_NONE;
     for (size_t c = 0; c < m->n_children; c++)
         if (repeated(t, tree, m->children[c]))
-            return true;
-    return false;
+            return SP_WHY_OPEN_NO_WORK;
+    return SP_WHY_NONE;
 }
 
 struct id_list {
@@ -78,17 +78,6 @@ static bool parse_depth(const char *how, uint32_t *depth) {
         return false;
     *depth = (uint32_t)atoi(how);
     return true;
-}
-
-/* why auto opens module id (SP_WHY_NONE: it does not, unless it is the biggest) */
-static uint8_t why_open(const struct sp_trace *t, const struct sp_module_tree *tree, uint32_t id) {
-    if (!is_container(t, tree, id))
-        return SP_WHY_NONE;
-    const char *name = t->strings[tree->modules[id].name];
-    return sp_module_class_is(name, "Sequential") || sp_module_class_is(name, "ModuleList") ||
-                   sp_module_class_is(name, "ModuleDict")
-               ? SP_WHY_OPEN_CONTAINER
-               : SP_WHY_OPEN_NO_WORK;
 }
 
 /* the chosen modules in call order; expanded (may be NULL) the modules auto replaced by their
