@@ -66,7 +66,7 @@ sp_status sp_evaluate(sp_ctx *ctx, const sp_profile *profile, const sp_partition
         sp_partition_opts best = o;
         best.micro_batches = sp_plan_get_summary(e->yours)->micro_batches;
         /* the exact method for the layout: the DP, the V-shape solver, or for chunks in a loop
-         * the interleaved search (partitioner/solve_interleaved.c) */
+         * the interleaved search (partitioner/solvers/interleaved.c) */
         best.solver = SP_SOLVER_DP;
         best.schedule = sp_plan_get_summary(e->yours)->schedule.schedule;
         st = sp_partition(ctx, profile, &best, &e->optimal);

@@ -137,9 +137,11 @@ static void print_comparison(const sp_plan *yours, const sp_plan *best, double g
     printf("%-10s %14.3f %10u %12.3f %9.1f%% %14.3f\n", "your split", a->bottleneck_ms,
            a->bottleneck_stage, a->imbalance, 100 * a->schedule.efficiency,
            a->schedule.iteration_ms);
-    /* chunks in a loop are compared with the equal split (no exact method balances their
-     * interleaved iteration); say so rather than call it optimal */
-    const char *other = b->solver == SP_SOLVER_UNIFORM ? "even split" : "optimal";
+    /* the other plan is called what its solver proved: the equal split is no optimum, nor is the
+     * best of a search that stopped or had no bound */
+    const char *other = b->solver == SP_SOLVER_UNIFORM ? "even split"
+                        : b->optimal                   ? "optimal"
+                                                       : "best found";
     printf("%-10s %14.3f %10u %12.3f %9.1f%% %14.3f\n", other, b->bottleneck_ms,
            b->bottleneck_stage, b->imbalance, 100 * b->schedule.efficiency,
            b->schedule.iteration_ms);

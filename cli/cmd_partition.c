@@ -154,20 +154,38 @@ static void bar(char *buf, size_t width, double share) {
     buf[width] = '\0';
 }
 
+/* what the solver proved, as the heading says it */
+static const char *guarantee_words(const sp_plan_summary *m, char *buf, size_t size) {
+    switch (m->guarantee) {
+    case SP_GUARANTEE_EXACT:
+    case SP_GUARANTEE_PROVEN:
+        return ", optimal";
+    case SP_GUARANTEE_BOUNDED:
+        snprintf(buf, size, ", the best found, %.2f%% gap to its proven bound", 100 * m->mip_gap);
+        return buf;
+    case SP_GUARANTEE_SEARCH:
+        return ", the best of a search: not proven optimal";
+    default:
+        return "";
+    }
+}
+
 static void print_table(const sp_plan *plan, const sp_profile *profile, const char *written) {
     const sp_plan_summary *m = sp_plan_get_summary(plan);
+    char proof[64];
     if (m->gpus) {
         cli_print_replicated(plan, profile);
         if (written)
             printf("wrote       %s\n", written);
         return;
     }
-    printf(
-        "%s: %zu layers -> %u stages (solver %s, objective %s%s%s%s, %u micro-batches)\n\n",
-        sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages,
-        sp_solver_name(m->solver), sp_objective_name(m->objective), m->optimal ? ", optimal" : "",
-        m->framework != SP_FRAMEWORK_ANY ? " among the cuts of a layout for " : "",
-        m->framework != SP_FRAMEWORK_ANY ? sp_framework_name(m->framework) : "", m->micro_batches);
+    printf("%s: %zu layers -> %u stages (solver %s, objective %s%s%s%s, %u micro-batches)\n\n",
+           sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages,
+           sp_solver_name(m->solver), sp_objective_name(m->objective),
+           guarantee_words(m, proof, sizeof proof),
+           m->framework != SP_FRAMEWORK_ANY ? " among the cuts of a layout for " : "",
+           m->framework != SP_FRAMEWORK_ANY ? sp_framework_name(m->framework) : "",
+           m->micro_batches);
     size_t namew = 6;
     for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++) {
         const sp_stage *st = sp_plan_get_stage(plan, s);

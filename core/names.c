@@ -26,6 +26,12 @@
     XX(SP_SOLVER_PARAMETERS, "parameters")                                                         \
     XX(SP_SOLVER_GIVEN, "given")                                                                   \
     XX(SP_SOLVER_ILP, "ilp")
+#define SP_GUARANTEE_NAMES(XX)                                                                     \
+    XX(SP_GUARANTEE_NONE, "none")                                                                  \
+    XX(SP_GUARANTEE_EXACT, "exact")                                                                \
+    XX(SP_GUARANTEE_PROVEN, "proven")                                                              \
+    XX(SP_GUARANTEE_BOUNDED, "bounded")                                                            \
+    XX(SP_GUARANTEE_SEARCH, "search")
 #define SP_OBJECTIVE_NAMES(XX)                                                                     \
     XX(SP_OBJECTIVE_BOTTLENECK, "bottleneck")                                                      \
     XX(SP_OBJECTIVE_VARIANCE, "variance")                                                          \
@@ -93,6 +99,7 @@ static int value_of(const char *const *names, size_t count, const char *name) {
 SP_DEFINE_NAMES_(schedule, sp_schedule, SP_SCHEDULE_NAMES)
 SP_DEFINE_NAMES_(chunk_layout, sp_chunk_layout, SP_CHUNK_LAYOUT_NAMES)
 SP_DEFINE_NAMES_(solver, sp_solver, SP_SOLVER_NAMES)
+SP_DEFINE_NAMES_(guarantee, sp_guarantee, SP_GUARANTEE_NAMES)
 SP_DEFINE_NAMES_(objective, sp_objective, SP_OBJECTIVE_NAMES)
 SP_DEFINE_NAMES_(comm, sp_comm, SP_COMM_NAMES)
 SP_DEFINE_NAMES_(placement, sp_placement, SP_PLACEMENT_NAMES)
@@ -112,6 +119,7 @@ static const struct {
     [SP_NAMES_CHUNK_LAYOUT] = {chunk_layout_names, SP_COUNT_OF(chunk_layout_names)},
     [SP_NAMES_SOLVER] = {solver_names, SP_COUNT_OF(solver_names)},
     [SP_NAMES_OBJECTIVE] = {objective_names, SP_COUNT_OF(objective_names)},
+    [SP_NAMES_GUARANTEE] = {guarantee_names, SP_COUNT_OF(guarantee_names)},
     [SP_NAMES_COMM] = {comm_names, SP_COUNT_OF(comm_names)},
     [SP_NAMES_PLACEMENT] = {placement_names, SP_COUNT_OF(placement_names)},
     [SP_NAMES_EXPORT_FORMAT] = {export_format_names, SP_COUNT_OF(export_format_names)},

@@ -1,6 +1,6 @@
 /* formats/plan.c: the plan object (formats/plan_impl.h): its getters, what readers and the
- * partitioner record in it, and its release. Built from boundaries in partitioner/cost.c, read
- * in formats/plan_read.c, written in formats/plan_write.c. */
+ * partitioner record in it, and its release. Built from boundaries in partitioner/model/cost.c,
+ * read in formats/plan_read.c, written in formats/plan_write.c. */
 #include <math.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* formats/plan_impl.h: the plan object (formats/plan.c), built by the partitioner from stage
- * boundaries (partitioner/cost.c) or read from a document (formats/plan_read.c). */
+ * boundaries (partitioner/model/cost.c) or read from a document (formats/plan_read.c). */
 #ifndef SP_FORMATS_PLAN_IMPL_H
 #define SP_FORMATS_PLAN_IMPL_H
 

@@ -32,6 +32,22 @@ static bool read_enum(struct sp_json_reader *r, const cJSON *root, const char *k
     return true;
 }
 
+/* "guarantee", which plans written before it existed lack: then "proven" when "optimal" says so,
+ * else "none"; when present, "optimal" must agree with it */
+static void read_guarantee(struct sp_json_reader *r, const cJSON *root, sp_plan_summary *m) {
+    int guarantee = -1;
+    read_enum(r, root, "guarantee", SP_NAMES_GUARANTEE, &guarantee);
+    if (guarantee < 0) {
+        m->guarantee = m->optimal ? SP_GUARANTEE_PROVEN : SP_GUARANTEE_NONE;
+        return;
+    }
+    m->guarantee = (sp_guarantee)guarantee;
+    bool optimal = m->guarantee == SP_GUARANTEE_EXACT || m->guarantee == SP_GUARANTEE_PROVEN;
+    if (optimal != m->optimal)
+        sp_json_problem(r, "", "optimal", "expected %s with \"guarantee\": \"%s\"",
+                        optimal ? "true" : "false", sp_guarantee_name(m->guarantee));
+}
+
 static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_stage *st,
                        const char **first, const char **last, const char **device_name) {
     char where[48];
@@ -174,6 +190,7 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
     sp_json_get_number(&r, root, "", "activation_ratio", false, 1e-9, 1e9, &m->activation_ratio);
     read_enum(&r, root, "chunk_layout", SP_NAMES_CHUNK_LAYOUT, &layout);
     sp_json_get_bool(&r, root, "", "optimal", false, &m->optimal);
+    read_guarantee(&r, root, m);
     sp_json_get_uint(&r, root, "", "stage_count", true, 1, &stages);
     sp_json_get_uint(&r, root, "", "chunks", false, 1, &chunks);
     if (layout == SP_CHUNKS_V && chunks != 2)

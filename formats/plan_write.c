@@ -89,6 +89,7 @@ static cJSON *plan_tree(const sp_plan *plan) {
         add_string(root, "solver", sp_solver_name(m->solver)) &&
         add_string(root, "objective", sp_objective_name(m->objective)) &&
         cJSON_AddBoolToObject(root, "optimal", m->optimal) &&
+        add_string(root, "guarantee", sp_guarantee_name(m->guarantee)) &&
         add_number(root, "stage_count", m->stages) && add_number(root, "chunks", m->chunks) &&
         add_number(root, "micro_batches", m->micro_batches) &&
         (!m->gpus || add_number(root, "gpus", m->gpus)) &&

@@ -49,8 +49,10 @@ sp_status sp_plan_with_empty_stages(sp_ctx *ctx, const sp_profile *profile,
     if (st == SP_OK) {
         const sp_plan_summary *from = &solved->summary;
         sp_plan_summary *m = &plan->summary;
-        m->optimal = from->optimal; /* among plans with `filled` stages holding layers: no plan of
-                                     * P stages has more */
+        /* what the solver proved among plans with `filled` stages holding layers holds for P
+         * stages: no plan of P stages has more */
+        m->optimal = from->optimal;
+        m->guarantee = from->guarantee;
         m->solve_ms = from->solve_ms;
         m->even_split_bottleneck_ms = from->even_split_bottleneck_ms;
         m->target_efficiency = from->target_efficiency;

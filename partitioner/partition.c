@@ -1,8 +1,8 @@
 /* partitioner/partition.c: sp_partition, the entry point and its one flow: validate and resolve
- * the options, find the devices the stages run on (setup.c), build the profile's chain once,
- * pick the solver (solver_for), solve, and finish the plan (plan_finish.c); once, or for
- * --micro-batches auto once per micro-batch count tried. And sp_plan_options, the options a plan
- * was made with. */
+ * the options, find the devices the stages run on (setup.c), pick the solver from the table
+ * (solvers.c), build the profile's chain once, solve, and finish the plan (plan_finish.c); once,
+ * or for --micro-batches auto once per micro-batch count tried. And sp_plan_options, the options a
+ * plan was made with. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +11,7 @@
 #include "devices_impl.h"
 #include "partition_impl.h"
 #include "sim_impl.h"
+#include "solver_table.h"
 
 void sp_partition_opts_init(sp_partition_opts *opts) {
     memset(opts, 0, sizeof *opts);
@@ -26,27 +27,6 @@ void sp_partition_opts_init(sp_partition_opts *opts) {
     opts->comm = SP_COMM_OVERLAP;
     opts->chunks = 1;
     opts->time_limit_s = 30;
-}
-
-/* The one solver for resolved options. */
-static sp_solver_fn solver_for(const sp_partition_opts *o) {
-    if (o->placement == SP_PLACEMENT_SEARCH)
-        return sp_solve_placed;
-    switch (o->solver) {
-    case SP_SOLVER_ILP:
-        return sp_solve_ilp;
-    case SP_SOLVER_UNIFORM:
-        return sp_solve_uniform;
-    case SP_SOLVER_PARAMETERS:
-        return sp_solve_parameters;
-    default:
-        break;
-    }
-    if (o->chunks > 1 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_LOOP)
-        return sp_solve_interleaved;
-    if (o->chunks == 2 && sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_V)
-        return o->objective == SP_OBJECTIVE_ITERATION ? sp_solve_vshape_iteration : sp_solve_vshape;
-    return sp_solve_dp;
 }
 
 /* why a solver found no plan, when it did not say */
@@ -68,7 +48,7 @@ static sp_status explain(sp_ctx *ctx, const struct sp_problem *pb) {
  * once, the plan finished once. */
 static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const struct sp_chain *base,
                            const sp_partition_opts *o, const struct sp_stage_devices *d,
-                           sp_plan **out) {
+                           const struct sp_solver_desc *solver, sp_plan **out) {
     *out = NULL;
     struct sp_chain chain;
     sp_status st = sp_chain_for_opts(ctx, &chain, profile, base, o, d);
@@ -79,12 +59,12 @@ static sp_status plan_once(sp_ctx *ctx, const sp_profile *profile, const struct 
     st = sp_solution_init(ctx, &pb, &sol);
     double t0 = sp_now_ms();
     if (st == SP_OK)
-        st = solver_for(o)(ctx, &pb, &sol);
+        st = solver->solve(ctx, &pb, &sol);
     double solve_ms = sp_now_ms() - t0;
     if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx))
         st = explain(ctx, &pb);
     if (st == SP_OK)
-        st = sp_plan_finish(ctx, &pb, &sol, solve_ms, out);
+        st = sp_plan_finish(ctx, &pb, &solver->info, &sol, solve_ms, out);
     sp_solution_release(&sol);
     sp_chain_release(&chain);
     if (st != SP_OK && !*sp_ctx_get_errmsg(ctx))
@@ -104,7 +84,8 @@ struct mb_point {
 };
 
 static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, const struct sp_chain *base,
-                           sp_partition_opts o, const struct sp_stage_devices *d, sp_plan **out) {
+                           sp_partition_opts o, const struct sp_stage_devices *d,
+                           const struct sp_solver_desc *solver, sp_plan **out) {
     struct mb_point tried[64];
     unsigned n_tried = 0;
     sp_plan *best = NULL;
@@ -122,7 +103,7 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, const struct 
     while (st == SP_OK) {
         o.micro_batches = m;
         sp_plan *plan = NULL;
-        st = plan_once(ctx, profile, base, &o, d, &plan);
+        st = plan_once(ctx, profile, base, &o, d, solver, &plan);
         if (st != SP_OK)
             break;
         double eff = plan->summary.schedule.efficiency;
@@ -199,8 +180,9 @@ static sp_status plan_auto(sp_ctx *ctx, const sp_profile *profile, const struct 
  * then the empty ones placed (empty_stages.c) */
 static sp_status plan_some_empty(sp_ctx *ctx, const sp_profile *profile,
                                  const struct sp_chain *base, const sp_partition_opts *o,
-                                 const struct sp_stage_devices *d, bool automatic, uint32_t filled,
-                                 sp_plan **out) {
+                                 const struct sp_stage_devices *d,
+                                 const struct sp_solver_desc *solver, bool automatic,
+                                 uint32_t filled, sp_plan **out) {
     if (o->chunks > 1 || d->list || o->links || o->placement == SP_PLACEMENT_SEARCH)
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                        "--allow-empty-stages: %u stages, and the profile has places to cut for "
@@ -216,8 +198,8 @@ static sp_status plan_some_empty(sp_ctx *ctx, const sp_profile *profile,
     part.allow_empty_stages = false;
     struct sp_stage_devices none = {0};
     sp_plan *solved = NULL;
-    sp_status st = automatic ? plan_auto(ctx, profile, base, part, &none, &solved)
-                             : plan_once(ctx, profile, base, &part, &none, &solved);
+    sp_status st = automatic ? plan_auto(ctx, profile, base, part, &none, solver, &solved)
+                             : plan_once(ctx, profile, base, &part, &none, solver, &solved);
     if (st == SP_OK)
         st = sp_plan_with_empty_stages(ctx, profile, o, d, solved, out);
     if (st == SP_OK)
@@ -251,6 +233,81 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
         opts->allow_empty_stages |= plan->stages[k].layer_count == 0;
 }
 
+/* What every solver needs of the options: their ranges and names, and the chunk layout made
+ * whole (a V schedule runs 2 chunks per device; chunks in a loop run an interleaved schedule);
+ * what a solver takes is the solver table's to say (solvers.c). */
+static sp_status resolve_layout(sp_ctx *ctx, sp_partition_opts *o) {
+    const char *schedule = sp_schedule_name(o->schedule);
+    if (o->chunks > SP_MAX_STAGES || (uint64_t)o->chunks * o->stages > SP_MAX_STAGES)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages x chunks must be at most %u, got %u x %u",
+                       SP_MAX_STAGES, o->stages, o->chunks);
+    if (sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_V) {
+        if (o->chunks != 1 && o->chunks != 2)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "%s runs 2 chunks per device, V-shape; --chunks %u does not fit",
+                           schedule, o->chunks);
+        o->chunks = 2;
+    } else if (o->chunks > 1 && sp_schedule_async(o->schedule)) {
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "--chunks %u with --schedule %s: %s runs the 1F1B order without flushes, "
+                       "one chunk per device",
+                       o->chunks, schedule, schedule);
+    } else if (o->chunks > 1) {
+        if (o->schedule != SP_SCHEDULE_INTERLEAVED_ZB) /* chunks in a loop run interleaved */
+            o->schedule = SP_SCHEDULE_INTERLEAVED;
+    } else if (sp_schedule_chunks_needed(o->schedule) == 0) {
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the %s schedule needs a plan with chunks (--chunks V, V >= 2)", schedule);
+    }
+    return SP_OK;
+}
+
+static sp_status resolve_opts(sp_ctx *ctx, sp_partition_opts *o) {
+    if (o->stages < 1 || o->stages > SP_MAX_STAGES)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages must be in [1, %u], got %u", SP_MAX_STAGES,
+                       o->stages);
+    if (!sp_objective_name(o->objective) || !sp_solver_name(o->solver) ||
+        o->solver == SP_SOLVER_GIVEN || !sp_schedule_name(o->schedule) || !sp_comm_name(o->comm))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown objective, solver or schedule");
+    if (!sp_placement_name(o->placement))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown placement");
+    if (!(o->time_limit_s > 0) || o->time_limit_s > 1e6)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "the time limit must be in (0, 1e6] s");
+    if (o->chunks == 0)
+        o->chunks = 1;
+    sp_status st = resolve_layout(ctx, o);
+    if (st != SP_OK)
+        return st;
+    bool automatic = o->micro_batches == SP_MICRO_BATCHES_AUTO;
+    if (o->micro_batches == 0)
+        o->micro_batches = o->stages * 4;
+    if (!automatic && sp_check_rounds(ctx, o) != SP_OK)
+        return SP_ERR_INVALID_ARG;
+    if (!automatic && o->micro_batches > SP_MAX_MICRO_BATCHES)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, %u], got %u",
+                       SP_MAX_MICRO_BATCHES, o->micro_batches);
+    if (automatic && !(o->target_efficiency > 0 && o->target_efficiency < 1))
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "the target efficiency must be in (0, 1), got %g",
+                       o->target_efficiency);
+    return SP_OK;
+}
+
+/* the links against the stages, and what the profile cannot tell the solver */
+static sp_status check_inputs(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                              const struct sp_stage_devices *d) {
+    if (o->comm == SP_COMM_BLOCKING && !o->links)
+        sp_warn(ctx, "--comm blocking has no effect without --links");
+    if (o->links && sp_links_get_count(o->links) < o->stages)
+        return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                       "%u stages need %u devices in the links file; it has %zu", o->stages,
+                       o->stages, sp_links_get_count(o->links));
+    sp_warn_resident_only(ctx, profile, o->memory_limit_bytes || d->memory);
+    sp_warn_profile_caveats(ctx, profile, o->schedule);
+    return SP_OK;
+}
+
+/* The steps: the options resolved, the stages' devices, the solver from the table, the
+ * profile's chain built once (every plan below restages it), the plan or plans. */
 sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                        sp_plan **out) {
     if (!ctx)
@@ -262,143 +319,26 @@ sp_status sp_partition(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
     if (opts->framework != SP_FRAMEWORK_ANY) /* the same call on the framework's profile */
         return sp_partition_framed(ctx, profile, opts, 0, out);
     sp_partition_opts o = *opts;
-    if (o.stages < 1 || o.stages > SP_MAX_STAGES)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages must be in [1, %u], got %u", SP_MAX_STAGES,
-                       o.stages);
-    if (!sp_objective_name(o.objective) || !sp_solver_name(o.solver) ||
-        o.solver == SP_SOLVER_GIVEN || !sp_schedule_name(o.schedule) || !sp_comm_name(o.comm))
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown objective, solver or schedule");
-    if (o.chunks == 0)
-        o.chunks = 1;
-    if (!sp_placement_name(o.placement))
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "unknown placement");
-    if (o.placement == SP_PLACEMENT_SEARCH) {
-        if (o.solver != SP_SOLVER_ILP)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "--placement search needs --solver ilp (choosing each stage's device "
-                           "is no chain problem for the dynamic program)");
-        if (!o.devices && !sp_profile_get_devices(profile))
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "--placement search needs devices to choose from: --devices FILE, "
-                           "or a profile with \"devices\"");
-    }
-    if (o.chunks > SP_MAX_STAGES || (uint64_t)o.chunks * o.stages > SP_MAX_STAGES)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "stages x chunks must be at most %u, got %u x %u",
-                       SP_MAX_STAGES, o.stages, o.chunks);
-    if (o.solver == SP_SOLVER_ILP) {
-        if (o.objective == SP_OBJECTIVE_VARIANCE)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "the ilp solver is linear: variance is quadratic; use --objective "
-                           "deviation (the sum of |load - mean|), range or bottleneck");
-        if (o.comm == SP_COMM_BLOCKING && o.links)
-            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                           "the ilp solver models overlapped transfers only; --comm blocking "
-                           "needs --solver dp");
-        if (!(o.time_limit_s > 0) || o.time_limit_s > 1e6)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG, "the time limit must be in (0, 1e6] s");
-    } else if (o.recompute) {
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "--recompute auto needs --solver ilp (choosing layers to recompute is "
-                       "not a chain problem)");
-    } else if (o.objective == SP_OBJECTIVE_RANGE || o.objective == SP_OBJECTIVE_DEVIATION) {
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "--objective %s needs --solver ilp",
-                       sp_objective_name(o.objective));
-    }
-    bool vshape = sp_schedule_chunk_layout(o.schedule) == SP_CHUNKS_V;
-    if (vshape) {
-        if (o.chunks != 1 && o.chunks != 2)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "%s runs 2 chunks per device, V-shape; --chunks %u does not fit",
-                           sp_schedule_name(o.schedule), o.chunks);
-        o.chunks = 2;
-        if (o.solver != SP_SOLVER_DP && o.solver != SP_SOLVER_UNIFORM)
-            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                           "--schedule %s with --solver %s: V-shape plans are made by the exact "
-                           "V-shape solver (the default, --solver dp) or as equal layer counts "
-                           "(--solver uniform)",
-                           sp_schedule_name(o.schedule), sp_solver_name(o.solver));
-        if (o.placement == SP_PLACEMENT_SEARCH || (o.links && o.comm == SP_COMM_BLOCKING))
-            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                           "--schedule %s: V-shape plans take the devices in order and "
-                           "overlapped transfers (no --placement search, no --comm blocking)",
-                           sp_schedule_name(o.schedule));
-    } else if (o.chunks > 1 && sp_schedule_async(o.schedule)) {
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "--chunks %u with --schedule %s: %s runs the 1F1B order without flushes, "
-                       "one chunk per device",
-                       o.chunks, sp_schedule_name(o.schedule), sp_schedule_name(o.schedule));
-    } else if (o.chunks > 1) {
-        if (o.solver == SP_SOLVER_PARAMETERS)
-            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                           "--chunks %u with --solver parameters: the parameters baseline "
-                           "splits one chunk per device; the default solver balances "
-                           "interleaved chunks exactly, --solver uniform makes Megatron-LM's "
-                           "equal split",
-                           o.chunks);
-        if (o.solver == SP_SOLVER_DP && o.objective == SP_OBJECTIVE_VARIANCE)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "--chunks %u: the interleaved search minimizes the bottleneck and "
-                           "then balances the devices (the least sum of squared loads at that "
-                           "bottleneck); --objective variance has no cap to search under: use "
-                           "--objective bottleneck, or --solver ilp --objective deviation",
-                           o.chunks);
-        if (o.solver == SP_SOLVER_DP && o.links && o.comm == SP_COMM_BLOCKING)
-            return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                           "--chunks %u: interleaved chunks are balanced with overlapped "
-                           "transfers only; --comm blocking needs one chunk per device",
-                           o.chunks);
-        if (o.schedule != SP_SCHEDULE_INTERLEAVED_ZB) /* chunks in a loop run interleaved */
-            o.schedule = SP_SCHEDULE_INTERLEAVED;
-    } else if (sp_schedule_chunks_needed(o.schedule) == 0) {
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the %s schedule needs a plan with chunks (--chunks V, V >= 2)",
-                       sp_schedule_name(o.schedule));
-    }
+    sp_status st = resolve_opts(ctx, &o);
+    if (st != SP_OK)
+        return st;
     bool automatic = o.micro_batches == SP_MICRO_BATCHES_AUTO;
-    if (o.micro_batches == 0)
-        o.micro_batches = o.stages * 4;
-    if (!automatic && sp_check_rounds(ctx, &o) != SP_OK)
-        return SP_ERR_INVALID_ARG;
-    if (!automatic && o.micro_batches > SP_MAX_MICRO_BATCHES)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "micro-batches must be in [1, %u], got %u",
-                       SP_MAX_MICRO_BATCHES, o.micro_batches);
-    if (automatic && !(o.target_efficiency > 0 && o.target_efficiency < 1))
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "the target efficiency must be in (0, 1), got %g",
-                       o.target_efficiency);
-    if (o.solver != SP_SOLVER_DP && o.solver != SP_SOLVER_ILP &&
-        o.objective != SP_OBJECTIVE_BOTTLENECK)
-        sp_warn(ctx, "the %s solver has no objective; --objective %s is ignored",
-                sp_solver_name(o.solver), sp_objective_name(o.objective));
     struct sp_stage_devices d;
-    sp_status st = sp_stage_devices_init(ctx, profile, &o, &d);
-    bool blocking = o.links && o.comm == SP_COMM_BLOCKING;
-    if (st == SP_OK && (d.speed || blocking) && o.objective == SP_OBJECTIVE_VARIANCE &&
-        o.solver == SP_SOLVER_DP)
-        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                     "--objective variance needs devices of equal speed and overlapped "
-                     "transfers: otherwise the total time differs between plans, so minimum "
-                     "variance is not the minimum sum of squares this solver finds; use "
-                     "--objective bottleneck or iteration");
-    if (st == SP_OK && o.comm == SP_COMM_BLOCKING && !o.links)
-        sp_warn(ctx, "--comm blocking has no effect without --links");
-    if (st == SP_OK && o.links && sp_links_get_count(o.links) < o.stages)
-        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
-                     "%u stages need %u devices in the links file; it has %zu", o.stages, o.stages,
-                     sp_links_get_count(o.links));
-    if (st == SP_OK) {
-        sp_warn_resident_only(ctx, profile, o.memory_limit_bytes || d.memory);
-        sp_warn_profile_caveats(ctx, profile, o.schedule);
-    }
-    /* the profile's chain, built once: every plan below restages it */
+    const struct sp_solver_desc *solver = NULL;
+    st = sp_stage_devices_init(ctx, profile, &o, &d);
+    if (st == SP_OK)
+        st = sp_solver_pick(ctx, &o, &d, &solver);
+    if (st == SP_OK)
+        st = check_inputs(ctx, profile, &o, &d);
     struct sp_chain base = {0};
     if (st == SP_OK)
         st = sp_chain_for_opts(ctx, &base, profile, NULL, &o, &d);
     uint32_t filled = sp_stages_with_layers(profile, &o);
     if (st == SP_OK && filled < o.stages)
-        st = plan_some_empty(ctx, profile, &base, &o, &d, automatic, filled, out);
+        st = plan_some_empty(ctx, profile, &base, &o, &d, solver, automatic, filled, out);
     else if (st == SP_OK)
-        st = automatic ? plan_auto(ctx, profile, &base, o, &d, out)
-                       : plan_once(ctx, profile, &base, &o, &d, out);
+        st = automatic ? plan_auto(ctx, profile, &base, o, &d, solver, out)
+                       : plan_once(ctx, profile, &base, &o, &d, solver, out);
     sp_chain_release(&base);
     sp_stage_devices_release(&d);
     return st;

@@ -1,12 +1,14 @@
-/* partitioner/partition_impl.h: what the partitioner's files share: the devices the stages run
- * on and the chain for the options (setup.c), and the steps of sp_partition (partition.c) that
- * live in their own files: the solvers (solve_dp.c, solve_vshape.c, solve_interleaved.c, the
- * GLPK program's set-up in ilp_setup.c, placement in solve_placed.c), a plan against the memory
- * limits (plan_memory.c), a solved plan's completion (plan_finish.c), empty stages
- * (empty_stages.c) and a given split (given.c). One flow: sp_partition resolves the options,
- * builds the chain once, picks one solver (sp_solver_fn), and finishes its solution into the plan
- * once (plan_finish.c). The files call one way: the solvers call setup.c, chain.c and each other
- * (the ilp starts from the DP), and nothing calls back into partition.c. */
+/* partitioner/partition_impl.h: what the partitioner's three parts share. The entry points
+ * (the files directly in partitioner/: sp_partition in partition.c, the solver table in
+ * solver_table.c, a plan's completion in plan_finish.c, empty stages, given splits, data parallel,
+ * replicated stages); the model every solver shares (model/: the devices the stages run on and the
+ * chain for the options in setup.c, the chain in chain.c, a plan's figures in cost.c, memory
+ * against the limits in plan_memory.c and chunk_memory.c, recomputation covers, device classes);
+ * and the solvers (solvers/: dp*, vshape*, interleaved*, ilp*, placed*, baselines, replicated_*).
+ * One flow: sp_partition resolves the options, picks one solver from the table, builds the chain
+ * once, runs the solver (sp_solver_fn) and finishes its solution into the plan once. The parts
+ * call one way: entry points call solvers and the model, solvers call the model and each other
+ * (the ilp starts from the DP), the model calls only itself (scripts/check-layers.sh). */
 #ifndef SP_PARTITIONER_PARTITION_IMPL_H
 #define SP_PARTITIONER_PARTITION_IMPL_H
 
@@ -27,7 +29,7 @@ void sp_stage_devices_release(struct sp_stage_devices *d);
 sp_status sp_stage_devices_init(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
                                 struct sp_stage_devices *d);
 
-/* the chain the DP solves for these options and devices (partitioner/chain.h), built from the
+/* the chain the DP solves for these options and devices (partitioner/model/chain.h), built from the
  * profile, or restaged from `base` (same profile) when base is not NULL */
 sp_status sp_chain_for_opts(sp_ctx *ctx, struct sp_chain *c, const sp_profile *profile,
                             const struct sp_chain *base, const sp_partition_opts *o,
@@ -50,6 +52,8 @@ struct sp_solution {
     size_t *bounds;              /* [P V + 1] layer indices */
     bool *recompute;             /* [n] layers recomputed, or NULL */
     struct sp_ilp_result search; /* search.found: the search's figures, recorded in the plan */
+    sp_guarantee guarantee;      /* what the solver proved of its plan: every solver sets it
+                                  * (sp_solution_init: SP_GUARANTEE_NONE, which claims nothing) */
     /* --placement search: the chosen devices in stage order (owned), and each pipeline stage's
      * index in the full list; NULL otherwise */
     sp_devices *devices;
@@ -78,11 +82,11 @@ sp_status sp_check_rounds(sp_ctx *ctx, const sp_partition_opts *o);
 
 /* ---- the solvers */
 
-/* the exact DP on pb->chain for o->objective (solve_dp.c); sp_dp_bounds: its boundaries alone */
+/* the exact DP on pb->chain for o->objective (dp.c); sp_dp_bounds: its boundaries alone */
 sp_status sp_solve_dp(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
 sp_status sp_dp_bounds(sp_ctx *ctx, const struct sp_problem *pb, size_t *bounds);
 
-/* the exact V-shape partition (zbv, dualpipev) into 2P chunks (solve_vshape.c); and for
+/* the exact V-shape partition (zbv, dualpipev) into 2P chunks (vshape.c); and for
  * --objective iteration, the best simulated of the balanced-chunk plans under relaxed device-load
  * caps (vshape_iteration.c) */
 sp_status sp_solve_vshape(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
@@ -94,16 +98,16 @@ sp_status sp_vshape_bounds(sp_ctx *ctx, const struct sp_problem *pb, unsigned sl
                            size_t *bounds);
 
 /* the exact partition of loop-placed chunks (interleaved schedules, --chunks V >= 2), whether it
- * is proven and its bound and gap in sol->search (solve_interleaved.c) */
+ * is proven and its bound and gap in sol->search (interleaved.c) */
 sp_status sp_solve_interleaved(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
 
-/* the GLPK program (ilp_setup.c): boundaries and recomputed layers; sp_ilp_program with
+/* the GLPK program (ilp.c): boundaries and recomputed layers; sp_ilp_program with
  * placement classes (pc) also each stage's class, in sol->search.stage_class */
 sp_status sp_solve_ilp(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
 sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb, struct sp_placement_classes *pc,
                          struct sp_solution *sol);
 
-/* --placement search: the GLPK program chooses every stage's device (solve_placed.c) */
+/* --placement search: the GLPK program chooses every stage's device (placed.c) */
 sp_status sp_solve_placed(sp_ctx *ctx, const struct sp_problem *pb, struct sp_solution *sol);
 
 /* the baselines (baselines.c): equal layer counts, balanced param_bytes */
@@ -143,14 +147,12 @@ bool sp_plan_fits_memory(const sp_plan *plan, const sp_partition_opts *o,
 void sp_trim_recompute(const sp_profile *profile, const struct sp_chain *c, const size_t *bounds,
                        bool *recompute);
 
-/* The plan for a solution: built on its devices (the chosen ones with placement), checked
- * against memory, compared with the even split on the same devices, the search's figures
- * recorded, simulated (plan_finish.c) */
-sp_status sp_plan_finish(sp_ctx *ctx, const struct sp_problem *pb, const struct sp_solution *sol,
-                         double solve_ms, sp_plan **out);
-
-/* the plan simulated under `schedule`, its figures attached (plan_finish.c) */
-sp_status sp_plan_simulate(sp_ctx *ctx, sp_plan *plan, sp_schedule schedule);
+/* The plan for a solution of the solver `by`: built on its devices (the chosen ones with
+ * placement), checked against memory when the solver does not keep to it, compared with the even
+ * split on the same devices, what the solver proved and its search's figures recorded, simulated
+ * (plan_finish.c) */
+sp_status sp_plan_finish(sp_ctx *ctx, const struct sp_problem *pb, const sp_solver_info *by,
+                         const struct sp_solution *sol, double solve_ms, sp_plan **out);
 
 /* stage k runs on device[k] of list: record it in the plan */
 sp_status sp_record_placement(sp_ctx *ctx, sp_plan *plan, const sp_devices *list,

@@ -12,20 +12,6 @@
 #include "placement.h"
 #include "sim_impl.h"
 
-/* every plan carries what its schedule is predicted to achieve */
-sp_status sp_plan_simulate(sp_ctx *ctx, sp_plan *plan, sp_schedule schedule) {
-    sp_sim_opts so;
-    sp_sim_opts_init(&so);
-    so.schedule = schedule;
-    so.keep_ops = false;
-    sp_sim *sim = NULL;
-    sp_status st = sp_simulate_plan(ctx, plan, &so, &sim);
-    if (st == SP_OK)
-        sp_plan_attach_schedule(plan, sim);
-    sp_sim_destroy(sim);
-    return st;
-}
-
 /* The even split to compare with: equal layer counts; with --allow-empty-stages and more
  * stages than places to cut, the stages that can hold layers split evenly and the others empty
  * first (as empty_stages.c places them) */
@@ -38,10 +24,9 @@ static sp_status even_bounds(sp_ctx *ctx, const struct sp_problem *pb, uint32_t 
 }
 
 /* the search's figures in the plan, and a warning when it stopped short of a proof */
-static void record_search(sp_ctx *ctx, const sp_partition_opts *o, const struct sp_ilp_result *ilp,
-                          sp_plan *plan) {
+static void record_search(sp_ctx *ctx, const sp_partition_opts *o, const sp_solver_info *by,
+                          const struct sp_ilp_result *ilp, sp_plan *plan) {
     sp_plan_summary *m = &plan->summary;
-    m->optimal = ilp->optimal;
     m->mip_gap = ilp->mip_gap;
     m->best_bound_ms = ilp->best_bound;
     m->objective_ms = ilp->objective_ms;
@@ -60,14 +45,14 @@ static void record_search(sp_ctx *ctx, const sp_partition_opts *o, const struct 
         sp_warn(ctx,
                 "the %s stopped at the time limit (%g s): the plan is the best found, %.2f%% "
                 "above the proven bound; raise --time-limit to prove it",
-                o->solver == SP_SOLVER_ILP ? "ilp solver" : "interleaved search", o->time_limit_s,
+                by->solver == SP_SOLVER_ILP ? "ilp solver" : "interleaved search", o->time_limit_s,
                 100 * ilp->mip_gap);
 }
 
 /* The plan on the solution's devices (o, d: the problem's, or the chosen ones with placement) */
 static sp_status finish_on(sp_ctx *ctx, const struct sp_problem *pb, const sp_partition_opts *o,
-                           const struct sp_stage_devices *d, const struct sp_solution *sol,
-                           double solve_ms, sp_plan **out) {
+                           const struct sp_stage_devices *d, const sp_solver_info *by,
+                           const struct sp_solution *sol, double solve_ms, sp_plan **out) {
     uint32_t K = o->stages * o->chunks; /* virtual stages */
     size_t *even = sp_mallocarray((size_t)K + 1, sizeof *even);
     if (!even)
@@ -75,14 +60,17 @@ static sp_status finish_on(sp_ctx *ctx, const struct sp_problem *pb, const sp_pa
     sp_plan *plan = NULL;
     sp_status st =
         sp_plan_build_recompute(ctx, pb->profile, o, d->speed, sol->bounds, sol->recompute, &plan);
-    if (st == SP_OK && o->solver != SP_SOLVER_DP && o->solver != SP_SOLVER_ILP)
+    if (st == SP_OK && !(by->takes & SP_SOLVER_TAKES_MEMORY)) /* its plans ignore the limits */
         st = sp_check_plan_memory(ctx, plan, o, d);
     if (st == SP_OK)
         st = even_bounds(ctx, pb, K, even);
     if (st == SP_OK) {
-        plan->summary.optimal = o->solver == SP_SOLVER_DP;
+        /* what the solver proved, in its own word */
+        plan->summary.guarantee = sol->guarantee;
+        plan->summary.optimal =
+            sol->guarantee == SP_GUARANTEE_EXACT || sol->guarantee == SP_GUARANTEE_PROVEN;
         if (sol->search.found)
-            record_search(ctx, o, &sol->search, plan);
+            record_search(ctx, o, by, &sol->search, plan);
         plan->summary.solve_ms = solve_ms;
         /* the even split on the same devices and links, figured the same way */
         sp_plan *even_plan = NULL;
@@ -104,11 +92,11 @@ static sp_status finish_on(sp_ctx *ctx, const struct sp_problem *pb, const sp_pa
     return SP_OK;
 }
 
-sp_status sp_plan_finish(sp_ctx *ctx, const struct sp_problem *pb, const struct sp_solution *sol,
-                         double solve_ms, sp_plan **out) {
+sp_status sp_plan_finish(sp_ctx *ctx, const struct sp_problem *pb, const sp_solver_info *by,
+                         const struct sp_solution *sol, double solve_ms, sp_plan **out) {
     *out = NULL;
     if (!sol->devices)
-        return finish_on(ctx, pb, pb->o, pb->d, sol, solve_ms, out);
+        return finish_on(ctx, pb, pb->o, pb->d, by, sol, solve_ms, out);
     /* placement: figured on the devices chosen (and the links between them) in stage order */
     sp_partition_opts o2 = *pb->o;
     o2.devices = sol->devices;
@@ -118,7 +106,7 @@ sp_status sp_plan_finish(sp_ctx *ctx, const struct sp_problem *pb, const struct 
     sp_plan *plan = NULL;
     sp_status st = sp_stage_devices_init(ctx, pb->profile, &o2, &d2);
     if (st == SP_OK)
-        st = finish_on(ctx, pb, &o2, &d2, sol, solve_ms, &plan);
+        st = finish_on(ctx, pb, &o2, &d2, by, sol, solve_ms, &plan);
     if (st == SP_OK)
         st = sp_record_placement(ctx, plan, pb->d->list, sol->device);
     sp_stage_devices_release(&d2);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "baselines.h"
+#include "cost.h"
 #include "devices_impl.h"
 #include "partition_impl.h"
 #include "plan_impl.h"
@@ -148,6 +149,7 @@ static void summarize(sp_plan *plan, const struct sp_replica_plan *rp, uint32_t 
     sp_plan_recompute_summary(plan); /* from the shares, as a plan read back */
     sm->formula_iteration_ms = (double)(M - 1) * sm->bottleneck_ms + sm->mean_ms * rp->stages;
     sm->optimal = false; /* the search's plans say otherwise */
+    sm->guarantee = SP_GUARANTEE_NONE;
 }
 
 static sp_status build_plan(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
@@ -278,7 +280,8 @@ sp_status sp_partition_replicated(sp_ctx *ctx, const sp_profile *profile,
     if (st == SP_OK)
         st = build_plan(ctx, profile, opts, su.devices, &su.m, &rp, out);
     if (st == SP_OK) {
-        (*out)->summary.optimal = true;
+        (*out)->summary.optimal = true; /* the search over cuts and replica counts is exact */
+        (*out)->summary.guarantee = SP_GUARANTEE_EXACT;
         (*out)->summary.solve_ms = sp_now_ms() - t0;
     }
     sp_replica_plan_release(&rp);

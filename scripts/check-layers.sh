@@ -49,11 +49,41 @@ for room in "${!uses[@]}"; do
         done
     done < <(objects_of "$room")
 done
+# Inside partitioner/ the calls flow the same way: the entry points (partitioner/*.c) call the
+# solvers (solvers/) and the shared model (model/); a solver calls the model and other solvers
+# (the ilp starts from the DP), never an entry point or a plan's completion; the model calls
+# only itself.
+part_dir="$build/partitioner/CMakeFiles/sp_partitioner.dir"
+part_of() { # entry, model or solvers, from an object's path
+    case "${1#"$part_dir"/}" in
+    model/*) echo model ;;
+    solvers/*) echo solvers ;;
+    *) echo entry ;;
+    esac
+}
+declare -A part_defines
+while read -r obj; do
+    for sym in $(nm --defined-only -g "$obj" | awk 'NF == 3 && $3 ~ /^sp_/ {print $3}'); do
+        part_defines[$sym]=$(part_of "$obj")
+    done
+done < <(find "$part_dir" -name '*.o')
+declare -A part_uses=([entry]="entry model solvers" [solvers]="model solvers" [model]="model")
+while read -r obj; do
+    part=$(part_of "$obj")
+    for sym in $(nm -u "$obj" | awk '$2 ~ /^sp_/ {print $2}'); do
+        home=${part_defines[$sym]:-}
+        case " ${part_uses[$part]} " in
+        *" $home "* | "  ") ;;
+        *) [ -n "$home" ] && { echo "check-layers: ${obj#"$build"/} ($part) calls $sym, defined in partitioner's $home"; bad=1; } ;;
+        esac
+    done
+done < <(find "$part_dir" -name '*.o')
 # the command's own helpers are cli_*: sp_ names belong to the library
 for sym in $(find "$build/cli" -path '*/CMakeFiles/*' -name '*.o' | xargs -r nm --defined-only -g |
     awk 'NF == 3 && $3 ~ /^sp_/ {print $3}' | sort -u); do
     echo "check-layers: cli/ defines $sym: the command's own helpers are named cli_*"
     bad=1
 done
-[ "$bad" = 0 ] && echo "check-layers: every room calls only itself and the rooms below it"
+[ "$bad" = 0 ] && echo "check-layers: every room calls only itself and the rooms below it," \
+    "and partitioner's solvers and model never call up"
 exit "$bad"

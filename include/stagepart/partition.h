@@ -76,6 +76,59 @@ SP_API const char *sp_solver_name(sp_solver solver);
 SP_API sp_status sp_objective_from_name(const char *name, sp_objective *out);
 SP_API sp_status sp_solver_from_name(const char *name, sp_solver *out);
 
+/* What the solver that made a plan proved of it, for its objective (the solver's own word,
+ * never inferred from the options asked for). */
+typedef enum sp_guarantee {
+    SP_GUARANTEE_NONE = 0,    /* not optimized for the objective: a baseline (uniform,
+                               * parameters) or a split given by the user */
+    SP_GUARANTEE_EXACT = 1,   /* the optimum, by an exact algorithm (the DP, the V-shape DP, the
+                               * replicated search) */
+    SP_GUARANTEE_PROVEN = 2,  /* the optimum, proven by a search's bound (GLPK, the interleaved
+                               * search) */
+    SP_GUARANTEE_BOUNDED = 3, /* the best plan found when the search stopped: mip_gap above its
+                               * proven bound (best_bound_ms) */
+    SP_GUARANTEE_SEARCH = 4   /* the best of a set of candidate plans, with no bound (the V-shape
+                               * plans under --objective iteration) */
+} sp_guarantee;
+
+/* sp_guarantee_name: "none", "exact", "proven", "bounded", "search"; NULL when out of range.
+ * sp_guarantee_from_name: the reverse, SP_ERR_INVALID_ARG when unknown. */
+SP_API const char *sp_guarantee_name(sp_guarantee guarantee);
+SP_API sp_status sp_guarantee_from_name(const char *name, sp_guarantee *out);
+
+/* The solvers, one table (partitioner/solver_table.c): sp_partition walks it and takes the first
+ * solver that is asked for by opts->solver, partitions the options' chunk layout, places devices
+ * when opts->placement asks it to, and takes the objective. The table is readable so that help,
+ * documentation and tests describe the solvers from what sp_partition runs. */
+#define SP_SOLVER_ONE_CHUNK   (1u << 0) /* layouts: one chunk per device */
+#define SP_SOLVER_LOOP_CHUNKS (1u << 1) /* chunks placed in a loop (interleaved schedules) */
+#define SP_SOLVER_V_CHUNKS    (1u << 2) /* two chunks per device, V-shape (zbv, dualpipev) */
+
+#define SP_SOLVER_TAKES_MEMORY                                                                     \
+    (1u << 0)                               /* its plans keep to memory limits (else the plan is   \
+                                             * checked against them afterwards) */
+#define SP_SOLVER_TAKES_LINKS     (1u << 1) /* links with overlapped transfers */
+#define SP_SOLVER_TAKES_BLOCKING  (1u << 2) /* --comm blocking: transfers in the stage time */
+#define SP_SOLVER_TAKES_RECOMPUTE (1u << 3) /* chooses layers to recompute (--recompute auto) */
+#define SP_SOLVER_TAKES_PLACEMENT (1u << 4) /* chooses each stage's device (--placement search) */
+
+typedef struct sp_solver_info {
+    const char *name;       /* "dp", "vshape", "interleaved", "ilp", ... (unique) */
+    const char *summary;    /* one line: what it does */
+    sp_solver solver;       /* the opts->solver (--solver) that selects it */
+    unsigned layouts;       /* SP_SOLVER_*_CHUNKS it partitions */
+    unsigned objectives;    /* bit 1u << objective for each objective it minimizes; 0: none (a
+                             * baseline, which ignores the objective) */
+    unsigned takes;         /* SP_SOLVER_TAKES_* */
+    sp_guarantee guarantee; /* what it proves of its plans when it runs to the end (a search
+                             * stopped by its limits says bounded in the plan) */
+} sp_solver_info;
+
+/* sp_solver_count / sp_solver_at: the table, in the order sp_partition walks it; NULL past the
+ * end. Static. */
+SP_API size_t sp_solver_count(void);
+SP_API const sp_solver_info *sp_solver_at(size_t index);
+
 #define SP_MAX_STAGES        65536u
 #define SP_MAX_MICRO_BATCHES 1000000000u
 

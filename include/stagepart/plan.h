@@ -67,7 +67,8 @@ typedef struct sp_plan_schedule {
 typedef struct sp_plan_summary {
     sp_solver solver;
     sp_objective objective;
-    bool optimal; /* proven optimal for the objective (dp solver) */
+    sp_guarantee guarantee; /* what the solver proved of this plan */
+    bool optimal;           /* the plan is optimal for the objective: guarantee exact or proven */
     uint32_t stages, micro_batches;
     uint64_t memory_limit_bytes;     /* 0: none */
     sp_framework framework;          /* the layout its cuts keep to (sp_partition_opts) */

@@ -71,6 +71,15 @@ for p in bert-large llama3-8b gpt3-2.7b resnet50; do
 done
 expect_code "bert-large: the search" 0 "$STAGEPART" partition samples/profiles/bert-large.json -s 4 -m 16 --schedule zbv --objective iteration
 expect_stdout_contains "bert-large: balanced chunks win" "iteration 88.442 ms"
+# a search over candidates is no proof: the solver says so, not the options asked for
+expect_stdout_contains "the search is called a search" "objective iteration, the best of a search: not proven optimal"
+expect_code "the search's plan as JSON" 0 "$STAGEPART" partition samples/profiles/bert-large.json -s 4 -m 16 --schedule zbv --objective iteration --json
+expect_stdout_contains "guarantee: search" '"guarantee":	"search"'
+expect_stdout_contains "not optimal" '"optimal":	false'
+expect_code "the exact V-shape DP" 0 "$STAGEPART" partition samples/profiles/bert-large.json -s 4 -m 16 --schedule zbv --json
+expect_stdout_contains "guarantee: exact" '"guarantee":	"exact"'
+expect_code "a baseline proves nothing" 0 "$STAGEPART" partition samples/profiles/bert-large.json -s 4 --solver uniform --json
+expect_stdout_contains "guarantee: none" '"guarantee":	"none"'
 # -m auto with the V-shape schedules: DualPipeV's search starts at M = 2P
 expect_code "zbv -m auto" 0 "$STAGEPART" partition samples/profiles/llama3-8b.json -s 4 --schedule zbv -m auto
 expect_stdout_contains "zbv: M searched" "micro-batches searched for 90.0% efficiency (zbv): M=4"

@@ -1,4 +1,4 @@
-/* tests/oracle/test_interleaved.c: the interleaved search (partitioner/solve_interleaved.c)
+/* tests/oracle/test_interleaved.c: the interleaved search (partitioner/solvers/interleaved.c)
  * against brute force over every split into P x V chunks.
  *
  * Each split is figured by sp_plan_from_split with the same options, so the oracle uses the
