@@ -380,3 +380,44 @@ bool sp_json_check_unique(struct sp_json_reader *r, const void *base, size_t str
     sp_free(slot);
     return true;
 }
+
+void sp_json_read_fields(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                         const struct sp_json_field *fields, size_t n, void *base) {
+    for (const struct sp_json_field *f = fields; f < fields + n; f++) {
+        void *to = (char *)base + f->offset;
+        switch (f->type) {
+        case SP_JSON_UINT: {
+            const cJSON *v = field(obj, f->key);
+            uint64_t value = 0;
+            if (!sp_json_uint(r, v, where, f->key, f->required, (uint64_t)f->min, &value) || !v)
+                break;
+            if (f->max > 0 && (double)value > f->max)
+                sp_json_problem(r, where, f->key, "expected at most %.0f, got %llu", f->max,
+                                (unsigned long long)value);
+            else
+                *(uint64_t *)to = value;
+            break;
+        }
+        case SP_JSON_NUMBER:
+            sp_json_get_number(r, obj, where, f->key, f->required, f->min, f->max, to);
+            break;
+        case SP_JSON_BOOL:
+            sp_json_get_bool(r, obj, where, f->key, f->required, to);
+            break;
+        case SP_JSON_STRING:
+            sp_json_get_string(r, obj, where, f->key, f->required, (size_t)f->max, to);
+            break;
+        case SP_JSON_ENUM: {
+            const char *name = NULL;
+            if (!sp_json_get_string(r, obj, where, f->key, f->required, 64, &name) || !name)
+                break;
+            int v = sp_names_value(f->names, name);
+            if (v < 0)
+                sp_json_problem(r, where, f->key, "unknown value \"%s\"", name);
+            else
+                *(int *)to = v;
+            break;
+        }
+        }
+    }
+}

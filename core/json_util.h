@@ -88,6 +88,28 @@ bool sp_json_uint(struct sp_json_reader *r, const cJSON *v, const char *where, c
                   bool required, uint64_t min, uint64_t *out);
 bool sp_json_bool(struct sp_json_reader *r, const cJSON *v, const char *where, const char *key,
                   bool required, bool *out);
+/* A document's fields as a table: each one's key, type, whether it is required, where its value
+ * goes (an offset into the caller's struct) and its range. sp_json_read_fields reads them all
+ * from obj, reporting every problem; an absent optional field leaves its value as it was (the
+ * caller's default). */
+typedef enum sp_json_type {
+    SP_JSON_UINT,   /* uint64_t, an integer in [min, max] (max 0: up to 2^53) */
+    SP_JSON_NUMBER, /* double, a finite number in [min, max] */
+    SP_JSON_BOOL,   /* bool */
+    SP_JSON_STRING, /* const char * into the tree, at most max bytes */
+    SP_JSON_ENUM    /* int, the value of a name in the `names` table */
+} sp_json_type;
+struct sp_json_field {
+    const char *key;
+    sp_json_type type;
+    bool required;
+    size_t offset;
+    double min, max;
+    sp_names names;
+};
+void sp_json_read_fields(struct sp_json_reader *r, const cJSON *obj, const char *where,
+                         const struct sp_json_field *fields, size_t n, void *base);
+
 /* the "format" and "version" header every stagepart document carries */
 bool sp_json_check_header(struct sp_json_reader *r, const cJSON *root, const char *format,
                           int version);

@@ -5,6 +5,7 @@
  * from the stages (bottleneck, mean, stddev, imbalance) are recomputed from them, so a plan
  * edited by hand cannot carry stale ones; the others are read as recorded. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -136,6 +137,365 @@ static void read_stage(struct sp_json_reader *r, const cJSON *obj, size_t k, sp_
     st->weight_versions = versions >= 1 && versions <= SP_MAX_STAGES ? (uint32_t)versions : 1;
 }
 
+/* The top level's fields that need a check or a conversion before they go into the plan */
+struct plan_head {
+    const char *model, *sha, *command;
+    uint64_t stages, chunks, micro, layers, limit, profile_sms, gpus;
+    int solver, objective, comm, placement, layout, framework, replica_cost;
+};
+#define HEAD(key, type, required, member, min, max)                                                \
+    { key, type, required, offsetof(struct plan_head, member), min, max, 0 }
+#define HEAD_ENUM(key, member, table)                                                              \
+    { key, SP_JSON_ENUM, false, offsetof(struct plan_head, member), 0, 0, table }
+static const struct sp_json_field head_fields[] = {
+    HEAD("model", SP_JSON_STRING, true, model, 0, SP_NAME_MAX_BYTES),
+    HEAD("profile_sha256", SP_JSON_STRING, false, sha, 0, 64),
+    HEAD("profile_layers", SP_JSON_UINT, false, layers, 1, 0),
+    HEAD("profile_sms", SP_JSON_UINT, false, profile_sms, 1, SP_MAX_SMS),
+    HEAD_ENUM("solver", solver, SP_NAMES_SOLVER),
+    HEAD_ENUM("objective", objective, SP_NAMES_OBJECTIVE),
+    HEAD_ENUM("comm", comm, SP_NAMES_COMM),
+    HEAD_ENUM("placement", placement, SP_NAMES_PLACEMENT),
+    HEAD_ENUM("framework", framework, SP_NAMES_FRAMEWORK),
+    HEAD_ENUM("replica_cost", replica_cost, SP_NAMES_REPLICA_COST),
+    HEAD_ENUM("chunk_layout", layout, SP_NAMES_CHUNK_LAYOUT),
+    HEAD("stage_count", SP_JSON_UINT, true, stages, 1, 0),
+    HEAD("chunks", SP_JSON_UINT, false, chunks, 1, 0),
+    HEAD("micro_batches", SP_JSON_UINT, true, micro, 1, 0),
+    HEAD("gpus", SP_JSON_UINT, false, gpus, 1, 0),
+    HEAD("memory_limit_bytes", SP_JSON_UINT, false, limit, 1, 0),
+};
+/* and those that go into the summary as they are recorded */
+#define SUMMARY(key, type, member, min, max)                                                       \
+    { key, type, false, offsetof(sp_plan_summary, member), min, max, 0 }
+static const struct sp_json_field summary_fields[] = {
+    SUMMARY("activation_ratio", SP_JSON_NUMBER, activation_ratio, 1e-9, 1e9),
+    SUMMARY("optimal", SP_JSON_BOOL, optimal, 0, 0),
+    SUMMARY("memory_saved_unknown", SP_JSON_BOOL, memory_saved_unknown, 0, 0),
+    SUMMARY("forward_only", SP_JSON_BOOL, forward_only, 0, 0),
+    SUMMARY("lower_bound_ms", SP_JSON_NUMBER, lower_bound_ms, 0, HUGE_VAL),
+    SUMMARY("total_ms", SP_JSON_NUMBER, total_ms, 0, HUGE_VAL),
+    SUMMARY("formula_iteration_ms", SP_JSON_NUMBER, formula_iteration_ms, 0, HUGE_VAL),
+    SUMMARY("even_split_bottleneck_ms", SP_JSON_NUMBER, even_split_bottleneck_ms, 0, HUGE_VAL),
+    SUMMARY("solve_ms", SP_JSON_NUMBER, solve_ms, 0, HUGE_VAL),
+    SUMMARY("even_split_over_memory", SP_JSON_BOOL, even_split_over_memory, 0, 0),
+};
+/* "schedule": the simulated schedule recorded with the plan */
+struct plan_schedule {
+    const char *name;
+    uint64_t micro, chunks;
+    double iteration_ms, bubble, efficiency;
+};
+#define SCHEDULE(key, type, required, member, min, max)                                            \
+    { key, type, required, offsetof(struct plan_schedule, member), min, max, 0 }
+static const struct sp_json_field schedule_fields[] = {
+    SCHEDULE("name", SP_JSON_STRING, true, name, 0, 64),
+    SCHEDULE("micro_batches", SP_JSON_UINT, true, micro, 1, 0),
+    SCHEDULE("chunks", SP_JSON_UINT, false, chunks, 1, 0),
+    SCHEDULE("iteration_ms", SP_JSON_NUMBER, true, iteration_ms, 0, HUGE_VAL),
+    SCHEDULE("bubble_fraction", SP_JSON_NUMBER, true, bubble, 0, 1),
+    SCHEDULE("efficiency", SP_JSON_NUMBER, true, efficiency, 0, 1),
+};
+
+static void read_schedule(struct sp_json_reader *r, const cJSON *root, sp_plan_schedule *sc) {
+    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(root, "schedule");
+    if (!cJSON_IsObject(obj))
+        return;
+    struct plan_schedule v = {.micro = 1, .chunks = 1};
+    sp_json_read_fields(r, obj, "schedule", schedule_fields, SP_COUNT_OF(schedule_fields), &v);
+    if (v.name && sp_schedule_from_name(v.name, &sc->schedule) != SP_OK)
+        sp_json_problem(r, "schedule", "name", "unknown schedule \"%s\"", v.name);
+    sc->micro_batches = v.micro > SP_MAX_MICRO_BATCHES ? SP_MAX_MICRO_BATCHES : (uint32_t)v.micro;
+    sc->chunks = v.chunks > SP_MAX_STAGES ? SP_MAX_STAGES : (uint32_t)v.chunks;
+    sc->iteration_ms = v.iteration_ms;
+    sc->bubble_fraction = v.bubble;
+    sc->efficiency = v.efficiency;
+    sc->present = true;
+}
+
+/* the top level: the fields' table, what ties them together, the schedule and the command;
+ * SP_ERR_LIMIT for counts beyond the limits, else SP_ERR_SCHEMA (the problems say which) */
+static sp_status read_head(struct sp_json_reader *r, const cJSON *root, struct plan_head *h,
+                           sp_plan_summary *m) {
+    if (!cJSON_IsObject(root)) {
+        char got[64];
+        sp_json_problem(r, "", "", "expected a JSON object at the top level, got %s",
+                        sp_json_describe(root, got, sizeof got));
+        return SP_ERR_SCHEMA;
+    }
+    if (!sp_json_check_header(r, root, "stagepart-plan", 1))
+        return SP_ERR_SCHEMA;
+    sp_json_read_fields(r, root, "", head_fields, SP_COUNT_OF(head_fields), h);
+    sp_json_read_fields(r, root, "", summary_fields, SP_COUNT_OF(summary_fields), m);
+    read_guarantee(r, root, m);
+    if (h->layout == SP_CHUNKS_V && h->chunks != 2)
+        sp_json_problem(r, "", "chunk_layout",
+                        "\"v\" places exactly 2 chunks per device; this plan has %llu",
+                        (unsigned long long)h->chunks);
+    if (h->gpus && (h->gpus > SP_MAX_REPLICATED_GPUS || h->chunks != 1))
+        sp_json_problem(r, "", "gpus",
+                        "expected at most %u devices and one chunk per stage (replicated "
+                        "stages), got %llu devices and %llu chunks",
+                        SP_MAX_REPLICATED_GPUS, (unsigned long long)h->gpus,
+                        (unsigned long long)h->chunks);
+    read_schedule(r, root, &m->schedule);
+    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generator");
+    if (cJSON_IsObject(gen))
+        sp_json_get_string(r, gen, "generator", "command", false, (size_t)1 << 20, &h->command);
+    if (h->stages > SP_MAX_STAGES || h->chunks > SP_MAX_STAGES || h->micro > SP_MAX_MICRO_BATCHES) {
+        sp_json_problem(r, "", "stage_count",
+                        "stage_count (%llu), chunks (%llu) or "
+                        "micro_batches (%llu) beyond the limits (%u, %u, %u)",
+                        (unsigned long long)h->stages, (unsigned long long)h->chunks,
+                        (unsigned long long)h->micro, SP_MAX_STAGES, SP_MAX_STAGES,
+                        SP_MAX_MICRO_BATCHES);
+        return SP_ERR_LIMIT;
+    }
+    return SP_ERR_SCHEMA;
+}
+
+/* "stages": one object per stage, stage_count x chunks of them; names[3k..3k+2] get stage k's
+ * first, last and device names (into the tree) */
+static sp_status read_stages(struct sp_json_reader *r, const cJSON *root, const struct plan_head *h,
+                             sp_plan *plan, const char ***names) {
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "stages");
+    if (!cJSON_IsArray(arr)) {
+        sp_json_problem(r, "", "stages", "expected an array of stage objects");
+        return SP_ERR_SCHEMA;
+    }
+    size_t n = 0;
+    for (const cJSON *c = arr->child; c; c = c->next)
+        n++;
+    if (r->ctx->problems)
+        return SP_ERR_SCHEMA;
+    if (n != h->stages * h->chunks) {
+        sp_json_problem(r, "", "stages",
+                        "expected %llu stages (stage_count %llu x chunks %llu), got %zu",
+                        (unsigned long long)(h->stages * h->chunks), (unsigned long long)h->stages,
+                        (unsigned long long)h->chunks, n);
+        return SP_ERR_SCHEMA;
+    }
+    plan->stages = sp_calloc(n, sizeof *plan->stages);
+    *names = sp_calloc(3 * n, sizeof **names);
+    if (!plan->stages || !*names)
+        return sp_oom(r->ctx, "reading a plan");
+    plan->n_stages = n;
+    const char **nm = *names;
+    size_t k = 0;
+    for (const cJSON *c = arr->child; c; c = c->next, k++)
+        read_stage(r, c, k, &plan->stages[k], &nm[3 * k], &nm[3 * k + 1], &nm[3 * k + 2]);
+    return SP_OK;
+}
+
+/* replicated stages take devices in order, idle ones allowed between stages, and their replicas
+ * add up to gpus */
+static void check_replicated(struct sp_json_reader *r, const sp_plan *plan, uint64_t gpus) {
+    uint64_t devices_before = 0, next_device = 0;
+    for (size_t k = 0; k < plan->n_stages; k++) {
+        const sp_stage *s = &plan->stages[k];
+        char where[48];
+        snprintf(where, sizeof where, "stages[%zu]", k);
+        if (s->device < next_device)
+            sp_json_problem(r, where, "device",
+                            "expected at least %llu (replicated stages take devices in order: "
+                            "after the devices of the stage before), got %u",
+                            (unsigned long long)next_device, s->device);
+        next_device = (uint64_t)s->device + s->replicas;
+        devices_before += s->replicas;
+    }
+    char last[48];
+    snprintf(last, sizeof last, "stages[%zu]", plan->n_stages - 1);
+    if (devices_before != gpus)
+        sp_json_problem(r, last, "replicas",
+                        "expected the stages' replicas to add up to gpus (%llu), got %llu",
+                        (unsigned long long)gpus, (unsigned long long)devices_before);
+}
+
+/* stage k on the device its chunk layout says, or with placement "search" a device no other
+ * pipeline stage uses and chunk k on the device of stage k's */
+static sp_status check_devices(struct sp_json_reader *r, const sp_plan *plan,
+                               const struct plan_head *h) {
+    uint8_t *used = h->placement == SP_PLACEMENT_SEARCH ? sp_calloc(SP_MAX_DEVICES, 1) : NULL;
+    if (h->placement == SP_PLACEMENT_SEARCH && !used)
+        return sp_oom(r->ctx, "reading a plan");
+    sp_chunk_layout layout = (sp_chunk_layout)h->layout;
+    const char *rule = layout == SP_CHUNKS_V ? "k for k < P, else 2P-1-k" : "k mod P";
+    for (size_t k = 0; k < plan->n_stages && !r->ctx->problems; k++) {
+        const sp_stage *s = &plan->stages[k];
+        char where[48];
+        snprintf(where, sizeof where, "stages[%zu]", k);
+        uint32_t dev = sp_chunk_device(layout, (uint32_t)h->stages, (uint32_t)k);
+        if (used && k >= h->stages && s->device != plan->stages[dev].device)
+            sp_json_problem(r, where, "device",
+                            "expected %u, the device of stage %u (chunk k runs on the device of "
+                            "stage %s, P = %llu), got %u",
+                            plan->stages[dev].device, dev, rule, (unsigned long long)h->stages,
+                            s->device);
+        else if (used && k < h->stages && (s->device >= SP_MAX_DEVICES || used[s->device]++))
+            sp_json_problem(r, where, "device",
+                            "expected a device index below %u that no other stage uses "
+                            "(placement \"search\"), got %u",
+                            SP_MAX_DEVICES, s->device);
+        else if (!used && s->device != dev)
+            sp_json_problem(r, where, "device",
+                            "expected %u (chunk_layout \"%s\": stage k runs on device %s, P = "
+                            "%llu), got %u",
+                            dev, sp_chunk_layout_name(layout), rule, (unsigned long long)h->stages,
+                            s->device);
+    }
+    sp_free(used);
+    return SP_OK;
+}
+
+/* the stages cover the layers contiguously, in order, to the profile's last; their devices */
+static sp_status check_stages(struct sp_json_reader *r, const sp_plan *plan,
+                              const struct plan_head *h) {
+    size_t n = plan->n_stages;
+    for (size_t k = 0; k < n && !r->ctx->problems; k++) {
+        const sp_stage *s = &plan->stages[k];
+        char where[48];
+        snprintf(where, sizeof where, "stages[%zu]", k);
+        size_t expect = k ? plan->stages[k - 1].first_layer + plan->stages[k - 1].layer_count : 0;
+        if (s->first_layer != expect)
+            sp_json_problem(r, where, "first_layer",
+                            "expected %zu (stages cover the layers contiguously), got %zu", expect,
+                            s->first_layer);
+        if (!h->gpus && s->replicas != 1)
+            sp_json_problem(r, where, "replicas",
+                            "expected 1: only a plan with \"gpus\" replicates stages, got %u",
+                            s->replicas);
+    }
+    sp_status st = SP_OK;
+    if (!r->ctx->problems && h->gpus)
+        check_replicated(r, plan, h->gpus);
+    else if (!r->ctx->problems)
+        st = check_devices(r, plan, h);
+    size_t covered = n ? plan->stages[n - 1].first_layer + plan->stages[n - 1].layer_count : 0;
+    if (!r->ctx->problems && h->layers && covered != h->layers)
+        sp_json_problem(r, "stages[last]", "last_layer",
+                        "expected the stages to end at layer %llu (the profile's last), got %zu",
+                        (unsigned long long)(h->layers - 1), covered - 1);
+    if (!r->ctx->problems && !covered)
+        sp_json_problem(r, "stages", "", "expected at least one layer in some stage");
+    return st;
+}
+
+static void fill_summary(sp_plan_summary *m, const struct plan_head *h) {
+    m->solver = (sp_solver)h->solver;
+    m->objective = (sp_objective)h->objective;
+    m->comm = (sp_comm)h->comm;
+    m->placement = (sp_placement)h->placement;
+    m->framework = (sp_framework)h->framework;
+    m->replica_cost = (sp_replica_cost)h->replica_cost;
+    m->stages = (uint32_t)h->stages;
+    m->chunks = (uint32_t)h->chunks;
+    m->chunk_layout = (sp_chunk_layout)h->layout;
+    m->micro_batches = (uint32_t)h->micro;
+    m->profile_sms = (uint32_t)h->profile_sms;
+    m->gpus = (uint32_t)h->gpus;
+    m->memory_limit_bytes = h->limit;
+}
+
+/* the model, command and stage names copied out of the tree; the devices' names */
+static sp_status keep_names(sp_ctx *ctx, sp_plan *plan, const struct plan_head *h,
+                            const char **names) {
+    snprintf(plan->profile_sha256, sizeof plan->profile_sha256, "%s", h->sha ? h->sha : "");
+    plan->model = sp_strdup(h->model);
+    plan->command = h->command ? sp_strdup(h->command) : NULL;
+    size_t total = 0;
+    for (size_t i = 0; i < plan->n_stages; i++)
+        total += strlen(names[3 * i]) + strlen(names[3 * i + 1]) + 2;
+    plan->names = sp_malloc(total);
+    if (!plan->model || (h->command && !plan->command) || !plan->names)
+        return sp_oom(ctx, "reading a plan");
+    char *w = plan->names;
+    for (size_t i = 0; i < plan->n_stages; i++) {
+        sp_stage *st = &plan->stages[i];
+        size_t l = strlen(names[3 * i]) + 1;
+        st->first_name = memcpy(w, names[3 * i], l);
+        w += l;
+        l = strlen(names[3 * i + 1]) + 1;
+        st->last_name = memcpy(w, names[3 * i + 1], l);
+        w += l;
+    }
+    const char **device_names = sp_mallocarray(plan->n_stages, sizeof *device_names);
+    for (size_t i = 0; device_names && i < plan->n_stages; i++)
+        device_names[i] = names[3 * i + 2];
+    sp_status st = device_names ? sp_plan_set_devices(ctx, plan, NULL, device_names)
+                                : sp_oom(ctx, "reading a plan");
+    sp_free(device_names);
+    return st;
+}
+
+/* "layer_names" and "layer_kinds", when the plan carries them: one per profile layer */
+static sp_status read_layer_names(struct sp_json_reader *r, const cJSON *root, sp_plan *plan) {
+    const cJSON *ln = cJSON_GetObjectItemCaseSensitive(root, "layer_names");
+    const cJSON *lk = cJSON_GetObjectItemCaseSensitive(root, "layer_kinds");
+    if (!ln || cJSON_IsNull(ln))
+        return SP_OK;
+    size_t count = cJSON_IsArray(ln) ? (size_t)cJSON_GetArraySize(ln) : 0;
+    size_t kcount = cJSON_IsArray(lk) ? (size_t)cJSON_GetArraySize(lk) : 0;
+    if (count != plan->n_layers || (lk && !cJSON_IsNull(lk) && kcount != count)) {
+        sp_json_problem(r, "", "layer_names",
+                        "expected %zu names (and as many kinds), one per profile layer",
+                        plan->n_layers);
+        return SP_ERR_SCHEMA;
+    }
+    const char **ns = sp_calloc(count, sizeof *ns), **ks = sp_calloc(count, sizeof *ks);
+    sp_status st = ns && ks ? SP_OK : sp_oom(r->ctx, "reading a plan");
+    size_t i = 0;
+    const cJSON *kv = cJSON_IsArray(lk) ? lk->child : NULL;
+    for (const cJSON *c = ln->child; st == SP_OK && c;
+         c = c->next, i++, kv = kv ? kv->next : NULL) {
+        ns[i] = cJSON_IsString(c) ? c->valuestring : NULL;
+        ks[i] = kv && cJSON_IsString(kv) ? kv->valuestring : "";
+        if (!ns[i])
+            sp_json_problem(r, "layer_names", "", "entry %zu is not a string", i);
+    }
+    if (st == SP_OK && r->ctx->problems)
+        st = SP_ERR_SCHEMA;
+    else if (st == SP_OK)
+        st = sp_plan_set_layers(r->ctx, plan, count, ns, ks);
+    sp_free(ns);
+    sp_free(ks);
+    return st;
+}
+
+/* the plan from the tree: SP_OK, or the status with the problems reported (schema) or the
+ * context's message (memory) */
+static sp_status read_plan(struct sp_json_reader *r, const cJSON *root, sp_plan *plan) {
+    struct plan_head h = {.sha = "",
+                          .chunks = 1,
+                          .micro = 1,
+                          .solver = SP_SOLVER_DP,
+                          .objective = SP_OBJECTIVE_BOTTLENECK,
+                          .comm = SP_COMM_OVERLAP,
+                          .placement = SP_PLACEMENT_ORDER,
+                          .layout = SP_CHUNKS_LOOP,
+                          .framework = SP_FRAMEWORK_ANY,
+                          .replica_cost = SP_REPLICA_COST_RING};
+    const char **names = NULL;
+    sp_status st = read_head(r, root, &h, &plan->summary);
+    if (r->ctx->problems)
+        return st;
+    st = read_stages(r, root, &h, plan, &names);
+    if (st == SP_OK && !r->ctx->problems)
+        st = check_stages(r, plan, &h);
+    if (st == SP_OK && !r->ctx->problems) {
+        fill_summary(&plan->summary, &h);
+        plan->n_layers = h.layers ? (size_t)h.layers
+                                  : plan->stages[plan->n_stages - 1].first_layer +
+                                        plan->stages[plan->n_stages - 1].layer_count;
+        st = keep_names(r->ctx, plan, &h, names);
+        if (st == SP_OK)
+            sp_plan_recompute_summary(plan);
+        if (st == SP_OK)
+            st = read_layer_names(r, root, plan);
+    }
+    sp_free(names);
+    return r->ctx->problems && st != SP_ERR_NOMEM ? SP_ERR_SCHEMA : st;
+}
+
 sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
                         sp_plan **out) {
     if (!ctx)
@@ -151,303 +511,18 @@ sp_status sp_plan_parse(sp_ctx *ctx, const char *name, const char *data, size_t 
         return st;
     struct sp_json_reader r = {ctx, name};
     sp_plan *plan = sp_calloc(1, sizeof *plan);
-    const char **names = NULL;
-    sp_status fail = SP_ERR_SCHEMA;
-    if (!plan) {
-        cJSON_Delete(root);
-        return sp_oom(ctx, "reading a plan");
-    }
-    sp_plan_summary *m = &plan->summary;
-    const char *model = NULL, *sha = "", *command = NULL;
-    uint64_t stages = 0, chunks = 1, micro = 1, layers = 0, limit = 0;
-    int solver = SP_SOLVER_DP, objective = SP_OBJECTIVE_BOTTLENECK, comm = SP_COMM_OVERLAP;
-    int placement = SP_PLACEMENT_ORDER, layout = SP_CHUNKS_LOOP, framework = SP_FRAMEWORK_ANY;
-    int replica_cost = SP_REPLICA_COST_RING;
-    uint8_t *device_used = NULL; /* placement search: one stage per device */
-    size_t covered = 0;          /* layers the stages hold, in order */
-    if (!cJSON_IsObject(root)) {
-        char got[64];
-        sp_json_problem(&r, "", "", "expected a JSON object at the top level, got %s",
-                        sp_json_describe(root, got, sizeof got));
-        goto done;
-    }
-    if (!sp_json_check_header(&r, root, "stagepart-plan", 1))
-        goto done;
-    sp_json_get_string(&r, root, "", "model", true, SP_NAME_MAX_BYTES, &model);
-    sp_json_get_string(&r, root, "", "profile_sha256", false, 64, &sha);
-    sp_json_get_uint(&r, root, "", "profile_layers", false, 1, &layers);
-    uint64_t profile_sms = 0;
-    if (sp_json_get_uint(&r, root, "", "profile_sms", false, 1, &profile_sms) &&
-        profile_sms > SP_MAX_SMS)
-        sp_json_problem(&r, "", "profile_sms", "expected at most %u SMs, got %llu", SP_MAX_SMS,
-                        (unsigned long long)profile_sms);
-    read_enum(&r, root, "solver", SP_NAMES_SOLVER, &solver);
-    read_enum(&r, root, "objective", SP_NAMES_OBJECTIVE, &objective);
-    read_enum(&r, root, "comm", SP_NAMES_COMM, &comm);
-    read_enum(&r, root, "placement", SP_NAMES_PLACEMENT, &placement);
-    read_enum(&r, root, "framework", SP_NAMES_FRAMEWORK, &framework);
-    read_enum(&r, root, "replica_cost", SP_NAMES_REPLICA_COST, &replica_cost);
-    sp_json_get_number(&r, root, "", "activation_ratio", false, 1e-9, 1e9, &m->activation_ratio);
-    read_enum(&r, root, "chunk_layout", SP_NAMES_CHUNK_LAYOUT, &layout);
-    sp_json_get_bool(&r, root, "", "optimal", false, &m->optimal);
-    read_guarantee(&r, root, m);
-    sp_json_get_uint(&r, root, "", "stage_count", true, 1, &stages);
-    sp_json_get_uint(&r, root, "", "chunks", false, 1, &chunks);
-    if (layout == SP_CHUNKS_V && chunks != 2)
-        sp_json_problem(&r, "", "chunk_layout",
-                        "\"v\" places exactly 2 chunks per device; this plan has %llu",
-                        (unsigned long long)chunks);
-    sp_json_get_uint(&r, root, "", "micro_batches", true, 1, &micro);
-    uint64_t gpus = 0; /* replicated stages: the devices used */
-    sp_json_get_uint(&r, root, "", "gpus", false, 1, &gpus);
-    if (gpus && (gpus > SP_MAX_REPLICATED_GPUS || chunks != 1))
-        sp_json_problem(&r, "", "gpus",
-                        "expected at most %u devices and one chunk per stage (replicated "
-                        "stages), got %llu devices and %llu chunks",
-                        SP_MAX_REPLICATED_GPUS, (unsigned long long)gpus,
-                        (unsigned long long)chunks);
-    sp_json_get_uint(&r, root, "", "memory_limit_bytes", false, 1, &limit);
-    bool saved_unknown = false;
-    sp_json_get_bool(&r, root, "", "memory_saved_unknown", false, &saved_unknown);
-    bool forward_only = false;
-    sp_json_get_bool(&r, root, "", "forward_only", false, &forward_only);
-    sp_json_get_number(&r, root, "", "lower_bound_ms", false, 0, (double)INFINITY,
-                       &m->lower_bound_ms);
-    sp_json_get_number(&r, root, "", "total_ms", false, 0, (double)INFINITY, &m->total_ms);
-    sp_json_get_number(&r, root, "", "formula_iteration_ms", false, 0, (double)INFINITY,
-                       &m->formula_iteration_ms);
-    sp_json_get_number(&r, root, "", "even_split_bottleneck_ms", false, 0, (double)INFINITY,
-                       &m->even_split_bottleneck_ms);
-    sp_json_get_number(&r, root, "", "solve_ms", false, 0, (double)INFINITY, &m->solve_ms);
-    sp_json_get_bool(&r, root, "", "even_split_over_memory", false, &m->even_split_over_memory);
-    const cJSON *sched = cJSON_GetObjectItemCaseSensitive(root, "schedule");
-    if (cJSON_IsObject(sched)) {
-        sp_plan_schedule *sc = &m->schedule;
-        const char *sname = NULL;
-        uint64_t smb = 1, sch = 1;
-        sp_json_get_string(&r, sched, "schedule", "name", true, 64, &sname);
-        if (sname && sp_schedule_from_name(sname, &sc->schedule) != SP_OK)
-            sp_json_problem(&r, "schedule", "name", "unknown schedule \"%s\"", sname);
-        sp_json_get_uint(&r, sched, "schedule", "micro_batches", true, 1, &smb);
-        sp_json_get_uint(&r, sched, "schedule", "chunks", false, 1, &sch);
-        sp_json_get_number(&r, sched, "schedule", "iteration_ms", true, 0, (double)INFINITY,
-                           &sc->iteration_ms);
-        sp_json_get_number(&r, sched, "schedule", "bubble_fraction", true, 0, 1,
-                           &sc->bubble_fraction);
-        sp_json_get_number(&r, sched, "schedule", "efficiency", true, 0, 1, &sc->efficiency);
-        sc->micro_batches = smb > SP_MAX_MICRO_BATCHES ? SP_MAX_MICRO_BATCHES : (uint32_t)smb;
-        sc->chunks = sch > SP_MAX_STAGES ? SP_MAX_STAGES : (uint32_t)sch;
-        sc->present = true;
-    }
-    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generator");
-    if (cJSON_IsObject(gen))
-        sp_json_get_string(&r, gen, "generator", "command", false, (size_t)1 << 20, &command);
-    if (stages > SP_MAX_STAGES || chunks > SP_MAX_STAGES || micro > SP_MAX_MICRO_BATCHES) {
-        sp_json_problem(&r, "", "stage_count",
-                        "stage_count (%llu), chunks (%llu) or "
-                        "micro_batches (%llu) beyond the limits (%u, %u, %u)",
-                        (unsigned long long)stages, (unsigned long long)chunks,
-                        (unsigned long long)micro, SP_MAX_STAGES, SP_MAX_STAGES,
-                        SP_MAX_MICRO_BATCHES);
-        fail = SP_ERR_LIMIT;
-        goto done;
-    }
-    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "stages");
-    if (!cJSON_IsArray(arr)) {
-        sp_json_problem(&r, "", "stages", "expected an array of stage objects");
-        goto done;
-    }
-    size_t n = 0;
-    for (const cJSON *c = arr->child; c; c = c->next)
-        n++;
-    if (ctx->problems)
-        goto done;
-    if (n != stages * chunks) {
-        sp_json_problem(&r, "", "stages",
-                        "expected %llu stages (stage_count %llu x chunks %llu), "
-                        "got %zu",
-                        (unsigned long long)(stages * chunks), (unsigned long long)stages,
-                        (unsigned long long)chunks, n);
-        goto done;
-    }
-    plan->stages = sp_calloc(n, sizeof *plan->stages);
-    names = sp_calloc(3 * n, sizeof *names);
-    if (placement == SP_PLACEMENT_SEARCH)
-        device_used = sp_calloc(SP_MAX_DEVICES, 1);
-    if (!plan->stages || !names || (placement == SP_PLACEMENT_SEARCH && !device_used)) {
-        fail = sp_oom(ctx, "reading a plan");
-        goto done_status;
-    }
-    plan->n_stages = n;
-    size_t k = 0;
-    for (const cJSON *c = arr->child; c; c = c->next, k++)
-        read_stage(&r, c, k, &plan->stages[k], &names[3 * k], &names[3 * k + 1], &names[3 * k + 2]);
-    uint64_t devices_before = 0, next_device = 0; /* replicated: the replicas before stage k,
-                                                   * the first device after the stage before */
-    for (k = 0; k < n && !ctx->problems; k++) {
-        const sp_stage *s = &plan->stages[k];
-        char where[48];
-        snprintf(where, sizeof where, "stages[%zu]", k);
-        size_t expect = k ? plan->stages[k - 1].first_layer + plan->stages[k - 1].layer_count : 0;
-        if (s->first_layer != expect)
-            sp_json_problem(&r, where, "first_layer",
-                            "expected %zu (stages cover the layers contiguously), got %zu", expect,
-                            s->first_layer);
-        if (!gpus && s->replicas != 1)
-            sp_json_problem(&r, where, "replicas",
-                            "expected 1: only a plan with \"gpus\" replicates stages, got %u",
-                            s->replicas);
-        if (gpus) { /* devices in order, idle ones allowed between stages */
-            if (s->device < next_device)
-                sp_json_problem(&r, where, "device",
-                                "expected at least %llu (replicated stages take devices in "
-                                "order: after the devices of the stage before), got %u",
-                                (unsigned long long)next_device, s->device);
-            next_device = (uint64_t)s->device + s->replicas;
-            devices_before += s->replicas;
-            if (k + 1 == n && devices_before != gpus)
-                sp_json_problem(&r, where, "replicas",
-                                "expected the stages' replicas to add up to gpus (%llu), got %llu",
-                                (unsigned long long)gpus, (unsigned long long)devices_before);
-            continue;
-        }
-        uint32_t dev = sp_chunk_device((sp_chunk_layout)layout, (uint32_t)stages, (uint32_t)k);
-        const char *rule = layout == SP_CHUNKS_V ? "k for k < P, else 2P-1-k" : "k mod P";
-        if (placement == SP_PLACEMENT_SEARCH && k >= stages) {
-            if (s->device != plan->stages[dev].device)
-                sp_json_problem(&r, where, "device",
-                                "expected %u, the device of stage %u (chunk k runs on the "
-                                "device of stage %s, P = %llu), got %u",
-                                plan->stages[dev].device, dev, rule, (unsigned long long)stages,
-                                s->device);
-        } else if (placement == SP_PLACEMENT_SEARCH) {
-            if (s->device >= SP_MAX_DEVICES || device_used[s->device]++)
-                sp_json_problem(&r, where, "device",
-                                "expected a device index below %u that no other stage uses "
-                                "(placement \"search\"), got %u",
-                                SP_MAX_DEVICES, s->device);
-        } else if (s->device != dev) {
-            sp_json_problem(&r, where, "device",
-                            "expected %u (chunk_layout \"%s\": stage k runs on device %s, P = "
-                            "%llu), got %u",
-                            dev, sp_chunk_layout_name((sp_chunk_layout)layout), rule,
-                            (unsigned long long)stages, s->device);
-        }
-    }
-    covered = n ? plan->stages[n - 1].first_layer + plan->stages[n - 1].layer_count : 0;
-    if (!ctx->problems && layers && covered != layers)
-        sp_json_problem(&r, "stages[last]", "last_layer",
-                        "expected the stages to end at layer %llu (the profile's last), got %zu",
-                        (unsigned long long)(layers - 1), covered - 1);
-    if (!ctx->problems && !covered)
-        sp_json_problem(&r, "stages", "", "expected at least one layer in some stage");
-
-done:
-    if (ctx->problems) {
+    st = plan ? read_plan(&r, root, plan) : sp_oom(ctx, "reading a plan");
+    if (ctx->problems && st != SP_ERR_NOMEM) {
         sp_problems_finish(ctx);
-        ctx->status = fail;
-        goto done_status;
+        ctx->status = st;
     }
-    m->solver = (sp_solver)solver;
-    m->objective = (sp_objective)objective;
-    m->comm = (sp_comm)comm;
-    m->placement = (sp_placement)placement;
-    m->framework = (sp_framework)framework;
-    m->replica_cost = (sp_replica_cost)replica_cost;
-    m->stages = (uint32_t)stages;
-    m->chunks = (uint32_t)chunks;
-    m->chunk_layout = (sp_chunk_layout)layout;
-    m->micro_batches = (uint32_t)micro;
-    m->profile_sms = (uint32_t)profile_sms;
-    m->gpus = (uint32_t)gpus;
-    m->memory_limit_bytes = limit;
-    m->memory_saved_unknown = saved_unknown;
-    m->forward_only = forward_only;
-    plan->n_layers = layers ? (size_t)layers : covered;
-    snprintf(plan->profile_sha256, sizeof plan->profile_sha256, "%s", sha ? sha : "");
-    plan->model = sp_strdup(model);
-    plan->command = command ? sp_strdup(command) : NULL;
-    size_t total = 0;
-    for (size_t i = 0; i < plan->n_stages; i++)
-        total += strlen(names[3 * i]) + strlen(names[3 * i + 1]) + 2;
-    plan->names = sp_malloc(total);
-    if (!plan->model || (command && !plan->command) || !plan->names) {
-        fail = sp_oom(ctx, "reading a plan");
-        goto done_status;
-    }
-    char *w = plan->names;
-    for (size_t i = 0; i < plan->n_stages; i++) {
-        for (int e = 0; e < 2; e++) {
-            size_t l = strlen(names[3 * i + e]) + 1;
-            memcpy(w, names[3 * i + e], l);
-            if (e == 0)
-                plan->stages[i].first_name = w;
-            else
-                plan->stages[i].last_name = w;
-            w += l;
-        }
-    }
-    sp_plan_recompute_summary(plan);
-    {
-        const char **device_names = sp_mallocarray(plan->n_stages, sizeof *device_names);
-        for (size_t i = 0; device_names && i < plan->n_stages; i++)
-            device_names[i] = names[3 * i + 2];
-        fail = device_names ? sp_plan_set_devices(ctx, plan, NULL, device_names)
-                            : sp_oom(ctx, "reading a plan");
-        sp_free(device_names);
-        if (fail != SP_OK)
-            goto done_status;
-        fail = SP_ERR_SCHEMA;
-    }
-    const cJSON *ln = cJSON_GetObjectItemCaseSensitive(root, "layer_names");
-    const cJSON *lk = cJSON_GetObjectItemCaseSensitive(root, "layer_kinds");
-    if (ln && !cJSON_IsNull(ln)) {
-        size_t count = cJSON_IsArray(ln) ? (size_t)cJSON_GetArraySize(ln) : 0;
-        size_t kcount = cJSON_IsArray(lk) ? (size_t)cJSON_GetArraySize(lk) : 0;
-        if (count != plan->n_layers || (lk && !cJSON_IsNull(lk) && kcount != count)) {
-            sp_json_problem(&r, "", "layer_names",
-                            "expected %zu names (and as many kinds), one per profile layer",
-                            plan->n_layers);
-        } else {
-            const char **ns = sp_calloc(count, sizeof *ns), **ks = sp_calloc(count, sizeof *ks);
-            if (!ns || !ks) {
-                sp_free(ns);
-                sp_free(ks);
-                fail = sp_oom(ctx, "reading a plan");
-                goto done_status;
-            }
-            size_t i = 0;
-            const cJSON *kv = cJSON_IsArray(lk) ? lk->child : NULL;
-            for (const cJSON *c = ln->child; c; c = c->next, i++, kv = kv ? kv->next : NULL) {
-                ns[i] = cJSON_IsString(c) ? c->valuestring : NULL;
-                ks[i] = kv && cJSON_IsString(kv) ? kv->valuestring : "";
-                if (!ns[i])
-                    sp_json_problem(&r, "layer_names", "", "entry %zu is not a string", i);
-            }
-            if (!ctx->problems && sp_plan_set_layers(ctx, plan, count, ns, ks) != SP_OK)
-                fail = SP_ERR_NOMEM;
-            sp_free(ns);
-            sp_free(ks);
-        }
-        if (ctx->problems || fail == SP_ERR_NOMEM) {
-            sp_problems_finish(ctx);
-            if (fail != SP_ERR_NOMEM)
-                ctx->status = fail = SP_ERR_SCHEMA;
-            goto done_status;
-        }
-    }
-    sp_free(names);
-    sp_free(device_used);
     cJSON_Delete(root);
+    if (st != SP_OK) {
+        sp_plan_destroy(plan);
+        return st;
+    }
     *out = plan;
     return SP_OK;
-
-done_status:
-    sp_free(names);
-    sp_free(device_used);
-    cJSON_Delete(root);
-    sp_plan_destroy(plan);
-    return fail;
 }
 
 sp_status sp_plan_load(sp_ctx *ctx, const char *path, sp_plan **out) {
