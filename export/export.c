@@ -7,30 +7,10 @@
 
 #include "export_parallel.h"
 #include "export_torch_stages.h"
+#include "export_torchtitan.h"
 #include "layout_impl.h"
 #include "module_names.h"
 #include "plan_impl.h"
-
-/* torch.distributed.pipelining's name for a schedule (get_schedule_class; torchtitan's
- * pipeline_parallel_schedule), NULL where torch has none */
-static const char *torch_schedule_name(sp_schedule s) {
-    switch (s) {
-    case SP_SCHEDULE_GPIPE:
-        return "GPipe";
-    case SP_SCHEDULE_1F1B:
-        return "1F1B";
-    case SP_SCHEDULE_INTERLEAVED:
-        return "Interleaved1F1B";
-    case SP_SCHEDULE_INTERLEAVED_ZB:
-        return "InterleavedZeroBubble";
-    case SP_SCHEDULE_ZBV:
-        return "ZBVZeroBubble";
-    case SP_SCHEDULE_DUALPIPEV:
-        return "DualPipeV";
-    default:
-        return NULL;
-    }
-}
 
 static sp_status megatron(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *text,
                           struct sp_strbuf *value) {
@@ -127,7 +107,7 @@ out:
 /* the torch schedule class that runs the plan's schedule, named in the pippy export */
 static sp_status pippy_schedule(sp_ctx *ctx, const sp_plan *plan, struct sp_strbuf *text) {
     const char *name = plan->summary.schedule.present
-                           ? torch_schedule_name(plan->summary.schedule.schedule)
+                           ? sp_torch_schedule_name(plan->summary.schedule.schedule)
                            : NULL;
     if (name)
         sp_strbuf_printf(text,
@@ -231,82 +211,185 @@ static sp_status every_stage_a_module(sp_ctx *ctx, const sp_plan *plan, bool emp
     return SP_OK;
 }
 
-static void module_name(struct sp_strbuf *sb, const char *prefix, const char *name) {
-    sp_strbuf_printf(sb, "\"%s%s\"", prefix ? prefix : "", name);
-}
-
-/* torchtitan's generate_llm_fqn_per_model_part(S, L, input_weight, output_weight) with its
- * default names: stage s's count of layers.N, or -1 where it raises */
-static bool torchtitan_even_split(size_t S, size_t L, size_t iw, size_t ow, size_t *count) {
-    size_t eff = L + iw + ow;
-    if (S < 2 || S > eff)
-        return false;
-    size_t per = eff / S, extra = eff % S, next = 0;
-    if (per == 0 || iw > per || ow > per)
-        return false;
-    for (size_t s = 0; s < S; s++) {
-        size_t want = per + (s < extra) - (s == 0 ? iw : 0) - (s == S - 1 ? ow : 0);
-        size_t take = want < L - next ? want : L - next;
-        count[s] = take;
-        next += take;
-    }
-    return true;
-}
-
-/* When the stages' module lists are torchtitan's default shape ([tok_embeddings, layers.0, ...],
- * ..., [..., norm, lm_head]) and its even split with some first/last weights makes exactly them,
- * those weights (the smallest first weight, then last); false otherwise. */
-static bool torchtitan_less_layers(const sp_plan *plan, const struct module_names *m,
-                                   size_t *first_less, size_t *last_less) {
-    size_t S = plan->n_stages, L = 0, *want = sp_calloc(S ? S : 1, sizeof *want),
-           *got = sp_calloc(S ? S : 1, sizeof *got);
-    bool shape = want && got && S >= 2;
-    for (size_t k = 0; k < S && shape; k++)
-        for (size_t l = plan->stages[k].first_layer; l <= plan->stages[k].last_layer && shape;
-             l++) {
-            for (int i = 0; i < 2 && shape; i++) {
-                const char *nm = i ? m->second[l] : m->first[l];
-                char buf[32];
-                if (!nm)
-                    continue;
-                snprintf(buf, sizeof buf, "layers.%zu", L);
-                if (strcmp(nm, buf) == 0) {
-                    want[k]++;
-                    L++;
-                } else if (strcmp(nm, "tok_embeddings") == 0) {
-                    shape = k == 0 && L == 0;
-                } else if (strcmp(nm, "norm") == 0 || strcmp(nm, "lm_head") == 0) {
-                    shape = k == S - 1;
-                } else {
-                    shape = false;
-                }
-            }
-        }
-    /* the first stage opens with tok_embeddings, the last ends with norm, lm_head */
-    shape = shape && m->first[0] && strcmp(m->first[0], "tok_embeddings") == 0;
-    size_t last = plan->n_layers;
-    while (shape && last > 0 && !m->first[last - 1])
-        last--;
-    shape = shape && last > 0 &&
-            strcmp(m->second[last - 1] ? m->second[last - 1] : m->first[last - 1], "lm_head") == 0;
-    bool found = false;
-    for (size_t iw = 0; shape && !found && iw <= L + 1; iw++)
-        for (size_t ow = 0; !found && ow <= L + 1; ow++)
-            if (torchtitan_even_split(S, L, iw, ow, got) &&
-                memcmp(got, want, S * sizeof *got) == 0) {
-                *first_less = iw;
-                *last_less = ow;
-                found = true;
-            }
-    sp_free(want);
-    sp_free(got);
-    return found;
-}
-
 sp_status sp_plan_export(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
                          const char *module_prefix, char **text_out, char **value_out) {
     return sp_plan_export_names(ctx, plan, format, module_prefix, SP_MODULE_NAMES_PROFILE, text_out,
                                 value_out);
+}
+
+/* what every format's writer gets: the plan, each layer's module names, the prefix */
+struct export_job {
+    const sp_plan *plan;
+    const struct module_names *mods;
+    const char *module_prefix;
+    sp_module_names names;
+};
+
+static sp_status export_megatron(sp_ctx *ctx, const struct export_job *j, struct sp_strbuf *text,
+                                 struct sp_strbuf *value) {
+    struct sp_strbuf layout;
+    sp_strbuf_init(&layout);
+    sp_status st = megatron(ctx, j->plan, text, &layout);
+    sp_strbuf_printf(value, "\"%s\"", sp_strbuf_str(&layout));
+    sp_strbuf_release(&layout);
+    return st;
+}
+
+static sp_status export_deepspeed(sp_ctx *ctx, const struct export_job *j, struct sp_strbuf *text,
+                                  struct sp_strbuf *value) {
+    const sp_plan *plan = j->plan;
+    size_t K = plan->n_stages;
+    sp_status st = no_chunks(ctx, plan, "DeepSpeed's PipelineModule");
+    if (st != SP_OK)
+        return st;
+    sp_strbuf_puts(value, "["); /* module indices: the loss is loss_fn, no layer spec */
+    for (size_t k = 0; k <= K; k++)
+        sp_strbuf_printf(
+            value, "%s%zu", k ? ", " : "",
+            modules_before(plan, k < K ? plan->stages[k].first_layer : plan->n_layers));
+    sp_strbuf_puts(value, "]");
+    sp_strbuf_printf(
+        text,
+        "# stagepart plan for %s (profile sha256 %.12s): stage s owns "
+        "layers[parts[s]:parts[s+1]]\n"
+        "# (the layer specs, without the loss: pass it as loss_fn)\n"
+        "from deepspeed.pipe import PipelineModule\n\n\n"
+        "class PlannedPipelineModule(PipelineModule):\n"
+        "    PARTS = %s\n\n"
+        "    def _partition_layers(self, method=\"parameters\"):\n"
+        "        num_stages = self._topo.get_dim(\"pipe\")\n"
+        "        stage_id = self._topo.get_coord(self.global_rank).pipe\n"
+        "        assert len(self.PARTS) == num_stages + 1, \"plan made for %zu stages\"\n"
+        "        assert self.PARTS[-1] == len(self._layer_specs), \"plan made for %zu "
+        "layers\"\n"
+        "        self.parts = list(self.PARTS)\n"
+        "        self._set_bounds(start=self.parts[stage_id], stop=self.parts[stage_id + 1])\n",
+        plan->model, plan->profile_sha256, sp_strbuf_str(value), K,
+        modules_before(plan, plan->n_layers));
+    return SP_OK;
+}
+
+static sp_status export_torchgpipe(sp_ctx *ctx, const struct export_job *j, struct sp_strbuf *text,
+                                   struct sp_strbuf *value) {
+    const sp_plan *plan = j->plan;
+    sp_status st = no_chunks(ctx, plan, "torchgpipe's GPipe");
+    if (st != SP_OK)
+        return st;
+    sp_strbuf_puts(value, "["); /* modules of the nn.Sequential: the loss is none */
+    for (size_t k = 0; k < plan->n_stages; k++)
+        sp_strbuf_printf(value, "%s%zu", k ? ", " : "",
+                         modules_before(plan, plan->stages[k].last_layer + 1) -
+                             modules_before(plan, plan->stages[k].first_layer));
+    sp_strbuf_puts(value, "]");
+    sp_strbuf_printf(text,
+                     "# stagepart plan for %s: layer counts per partition of the nn.Sequential\n"
+                     "balance = %s\n"
+                     "model = GPipe(model, balance=balance, chunks=%u)  # or fairscale Pipe\n",
+                     plan->model, sp_strbuf_str(value), plan->summary.micro_batches);
+    if (plan->summary.schedule.present && plan->summary.schedule.schedule != SP_SCHEDULE_GPIPE)
+        sp_strbuf_printf(text,
+                         "# torchgpipe runs GPipe's fill-drain order (with checkpointing by "
+                         "default); this plan was simulated under %s: partition with "
+                         "--schedule gpipe for a prediction of what torchgpipe runs\n",
+                         sp_schedule_name(plan->summary.schedule.schedule));
+    return SP_OK;
+}
+
+static sp_status export_pippy(sp_ctx *ctx, const struct export_job *j, struct sp_strbuf *text,
+                              struct sp_strbuf *value) {
+    const sp_plan *plan = j->plan;
+    size_t K = plan->n_stages;
+    sp_strbuf_puts(value, "{");
+    for (size_t k = 1; k < K; k++) {
+        size_t l = plan->stages[k].first_layer;
+        if (!sp_export_is_module(plan, l))
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "stage %zu begins at layer '%s' of kind \"loss\", which is no module "
+                           "a split point can name",
+                           k, plan->layer_names[l]);
+        sp_strbuf_puts(value, k > 1 ? ", " : "");
+        sp_export_module_name(value, j->module_prefix, j->mods->first[l]);
+        sp_strbuf_puts(value, ": \"BEGINNING\"");
+    }
+    sp_strbuf_puts(value, "}");
+    const char *placement = sp_export_placement(plan);
+    sp_strbuf_printf(text,
+                     "# stagepart plan for %s: %zu stages%s%s%s\n"
+                     "from torch.distributed.pipelining import SplitPoint, pipeline\n\n"
+                     "split_spec = {",
+                     plan->model, K, placement ? " (" : "", placement ? placement : "",
+                     !placement ? ""
+                     : plan->summary.chunk_layout == SP_CHUNKS_V
+                         ? ", as ScheduleZBVZeroBubble and ScheduleDualPipeV place them; not "
+                           "the looped schedules)"
+                         : ", as ScheduleInterleaved1F1B, ScheduleLoopedBFS and "
+                           "ScheduleInterleavedZeroBubble place them; not ZBV or DualPipeV)");
+    for (size_t k = 1; k < K; k++) {
+        sp_strbuf_puts(text, k > 1 ? ", " : "");
+        sp_export_module_name(text, j->module_prefix, j->mods->first[plan->stages[k].first_layer]);
+        sp_strbuf_puts(text, ": SplitPoint.BEGINNING");
+    }
+    sp_strbuf_printf(text,
+                     "}\npipe = pipeline(model, mb_args=(example_micro_batch,), "
+                     "split_spec=split_spec)\n"
+                     "# a split module not called through __call__, or called twice, changes "
+                     "the stage count silently\n"
+                     "assert pipe.num_stages == %zu, f\"the plan has %zu stages, the split "
+                     "made {pipe.num_stages}\"\n",
+                     K, K);
+    return pippy_schedule(ctx, plan, text);
+}
+
+static sp_status export_torch_stages(sp_ctx *ctx, const struct export_job *j,
+                                     struct sp_strbuf *text, struct sp_strbuf *value) {
+    sp_status st = sp_export_torch_stages(ctx, j->plan, j->mods, j->module_prefix, text, value);
+    return st == SP_OK ? pippy_schedule(ctx, j->plan, text) : st;
+}
+
+static sp_status export_schedule_csv(sp_ctx *ctx, const struct export_job *j,
+                                     struct sp_strbuf *text, struct sp_strbuf *value) {
+    return torch_schedule(ctx, j->plan, text, value);
+}
+
+static sp_status export_torchtitan(sp_ctx *ctx, const struct export_job *j, struct sp_strbuf *text,
+                                   struct sp_strbuf *value) {
+    return sp_export_torchtitan(ctx, j->plan, j->mods, j->module_prefix, j->names, text, value);
+}
+
+/* each format's writer: the text a user reads and the value a script takes */
+typedef sp_status (*exporter)(sp_ctx *ctx, const struct export_job *j, struct sp_strbuf *text,
+                              struct sp_strbuf *value);
+static const exporter exporters[] = {
+    [SP_EXPORT_MEGATRON] = export_megatron,
+    [SP_EXPORT_DEEPSPEED] = export_deepspeed,
+    [SP_EXPORT_TORCHGPIPE] = export_torchgpipe,
+    [SP_EXPORT_PIPPY] = export_pippy,
+    [SP_EXPORT_TORCHTITAN] = export_torchtitan,
+    [SP_EXPORT_TORCH_SCHEDULE_CSV] = export_schedule_csv,
+    [SP_EXPORT_TORCH_STAGES] = export_torch_stages,
+};
+
+/* what every format needs checked first: layer names, parallelism, the prefix */
+static sp_status check_exportable(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
+                                  const char *module_prefix, uint32_t *replicas) {
+    if ((size_t)format >= SP_COUNT_OF(exporters) || !exporters[format])
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_export: no plan or unknown format");
+    if (!plan->layer_names)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the plan records no layer names (made by an older stagepart?); "
+                       "partition again to export it");
+    if (sp_export_parallelism(ctx, plan, format, replicas) != SP_OK)
+        return ctx->status;
+    for (const char *c = module_prefix; c && *c; c++)
+        if (*c == '"' || *c == '\\' || (unsigned char)*c < 32)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "--module-prefix: quotes, backslashes and "
+                           "control characters are not allowed");
+    if (every_stage_a_module(ctx, plan,
+                             format == SP_EXPORT_MEGATRON ||
+                                 format == SP_EXPORT_TORCH_SCHEDULE_CSV) != SP_OK)
+        return ctx->status;
+    return SP_OK;
 }
 
 sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_format format,
@@ -321,218 +404,24 @@ sp_status sp_plan_export_names(sp_ctx *ctx, const sp_plan *plan, sp_export_forma
         *text_out = NULL;
     if (value_out)
         *value_out = NULL;
-    if (!plan->layer_names)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the plan records no layer names (made by an older stagepart?); "
-                       "partition again to export it");
     uint32_t replicas = 1;
-    if (sp_export_parallelism(ctx, plan, format, &replicas) != SP_OK)
-        return ctx->status;
-    for (const char *c = module_prefix; c && *c; c++)
-        if (*c == '"' || *c == '\\' || (unsigned char)*c < 32)
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "--module-prefix: quotes, backslashes and "
-                           "control characters are not allowed");
+    sp_status st = check_exportable(ctx, plan, format, module_prefix, &replicas);
+    if (st != SP_OK)
+        return st;
     struct sp_strbuf text, value;
     sp_strbuf_init(&text);
     sp_strbuf_init(&value);
-    size_t K = plan->n_stages;
     struct module_names mods = {0};
-    sp_status st = every_stage_a_module(
-        ctx, plan, format == SP_EXPORT_MEGATRON || format == SP_EXPORT_TORCH_SCHEDULE_CSV);
-    if (st == SP_OK && (names == SP_MODULE_NAMES_PROFILE || names == SP_MODULE_NAMES_TORCHTITAN))
+    if (names == SP_MODULE_NAMES_PROFILE || names == SP_MODULE_NAMES_TORCHTITAN)
         st = sp_export_module_names(ctx, plan, names,
                                     format == SP_EXPORT_PIPPY || format == SP_EXPORT_TORCHTITAN ||
                                         format == SP_EXPORT_TORCH_STAGES,
                                     &mods);
-    else if (st == SP_OK)
+    else
         st = sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_export_names: unknown module names");
-    switch (st == SP_OK ? (int)format : -1) {
-    case SP_EXPORT_MEGATRON: {
-        struct sp_strbuf layout;
-        sp_strbuf_init(&layout);
-        st = megatron(ctx, plan, &text, &layout);
-        sp_strbuf_printf(&value, "\"%s\"", sp_strbuf_str(&layout));
-        sp_strbuf_release(&layout);
-        break;
-    }
-    case SP_EXPORT_DEEPSPEED:
-        if ((st = no_chunks(ctx, plan, "DeepSpeed's PipelineModule")) != SP_OK)
-            break;
-        sp_strbuf_puts(&value, "["); /* module indices: the loss is loss_fn, no layer spec */
-        for (size_t k = 0; k <= K; k++)
-            sp_strbuf_printf(
-                &value, "%s%zu", k ? ", " : "",
-                modules_before(plan, k < K ? plan->stages[k].first_layer : plan->n_layers));
-        sp_strbuf_puts(&value, "]");
-        sp_strbuf_printf(
-            &text,
-            "# stagepart plan for %s (profile sha256 %.12s): stage s owns "
-            "layers[parts[s]:parts[s+1]]\n"
-            "# (the layer specs, without the loss: pass it as loss_fn)\n"
-            "from deepspeed.pipe import PipelineModule\n\n\n"
-            "class PlannedPipelineModule(PipelineModule):\n"
-            "    PARTS = %s\n\n"
-            "    def _partition_layers(self, method=\"parameters\"):\n"
-            "        num_stages = self._topo.get_dim(\"pipe\")\n"
-            "        stage_id = self._topo.get_coord(self.global_rank).pipe\n"
-            "        assert len(self.PARTS) == num_stages + 1, \"plan made for %zu stages\"\n"
-            "        assert self.PARTS[-1] == len(self._layer_specs), \"plan made for %zu "
-            "layers\"\n"
-            "        self.parts = list(self.PARTS)\n"
-            "        self._set_bounds(start=self.parts[stage_id], stop=self.parts[stage_id + 1])\n",
-            plan->model, plan->profile_sha256, sp_strbuf_str(&value), K,
-            modules_before(plan, plan->n_layers));
-        break;
-    case SP_EXPORT_TORCHGPIPE:
-        if ((st = no_chunks(ctx, plan, "torchgpipe's GPipe")) != SP_OK)
-            break;
-        sp_strbuf_puts(&value, "["); /* modules of the nn.Sequential: the loss is none */
-        for (size_t k = 0; k < K; k++)
-            sp_strbuf_printf(&value, "%s%zu", k ? ", " : "",
-                             modules_before(plan, plan->stages[k].last_layer + 1) -
-                                 modules_before(plan, plan->stages[k].first_layer));
-        sp_strbuf_puts(&value, "]");
-        sp_strbuf_printf(
-            &text,
-            "# stagepart plan for %s: layer counts per partition of the nn.Sequential\n"
-            "balance = %s\n"
-            "model = GPipe(model, balance=balance, chunks=%u)  # or fairscale Pipe\n",
-            plan->model, sp_strbuf_str(&value), plan->summary.micro_batches);
-        if (plan->summary.schedule.present && plan->summary.schedule.schedule != SP_SCHEDULE_GPIPE)
-            sp_strbuf_printf(&text,
-                             "# torchgpipe runs GPipe's fill-drain order (with checkpointing by "
-                             "default); this plan was simulated under %s: partition with "
-                             "--schedule gpipe for a prediction of what torchgpipe runs\n",
-                             sp_schedule_name(plan->summary.schedule.schedule));
-        break;
-    case SP_EXPORT_PIPPY:
-        sp_strbuf_puts(&value, "{");
-        for (size_t k = 1; k < K && st == SP_OK; k++) {
-            size_t l = plan->stages[k].first_layer;
-            if (!sp_export_is_module(plan, l)) {
-                st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                             "stage %zu begins at layer '%s' of kind \"loss\", which is no module "
-                             "a split point can name",
-                             k, plan->layer_names[l]);
-                break;
-            }
-            sp_strbuf_puts(&value, k > 1 ? ", " : "");
-            module_name(&value, module_prefix, mods.first[l]);
-            sp_strbuf_puts(&value, ": \"BEGINNING\"");
-        }
-        sp_strbuf_puts(&value, "}");
-        if (st != SP_OK)
-            break;
-        sp_strbuf_printf(&text,
-                         "# stagepart plan for %s: %zu stages%s%s%s\n"
-                         "from torch.distributed.pipelining import SplitPoint, pipeline\n\n"
-                         "split_spec = {",
-                         plan->model, K, sp_export_placement(plan) ? " (" : "",
-                         sp_export_placement(plan) ? sp_export_placement(plan) : "",
-                         !sp_export_placement(plan) ? ""
-                         : plan->summary.chunk_layout == SP_CHUNKS_V
-                             ? ", as ScheduleZBVZeroBubble and ScheduleDualPipeV place them; not "
-                               "the looped schedules)"
-                             : ", as ScheduleInterleaved1F1B, ScheduleLoopedBFS and "
-                               "ScheduleInterleavedZeroBubble place them; not ZBV or DualPipeV)");
-        for (size_t k = 1; k < K; k++) {
-            sp_strbuf_puts(&text, k > 1 ? ", " : "");
-            module_name(&text, module_prefix, mods.first[plan->stages[k].first_layer]);
-            sp_strbuf_puts(&text, ": SplitPoint.BEGINNING");
-        }
-        sp_strbuf_printf(&text,
-                         "}\npipe = pipeline(model, mb_args=(example_micro_batch,), "
-                         "split_spec=split_spec)\n"
-                         "# a split module not called through __call__, or called twice, changes "
-                         "the stage count silently\n"
-                         "assert pipe.num_stages == %zu, f\"the plan has %zu stages, the split "
-                         "made {pipe.num_stages}\"\n",
-                         K, K);
-        st = pippy_schedule(ctx, plan, &text);
-        break;
-    case SP_EXPORT_TORCH_STAGES:
-        st = sp_export_torch_stages(ctx, plan, &mods, module_prefix, &text, &value);
-        if (st == SP_OK)
-            st = pippy_schedule(ctx, plan, &text);
-        break;
-    case SP_EXPORT_TORCH_SCHEDULE_CSV:
-        st = torch_schedule(ctx, plan, &text, &value);
-        break;
-    case SP_EXPORT_TORCHTITAN:
-        sp_strbuf_puts(&value, "[");
-        for (size_t k = 0; k < K; k++) {
-            sp_strbuf_puts(&value, k ? ", [" : "[");
-            bool any = false;
-            for (size_t l = plan->stages[k].first_layer; l <= plan->stages[k].last_layer; l++)
-                for (int i = 0; i < 2; i++) {
-                    const char *nm = i ? mods.second[l] : mods.first[l];
-                    if (!nm)
-                        continue;
-                    sp_strbuf_puts(&value, any ? ", " : "");
-                    module_name(&value, module_prefix, nm);
-                    any = true;
-                }
-            sp_strbuf_puts(&value, "]");
-        }
-        sp_strbuf_puts(&value, "]");
-        /* torchtitan's job config is Python now (Trainer.Config); its splitter keeps only the
-         * modules listed, top-level ones and layers.N */
-        sp_strbuf_printf(&text,
-                         "# stagepart plan for %s: torchtitan's job config (Python, "
-                         "Trainer.Config)\n"
-                         "config.parallelism.pipeline_parallel_degree = %u\n",
-                         plan->model, plan->summary.stages);
-        if (plan->summary.stages > 1) /* its config check refuses CUDA graphs with PP (0.3.0) */
-            sp_strbuf_puts(&text, "config.training.disable_cuda_graphs = True  # torchtitan: CUDA "
-                                  "graphs do not support pipeline parallelism\n");
-        if (plan->summary.schedule.present) {
-            sp_schedule sched = plan->summary.schedule.schedule;
-            if (torch_schedule_name(sched))
-                sp_strbuf_printf(&text, "config.parallelism.pipeline_parallel_schedule = \"%s\"\n",
-                                 torch_schedule_name(sched));
-            else
-                sp_strbuf_printf(&text,
-                                 "# pipeline_parallel_schedule: torch has no %s for one stage "
-                                 "per rank\n",
-                                 sp_schedule_name(sched));
-        }
-        /* torchtitan (0.3.0) runs local_batch_size / pipeline_parallel_microbatch_size
-         * micro-batches: M of them whatever size the user sets first */
-        sp_strbuf_printf(&text,
-                         "# M = %u micro-batches: torchtitan runs local_batch_size / "
-                         "pipeline_parallel_microbatch_size\n"
-                         "config.training.local_batch_size = %u * "
-                         "config.parallelism.pipeline_parallel_microbatch_size\n"
-                         "config.parallelism.module_fqns_per_model_part = %s\n",
-                         plan->summary.micro_batches, plan->summary.micro_batches,
-                         sp_strbuf_str(&value));
-        size_t first_less = 0, last_less = 0;
-        if (!module_prefix && torchtitan_less_layers(plan, &mods, &first_less, &last_less))
-            sp_strbuf_printf(&text,
-                             "# torchtitan's own even split makes exactly these parts with:\n"
-                             "config.parallelism.pipeline_parallel_first_stage_less_layers = %zu\n"
-                             "config.parallelism.pipeline_parallel_last_stage_less_layers = %zu\n",
-                             first_less, last_less);
-        if (names != SP_MODULE_NAMES_TORCHTITAN)
-            sp_strbuf_puts(&text,
-                           "# torchtitan drops every top-level module no part lists (a final norm "
-                           "left out is skipped on every stage): the profile must name them all, "
-                           "or use --module-names torchtitan\n");
-        for (size_t l = 0; l < plan->n_layers; l++) {
-            const char *name = mods.first[l] ? mods.first[l] : "", *dot = strchr(name, '.');
-            /* "name" or "name.N" (layers.N); anything deeper is no module the splitter finds */
-            bool flat = !dot || (dot[1] && strspn(dot + 1, "0123456789") == strlen(dot + 1));
-            if (sp_export_is_module(plan, l) && !flat) {
-                sp_strbuf_printf(&text,
-                                 "# '%s' is nested: torchtitan's splitter takes top-level "
-                                 "modules and layers.N only\n",
-                                 name);
-                break;
-            }
-        }
-        break;
-    }
+    struct export_job job = {plan, &mods, module_prefix, names};
+    if (st == SP_OK)
+        st = exporters[format](ctx, &job, &text, &value);
     if (st == SP_OK && replicas > 1) /* every format above takes '#' comments */
         sp_export_parallel_note(plan, replicas, &text);
     if (st == SP_OK && (text.oom || value.oom))

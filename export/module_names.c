@@ -102,3 +102,28 @@ sp_status sp_export_module_names(sp_ctx *ctx, const sp_plan *plan, sp_module_nam
     }
     return SP_OK;
 }
+
+/* torch.distributed.pipelining's name for a schedule (get_schedule_class; torchtitan's
+ * pipeline_parallel_schedule), NULL where torch has none */
+const char *sp_torch_schedule_name(sp_schedule s) {
+    switch (s) {
+    case SP_SCHEDULE_GPIPE:
+        return "GPipe";
+    case SP_SCHEDULE_1F1B:
+        return "1F1B";
+    case SP_SCHEDULE_INTERLEAVED:
+        return "Interleaved1F1B";
+    case SP_SCHEDULE_INTERLEAVED_ZB:
+        return "InterleavedZeroBubble";
+    case SP_SCHEDULE_ZBV:
+        return "ZBVZeroBubble";
+    case SP_SCHEDULE_DUALPIPEV:
+        return "DualPipeV";
+    default:
+        return NULL;
+    }
+}
+
+void sp_export_module_name(struct sp_strbuf *sb, const char *prefix, const char *name) {
+    sp_strbuf_printf(sb, "\"%s%s\"", prefix ? prefix : "", name);
+}

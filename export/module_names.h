@@ -22,4 +22,10 @@ sp_status sp_export_module_names(sp_ctx *ctx, const sp_plan *plan, sp_module_nam
                                  bool need_paths, struct module_names *m);
 void sp_export_module_names_release(struct module_names *m);
 
+/* torch.distributed.pipelining's name for a schedule (get_schedule_class; torchtitan's
+ * pipeline_parallel_schedule), NULL where torch has none */
+const char *sp_torch_schedule_name(sp_schedule s);
+/* a module's name as a Python string, after the prefix */
+void sp_export_module_name(struct sp_strbuf *sb, const char *prefix, const char *name);
+
 #endif
