@@ -1,5 +1,6 @@
 /* cli/cmd_partition.c: `stagepart partition`: profile in, stage plan out, with the comparison
  * against an even split that tells users what balancing gains them. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,9 @@ const struct cli_opt cmd_partition_opts[] = {
     {OPT_TARGET, "target-efficiency", 0, "<x>",
      "efficiency --micro-batches auto aims for, in (0, 1) (default: 0.9)", "Plan"},
     {OPT_OBJECTIVE, "objective", 0, "<name>",
-     "bottleneck (default), variance or iteration; see docs/partitioning.md", "Plan"},
+     "bottleneck (default), variance, iteration; range or deviation with --solver ilp; see "
+     "docs/partitioning.md",
+     "Plan"},
     {OPT_SOLVER, "solver", 0, "<name>",
      "dp (default, exact; with --chunks the interleaved search), ilp (GLPK: recomputation, "
      "placement, range, deviation), uniform or parameters (baselines)",
@@ -170,24 +173,10 @@ static const char *guarantee_words(const sp_plan_summary *m, char *buf, size_t s
     }
 }
 
-static void print_table(const sp_plan *plan, const sp_profile *profile, const char *written) {
-    const sp_plan_summary *m = sp_plan_get_summary(plan);
-    char proof[64];
-    if (m->gpus) {
-        cli_print_replicated(plan, profile);
-        if (written)
-            printf("wrote       %s\n", written);
-        return;
-    }
-    printf("%s: %zu layers -> %u stages (solver %s, objective %s%s%s%s, %u micro-batches)\n\n",
-           sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages,
-           sp_solver_name(m->solver), sp_objective_name(m->objective),
-           guarantee_words(m, proof, sizeof proof),
-           m->framework != SP_FRAMEWORK_ANY ? " among the cuts of a layout for " : "",
-           m->framework != SP_FRAMEWORK_ANY ? sp_framework_name(m->framework) : "",
-           m->micro_batches);
-    size_t namew = 6;
-    for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++) {
+/* one line per stage, its device's share of the bottleneck as a bar */
+static void print_stages(const sp_plan *plan, const sp_plan_summary *m) {
+    size_t namew = 6, K = sp_plan_get_stage_count(plan);
+    for (size_t s = 0; s < K; s++) {
         const sp_stage *st = sp_plan_get_stage(plan, s);
         size_t w = strlen(st->first_name) + strlen(st->last_name) + 4;
         if (w > namew)
@@ -195,25 +184,9 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
     }
     if (namew > 48)
         namew = 48;
-    if (m->chunks > 1 && m->chunk_layout == SP_CHUNKS_V)
-        printf("V-shape: 2 chunks per device, chunk k on device k for k < %u, else %u-k; the "
-               "bottleneck is a device's load (the sum of its chunks)\n\n",
-               m->stages, 2 * m->stages - 1);
-    else if (m->chunks > 1)
-        printf("interleaved: %u chunks per device, chunk k on device k mod %u; the bottleneck is "
-               "a device's load (the sum of its chunks)\n\n",
-               m->chunks, m->stages);
-    if (m->placement == SP_PLACEMENT_SEARCH) {
-        printf("placement: each stage's device chosen by the search; boundary transfers %.3f ms "
-               "per micro-batch (one way, summed)\n",
-               m->transfer_ms);
-        for (size_t s = 0; s < m->stages; s++) /* chunks follow their stage's device */
-            printf("%s%zu -> %s", s ? ", " : "  ", s, sp_plan_get_stage(plan, s)->device_name);
-        printf("\n\n");
-    }
     printf("stage  %-*s %6s %10s %10s %10s %10s  share of bottleneck\n", (int)namew, "layers",
            "count", "fwd ms", "bwd ms", "time ms", "memory");
-    for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++) {
+    for (size_t s = 0; s < K; s++) {
         const sp_stage *st = sp_plan_get_stage(plan, s);
         char range[256], mem[16], b[21];
         if (!st->layer_count)
@@ -224,7 +197,7 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
             snprintf(range, sizeof range, "%s .. %s", st->first_name, st->last_name);
         double device_ms = 0; /* the stage's device load: itself, or the sum of its chunks */
         uint32_t dev = sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)s);
-        for (size_t k = 0; k < sp_plan_get_stage_count(plan); k++)
+        for (size_t k = 0; k < K; k++)
             if (sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)k) == dev)
                 device_ms += sp_plan_get_stage(plan, k)->time_ms;
         bar(b, 20, m->bottleneck_ms > 0 ? device_ms / m->bottleneck_ms : 1.0);
@@ -233,20 +206,10 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
                sp_format_bytes(st->memory_bytes, mem, sizeof mem), b,
                m->bottleneck_ms > 0 ? 100.0 * device_ms / m->bottleneck_ms : 100.0);
     }
-    double gap = m->lower_bound_ms > 0 ? (m->bottleneck_ms / m->lower_bound_ms - 1) * 100 : 0;
-    printf("\nbottleneck  %.3f ms (%s %u)   lower bound %.3f ms (+%.1f%%)\n", m->bottleneck_ms,
-           m->chunks > 1 ? "device" : "stage", m->bottleneck_stage, m->lower_bound_ms, gap);
-    printf("mean        %.3f ms   stddev %.3f ms   imbalance %.3f (bottleneck / mean)\n",
-           m->mean_ms, m->stddev_ms, m->imbalance);
-    if (m->memory_limit_bytes) {
-        cli_print_memory_limit(m, "stage");
-    } else if (m->memory_saved_unknown) {
-        printf("memory      resident only (parameters, memory_bytes): the profile records no "
-               "saved_bytes, so the activations kept for backward are not counted\n");
-    }
-    if (m->forward_only)
-        printf("forward     forward passes only: the profile has no backward times (an inference "
-               "trace); the stages balance inference, not training\n");
+}
+
+/* the plan's bottleneck against the even split of layers */
+static void print_even_split(const sp_plan_summary *m) {
     double ratio = m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1;
     if (m->even_split_over_memory)
         printf("even split  %.3f ms, but it does not fit the memory limits: no alternative to "
@@ -261,6 +224,10 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
     else
         printf("even split  %.3f ms: same bottleneck as an even split of layers\n",
                m->even_split_bottleneck_ms);
+}
+
+/* the micro-batch search, the simulated schedule, the objective's value */
+static void print_schedule(const sp_plan *plan, const sp_plan_summary *m) {
     size_t n_search = 0;
     const sp_mb_point *search = sp_plan_get_micro_batch_search(plan, &n_search);
     if (n_search) {
@@ -277,8 +244,7 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
                sp_schedule_name(m->schedule.schedule), m->schedule.micro_batches,
                m->schedule.iteration_ms, 100 * m->schedule.bubble_fraction,
                100 * m->schedule.efficiency);
-    if (m->objective == SP_OBJECTIVE_ITERATION && m->chunk_layout == SP_CHUNKS_V &&
-        m->chunks == 2 && m->solver == SP_SOLVER_DP)
+    if (m->objective == SP_OBJECTIVE_ITERATION && m->guarantee == SP_GUARANTEE_SEARCH)
         printf("objective   the least simulated iteration among balanced-chunk plans with device "
                "loads capped from the least bottleneck to +25%% (a search, not an exact "
                "optimum)\n");
@@ -286,136 +252,160 @@ static void print_table(const sp_plan *plan, const sp_profile *profile, const ch
         printf("objective   (M-1) x bottleneck + sum = %.3f ms (the formula minimized; the "
                "simulated iteration above is what to expect)\n",
                m->formula_iteration_ms);
+}
+
+static void print_heading(const sp_plan *plan, const sp_profile *profile,
+                          const sp_plan_summary *m) {
+    char proof[64];
+    printf("%s: %zu layers -> %u stages (solver %s, objective %s%s%s%s, %u micro-batches)\n\n",
+           sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages,
+           sp_solver_name(m->solver), sp_objective_name(m->objective),
+           guarantee_words(m, proof, sizeof proof),
+           m->framework != SP_FRAMEWORK_ANY ? " among the cuts of a layout for " : "",
+           m->framework != SP_FRAMEWORK_ANY ? sp_framework_name(m->framework) : "",
+           m->micro_batches);
+    if (m->chunks > 1 && m->chunk_layout == SP_CHUNKS_V)
+        printf("V-shape: 2 chunks per device, chunk k on device k for k < %u, else %u-k; the "
+               "bottleneck is a device's load (the sum of its chunks)\n\n",
+               m->stages, 2 * m->stages - 1);
+    else if (m->chunks > 1)
+        printf("interleaved: %u chunks per device, chunk k on device k mod %u; the bottleneck is "
+               "a device's load (the sum of its chunks)\n\n",
+               m->chunks, m->stages);
+    if (m->placement == SP_PLACEMENT_SEARCH) {
+        printf("placement: each stage's device chosen by the search; boundary transfers %.3f ms "
+               "per micro-batch (one way, summed)\n",
+               m->transfer_ms);
+        for (size_t s = 0; s < m->stages; s++) /* chunks follow their stage's device */
+            printf("%s%zu -> %s", s ? ", " : "  ", s, sp_plan_get_stage(plan, s)->device_name);
+        printf("\n\n");
+    }
+}
+
+static void print_table(const sp_plan *plan, const sp_profile *profile, const char *written) {
+    const sp_plan_summary *m = sp_plan_get_summary(plan);
+    if (m->gpus) {
+        cli_print_replicated(plan, profile);
+        if (written)
+            printf("wrote       %s\n", written);
+        return;
+    }
+    print_heading(plan, profile, m);
+    print_stages(plan, m);
+    double gap = m->lower_bound_ms > 0 ? (m->bottleneck_ms / m->lower_bound_ms - 1) * 100 : 0;
+    printf("\nbottleneck  %.3f ms (%s %u)   lower bound %.3f ms (+%.1f%%)\n", m->bottleneck_ms,
+           m->chunks > 1 ? "device" : "stage", m->bottleneck_stage, m->lower_bound_ms, gap);
+    printf("mean        %.3f ms   stddev %.3f ms   imbalance %.3f (bottleneck / mean)\n",
+           m->mean_ms, m->stddev_ms, m->imbalance);
+    if (m->memory_limit_bytes) {
+        cli_print_memory_limit(m, "stage");
+    } else if (m->memory_saved_unknown) {
+        printf("memory      resident only (parameters, memory_bytes): the profile records no "
+               "saved_bytes, so the activations kept for backward are not counted\n");
+    }
+    if (m->forward_only)
+        printf("forward     forward passes only: the profile has no backward times (an inference "
+               "trace); the stages balance inference, not training\n");
+    print_even_split(m);
+    print_schedule(plan, m);
     printf("solved in   %.3f ms\n", m->solve_ms);
     if (written)
         printf("wrote       %s\n", written);
 }
 
-int cmd_partition(int argc, char **argv) {
+/* what the command line asks for */
+struct partition_args {
     sp_partition_opts opts;
-    sp_partition_opts_init(&opts);
-    const char *output = NULL, *memory_text = NULL;
-    bool json = false, target_given = false, compare = false, stages_given = false;
-    bool replica_cost_given = false;
-    uint32_t gpus = 0;
-    uint64_t global_batch = 0;
-    const char *devices_path = NULL, *links_path = NULL;
-    uint64_t v = 0;
+    const char *profile, *output, *memory_text, *devices_path, *links_path;
+    bool json, compare, stages_given, replica_cost_given;
+    uint32_t gpus;
+    uint64_t global_batch;
+};
+
+/* the options whose value is a name or more than a number; false after a usage error */
+static bool parse_named(struct cli_opt_parser *p, int id, struct partition_args *a) {
+    sp_partition_opts *o = &a->opts;
+    const char *v = p->value;
+    switch (id) {
+    case OPT_MICRO_BATCHES: {
+        uint64_t m = 0;
+        if (v && strcmp(v, "auto") == 0)
+            o->micro_batches = SP_MICRO_BATCHES_AUTO;
+        else if (!cli_opt_uint(p, 1, SP_MAX_MICRO_BATCHES, &m))
+            return false;
+        else
+            o->micro_batches = (uint32_t)m;
+        return true;
+    }
+    case OPT_RECOMPUTE:
+        if (strcmp(v, "auto") != 0 && strcmp(v, "off") != 0)
+            return !cli_usage_error("partition", "--recompute expects auto or off, got '%s'", v);
+        o->recompute = strcmp(v, "auto") == 0;
+        return true;
+    case OPT_FRAMEWORK:
+        return sp_framework_from_name(v, &o->framework) == SP_OK ||
+               !cli_usage_error("partition", "--framework expects megatron or any, got '%s'", v);
+    case OPT_REPLICA_COST:
+        a->replica_cost_given = true;
+        return sp_replica_cost_from_name(v, &o->replica_cost) == SP_OK ||
+               !cli_usage_error("partition", "--replica-cost expects ring or pipedream, got '%s'",
+                                v);
+    case OPT_COMM:
+        return sp_comm_from_name(v, &o->comm) == SP_OK ||
+               !cli_usage_error("partition", "--comm expects overlap or blocking, got '%s'", v);
+    case OPT_PLACEMENT:
+        return sp_placement_from_name(v, &o->placement) == SP_OK ||
+               !cli_usage_error("partition", "--placement expects order or search, got '%s'", v);
+    case OPT_OBJECTIVE:
+        return sp_objective_from_name(v, &o->objective) == SP_OK ||
+               !cli_usage_error("partition",
+                                "--objective expects bottleneck, variance, iteration, range or "
+                                "deviation, got '%s'",
+                                v);
+    case OPT_SOLVER:
+        return (sp_solver_from_name(v, &o->solver) == SP_OK && o->solver != SP_SOLVER_GIVEN) ||
+               !cli_usage_error("partition",
+                                "--solver expects dp, ilp, uniform or parameters, got '%s'", v);
+    case OPT_SCHEDULE:
+        a->compare = strcmp(v, "compare") == 0;
+        return a->compare || sp_schedule_from_name(v, &o->schedule) == SP_OK ||
+               !cli_usage_error("partition",
+                                "--schedule expects gpipe, 1f1b, zb-h1, interleaved, "
+                                "interleaved-zb, zbv, dualpipev, pipedream, 2bw or compare, got "
+                                "'%s'",
+                                v);
+    }
+    return true;
+}
+
+/* the options, bound or named; -1 to go on, else the exit code */
+static int parse_args(int argc, char **argv, struct partition_args *a) {
+    sp_partition_opts *o = &a->opts;
+    sp_partition_opts_init(o);
+    double target = NAN, ratio = NAN; /* NAN, 0: not given */
+    uint32_t stages = 0;
     const struct cli_bind binds[] = {
-        CLI_U32(OPT_GPUS, &gpus, 1, 1u << 20),
-        CLI_U32(OPT_CHUNKS, &opts.chunks, 1, SP_MAX_STAGES),
-        CLI_STRING(OPT_DEVICES, &devices_path),
-        CLI_STRING(OPT_LINKS, &links_path),
-        CLI_STRING(OPT_MEMORY_LIMIT, &memory_text),
-        CLI_STRING(OPT_OUTPUT, &output),
-        CLI_FLAG(OPT_JSON, &json),
-        CLI_FLAG(OPT_ALLOW_EMPTY, &opts.allow_empty_stages),
+        CLI_U32(OPT_STAGES, &stages, 1, SP_MAX_STAGES),
+        CLI_U32(OPT_GPUS, &a->gpus, 1, 1u << 20),
+        CLI_U32(OPT_CHUNKS, &o->chunks, 1, SP_MAX_STAGES),
+        CLI_DOUBLE(OPT_TARGET, &target, DBL_MIN, 1 - DBL_EPSILON / 2, "a number in (0, 1)"),
+        CLI_DOUBLE(OPT_TIME_LIMIT, &o->time_limit_s, DBL_MIN, 1e6, "seconds in (0, 1e6]"),
+        CLI_DOUBLE(OPT_ACTIVATION_RATIO, &ratio, DBL_MIN, 1e9, "a number in (0, 1e9]"),
+        CLI_STRING(OPT_DEVICES, &a->devices_path),
+        CLI_STRING(OPT_LINKS, &a->links_path),
+        CLI_STRING(OPT_MEMORY_LIMIT, &a->memory_text),
+        CLI_STRING(OPT_OUTPUT, &a->output),
+        CLI_FLAG(OPT_JSON, &a->json),
+        CLI_FLAG(OPT_ALLOW_EMPTY, &o->allow_empty_stages),
         CLI_BIND_END,
     };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "partition", cmd_partition_opts, argc, argv);
-    for (int id; (id = cli_opt_parse(&p, &cmd_partition_help, binds)) > 0;) {
-        switch (id) {
-        case OPT_STAGES:
-            if (!cli_opt_uint(&p, 1, SP_MAX_STAGES, &v))
-                return CLI_EXIT_USAGE;
-            opts.stages = (uint32_t)v;
-            stages_given = true;
-            break;
-        case OPT_GLOBAL_BATCH:
-            if (!cli_opt_uint(&p, 1, (uint64_t)1 << 40, &v))
-                return CLI_EXIT_USAGE;
-            global_batch = v;
-            break;
-        case OPT_MICRO_BATCHES:
-            if (p.value && strcmp(p.value, "auto") == 0) {
-                opts.micro_batches = SP_MICRO_BATCHES_AUTO;
-                break;
-            }
-            if (!cli_opt_uint(&p, 1, SP_MAX_MICRO_BATCHES, &v))
-                return CLI_EXIT_USAGE;
-            opts.micro_batches = (uint32_t)v;
-            break;
-        case OPT_TARGET: {
-            char *end = NULL;
-            opts.target_efficiency = strtod(p.value, &end);
-            if (!end || *end || !(opts.target_efficiency > 0 && opts.target_efficiency < 1))
-                return cli_usage_error("partition",
-                                       "--target-efficiency expects a number in (0, 1), got '%s'",
-                                       p.value);
-            target_given = true;
-            break;
-        }
-        case OPT_TIME_LIMIT: {
-            char *end = NULL;
-            opts.time_limit_s = strtod(p.value, &end);
-            if (!end || *end || !(opts.time_limit_s > 0) || opts.time_limit_s > 1e6)
-                return cli_usage_error(
-                    "partition", "--time-limit expects seconds in (0, 1e6], got '%s'", p.value);
-            break;
-        }
-        case OPT_RECOMPUTE:
-            if (strcmp(p.value, "auto") != 0 && strcmp(p.value, "off") != 0)
-                return cli_usage_error("partition", "--recompute expects auto or off, got '%s'",
-                                       p.value);
-            opts.recompute = strcmp(p.value, "auto") == 0;
-            break;
-        case OPT_FRAMEWORK:
-            if (sp_framework_from_name(p.value, &opts.framework) != SP_OK)
-                return cli_usage_error("partition", "--framework expects megatron or any, got '%s'",
-                                       p.value);
-            break;
-        case OPT_REPLICA_COST:
-            if (sp_replica_cost_from_name(p.value, &opts.replica_cost) != SP_OK)
-                return cli_usage_error(
-                    "partition", "--replica-cost expects ring or pipedream, got '%s'", p.value);
-            replica_cost_given = true;
-            break;
-        case OPT_ACTIVATION_RATIO: {
-            char *end = NULL;
-            opts.activation_ratio = strtod(p.value, &end);
-            if (!end || *end || !(opts.activation_ratio > 0 && opts.activation_ratio <= 1e9))
-                return cli_usage_error("partition",
-                                       "--activation-ratio expects a number in (0, 1e9], got '%s'",
-                                       p.value);
-            replica_cost_given = true;
-            break;
-        }
-        case OPT_COMM:
-            if (sp_comm_from_name(p.value, &opts.comm) != SP_OK)
-                return cli_usage_error("partition", "--comm expects overlap or blocking, got '%s'",
-                                       p.value);
-            break;
-        case OPT_PLACEMENT:
-            if (sp_placement_from_name(p.value, &opts.placement) != SP_OK)
-                return cli_usage_error("partition", "--placement expects order or search, got '%s'",
-                                       p.value);
-            break;
-        case OPT_OBJECTIVE:
-            if (sp_objective_from_name(p.value, &opts.objective) != SP_OK)
-                return cli_usage_error("partition",
-                                       "--objective expects bottleneck, variance or iteration, "
-                                       "got '%s'",
-                                       p.value);
-            break;
-        case OPT_SOLVER:
-            if (sp_solver_from_name(p.value, &opts.solver) != SP_OK ||
-                opts.solver == SP_SOLVER_GIVEN)
-                return cli_usage_error("partition",
-                                       "--solver expects dp, ilp, uniform or parameters, got '%s'",
-                                       p.value);
-            break;
-        case OPT_SCHEDULE:
-            compare = strcmp(p.value, "compare") == 0;
-            if (!compare && sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
-                return cli_usage_error("partition",
-                                       "--schedule expects gpipe, 1f1b, zb-h1, interleaved, "
-                                       "interleaved-zb, zbv, dualpipev, pipedream, 2bw or "
-                                       "compare, got '%s'",
-                                       p.value);
-            break;
-        }
-    }
+    for (int id; (id = cli_opt_parse(&p, &cmd_partition_help, binds)) > 0;)
+        if (id == OPT_GLOBAL_BATCH && !cli_opt_uint(&p, 1, (uint64_t)1 << 40, &a->global_batch))
+            return CLI_EXIT_USAGE;
+        else if (!parse_named(&p, id, a))
+            return CLI_EXIT_USAGE;
     if (cli_opt_exit(&p) >= 0)
         return cli_opt_exit(&p);
     if (p.n_positional == 0)
@@ -423,30 +413,103 @@ int cmd_partition(int argc, char **argv) {
     if (p.n_positional > 1)
         return cli_usage_error("partition", "expected one PROFILE, got %d arguments",
                                p.n_positional);
-    if (target_given && opts.micro_batches != SP_MICRO_BATCHES_AUTO)
+    a->profile = p.positional[0];
+    a->stages_given = stages != 0;
+    if (stages)
+        o->stages = stages;
+    if (!isnan(ratio)) {
+        o->activation_ratio = ratio;
+        a->replica_cost_given = true;
+    }
+    if (!isnan(target) && o->micro_batches != SP_MICRO_BATCHES_AUTO)
         return cli_usage_error("partition", "--target-efficiency needs --micro-batches auto");
-    if (compare && output)
+    if (!isnan(target))
+        o->target_efficiency = target;
+    return -1;
+}
+
+/* what the options cannot ask for together; -1 to go on, else the exit code */
+static int check_args(const struct partition_args *a) {
+    const sp_partition_opts *o = &a->opts;
+    if (a->compare && a->output)
         return cli_usage_error("partition", "--schedule compare writes no plan: compare, then "
                                             "run again with --schedule NAME -o PLAN");
-    if (compare && opts.micro_batches == SP_MICRO_BATCHES_AUTO)
+    if (a->compare && o->micro_batches == SP_MICRO_BATCHES_AUTO)
         return cli_usage_error("partition", "--schedule compare simulates every schedule with "
                                             "the same micro-batch count: give -m M, not auto");
-    if (global_batch && !gpus)
+    if (a->global_batch && !a->gpus)
         return cli_usage_error("partition", "--global-batch needs --gpus N");
-    if (replica_cost_given && (!gpus || global_batch))
+    if (a->replica_cost_given && (!a->gpus || a->global_batch))
         return cli_usage_error("partition", "--replica-cost and --activation-ratio charge "
                                             "replicated stages: they need --gpus N without "
                                             "--global-batch");
-    if (gpus && (stages_given || compare || (global_batch && opts.micro_batches)))
+    if (a->gpus && (a->stages_given || a->compare || (a->global_batch && o->micro_batches)))
         return cli_usage_error("partition", "--gpus chooses the stage count%s itself: drop %s",
-                               global_batch ? " and the micro-batches (from --global-batch)" : "",
-                               stages_given ? "--stages"
-                               : compare    ? "--schedule compare"
-                                            : "--micro-batches");
-    const char *inputs[] = {p.positional[0], devices_path, links_path};
-    int clash = cli_check_output_not_input("partition", "--output", output, inputs, 3);
+                               a->global_batch ? " and the micro-batches (from --global-batch)"
+                                               : "",
+                               a->stages_given ? "--stages"
+                               : a->compare    ? "--schedule compare"
+                                               : "--micro-batches");
+    return -1;
+}
+
+/* the memory limit, the devices and the links the options name */
+static int load_inputs(sp_ctx *ctx, struct partition_args *a, sp_devices **devices,
+                       sp_links **links) {
+    sp_status st = SP_OK;
+    if (a->memory_text) {
+        if (sp_parse_bytes(ctx, a->memory_text, &a->opts.memory_limit_bytes) != SP_OK)
+            return cli_usage_error("partition", "--memory-limit: %s", sp_ctx_get_errmsg(ctx));
+        if (a->opts.memory_limit_bytes == 0)
+            return cli_usage_error("partition", "--memory-limit must be more than 0 bytes");
+    }
+    if (a->devices_path && (st = sp_devices_load(ctx, a->devices_path, devices)) != SP_OK)
+        return cli_report(ctx, st, a->json);
+    if (a->links_path && (st = sp_links_load(ctx, a->links_path, links)) != SP_OK)
+        return cli_report(ctx, st, a->json);
+    a->opts.devices = *devices;
+    a->opts.links = *links;
+    return -1;
+}
+
+/* one plan: made, its command recorded, written, shown */
+static int plan_one(sp_ctx *ctx, const struct partition_args *a, const sp_profile *profile,
+                    char *cmdline) {
+    sp_plan *plan = NULL;
+    sp_status st = a->gpus ? sp_partition_replicated(ctx, profile, &a->opts, a->gpus, &plan)
+                           : sp_partition(ctx, profile, &a->opts, &plan);
+    if (st == SP_OK)
+        cli_print_warnings(ctx);
+    if (st == SP_OK && cmdline)
+        st = sp_plan_set_command(ctx, plan, cmdline);
+    if (st == SP_OK && a->output)
+        st = sp_plan_write(ctx, plan, a->output);
+    char *text = NULL;
+    if (st == SP_OK && a->json && !cli_is_stdout(a->output))
+        st = sp_plan_to_json(ctx, plan, &text);
+    int code = st == SP_OK ? CLI_EXIT_OK : cli_report(ctx, st, a->json);
+    if (text)
+        fputs(text, stdout);
+    else if (st == SP_OK && !a->json && !cli_is_stdout(a->output)) {
+        print_table(plan, profile, a->output);
+        cli_partition_advice(ctx, profile, &a->opts, plan);
+    }
+    sp_free(text);
+    sp_plan_destroy(plan);
+    return code;
+}
+
+int cmd_partition(int argc, char **argv) {
+    struct partition_args a = {0};
+    int code = parse_args(argc, argv, &a);
+    if (code < 0)
+        code = check_args(&a);
+    if (code >= 0)
+        return code;
+    const char *inputs[] = {a.profile, a.devices_path, a.links_path};
+    int clash = cli_check_output_not_input("partition", "--output", a.output, inputs, 3);
     if (!clash)
-        clash = cli_one_stdout("partition", &output, 1, json);
+        clash = cli_one_stdout("partition", &a.output, 1, a.json);
     if (clash)
         return clash;
     sp_ctx *ctx = NULL;
@@ -456,81 +519,20 @@ int cmd_partition(int argc, char **argv) {
     }
     sp_devices *devices = NULL;
     sp_links *links = NULL;
-    int code = CLI_EXIT_OK;
     sp_profile *profile = NULL;
-    sp_plan *plan = NULL;
-    char *cmdline = NULL;
+    char *cmdline = cli_command_line(argc, argv);
     sp_status st = SP_OK;
-    if (memory_text) {
-        st = sp_parse_bytes(ctx, memory_text, &opts.memory_limit_bytes);
-        if (st != SP_OK) {
-            code = cli_usage_error("partition", "--memory-limit: %s", sp_ctx_get_errmsg(ctx));
-            goto out;
-        }
-        if (opts.memory_limit_bytes == 0) {
-            code = cli_usage_error("partition", "--memory-limit must be more than 0 bytes");
-            goto out;
-        }
-    }
-    if (devices_path && (st = sp_devices_load(ctx, devices_path, &devices)) != SP_OK) {
-        code = cli_report(ctx, st, json);
-        goto out;
-    }
-    if (links_path && (st = sp_links_load(ctx, links_path, &links)) != SP_OK) {
-        code = cli_report(ctx, st, json);
-        goto out;
-    }
-    opts.devices = devices;
-    opts.links = links;
-    if (gpus && global_batch) {
-        cmdline = cli_command_line(argc, argv);
-        if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK)
-            code = cli_report(ctx, st, json);
-        else
-            code =
-                cli_partition_gpus(ctx, profile, &opts, gpus, global_batch, json, output, cmdline);
-        goto out;
-    }
-    if (compare) {
-        if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK)
-            code = cli_report(ctx, st, json);
-        else
-            code = cli_partition_compare(ctx, profile, &opts, json);
-        goto out;
-    }
-    if ((st = sp_profile_load(ctx, p.positional[0], &profile)) != SP_OK ||
-        (st = gpus ? sp_partition_replicated(ctx, profile, &opts, gpus, &plan)
-                   : sp_partition(ctx, profile, &opts, &plan)) != SP_OK) {
-        code = cli_report(ctx, st, json);
-        goto out;
-    }
-    cli_print_warnings(ctx);
-    cmdline = cli_command_line(argc, argv);
-    if (cmdline && (st = sp_plan_set_command(ctx, plan, cmdline)) != SP_OK) {
-        code = cli_report(ctx, st, json);
-        goto out;
-    }
-    if (output && (st = sp_plan_write(ctx, plan, output)) != SP_OK) {
-        code = cli_report(ctx, st, json);
-        goto out;
-    }
-    if (cli_is_stdout(output)) {
-        /* the plan is on stdout already */
-    } else if (json) {
-        char *text = NULL;
-        if ((st = sp_plan_to_json(ctx, plan, &text)) != SP_OK) {
-            code = cli_report(ctx, st, json);
-            goto out;
-        }
-        fputs(text, stdout);
-        sp_free(text);
-    } else {
-        print_table(plan, profile, output);
-        cli_partition_advice(ctx, profile, &opts, plan);
-    }
-out:
+    code = load_inputs(ctx, &a, &devices, &links);
+    if (code < 0 && (st = sp_profile_load(ctx, a.profile, &profile)) != SP_OK)
+        code = cli_report(ctx, st, a.json);
+    if (code < 0 && a.gpus && a.global_batch)
+        code = cli_partition_gpus(ctx, profile, &a.opts, a.gpus, a.global_batch, a.json, a.output,
+                                  cmdline);
+    else if (code < 0 && a.compare)
+        code = cli_partition_compare(ctx, profile, &a.opts, a.json);
+    else if (code < 0)
+        code = plan_one(ctx, &a, profile, cmdline);
     free(cmdline);
-    sp_plan_destroy(plan);
     sp_profile_destroy(profile);
     sp_devices_destroy(devices);
     sp_links_destroy(links);

@@ -40,7 +40,7 @@ expect_code "stages missing value" 2 "$STAGEPART" partition samples/profiles/lla
 expect_stderr_contains "missing value is named" "option '--stages' needs a value <P>"
 expect_code "json takes no value" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --json=yes
 expect_code "unknown objective" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --objective speed
-expect_stderr_contains "objective choices are named" "--objective expects bottleneck, variance or iteration, got 'speed'"
+expect_stderr_contains "objective choices are named" "--objective expects bottleneck, variance, iteration, range or deviation, got 'speed'"
 expect_code "unknown solver" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --solver greedy
 expect_code "bad memory limit" 2 "$STAGEPART" partition samples/profiles/llama3-8b.json --memory-limit 80XB
 expect_stderr_contains "bad memory limit is explained" "--memory-limit: expected a byte count like 80GB, 80GiB or 4096, got '80XB'"
