@@ -244,6 +244,253 @@ sp_status sp_trace_list_modules(sp_ctx *ctx, const sp_trace *trace,
     return st;
 }
 
+/* what a profile can hold (docs/formats.md): names, each layer's time, the layer count, and
+ * the sums, summed as the profile reader sums them */
+static sp_status check_limits(sp_ctx *ctx, const sp_trace *trace, const struct sp_attribution *a) {
+    for (size_t i = 0; i < a->n_layers; i++) {
+        const struct sp_layer_stats *L = &a->layers[i];
+        size_t len = strlen(L->name);
+        double most = 0;
+        for (int ph = 0; ph < SP_LAYER_PHASES; ph++)
+            most = L->phase[ph].busy_ms > most ? L->phase[ph].busy_ms : most;
+        if (len == 0 || len > SP_NAME_MAX_BYTES || most > SP_PROFILE_MAX_LAYER_MS)
+            return sp_fail(ctx, len ? SP_ERR_LIMIT : SP_ERR_SCHEMA, "%s: layer %zu: %s",
+                           trace->file, i,
+                           len == 0                  ? "the layer pattern gives an empty name"
+                           : len > SP_NAME_MAX_BYTES ? "its name is longer than 4096 bytes"
+                                                     : "its time exceeds 1e9 ms");
+    }
+    if (a->n_layers > SP_PROFILE_MAX_LAYERS)
+        return sp_fail(ctx, SP_ERR_LIMIT, "%s: more than %u layers", trace->file,
+                       SP_PROFILE_MAX_LAYERS);
+    double total_ms = 0, total_bytes = 0;
+    for (size_t i = 0; i < a->n_layers; i++) {
+        const struct sp_phase_stats *ph = a->layers[i].phase;
+        double rc = ph[SP_PHASE_RECOMPUTE].busy_ms;
+        total_ms += ph[SP_PHASE_FWD].busy_ms + ph[SP_PHASE_BWD].busy_ms + (rc > 0 ? rc : 0);
+        total_bytes += a->layers[i].has_bytes ? (double)a->layers[i].activation_bytes : 0;
+    }
+    if (total_ms > SP_PROFILE_MAX_TOTAL_MS || total_bytes > SP_PROFILE_MAX_TOTAL_BYTES)
+        return sp_fail(ctx, SP_ERR_LIMIT, "%s: the layers' %s sum to %.4g, beyond a profile's %s",
+                       trace->file, total_ms > SP_PROFILE_MAX_TOTAL_MS ? "times" : "output bytes",
+                       total_ms > SP_PROFILE_MAX_TOTAL_MS ? total_ms : total_bytes,
+                       total_ms > SP_PROFILE_MAX_TOTAL_MS ? "2^62 ns" : "2^53 bytes");
+    return SP_OK;
+}
+
+static void summarize(const sp_trace *trace, const struct sp_attribution *a, const char *chosen,
+                      sp_trace_summary *sum) {
+    memset(sum, 0, sizeof *sum);
+    sum->layers = a->n_layers;
+    sum->steps_total = a->steps_total;
+    sum->steps_from_optimizer = a->steps_by == SP_STEPS_BY_OPTIMIZER;
+    sum->steps_from_forward = a->steps_by == SP_STEPS_BY_FORWARD;
+    sum->steps_used = a->steps_used;
+    sum->activities = a->activities;
+    sum->unmatched = a->unmatched;
+    sum->gpu_ms = a->gpu_ms;
+    sum->cpu_time = trace->cpu_time;
+    sum->layer_ms =
+        a->class_ms[SP_PHASE_FWD] + a->class_ms[SP_PHASE_BWD] + a->class_ms[SP_PHASE_RECOMPUTE];
+    sum->optimizer_ms = a->class_ms[SP_PHASE_OPTIMIZER];
+    sum->other_ms = a->class_ms[SP_PHASE_OTHER];
+    sum->unattributed_ms = a->class_ms[SP_PHASE_UNATTRIBUTED];
+    sum->unattributed_share = a->gpu_ms > 0 ? sum->unattributed_ms / a->gpu_ms : 0;
+    sum->outside_steps_ms = a->outside_steps_ms;
+    sum->dropped_records = trace->dropped_records;
+    sum->malformed = trace->malformed_activities;
+    sum->late = a->late;
+    sum->late_ms = a->late_ms;
+    snprintf(sum->layers_chosen, sizeof sum->layers_chosen, "%s", chosen);
+    for (size_t i = 0; i < a->n_outside && i < SP_TRACE_SUMMARY_OUTSIDE; i++) {
+        snprintf(sum->outside[i].name, sizeof sum->outside[i].name, "%s",
+                 trace->strings[a->outside[i].name]);
+        snprintf(sum->outside[i].range, sizeof sum->outside[i].range, "%s",
+                 outside_range(trace, &a->outside[i]));
+        sum->outside[i].ms = a->outside[i].ms;
+        sum->outside[i].count = a->outside[i].count;
+        sum->n_outside = i + 1;
+    }
+}
+
+static void warn_records(sp_ctx *ctx, const sp_trace *trace, const struct sp_attribution *a) {
+    if (trace->malformed_activities)
+        sp_warn(ctx,
+                "%s: %llu GPU activities left out: no start time, or a negative duration "
+                "(measurement.malformed_activities); the layers' times lack them",
+                trace->file, (unsigned long long)trace->malformed_activities);
+    if (a->late)
+        sp_warn(ctx,
+                "%s: %llu activities (%.3f ms) came more than %zu records out of time order; "
+                "their layers' busy time may be over-counted by up to that much",
+                trace->file, (unsigned long long)a->late, a->late_ms,
+                (size_t)SP_ATTRIB_REORDER_WINDOW);
+}
+
+/* the model's name (the file's without the extensions traces carry; a dot of the model's own
+ * stays: qwen1.5-0.5b.json is qwen1.5-0.5b) and the profile's source line */
+static void name_source(const sp_trace *trace, const sp_trace_profile_opts *opts,
+                        const struct sp_attribution *a, const sp_trace_summary *sum,
+                        char model[256], char source[1024]) {
+    if (opts->model) {
+        snprintf(model, 256, "%s", opts->model);
+    } else {
+        snprintf(model, 256, "%s", base_name(trace->file));
+        strip_trace_extensions(model);
+    }
+    char steps[128];
+    if (a->steps_total)
+        snprintf(steps, sizeof steps, "median of %u steps%s (%u warm-up skipped)", a->steps_used,
+                 a->steps_by == SP_STEPS_BY_OPTIMIZER ? " found by the optimizer's steps"
+                 : a->steps_by == SP_STEPS_BY_FORWARD ? " found by the model's top-level calls"
+                                                      : "",
+                 a->steps_total - a->steps_used);
+    else
+        snprintf(steps, sizeof steps, "one pass (no step ranges)");
+    snprintf(source, 1024, "%s %s: %s, %.1f%% of %s time unattributed", trace->collector,
+             base_name(trace->file), steps, 100 * sum->unattributed_share,
+             trace->cpu_time ? "CPU operators'" : "GPU");
+}
+
+/* the profile's "measurement": where the times came from and what was left out */
+static bool add_measurement(cJSON *m, const sp_trace *trace, const sp_trace_profile_opts *opts,
+                            const struct sp_attribution *a, const sp_trace_summary *sum,
+                            const char *layer_pattern) {
+    char when[32] = "";
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    cJSON *devs = NULL;
+    bool ok = m && cJSON_AddStringToObject(m, "collector", trace->collector) &&
+              cJSON_AddStringToObject(m, "file", trace->file) &&
+              cJSON_AddStringToObject(m, "versions", trace->versions ? trace->versions : "") &&
+              cJSON_AddStringToObject(m, "created", when) &&
+              (devs = cJSON_AddArrayToObject(m, "devices"));
+    for (size_t i = 0; ok && i < trace->n_devices; i++)
+        if (trace->devices[i]) {
+            cJSON *d = cJSON_CreateObject();
+            ok = d && cJSON_AddItemToArray(devs, d) && num(d, "id", (double)i) &&
+                 cJSON_AddStringToObject(d, "name", trace->devices[i]);
+        }
+    if (ok && opts->sms)
+        ok = num(m, "sms", opts->sms);
+    return ok && num(m, "steps_total", a->steps_total) && num(m, "steps_used", a->steps_used) &&
+           cJSON_AddStringToObject(m, "steps_from",
+                                   a->steps_by == SP_STEPS_BY_OPTIMIZER
+                                       ? "optimizer steps (Optimizer.step#...)"
+                                   : a->steps_by == SP_STEPS_BY_FORWARD
+                                       ? "the model's top-level calls (its outermost module)"
+                                   : a->steps_total ? "step ranges"
+                                                    : "none: one pass") &&
+           num(m, "warmup_steps", opts->warmup_steps) &&
+           cJSON_AddStringToObject(m, "layers", sum->layers_chosen) &&
+           (!layer_pattern || cJSON_AddStringToObject(m, "layer_pattern", layer_pattern)) &&
+           num(m, "activities", (double)a->activities) &&
+           num(m, "unmatched", (double)a->unmatched) && num(m, "gpu_ms", a->gpu_ms) &&
+           num(m, "layer_ms", sum->layer_ms) && num(m, "optimizer_ms", sum->optimizer_ms) &&
+           num(m, "other_ms", sum->other_ms) && num(m, "unattributed_ms", sum->unattributed_ms) &&
+           num(m, "unattributed_share", sum->unattributed_share) &&
+           num(m, "outside_steps_ms", sum->outside_steps_ms) &&
+           num(m, "dropped_records", (double)trace->dropped_records) &&
+           num(m, "malformed_activities", (double)trace->malformed_activities) &&
+           num(m, "zero_time_records", (double)trace->zero_time_records) &&
+           num(m, "unusable_payloads", (double)trace->unusable_payloads) &&
+           num(m, "late_activities", (double)a->late) && num(m, "late_ms", a->late_ms) &&
+           cJSON_AddStringToObject(m, "time",
+                                   trace->cpu_time
+                                       ? "no GPU activity in the trace: CPU operators' own time "
+                                         "(span less child ops), merged per thread"
+                                       : "merged GPU busy time of kernels and memsets") &&
+           cJSON_AddStringToObject(m, "cuda_graphs",
+                                   "kernels of a graph launch count for the range around the "
+                                   "launch") &&
+           add_outside(m, trace, a) &&
+           cJSON_AddStringToObject(m, "wgrad",
+                                   "estimated: wgrad_ms = bwd_ms / 2 (a matmul's weight gradient "
+                                   "is half its backward's FLOPs; the trace does not separate "
+                                   "weight-gradient kernels)");
+}
+
+/* each layer's times and what was measured; a kind where the module tree (block: each layer a
+ * transformer block by its structure) or the name says it */
+static bool fill_layers(struct sp_profile_doc *doc, const struct sp_attribution *a,
+                        const bool *block, bool modules_chosen) {
+    bool ok = true;
+    for (size_t i = 0; ok && i < a->n_layers; i++) {
+        const struct sp_layer_stats *L = &a->layers[i];
+        double rc = L->phase[SP_PHASE_RECOMPUTE].busy_ms;
+        cJSON *meas = cJSON_CreateObject();
+        doc->layers[i] =
+            (struct sp_profile_doc_layer){.name = L->name,
+                                          .fwd_ms = L->phase[SP_PHASE_FWD].busy_ms,
+                                          .bwd_ms = L->phase[SP_PHASE_BWD].busy_ms,
+                                          /* no trace splits the backward: the documented
+                                           * estimate (docs/profiling.md), marked so */
+                                          .wgrad_ms = L->phase[SP_PHASE_BWD].busy_ms / 2,
+                                          .recompute_ms = rc,
+                                          .has_activation_bytes = L->has_bytes,
+                                          .activation_bytes = L->activation_bytes,
+                                          .measured = meas};
+        if (modules_chosen) /* a kind from the module's class, where that is clear, else from
+                             * the tree's structure (a repeated module with attention inside) */
+            doc->layers[i].kind = sp_module_kind(L->name) ? sp_module_kind(L->name)
+                                  : block[i]              ? "transformer"
+                                                          : NULL;
+        else if (strcmp(L->name, "loss") == 0) /* the PyTorch helper's loss layer */
+            doc->layers[i].kind = "loss";
+        if (modules_chosen && i + 1 == a->n_layers && !doc->layers[i].kind &&
+            strncmp(L->name, "Linear_", 7) == 0)
+            doc->layers[i].kind = "head"; /* the model's last module, a projection */
+        ok = meas && num(meas, "samples", a->steps_used) &&
+             add_phase(meas, "fwd", &L->phase[SP_PHASE_FWD]) &&
+             add_phase(meas, "bwd", &L->phase[SP_PHASE_BWD]) &&
+             (rc <= 0 || add_phase(meas, "recompute", &L->phase[SP_PHASE_RECOMPUTE]));
+    }
+    return ok;
+}
+
+/* the profile document of an attribution, as JSON */
+static sp_status write_profile(sp_ctx *ctx, const sp_trace *trace,
+                               const sp_trace_profile_opts *opts, const struct sp_attribution *a,
+                               const bool *block, const sp_trace_summary *sum,
+                               const char *layer_pattern, char **json) {
+    char model[256], source[1024];
+    name_source(trace, opts, a, sum, model, source);
+    const char *device = NULL;
+    for (size_t i = 0; i < trace->n_devices && !device; i++)
+        device = trace->devices[i];
+    struct sp_profile_doc doc = {.model = model,
+                                 .source = source,
+                                 .device = device,
+                                 .micro_batch_size = opts->micro_batch_size,
+                                 .measurement = cJSON_CreateObject(),
+                                 .layers =
+                                     sp_calloc(a->n_layers ? a->n_layers : 1, sizeof *doc.layers),
+                                 .n_layers = a->n_layers,
+                                 .wgrad_estimated = true};
+    bool ok = doc.layers && add_measurement(doc.measurement, trace, opts, a, sum, layer_pattern) &&
+              fill_layers(&doc, a, block, !layer_pattern);
+    sp_status st = ok ? SP_OK : sp_oom(ctx, "writing the profile");
+    doc.forward_only = st == SP_OK && forward_only(&doc);
+    if (doc.forward_only)
+        sp_warn(ctx,
+                "%s holds no backward pass (an inference trace, or forwards alone): every "
+                "layer's bwd_ms is 0, and the profile is marked forward_only; partitioned, it "
+                "balances forward passes, not training steps (trace a step with its backward "
+                "to plan training)",
+                trace->file);
+    if (st == SP_OK && opts->built_in)
+        st = add_model_bytes(ctx, opts->built_in, &doc);
+    if (st == SP_OK && opts->modules)
+        st = sp_profile_apply_module_map(ctx, opts->modules, trace->file, &doc);
+    if (st == SP_OK)
+        st = sp_profile_doc_to_json(ctx, &doc, json);
+    sp_profile_doc_release(&doc);
+    sp_free(doc.layers);
+    return st;
+}
+
 sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace_profile_opts *opts,
                               char **json, sp_trace_summary *summary) {
     if (!ctx)
@@ -269,238 +516,24 @@ sp_status sp_trace_to_profile(sp_ctx *ctx, const sp_trace *trace, const sp_trace
     if (st == SP_OK && modules_chosen && (st = find_blocks(ctx, trace, modules.flags, &a, &block)))
         sp_attribution_release(&a);
     sp_module_choice_release(&modules);
-    ao.layer_names = NULL;
+    ao.layer_names = NULL; /* the choice's, released */
     ao.layer_into = NULL;
     if (st != SP_OK)
         return st;
-    for (size_t i = 0; i < a.n_layers; i++) { /* what a profile can hold (docs/formats.md) */
-        const struct sp_layer_stats *L = &a.layers[i];
-        size_t len = strlen(L->name);
-        double most = 0;
-        for (int ph = 0; ph < SP_LAYER_PHASES; ph++)
-            most = L->phase[ph].busy_ms > most ? L->phase[ph].busy_ms : most;
-        if (len == 0 || len > SP_NAME_MAX_BYTES || most > SP_PROFILE_MAX_LAYER_MS) {
-            st = sp_fail(ctx, len ? SP_ERR_LIMIT : SP_ERR_SCHEMA, "%s: layer %zu: %s", trace->file,
-                         i,
-                         len == 0                  ? "the layer pattern gives an empty name"
-                         : len > SP_NAME_MAX_BYTES ? "its name is longer than 4096 bytes"
-                                                   : "its time exceeds 1e9 ms");
-            sp_attribution_release(&a);
-            sp_free(block);
-            return st;
-        }
-    }
-    if (a.n_layers > SP_PROFILE_MAX_LAYERS) {
-        sp_attribution_release(&a);
-        sp_free(block);
-        return sp_fail(ctx, SP_ERR_LIMIT, "%s: more than %u layers", trace->file,
-                       SP_PROFILE_MAX_LAYERS);
-    }
-    double total_ms = 0, total_bytes = 0;     /* the sums a profile can hold (docs/formats.md) */
-    for (size_t i = 0; i < a.n_layers; i++) { /* summed as the profile reader sums them */
-        const struct sp_phase_stats *ph = a.layers[i].phase;
-        double rc = ph[SP_PHASE_RECOMPUTE].busy_ms;
-        total_ms += ph[SP_PHASE_FWD].busy_ms + ph[SP_PHASE_BWD].busy_ms + (rc > 0 ? rc : 0);
-        total_bytes += a.layers[i].has_bytes ? (double)a.layers[i].activation_bytes : 0;
-    }
-    if (total_ms > SP_PROFILE_MAX_TOTAL_MS || total_bytes > SP_PROFILE_MAX_TOTAL_BYTES) {
-        sp_attribution_release(&a);
-        sp_free(block);
-        return sp_fail(ctx, SP_ERR_LIMIT, "%s: the layers' %s sum to %.4g, beyond a profile's %s",
-                       trace->file, total_ms > SP_PROFILE_MAX_TOTAL_MS ? "times" : "output bytes",
-                       total_ms > SP_PROFILE_MAX_TOTAL_MS ? total_ms : total_bytes,
-                       total_ms > SP_PROFILE_MAX_TOTAL_MS ? "2^62 ns" : "2^53 bytes");
-    }
-    sp_trace_summary sum = {0};
-    sum.layers = a.n_layers;
-    sum.steps_total = a.steps_total;
-    sum.steps_from_optimizer = a.steps_by == SP_STEPS_BY_OPTIMIZER;
-    sum.steps_from_forward = a.steps_by == SP_STEPS_BY_FORWARD;
-    sum.steps_used = a.steps_used;
-    sum.activities = a.activities;
-    sum.unmatched = a.unmatched;
-    sum.gpu_ms = a.gpu_ms;
-    sum.cpu_time = trace->cpu_time;
-    sum.layer_ms =
-        a.class_ms[SP_PHASE_FWD] + a.class_ms[SP_PHASE_BWD] + a.class_ms[SP_PHASE_RECOMPUTE];
-    sum.optimizer_ms = a.class_ms[SP_PHASE_OPTIMIZER];
-    sum.other_ms = a.class_ms[SP_PHASE_OTHER];
-    sum.unattributed_ms = a.class_ms[SP_PHASE_UNATTRIBUTED];
-    sum.unattributed_share = a.gpu_ms > 0 ? sum.unattributed_ms / a.gpu_ms : 0;
-    sum.outside_steps_ms = a.outside_steps_ms;
-    sum.dropped_records = trace->dropped_records;
-    sum.malformed = trace->malformed_activities;
-    sum.late = a.late;
-    sum.late_ms = a.late_ms;
-    snprintf(sum.layers_chosen, sizeof sum.layers_chosen, "%s", chosen);
-    for (size_t i = 0; i < a.n_outside && i < SP_TRACE_SUMMARY_OUTSIDE; i++) {
-        snprintf(sum.outside[i].name, sizeof sum.outside[i].name, "%s",
-                 trace->strings[a.outside[i].name]);
-        snprintf(sum.outside[i].range, sizeof sum.outside[i].range, "%s",
-                 outside_range(trace, &a.outside[i]));
-        sum.outside[i].ms = a.outside[i].ms;
-        sum.outside[i].count = a.outside[i].count;
-        sum.n_outside = i + 1;
-    }
-    st = check_layer_share(ctx, trace, opts, &sum);
-    if (st != SP_OK) {
-        sp_attribution_release(&a);
-        sp_free(block);
-        return st;
-    }
-    if (trace->malformed_activities)
-        sp_warn(ctx,
-                "%s: %llu GPU activities left out: no start time, or a negative duration "
-                "(measurement.malformed_activities); the layers' times lack them",
-                trace->file, (unsigned long long)trace->malformed_activities);
-    if (a.late)
-        sp_warn(ctx,
-                "%s: %llu activities (%.3f ms) came more than %zu records out of time order; "
-                "their layers' busy time may be over-counted by up to that much",
-                trace->file, (unsigned long long)a.late, a.late_ms,
-                (size_t)SP_ATTRIB_REORDER_WINDOW);
-
-    char model[256];
-    if (opts->model) {
-        snprintf(model, sizeof model, "%s", opts->model);
-    } else { /* the file name without the extensions traces carry; a dot of the model's own
-              * stays (qwen1.5-0.5b.json is qwen1.5-0.5b) */
-        snprintf(model, sizeof model, "%s", base_name(trace->file));
-        strip_trace_extensions(model);
-    }
-    char source[1024], when[32] = "";
-    time_t now = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&now, &tm))
-        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    char steps[128];
-    if (a.steps_total)
-        snprintf(steps, sizeof steps, "median of %u steps%s (%u warm-up skipped)", a.steps_used,
-                 a.steps_by == SP_STEPS_BY_OPTIMIZER ? " found by the optimizer's steps"
-                 : a.steps_by == SP_STEPS_BY_FORWARD ? " found by the model's top-level calls"
-                                                     : "",
-                 a.steps_total - a.steps_used);
-    else
-        snprintf(steps, sizeof steps, "one pass (no step ranges)");
-    snprintf(source, sizeof source, "%s %s: %s, %.1f%% of %s time unattributed", trace->collector,
-             base_name(trace->file), steps, 100 * sum.unattributed_share,
-             trace->cpu_time ? "CPU operators'" : "GPU");
-
-    const char *device = NULL;
-    for (size_t i = 0; i < trace->n_devices && !device; i++)
-        device = trace->devices[i];
-    struct sp_profile_doc doc = {.model = model,
-                                 .source = source,
-                                 .device = device,
-                                 .micro_batch_size = opts->micro_batch_size,
-                                 .measurement = cJSON_CreateObject(),
-                                 .layers =
-                                     sp_calloc(a.n_layers ? a.n_layers : 1, sizeof *doc.layers),
-                                 .n_layers = a.n_layers};
-    cJSON *m = doc.measurement, *devs = NULL;
-    bool ok = m && doc.layers && cJSON_AddStringToObject(m, "collector", trace->collector) &&
-              cJSON_AddStringToObject(m, "file", trace->file) &&
-              cJSON_AddStringToObject(m, "versions", trace->versions ? trace->versions : "") &&
-              cJSON_AddStringToObject(m, "created", when) &&
-              (devs = cJSON_AddArrayToObject(m, "devices"));
-    for (size_t i = 0; ok && i < trace->n_devices; i++)
-        if (trace->devices[i]) {
-            cJSON *d = cJSON_CreateObject();
-            ok = d && cJSON_AddItemToArray(devs, d) && num(d, "id", (double)i) &&
-                 cJSON_AddStringToObject(d, "name", trace->devices[i]);
-        }
-    if (ok && opts->sms)
-        ok = num(m, "sms", opts->sms);
-    ok = ok && num(m, "steps_total", a.steps_total) && num(m, "steps_used", a.steps_used) &&
-         cJSON_AddStringToObject(m, "steps_from",
-                                 a.steps_by == SP_STEPS_BY_OPTIMIZER
-                                     ? "optimizer steps (Optimizer.step#...)"
-                                 : a.steps_by == SP_STEPS_BY_FORWARD
-                                     ? "the model's top-level calls (its outermost module)"
-                                 : a.steps_total ? "step ranges"
-                                                 : "none: one pass") &&
-         num(m, "warmup_steps", opts->warmup_steps) &&
-         cJSON_AddStringToObject(m, "layers", chosen) &&
-         (modules_chosen || cJSON_AddStringToObject(m, "layer_pattern",
-                                                    ao.layer_pattern ? ao.layer_pattern
-                                                                     : SP_DEFAULT_LAYER_PATTERN)) &&
-         num(m, "activities", (double)a.activities) && num(m, "unmatched", (double)a.unmatched) &&
-         num(m, "gpu_ms", a.gpu_ms) && num(m, "layer_ms", sum.layer_ms) &&
-         num(m, "optimizer_ms", sum.optimizer_ms) && num(m, "other_ms", sum.other_ms) &&
-         num(m, "unattributed_ms", sum.unattributed_ms) &&
-         num(m, "unattributed_share", sum.unattributed_share) &&
-         num(m, "outside_steps_ms", sum.outside_steps_ms) &&
-         num(m, "dropped_records", (double)trace->dropped_records) &&
-         num(m, "malformed_activities", (double)trace->malformed_activities) &&
-         num(m, "zero_time_records", (double)trace->zero_time_records) &&
-         num(m, "unusable_payloads", (double)trace->unusable_payloads) &&
-         num(m, "late_activities", (double)a.late) && num(m, "late_ms", a.late_ms) &&
-         cJSON_AddStringToObject(m, "time",
-                                 trace->cpu_time
-                                     ? "no GPU activity in the trace: CPU operators' own time "
-                                       "(span less child ops), merged per thread"
-                                     : "merged GPU busy time of kernels and memsets") &&
-         cJSON_AddStringToObject(m, "cuda_graphs",
-                                 "kernels of a graph launch count for the range around the "
-                                 "launch") &&
-         add_outside(m, trace, &a) &&
-         cJSON_AddStringToObject(m, "wgrad",
-                                 "estimated: wgrad_ms = bwd_ms / 2 (a matmul's weight gradient "
-                                 "is half its backward's FLOPs; the trace does not separate "
-                                 "weight-gradient kernels)");
-    doc.wgrad_estimated = true;
-    for (size_t i = 0; ok && i < a.n_layers; i++) {
-        const struct sp_layer_stats *L = &a.layers[i];
-        double rc = L->phase[SP_PHASE_RECOMPUTE].busy_ms;
-        cJSON *meas = cJSON_CreateObject();
-        doc.layers[i] =
-            (struct sp_profile_doc_layer){.name = L->name,
-                                          .fwd_ms = L->phase[SP_PHASE_FWD].busy_ms,
-                                          .bwd_ms = L->phase[SP_PHASE_BWD].busy_ms,
-                                          /* no trace splits the backward: the documented
-                                           * estimate (docs/profiling.md), marked so */
-                                          .wgrad_ms = L->phase[SP_PHASE_BWD].busy_ms / 2,
-                                          .recompute_ms = rc,
-                                          .has_activation_bytes = L->has_bytes,
-                                          .activation_bytes = L->activation_bytes,
-                                          .measured = meas};
-        if (modules_chosen) /* a kind from the module's class, where that is clear, else from
-                             * the tree's structure (a repeated module with attention inside) */
-            doc.layers[i].kind = sp_module_kind(L->name) ? sp_module_kind(L->name)
-                                 : block[i]              ? "transformer"
-                                                         : NULL;
-        else if (strcmp(L->name, "loss") == 0) /* the PyTorch helper's loss layer */
-            doc.layers[i].kind = "loss";
-        if (modules_chosen && i + 1 == a.n_layers && !doc.layers[i].kind &&
-            strncmp(L->name, "Linear_", 7) == 0)
-            doc.layers[i].kind = "head"; /* the model's last module, a projection */
-        ok = meas && num(meas, "samples", a.steps_used) &&
-             add_phase(meas, "fwd", &L->phase[SP_PHASE_FWD]) &&
-             add_phase(meas, "bwd", &L->phase[SP_PHASE_BWD]) &&
-             (rc <= 0 || add_phase(meas, "recompute", &L->phase[SP_PHASE_RECOMPUTE]));
-    }
-    st = ok ? SP_OK : sp_oom(ctx, "writing the profile");
-    doc.forward_only = st == SP_OK && forward_only(&doc);
-    if (doc.forward_only)
-        sp_warn(ctx,
-                "%s holds no backward pass (an inference trace, or forwards alone): every "
-                "layer's bwd_ms is 0, and the profile is marked forward_only; partitioned, it "
-                "balances forward passes, not training steps (trace a step with its backward "
-                "to plan training)",
-                trace->file);
-    if (st == SP_OK && opts->built_in)
-        st = add_model_bytes(ctx, opts->built_in, &doc);
-    if (st == SP_OK && opts->modules)
-        st = sp_profile_apply_module_map(ctx, opts->modules, trace->file, &doc);
+    sp_trace_summary sum;
+    summarize(trace, &a, chosen, &sum);
+    st = check_limits(ctx, trace, &a);
     if (st == SP_OK)
-        st = sp_profile_doc_to_json(ctx, &doc, json);
-    sp_profile_doc_release(&doc);
-    sp_free(doc.layers);
+        st = check_layer_share(ctx, trace, opts, &sum);
+    if (st == SP_OK) {
+        warn_records(ctx, trace, &a);
+        const char *pattern = ao.layer_pattern ? ao.layer_pattern : SP_DEFAULT_LAYER_PATTERN;
+        st =
+            write_profile(ctx, trace, opts, &a, block, &sum, modules_chosen ? NULL : pattern, json);
+    }
     sp_free(block);
     sp_attribution_release(&a);
-    if (st != SP_OK)
-        return st;
-    if (summary)
+    if (st == SP_OK && summary)
         *summary = sum;
-    return SP_OK;
+    return st;
 }
