@@ -1,6 +1,7 @@
 /* cli/cmd_run.c: `stagepart run PLAN --model MODEL`: train the model pipelined as the plan
  * splits it, one pinned thread per stage, and report how the measured balance compares with the
  * plan's prediction. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,192 +104,213 @@ static bool parse_fault(const char *text, sp_run_opts *o) {
     return sp_run_fault_from_name(kind, &o->fault) == SP_OK && o->fault != SP_RUN_FAULT_NONE;
 }
 
-int cmd_run(int argc, char **argv) {
+/* what the command line asks for */
+struct run_args {
     sp_run_opts opts;
-    sp_run_opts_init(&opts);
-    const char *model_path = NULL, *output = NULL, *trace = NULL, *svg = NULL;
-    bool json = false, schedule_given = false;
-    uint32_t mbs = 0, seq_len = 0;
-    uint64_t v = 0;
+    const char *plan_path, *model_path, *output, *trace, *svg;
+    bool json, schedule_given;
+    uint32_t mbs, seq_len;
+};
+
+/* the options whose value is a name or more than a number; false after a usage error */
+static bool parse_named(struct cli_opt_parser *p, int id, struct run_args *a) {
+    sp_run_opts *o = &a->opts;
+    const char *v = p->value;
+    uint64_t seed = 0;
+    switch (id) {
+    case OPT_BACKEND:
+        return sp_run_backend_from_name(v, &o->backend) == SP_OK ||
+               !cli_usage_error("run", "--backend: expected cpu or cuda, got '%s'", v);
+    case OPT_TRANSPORT:
+        return sp_transport_from_name(v, &o->transport) == SP_OK ||
+               !cli_usage_error("run", "--transport: expected threads or mpi, got '%s'", v);
+    case OPT_SCHEDULE:
+        a->schedule_given = true;
+        return (sp_schedule_from_name(v, &o->schedule) == SP_OK &&
+                (o->schedule == SP_SCHEDULE_GPIPE || o->schedule == SP_SCHEDULE_1F1B)) ||
+               !cli_usage_error("run", "--schedule: expected gpipe or 1f1b, got '%s'", v);
+    case OPT_SEED:
+        if (!cli_opt_uint(p, 0, UINT32_MAX, &seed))
+            return false;
+        o->seed = seed;
+        return true;
+    case OPT_NO_PIN:
+        o->pin = false;
+        return true;
+    case OPT_FAULT:
+        return parse_fault(v, o) ||
+               !cli_usage_error("run", "--inject-fault: expected STAGE:STEP:MB:fail|hang, got '%s'",
+                                v);
+    }
+    return true;
+}
+
+/* the options, bound or named, and the outputs checked; -1 to go on, else the exit code */
+static int parse_args(int argc, char **argv, struct run_args *a) {
+    sp_run_opts *o = &a->opts;
+    sp_run_opts_init(o);
+    double lr = NAN, timeout_s = NAN; /* NAN: not given */
     const struct cli_bind binds[] = {
-        CLI_STRING(OPT_MODEL, &model_path),
-        CLI_U32(OPT_MICRO_BATCHES, &opts.micro_batches, 1, 1000000),
-        CLI_U32(OPT_MBS, &mbs, 1, 65536),
-        CLI_U32(OPT_SEQ_LEN, &seq_len, 1, 1u << 24),
-        CLI_U32(OPT_STEPS, &opts.steps, 1, 100000),
-        CLI_U32(OPT_WARMUP_STEPS, &opts.warmup_steps, 0, 100000),
-        CLI_FLAG(OPT_GPU_SPLIT, &opts.gpu_split),
-        CLI_FLAG(OPT_ISOLATE, &opts.isolate),
-        CLI_STRING(OPT_OUTPUT, &output),
-        CLI_FLAG(OPT_JSON, &json),
-        CLI_STRING(OPT_TRACE, &trace),
-        CLI_STRING(OPT_SVG, &svg),
+        CLI_STRING(OPT_MODEL, &a->model_path),
+        CLI_U32(OPT_MICRO_BATCHES, &o->micro_batches, 1, 1000000),
+        CLI_U32(OPT_MBS, &a->mbs, 1, 65536),
+        CLI_U32(OPT_SEQ_LEN, &a->seq_len, 1, 1u << 24),
+        CLI_U32(OPT_STEPS, &o->steps, 1, 100000),
+        CLI_U32(OPT_WARMUP_STEPS, &o->warmup_steps, 0, 100000),
+        CLI_DOUBLE(OPT_LR, &lr, 0, 1e6, "a number >= 0"),
+        CLI_DOUBLE(OPT_TIMEOUT, &timeout_s, DBL_MIN, 1e6, "a number of seconds > 0"),
+        CLI_FLAG(OPT_GPU_SPLIT, &o->gpu_split),
+        CLI_FLAG(OPT_ISOLATE, &o->isolate),
+        CLI_STRING(OPT_OUTPUT, &a->output),
+        CLI_FLAG(OPT_JSON, &a->json),
+        CLI_STRING(OPT_TRACE, &a->trace),
+        CLI_STRING(OPT_SVG, &a->svg),
         CLI_BIND_END,
     };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, "run", cmd_run_opts, argc, argv);
-    for (int id; (id = cli_opt_parse(&p, &cmd_run_help, binds)) > 0;) {
-        char *end = NULL;
-        double x = 0.0;
-        switch (id) {
-        case OPT_BACKEND:
-            if (sp_run_backend_from_name(p.value, &opts.backend) != SP_OK)
-                return cli_usage_error("run", "--backend: expected cpu or cuda, got '%s'", p.value);
-            break;
-        case OPT_TRANSPORT:
-            if (sp_transport_from_name(p.value, &opts.transport) != SP_OK)
-                return cli_usage_error("run", "--transport: expected threads or mpi, got '%s'",
-                                       p.value);
-            break;
-        case OPT_SCHEDULE:
-            if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK ||
-                (opts.schedule != SP_SCHEDULE_GPIPE && opts.schedule != SP_SCHEDULE_1F1B))
-                return cli_usage_error("run", "--schedule: expected gpipe or 1f1b, got '%s'",
-                                       p.value);
-            schedule_given = true;
-            break;
-        case OPT_SEED:
-            if (!cli_opt_uint(&p, 0, UINT32_MAX, &v))
-                return CLI_EXIT_USAGE;
-            opts.seed = v;
-            break;
-        case OPT_LR:
-        case OPT_TIMEOUT:
-            x = strtod(p.value, &end);
-            if (!end || *end || !(x >= 0) || x > 1e6 || (id == OPT_TIMEOUT && x <= 0))
-                return cli_usage_error("run", "--%s: expected a number %s, got '%s'",
-                                       p.current->long_name,
-                                       id == OPT_TIMEOUT ? "of seconds > 0" : ">= 0", p.value);
-            if (id == OPT_LR)
-                opts.learning_rate = (float)x;
-            else
-                opts.timeout_ms = 1000.0 * x;
-            break;
-        case OPT_NO_PIN:
-            opts.pin = false;
-            break;
-        case OPT_FAULT:
-            if (!parse_fault(p.value, &opts))
-                return cli_usage_error("run",
-                                       "--inject-fault: expected STAGE:STEP:MB:fail|hang, "
-                                       "got '%s'",
-                                       p.value);
-            break;
-        }
-    }
+    for (int id; (id = cli_opt_parse(&p, &cmd_run_help, binds)) > 0;)
+        if (!parse_named(&p, id, a))
+            return CLI_EXIT_USAGE;
     if (cli_opt_exit(&p) >= 0)
         return cli_opt_exit(&p);
-    if (p.n_positional != 1)
-        return cli_usage_error("run",
-                               p.n_positional ? "one plan, got %d arguments" : "no plan given%.0d",
-                               p.n_positional);
-    if (!model_path)
+    if (!isnan(lr))
+        o->learning_rate = (float)lr;
+    if (!isnan(timeout_s))
+        o->timeout_ms = 1000.0 * timeout_s;
+    if (p.n_positional == 0)
+        return cli_usage_error("run", "no plan given");
+    if (p.n_positional > 1)
+        return cli_usage_error("run", "one plan, got %d arguments", p.n_positional);
+    if (!a->model_path)
         return cli_usage_error("run", "--model MODEL is required: the built-in model the plan's "
                                       "profile was made from");
-    const char *plan_path = p.positional[0];
-    const char *inputs[] = {plan_path, model_path};
-    const char *outputs[][2] = {{"--output", output}, {"--trace", trace}, {"--svg", svg}};
+    a->plan_path = p.positional[0];
+    const char *inputs[] = {a->plan_path, a->model_path};
+    const char *outputs[][2] = {{"--output", a->output}, {"--trace", a->trace}, {"--svg", a->svg}};
     for (size_t k = 0; k < 3; k++)
         if (outputs[k][1]) {
             int rc = cli_check_output_not_input("run", outputs[k][0], outputs[k][1], inputs, 2);
             if (rc)
                 return rc;
         }
-    const char *written[] = {output, trace, svg};
-    int to_stdout = cli_one_stdout("run", written, 3, json);
+    const char *written[] = {a->output, a->trace, a->svg};
+    int to_stdout = cli_one_stdout("run", written, 3, a->json);
     if (to_stdout)
         return to_stdout;
-    if (opts.gpu_split && opts.backend != SP_RUN_BACKEND_CUDA)
+    if (o->gpu_split && o->backend != SP_RUN_BACKEND_CUDA)
         return cli_usage_error("run", "--gpu-split splits GPUs: give --backend cuda");
-    if (opts.gpu_split && opts.transport == SP_TRANSPORT_MPI) /* before MPI starts */
+    if (o->gpu_split && o->transport == SP_TRANSPORT_MPI) /* before MPI starts */
         return cli_usage_error("run", "--gpu-split partitions the GPUs of one process's stages: "
                                       "with the threads transport, not MPI ranks");
+    return -1;
+}
+
+/* the schedule the plan was made for, when the command line names none: -1 to go on, else
+ * CLI_EXIT_UNAVAILABLE for a schedule without flushes, which run does not execute */
+static int plan_schedule(const sp_plan *plan, struct run_args *a) {
+    const sp_plan_summary *ps = sp_plan_get_summary(plan);
+    if (a->schedule_given)
+        return -1;
+    if (ps->schedule.present && (ps->schedule.schedule == SP_SCHEDULE_PIPEDREAM ||
+                                 ps->schedule.schedule == SP_SCHEDULE_2BW)) {
+        fprintf(stderr,
+                "stagepart: error: the plan was made for %s, which runs without flushes; "
+                "stagepart run executes flushing schedules: give --schedule 1f1b to measure "
+                "its split under 1F1B\n",
+                sp_schedule_name(ps->schedule.schedule));
+        return CLI_EXIT_UNAVAILABLE;
+    }
+    a->opts.schedule = ps->schedule.present && ps->schedule.schedule == SP_SCHEDULE_GPIPE
+                           ? SP_SCHEDULE_GPIPE
+                           : SP_SCHEDULE_1F1B;
+    return -1;
+}
+
+/* the report, trace and timeline written (rank 0 of MPI: every rank holds the whole run) */
+static sp_status write_outputs(sp_ctx *ctx, const struct run_args *a, const sp_run *run,
+                               const char *report) {
+    sp_status st = SP_OK;
+    if (a->output)
+        st = sp_write_file_atomic(ctx, a->output, report, strlen(report));
+    if (st == SP_OK && a->trace)
+        st = sp_sim_write_trace(ctx, sp_run_get_timeline(run), a->trace);
+    if (st == SP_OK && a->svg)
+        st = sp_sim_write_svg(ctx, sp_run_get_timeline(run), NULL, a->svg);
+    return st;
+}
+
+/* what the reporting rank shows; its exit code */
+static int show(sp_ctx *ctx, const struct run_args *a, sp_status st, const sp_run *run,
+                const sp_plan *plan, const char *report) {
+    if (st == SP_ERR_INTERRUPTED) {
+        fprintf(stderr, "stagepart: interrupted: every stage stopped; nothing written\n");
+        return CLI_EXIT_INTERRUPTED;
+    }
+    if (st != SP_OK)
+        return cli_report(ctx, st, a->json);
+    if (a->json) {
+        fputs(report, stdout);
+    } else if (!cli_is_stdout(a->output) && !cli_is_stdout(a->trace) && !cli_is_stdout(a->svg)) {
+        print_table(run, plan);
+        const char *written[] = {a->output, a->trace, a->svg};
+        for (size_t k = 0; k < 3; k++)
+            if (written[k])
+                printf("wrote       %s\n", written[k]);
+    }
+    return CLI_EXIT_OK;
+}
+
+int cmd_run(int argc, char **argv) {
+    struct run_args a = {0};
+    int code = parse_args(argc, argv, &a);
+    if (code >= 0)
+        return code;
     sp_ctx *ctx = NULL;
     if (sp_ctx_create(&ctx) != SP_OK)
         return CLI_EXIT_INTERNAL;
+    bool mpi = a.opts.transport == SP_TRANSPORT_MPI;
     int rank = 0, ranks = 1;
-    if (opts.transport == SP_TRANSPORT_MPI) {
-        sp_status ms = sp_mpi_start(ctx, &rank, &ranks);
-        if (ms != SP_OK) {
-            int code = cli_report(ctx, ms, json);
-            sp_ctx_destroy(ctx);
-            return code;
-        }
+    sp_status st = mpi ? sp_mpi_start(ctx, &rank, &ranks) : SP_OK;
+    if (st != SP_OK) {
+        code = cli_report(ctx, st, a.json);
+        sp_ctx_destroy(ctx);
+        return code;
     }
     sp_plan *plan = NULL;
     sp_model *model = NULL;
     sp_run *run = NULL;
     char *report = NULL;
-    sp_status st = sp_plan_load(ctx, plan_path, &plan);
+    st = sp_plan_load(ctx, a.plan_path, &plan);
     if (st == SP_OK)
-        st = sp_model_load(ctx, model_path, &model);
-    if (st == SP_OK && (mbs || seq_len))
-        st = sp_model_set_shape(ctx, model, mbs, seq_len);
-    if (st == SP_OK && !schedule_given) {
-        const sp_plan_summary *ps = sp_plan_get_summary(plan);
-        if (ps->schedule.present && (ps->schedule.schedule == SP_SCHEDULE_PIPEDREAM ||
-                                     ps->schedule.schedule == SP_SCHEDULE_2BW)) {
-            fprintf(stderr,
-                    "stagepart: error: the plan was made for %s, which runs without flushes; "
-                    "stagepart run executes flushing schedules: give --schedule 1f1b to measure "
-                    "its split under 1F1B\n",
-                    sp_schedule_name(ps->schedule.schedule));
-            sp_model_destroy(model);
-            sp_plan_destroy(plan);
-            sp_ctx_destroy(ctx);
-            if (opts.transport == SP_TRANSPORT_MPI)
-                sp_mpi_stop(CLI_EXIT_UNAVAILABLE);
-            return CLI_EXIT_UNAVAILABLE;
-        }
-        opts.schedule = ps->schedule.present && ps->schedule.schedule == SP_SCHEDULE_GPIPE
-                            ? SP_SCHEDULE_GPIPE
-                            : SP_SCHEDULE_1F1B;
-    }
-    if (st == SP_OK) {
+        st = sp_model_load(ctx, a.model_path, &model);
+    if (st == SP_OK && (a.mbs || a.seq_len))
+        st = sp_model_set_shape(ctx, model, a.mbs, a.seq_len);
+    code = st == SP_OK ? plan_schedule(plan, &a) : -1;
+    if (st == SP_OK && code < 0) {
         struct cli_signals *signals = cli_catch_interrupts();
-        opts.cancel = &cli_interrupted;
-        st = sp_run_plan(ctx, plan, model, &opts, &run);
+        a.opts.cancel = &cli_interrupted;
+        st = sp_run_plan(ctx, plan, model, &a.opts, &run);
         cli_restore_signals(signals);
         if (st == SP_OK)
             cli_print_warnings(ctx);
+        if (st == SP_OK)
+            st = sp_run_to_json(ctx, run, &report);
+        if (st == SP_OK && rank == 0)
+            st = write_outputs(ctx, &a, run, report);
     }
-    if (st == SP_OK)
-        st = sp_run_to_json(ctx, run, &report);
-    /* with MPI every rank holds the whole run; rank 0 writes and prints it */
-    bool reporter = rank == 0;
-    if (st == SP_OK && output && reporter)
-        st = sp_write_file_atomic(ctx, output, report, strlen(report));
-    if (st == SP_OK && trace && reporter)
-        st = sp_sim_write_trace(ctx, sp_run_get_timeline(run), trace);
-    if (st == SP_OK && svg && reporter)
-        st = sp_sim_write_svg(ctx, sp_run_get_timeline(run), NULL, svg);
-    int code = CLI_EXIT_OK;
-    if (!reporter) {
+    if (code < 0 && rank != 0) /* the reporting rank speaks for all */
         code = st == SP_OK                ? CLI_EXIT_OK
                : st == SP_ERR_INTERRUPTED ? CLI_EXIT_INTERRUPTED
                                           : cli_exit_code(st);
-    } else if (st == SP_ERR_INTERRUPTED) {
-        fprintf(stderr, "stagepart: interrupted: every stage stopped; nothing written\n");
-        code = CLI_EXIT_INTERRUPTED;
-    } else if (st != SP_OK) {
-        code = cli_report(ctx, st, json);
-    } else if (json) {
-        fputs(report, stdout);
-    } else if (!cli_is_stdout(output) && !cli_is_stdout(trace) && !cli_is_stdout(svg)) {
-        print_table(run, plan);
-        if (output)
-            printf("wrote       %s\n", output);
-        if (trace)
-            printf("wrote       %s\n", trace);
-        if (svg)
-            printf("wrote       %s\n", svg);
-    }
+    else if (code < 0)
+        code = show(ctx, &a, st, run, plan, report);
     sp_free(report);
     sp_run_destroy(run);
     sp_model_destroy(model);
     sp_plan_destroy(plan);
     sp_ctx_destroy(ctx);
-    if (opts.transport == SP_TRANSPORT_MPI)
+    if (mpi)
         sp_mpi_stop(code); /* a failed run ends every rank with the code */
     return code;
 }
