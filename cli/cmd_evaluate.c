@@ -154,6 +154,51 @@ static void print_comparison(const sp_plan *yours, const sp_plan *best, double g
            100 * gain);
 }
 
+/* the split the options describe, as each stage's first layer; *usage after a usage error */
+static sp_status split_of(sp_ctx *ctx, const sp_profile *profile, const char *layout,
+                          const char *balance, const char *parts, size_t **first, size_t *count,
+                          bool *usage) {
+    size_t *list = NULL, n_list = 0;
+    if (layout)
+        return sp_megatron_layout_split(ctx, profile, layout, first, count);
+    if (!parse_list(balance ? "balance" : "parts", balance ? balance : parts, &list, &n_list)) {
+        *usage = true;
+        return SP_ERR_INVALID_ARG;
+    }
+    sp_status st = balance ? sp_split_from_counts(ctx, profile, list, *count = n_list, first)
+                           : sp_split_from_parts(ctx, profile, list, n_list, first, count);
+    free(list);
+    return st;
+}
+
+/* the plan written, the comparison shown */
+static sp_status write_and_show(sp_ctx *ctx, sp_evaluation *e, const char *output, bool json,
+                                int argc, char **argv) {
+    sp_status st = SP_OK;
+    if (output) {
+        char *cmdline = cli_command_line(argc, argv);
+        if (cmdline)
+            sp_plan_set_command(ctx, sp_evaluation_get_yours(e), cmdline);
+        free(cmdline);
+        if ((st = sp_plan_write(ctx, sp_evaluation_get_yours(e), output)) != SP_OK)
+            return st;
+    }
+    if (cli_is_stdout(output))
+        return SP_OK; /* the plan is on stdout */
+    if (json) {
+        char *text = NULL;
+        if ((st = sp_evaluation_to_json(ctx, e, &text)) == SP_OK)
+            fputs(text, stdout);
+        sp_free(text);
+        return st;
+    }
+    print_comparison(sp_evaluation_get_yours(e), sp_evaluation_get_optimal(e),
+                     sp_evaluation_get_gain(e));
+    if (output)
+        printf("wrote %s\n", output);
+    return SP_OK;
+}
+
 static int run(int argc, char **argv, const char *command) {
     const char *layout = NULL, *balance = NULL, *parts = NULL, *output = NULL;
     bool json = false;
@@ -172,17 +217,12 @@ static int run(int argc, char **argv, const char *command) {
     };
     struct cli_opt_parser p;
     cli_opt_parser_init(&p, command, cmd_evaluate_opts, argc, argv);
-    for (int id; (id = cli_opt_parse(&p, &cmd_evaluate_help, binds)) > 0;) {
-        switch (id) {
-        case OPT_SCHEDULE:
-            if (sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
-                return cli_usage_error(command,
-                                       "--schedule expects gpipe, 1f1b, zb-h1, interleaved, "
-                                       "interleaved-zb, zbv or dualpipev, got '%s'",
-                                       p.value);
-            break;
-        }
-    }
+    for (int id; (id = cli_opt_parse(&p, &cmd_evaluate_help, binds)) > 0;)
+        if (id == OPT_SCHEDULE && sp_schedule_from_name(p.value, &opts.schedule) != SP_OK)
+            return cli_usage_error(command,
+                                   "--schedule expects gpipe, 1f1b, zb-h1, interleaved, "
+                                   "interleaved-zb, zbv or dualpipev, got '%s'",
+                                   p.value);
     if (cli_opt_exit(&p) >= 0)
         return cli_opt_exit(&p);
     if (p.n_positional != 1)
@@ -204,66 +244,27 @@ static int run(int argc, char **argv, const char *command) {
         return CLI_EXIT_INTERNAL;
     sp_profile *profile = NULL;
     sp_evaluation *e = NULL;
-    size_t *first = NULL, count = 0, *list = NULL, n_list = 0;
-    char *text = NULL;
-    int code = CLI_EXIT_OK;
+    size_t *first = NULL, count = 0;
+    bool usage = false;
     sp_status st = sp_profile_load(ctx, p.positional[0], &profile);
-    if (st != SP_OK)
-        goto report;
-    if (!layout &&
-        !parse_list(balance ? "balance" : "parts", balance ? balance : parts, &list, &n_list)) {
-        code = CLI_EXIT_USAGE;
-        goto out;
-    }
-    if (layout) {
-        opts.allow_empty_stages = true; /* Megatron-LM runs a stage with no layer */
-        st = sp_megatron_layout_split(ctx, profile, layout, &first, &count);
-    } else if (balance) {
-        st = sp_split_from_counts(ctx, profile, list, count = n_list, &first);
-    } else {
-        st = sp_split_from_parts(ctx, profile, list, n_list, &first, &count);
-    }
-    if (st != SP_OK)
-        goto report;
+    if (st == SP_OK)
+        st = split_of(ctx, profile, layout, balance, parts, &first, &count, &usage);
     opts.stages = stages;
-    if ((st = sp_evaluate(ctx, profile, &opts, first, count, &e)) != SP_OK)
-        goto report;
-    cli_print_warnings(ctx);
-    if (layout) { /* what Megatron refuses of a layout's placement (the MTP layers' virtual
-                   * stage) is what its export refuses: one set of rules */
+    opts.allow_empty_stages = layout != NULL; /* Megatron-LM runs a stage with no layer */
+    if (st == SP_OK)
+        st = sp_evaluate(ctx, profile, &opts, first, count, &e);
+    if (st == SP_OK)
+        cli_print_warnings(ctx);
+    if (st == SP_OK && layout) { /* what Megatron refuses of a layout's placement (the MTP
+                                  * layers' virtual stage) is what its export refuses */
         char *back = NULL;
         st = sp_plan_export(ctx, sp_evaluation_get_yours(e), SP_EXPORT_MEGATRON, NULL, &back, NULL);
         sp_free(back);
-        if (st != SP_OK)
-            goto report;
     }
-    if (output) {
-        char *cmdline = cli_command_line(argc, argv);
-        if (cmdline)
-            sp_plan_set_command(ctx, sp_evaluation_get_yours(e), cmdline);
-        free(cmdline);
-        if ((st = sp_plan_write(ctx, sp_evaluation_get_yours(e), output)) != SP_OK)
-            goto report;
-    }
-    if (cli_is_stdout(output)) {
-        /* the plan is on stdout */
-    } else if (json) {
-        if ((st = sp_evaluation_to_json(ctx, e, &text)) != SP_OK)
-            goto report;
-        fputs(text, stdout);
-    } else {
-        print_comparison(sp_evaluation_get_yours(e), sp_evaluation_get_optimal(e),
-                         sp_evaluation_get_gain(e));
-        if (output)
-            printf("wrote %s\n", output);
-    }
-    goto out;
-report:
-    code = cli_report(ctx, st, json);
-out:
+    if (st == SP_OK)
+        st = write_and_show(ctx, e, output, json, argc, argv);
+    int code = usage ? CLI_EXIT_USAGE : st == SP_OK ? CLI_EXIT_OK : cli_report(ctx, st, json);
     sp_free(first);
-    sp_free(text);
-    free(list);
     sp_evaluation_destroy(e);
     sp_profile_destroy(profile);
     sp_ctx_destroy(ctx);
