@@ -246,6 +246,147 @@ static bool read_layer(struct sp_json_reader *r, const cJSON *o, size_t i,
     return true;
 }
 
+/* "preset": expanded into a layers array, *expanded (the caller deletes it) */
+static sp_status expand_preset(struct sp_json_reader *r, const cJSON *preset, sp_model *m,
+                               cJSON **expanded) {
+    const char *kind = NULL;
+    if (!cJSON_IsObject(preset)) {
+        sp_json_problem(r, "", "preset", "expected an object");
+        return SP_ERR_SCHEMA;
+    }
+    if (!sp_json_get_string(r, preset, "preset", "kind", true, 64, &kind))
+        return SP_ERR_SCHEMA;
+    if (!(*expanded = cJSON_CreateArray()))
+        return sp_oom(r->ctx, "expanding a preset");
+    bool done;
+    if (strcmp(kind, "gpt") == 0 || strcmp(kind, "llama") == 0 || strcmp(kind, "bert") == 0) {
+        done = sp_model_expand_transformer(r, preset, kind, *expanded);
+    } else if (strcmp(kind, "resnet") == 0) {
+        done = sp_model_expand_resnet(r, preset, *expanded, &m->input);
+    } else {
+        sp_json_problem(r, "preset", "kind",
+                        "expected \"gpt\", \"llama\", \"bert\" or \"resnet\", got \"%s\"", kind);
+        done = false;
+    }
+    if (!done)
+        return r->ctx->status == SP_ERR_NOMEM ? SP_ERR_NOMEM : SP_ERR_SCHEMA;
+    m->preset = sp_strdup(kind);
+    return m->preset ? SP_OK : sp_oom(r->ctx, "the model");
+}
+
+/* "input" of a model given layer by layer: {channels, height, width} */
+static sp_status read_input(struct sp_json_reader *r, const cJSON *root, sp_model *m) {
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "input");
+    if (!in)
+        return SP_OK;
+    if (!cJSON_IsObject(in)) {
+        sp_json_problem(r, "", "input", "expected an object {channels, height, width}");
+        return SP_ERR_SCHEMA;
+    }
+    bool ok =
+        sp_model_get_dim(r, in, "input", "channels", true, 1, SP_MODEL_MAX_DIM, 0, &m->input.c);
+    ok &= sp_model_get_dim(r, in, "input", "height", true, 1, SP_MODEL_MAX_DIM, 0, &m->input.h);
+    ok &= sp_model_get_dim(r, in, "input", "width", true, 1, SP_MODEL_MAX_DIM, 0, &m->input.w);
+    return ok ? SP_OK : SP_ERR_SCHEMA;
+}
+
+/* the layers array (given, or a preset's expansion) into m->layers, names unique */
+static sp_status read_layers(struct sp_json_reader *r, const cJSON *layers, bool preset,
+                             sp_model *m) {
+    int count = cJSON_IsArray(layers) ? cJSON_GetArraySize(layers) : -1;
+    if (preset && (size_t)count > SP_MODEL_MAX_LAYERS) {
+        sp_json_problem(r, "preset", "layers",
+                        "the preset expands to %d layers, more than the limit of %u", count,
+                        SP_MODEL_MAX_LAYERS);
+        return SP_ERR_SCHEMA;
+    }
+    if (count < 1 || (size_t)count > SP_MODEL_MAX_LAYERS) {
+        sp_json_problem(r, "", "layers", "expected an array of 1 to %u layers",
+                        SP_MODEL_MAX_LAYERS);
+        return SP_ERR_SCHEMA;
+    }
+    if (!(m->layers = sp_calloc((size_t)count, sizeof *m->layers)))
+        return sp_oom(r->ctx, "the model's layers");
+    sp_status st = SP_OK;
+    size_t i = 0;
+    for (const cJSON *e = layers->child; e && st != SP_ERR_NOMEM; e = e->next, i++) {
+        if (!read_layer(r, e, i, &m->layers[i]))
+            st = SP_ERR_SCHEMA;
+        else if (!m->layers[i].name || !m->layers[i].kind || !m->layers[i].ops)
+            st = sp_oom(r->ctx, "the model's layers");
+        m->n_layers = i + 1;
+    }
+    if (st != SP_OK)
+        return st;
+    /* names are unique: profiles and plans match layers by name (the name is each layer's
+     * first member, as sp_json_check_unique_names reads it) */
+    if (!sp_json_check_unique_names(r, m->layers, sizeof *m->layers, m->n_layers))
+        return sp_oom(r->ctx, "checking layer names");
+    return r->ctx->problems ? SP_ERR_SCHEMA : SP_OK;
+}
+
+/* the first op of the model, which says what it takes in */
+static bool check_first(struct sp_json_reader *r, sp_model *m, const struct sp_op *op) {
+    m->tokens = op->kind == SP_OP_EMBEDDING;
+    if (!m->tokens && m->input.c == 0) {
+        sp_json_problem(r, "", "input",
+                        "a model that does not start with an embedding needs \"input\": "
+                        "{channels, height, width}");
+        return false;
+    }
+    if (!m->tokens)
+        return true;
+    m->input = (struct sp_shape){0, 1, 0};
+    if (!m->seq_len)
+        m->seq_len = op->max_seq < 128 ? op->max_seq : 128;
+    if (m->seq_len > op->max_seq) {
+        sp_json_problem(r, "", "seq_len", "%u exceeds the embedding's max_seq_len (%u)", m->seq_len,
+                        op->max_seq);
+        return false;
+    }
+    return true;
+}
+
+/* what the chain starts and ends with: an embedding only first, an lm_head (the loss) last */
+static sp_status check_ends(struct sp_json_reader *r, sp_model *m) {
+    bool ok = true;
+    for (size_t i = 0; i < m->n_layers; i++)
+        for (size_t j = 0; j < m->layers[i].n_ops; j++) {
+            const struct sp_op *op = &m->layers[i].ops[j];
+            bool first = i == 0 && j == 0;
+            bool last = i + 1 == m->n_layers && j + 1 == m->layers[i].n_ops;
+            if (op->kind == SP_OP_EMBEDDING && !first) {
+                sp_json_problem(r, "", "layers",
+                                "layer %zu (%s): an embedding can only be the first op of the "
+                                "model",
+                                i, m->layers[i].name);
+                ok = false;
+            }
+            if (op->kind == SP_OP_LM_HEAD && !last)
+                sp_json_problem(r, "", "layers",
+                                "layer %zu (%s): lm_head (with the loss) can only be the last "
+                                "op of the model",
+                                i, m->layers[i].name);
+            else if (op->kind != SP_OP_LM_HEAD && last)
+                sp_json_problem(r, "", "layers",
+                                "the last layer (%s) must end in an lm_head op: the loss the "
+                                "backward starts from",
+                                m->layers[i].name);
+            ok &= (op->kind == SP_OP_LM_HEAD) == last;
+            if (first)
+                ok &= check_first(r, m, op);
+            if (last)
+                m->classes = op->vocab;
+        }
+    if (m->tokens && ok && m->classes != m->layers[0].ops[0].vocab) {
+        sp_json_problem(r, "", "layers",
+                        "the lm_head's vocab (%u) differs from the embedding's (%u)", m->classes,
+                        m->layers[0].ops[0].vocab);
+        ok = false;
+    }
+    return ok ? SP_OK : SP_ERR_SCHEMA;
+}
+
 static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_model *m) {
     sp_ctx *ctx = r->ctx;
     if (!cJSON_IsObject(root))
@@ -271,147 +412,18 @@ static sp_status read_model(struct sp_json_reader *r, const cJSON *root, sp_mode
         return SP_ERR_SCHEMA;
     }
     cJSON *expanded = NULL;
-    if (preset) {
-        const char *kind = NULL;
-        if (!cJSON_IsObject(preset)) {
-            sp_json_problem(r, "", "preset", "expected an object");
-            return SP_ERR_SCHEMA;
-        }
-        if (!sp_json_get_string(r, preset, "preset", "kind", true, 64, &kind))
-            return SP_ERR_SCHEMA;
-        if (!(expanded = cJSON_CreateArray()))
-            return sp_oom(ctx, "expanding a preset");
-        bool done;
-        if (strcmp(kind, "gpt") == 0 || strcmp(kind, "llama") == 0 || strcmp(kind, "bert") == 0) {
-            done = sp_model_expand_transformer(r, preset, kind, expanded);
-        } else if (strcmp(kind, "resnet") == 0) {
-            done = sp_model_expand_resnet(r, preset, expanded, &m->input);
-        } else {
-            sp_json_problem(r, "preset", "kind",
-                            "expected \"gpt\", \"llama\", \"bert\" or \"resnet\", got \"%s\"",
-                            kind);
-            done = false;
-        }
-        if (!done) {
-            cJSON_Delete(expanded);
-            return ctx->status == SP_ERR_NOMEM ? SP_ERR_NOMEM : SP_ERR_SCHEMA;
-        }
-        m->preset = sp_strdup(kind);
-        layers = expanded;
-    } else {
-        const cJSON *in = cJSON_GetObjectItemCaseSensitive(root, "input");
-        if (in) {
-            if (!cJSON_IsObject(in)) {
-                sp_json_problem(r, "", "input", "expected an object {channels, height, width}");
-                return SP_ERR_SCHEMA;
-            }
-            ok = sp_model_get_dim(r, in, "input", "channels", true, 1, SP_MODEL_MAX_DIM, 0,
-                                  &m->input.c);
-            ok &= sp_model_get_dim(r, in, "input", "height", true, 1, SP_MODEL_MAX_DIM, 0,
-                                   &m->input.h);
-            ok &= sp_model_get_dim(r, in, "input", "width", true, 1, SP_MODEL_MAX_DIM, 0,
-                                   &m->input.w);
-            if (!ok)
-                return SP_ERR_SCHEMA;
-        }
-    }
-    int count = cJSON_IsArray(layers) ? cJSON_GetArraySize(layers) : -1;
-    sp_status st = SP_OK;
-    if (preset && (size_t)count > SP_MODEL_MAX_LAYERS) {
-        sp_json_problem(r, "preset", "layers",
-                        "the preset expands to %d layers, more than the "
-                        "limit of %u",
-                        count, SP_MODEL_MAX_LAYERS);
-        st = SP_ERR_SCHEMA;
-    } else if (count < 1 || (size_t)count > SP_MODEL_MAX_LAYERS) {
-        sp_json_problem(r, "", "layers", "expected an array of 1 to %u layers",
-                        SP_MODEL_MAX_LAYERS);
-        st = SP_ERR_SCHEMA;
-    } else if (!(m->layers = sp_calloc((size_t)count, sizeof *m->layers))) {
-        st = sp_oom(ctx, "the model's layers");
-    } else {
-        size_t i = 0;
-        for (const cJSON *e = layers->child; e; e = e->next, i++) {
-            if (!read_layer(r, e, i, &m->layers[i]))
-                st = SP_ERR_SCHEMA;
-            else if (!m->layers[i].name || !m->layers[i].kind || !m->layers[i].ops)
-                st = sp_oom(ctx, "the model's layers");
-            m->n_layers = i + 1;
-            if (st == SP_ERR_NOMEM)
-                break;
-        }
-    }
+    sp_status st = preset ? expand_preset(r, preset, m, &expanded) : read_input(r, root, m);
+    if (st == SP_OK)
+        st = read_layers(r, preset ? expanded : layers, preset != NULL, m);
     cJSON_Delete(expanded);
-    if (st != SP_OK)
-        return st;
-    /* names are unique: profiles and plans match layers by name (the name is each layer's
-     * first member, as sp_json_check_unique_names reads it) */
-    if (!sp_json_check_unique_names(r, m->layers, sizeof *m->layers, m->n_layers))
-        return sp_oom(ctx, "checking layer names");
-    if (ctx->problems)
-        return SP_ERR_SCHEMA;
-    /* what the chain starts and ends with */
-    for (size_t i = 0; i < m->n_layers; i++)
-        for (size_t j = 0; j < m->layers[i].n_ops; j++) {
-            const struct sp_op *op = &m->layers[i].ops[j];
-            bool first = i == 0 && j == 0;
-            bool last = i + 1 == m->n_layers && j + 1 == m->layers[i].n_ops;
-            if (op->kind == SP_OP_EMBEDDING && !first) {
-                sp_json_problem(r, "", "layers",
-                                "layer %zu (%s): an embedding can only be the "
-                                "first op of the model",
-                                i, m->layers[i].name);
-                st = SP_ERR_SCHEMA;
-            }
-            if ((op->kind == SP_OP_LM_HEAD) != last) {
-                if (op->kind == SP_OP_LM_HEAD)
-                    sp_json_problem(r, "", "layers",
-                                    "layer %zu (%s): lm_head (with the loss) can "
-                                    "only be the last op of the model",
-                                    i, m->layers[i].name);
-                else
-                    sp_json_problem(r, "", "layers",
-                                    "the last layer (%s) must end in an lm_head "
-                                    "op: the loss the backward starts from",
-                                    m->layers[i].name);
-                st = SP_ERR_SCHEMA;
-            }
-            if (first) {
-                m->tokens = op->kind == SP_OP_EMBEDDING;
-                if (m->tokens) {
-                    m->input = (struct sp_shape){0, 1, 0};
-                    if (!m->seq_len)
-                        m->seq_len = op->max_seq < 128 ? op->max_seq : 128;
-                    if (m->seq_len > op->max_seq) {
-                        sp_json_problem(r, "", "seq_len",
-                                        "%u exceeds the embedding's max_seq_len "
-                                        "(%u)",
-                                        m->seq_len, op->max_seq);
-                        st = SP_ERR_SCHEMA;
-                    }
-                } else if (m->input.c == 0) {
-                    sp_json_problem(r, "", "input",
-                                    "a model that does not start with an "
-                                    "embedding needs \"input\": {channels, height, width}");
-                    st = SP_ERR_SCHEMA;
-                }
-            }
-            if (last)
-                m->classes = op->vocab;
-        }
-    if (m->tokens && st == SP_OK && m->classes != m->layers[0].ops[0].vocab) {
-        sp_json_problem(r, "", "layers",
-                        "the lm_head's vocab (%u) differs from the embedding's "
-                        "(%u)",
-                        m->classes, m->layers[0].ops[0].vocab);
-        st = SP_ERR_SCHEMA;
-    }
+    if (st == SP_OK)
+        st = check_ends(r, m);
     if (st != SP_OK)
         return st;
     m->name = sp_strdup(name);
     m->source = sp_strdup(source ? source : "");
     m->dtype = sp_strdup(dtypes[dt]);
-    if (!m->name || !m->source || !m->dtype || (preset && !m->preset))
+    if (!m->name || !m->source || !m->dtype)
         return sp_oom(ctx, "the model");
     return sp_model_bind(ctx, m, m->micro_batch_size, m->seq_len);
 }
