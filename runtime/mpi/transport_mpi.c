@@ -322,6 +322,190 @@ static sp_status choose_links(sp_ctx *ctx, struct mpi_t *t, struct sp_stage_work
     return SP_OK;
 }
 
+/* One rank's run: what sp_run_mpi was given, and what this rank sets up for it. */
+struct mpi_run {
+    sp_ctx *ctx;
+    const sp_plan *plan;
+    const struct sp_model *m;
+    const sp_run_opts *o;
+    uint32_t M, total; /* micro-batches; steps with the warm-up */
+    struct sp_run *run;
+    struct mpi_t t;
+    struct sp_stage_worker w;
+    struct sp_step_stats *stats;
+    uint32_t *base;
+    struct sp_run_devices *devices;
+    int device;
+    uint32_t cap;         /* micro-batches in flight a send ring holds */
+    size_t arrive;        /* the largest tensor that arrives, in elements */
+    size_t send_elems[2]; /* [SP_DIR_ACT], [SP_DIR_GRAD] */
+    const size_t *offset; /* each rank's ops in the timeline */
+};
+
+/* This rank's place: its stage (replicas in stage order: base[k] is stage k's first rank), the
+ * stage's communicator, and the same run on every rank (min and max of the fingerprints agree);
+ * then the listener for another rank's abort. */
+static sp_status join(struct mpi_run *r, int rank, int size) {
+    sp_ctx *ctx = r->ctx;
+    uint32_t P = (uint32_t)sp_plan_get_stage_count(r->plan);
+    uint32_t gpus = sp_plan_get_summary(r->plan)->gpus, ranks = gpus ? gpus : P;
+    if ((uint32_t)size != ranks)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the plan has %u %s and the MPI job %d ranks: start it with mpirun -np %u",
+                       ranks, gpus ? "replicas of its stages" : "stages", size, ranks);
+    if (r->o->keep_state)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "keep_state is for the threads transport");
+    uint32_t s = (uint32_t)rank;
+    if (gpus && !(r->base = sp_mallocarray((size_t)P + 1, sizeof *r->base)))
+        return sp_oom(ctx, "the run");
+    for (uint32_t k = 0; r->base && k <= P; k++)
+        r->base[k] = k ? r->base[k - 1] + sp_plan_get_stage(r->plan, k - 1)->replicas : 0;
+    for (uint32_t k = 0; r->base && k < P; k++)
+        if ((uint32_t)rank >= r->base[k])
+            s = k;
+    struct mpi_t *t = &r->t;
+    t->s = s, t->P = P, t->timeout_ms = r->o->timeout_ms, t->ctx = ctx;
+    t->rank = (uint32_t)rank, t->ranks = ranks, t->base = r->base;
+    /* collective: every rank splits, each into its stage's replicas */
+    if (r->base && MPI_Comm_split(MPI_COMM_WORLD, (int)s, rank, &t->stage_comm) != MPI_SUCCESS)
+        return sp_fail(ctx, SP_ERR_NO_DEVICE, "rank %d: MPI_Comm_split failed", rank);
+    uint64_t fp = sp_mpi_fingerprint(r->plan, r->m, r->o, r->M), lo = 0, hi = 0;
+    MPI_Request agree[2];
+    MPI_Iallreduce(&fp, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD, &agree[0]);
+    MPI_Iallreduce(&fp, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, &agree[1]);
+    if (!bounded(t, &agree[0]) || !bounded(t, &agree[1]))
+        return sp_fail(ctx, SP_ERR_NO_DEVICE,
+                       "stage %u: the other ranks did not answer within %.0f ms at the start", s,
+                       r->o->timeout_ms);
+    if (lo != hi)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the MPI ranks were started with different plans, models, sizes or "
+                       "options (rank %u's differ from another's): give every rank the same "
+                       "command line",
+                       s);
+    MPI_Irecv(t->abort_msg, (int)sizeof t->abort_msg, MPI_CHAR, MPI_ANY_SOURCE, TAG_ABORT,
+              MPI_COMM_WORLD, &t->abort_req);
+    return SP_OK;
+}
+
+/* the stage's worker: its ops, its core, its GPU (its local rank's: ranks of one machine share
+ * GPUs round robin), its send buffers and, replicated on a GPU, host room for its gradients */
+static sp_status setup_worker(struct mpi_run *r, const struct sp_sched_op *ops,
+                              const size_t *offset, const int *cores, unsigned n_cores) {
+    sp_ctx *ctx = r->ctx;
+    struct mpi_t *t = &r->t;
+    struct sp_stage_worker *w = &r->w;
+    uint32_t s = t->s, P = t->P, rank = t->rank;
+    t->ops = mpi_ops; /* replicated stages: and the replicas' gradients summed */
+    t->ops.sum_gradients = r->base ? sp_mpi_sum_gradients : NULL;
+    w->ops = &t->ops, w->t = t, w->m = r->m, w->o = r->o;
+    w->s = s, w->P = P, w->M = r->M, w->steps_total = r->total;
+    w->list = ops + offset[rank], w->n_ops = offset[rank + 1] - offset[rank];
+    /* the local rank's core among those this process may use (mpirun may have bound it) */
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    unsigned lr = local ? (unsigned)strtoul(local, NULL, 10) : rank;
+    w->core = r->o->pin ? cores[lr % n_cores] : -1;
+    w->stats = r->stats, w->stats_stride = 1;
+    w->rec = r->run->timeline->ops + offset[rank];
+    const sp_stage *stage = sp_plan_get_stage(r->plan, s);
+    size_t out_elems = r->m->layers[stage->last_layer].out_elems;
+    size_t in_elems = r->m->layers[stage->first_layer].in_elems;
+    r->cap = r->M < TAG_MB_RANGE ? r->M : TAG_MB_RANGE;
+    r->send_elems[SP_DIR_ACT] = s + 1 < P ? out_elems : 0;
+    r->send_elems[SP_DIR_GRAD] = s > 0 ? in_elems : 0;
+    uint64_t sends = (uint64_t)r->cap * (r->send_elems[0] + r->send_elems[1]);
+    r->arrive = in_elems > out_elems ? in_elems : out_elems;
+    const struct sp_exec_backend **be = NULL;
+    unsigned sms = 0;
+    t->be = &sp_exec_backend_cpu;
+    sp_status st = SP_OK;
+    if (r->o->backend == SP_RUN_BACKEND_CUDA) {
+        st = sp_run_devices_open(ctx, r->m, 1, false, lr, &r->devices, &be, &r->device, &sms);
+        if (st == SP_OK) {
+            w->be = t->be = be[0];
+        } else { /* the message says stage 0: this rank's one stage is s */
+            char why[1024];
+            snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
+            st = sp_fail(ctx, st, "rank %u (stage %u): %s", s, s, why);
+        }
+    }
+    if (st == SP_OK) /* the send buffers counted, on the host or on the GPU */
+        st = sp_stage_worker_setup(ctx, w, r->plan,
+                                   (sends + (w->be ? r->arrive : 0)) * sizeof(float));
+    size_t most = 0; /* replicas on GPUs: room for a layer's gradients in host memory */
+    for (size_t l = stage->first_layer; r->base && w->be && l <= stage->last_layer; l++)
+        most = r->m->layers[l].param_elems > most ? r->m->layers[l].param_elems : most;
+    if (st == SP_OK && most && !(t->grad_host = t->be->alloc_host(t->be->device, most * 4)))
+        st = sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u: no host memory for its gradients", s);
+    return st;
+}
+
+/* this rank's failure told to the others, who would wait for it */
+static void tell_others(struct mpi_run *r, sp_status st) {
+    char why[1024];
+    snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(r->ctx));
+    sp_mpi_fail(&r->t, st, why);
+}
+
+/* did every rank succeed (bounded: a dead rank never answers)? then every rank gets every
+ * stage's figures */
+static sp_status finish(struct mpi_run *r, sp_status st) {
+    sp_ctx *ctx = r->ctx;
+    struct mpi_t *t = &r->t;
+    int mine = st == SP_OK, all = 0;
+    MPI_Request req;
+    MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
+    if (!bounded(t, &req)) {
+        if (st == SP_OK)
+            st = sp_fail(ctx, SP_ERR_NO_DEVICE,
+                         "stage %u finished, but another rank did not answer within %.0f ms at "
+                         "the end of the run (it died)",
+                         t->s, r->o->timeout_ms);
+    } else if (!all && st == SP_OK) {
+        /* another rank failed after this one finished: its message is on the way */
+        double deadline = sp_now_ms() + 1000.0;
+        while (!sp_mpi_stopping(t) && sp_now_ms() < deadline)
+            sp_mpi_nap();
+        st =
+            t->status != SP_OK ? t->status : sp_fail(ctx, SP_ERR_NO_DEVICE, "another stage failed");
+    }
+    if (st != SP_OK)
+        return st;
+    struct sp_mpi_stage_info info = {r->w.core, r->device, r->w.slots,
+                                     r->w.se->bytes + r->w.extra_bytes, ""};
+    if (gethostname(info.host, sizeof info.host - 1) != 0)
+        snprintf(info.host, sizeof info.host, "?");
+    return sp_mpi_share_figures(ctx, r->run, t->P, r->base, t->ranks, r->total, r->offset, r->stats,
+                                &info, r->o->timeout_ms);
+}
+
+static void release(struct mpi_run *r, sp_status st) {
+    struct mpi_t *t = &r->t;
+    ring_release(t, &t->ring[SP_DIR_ACT]);
+    ring_release(t, &t->ring[SP_DIR_GRAD]);
+    if (t->abort_req != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPI_Test(&t->abort_req, &done, MPI_STATUS_IGNORE);
+        if (!done) {
+            MPI_Cancel(&t->abort_req);
+            MPI_Request_free(&t->abort_req);
+        }
+    }
+    if (t->nccl && st != SP_OK)
+        sp_nccl_abort(t->nccl); /* nothing may wait for a peer that stopped */
+    sp_nccl_close(t->nccl);
+    sp_stage_worker_release(&r->w);
+    if (t->arrived)
+        t->be->release_host(t->be->device, t->arrived);
+    if (t->grad_host)
+        t->be->release_host(t->be->device, t->grad_host);
+    sp_run_devices_close(r->devices); /* after the stage's memory on it is released */
+    sp_free(r->stats);
+    if (t->stage_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&t->stage_comm);
+    sp_free(r->base);
+}
+
 sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                      const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
                      const size_t *offset, const int *cores, unsigned n_cores, struct sp_run *run) {
@@ -332,159 +516,33 @@ sp_status sp_run_mpi(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                        "the MPI transport needs MPI started first (sp_mpi_start)");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    uint32_t P = (uint32_t)sp_plan_get_stage_count(plan), total = o->warmup_steps + o->steps;
-    uint32_t gpus = sp_plan_get_summary(plan)->gpus, ranks = gpus ? gpus : P;
-    if ((uint32_t)size != ranks)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the plan has %u %s and the MPI job %d ranks: start it with mpirun -np %u",
-                       ranks, gpus ? "replicas of its stages" : "stages", size, ranks);
-    if (o->keep_state)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "keep_state is for the threads transport");
-    uint32_t s = (uint32_t)rank, *base = gpus ? sp_mallocarray((size_t)P + 1, sizeof *base) : NULL;
-    if (gpus && !base)
-        return sp_oom(ctx, "the run");
-    for (uint32_t k = 0; base && k <= P; k++) /* rank -> stage: replicas in stage order */
-        base[k] = k ? base[k - 1] + sp_plan_get_stage(plan, k - 1)->replicas : 0;
-    for (uint32_t k = 0; base && k < P; k++)
-        if ((uint32_t)rank >= base[k])
-            s = k;
+    struct mpi_run r;
+    memset(&r, 0, sizeof r);
+    r.ctx = ctx, r.plan = plan, r.m = m, r.o = o, r.M = M, r.run = run, r.offset = offset;
+    r.total = o->warmup_steps + o->steps;
+    r.device = -1;
+    r.t.stage_comm = MPI_COMM_NULL;
+    r.t.abort_req = MPI_REQUEST_NULL;
     run->rank = rank;
-    struct mpi_t t;
-    memset(&t, 0, sizeof t);
-    t.s = s, t.P = P, t.timeout_ms = o->timeout_ms, t.ctx = ctx;
-    t.rank = (uint32_t)rank, t.ranks = ranks, t.base = base, t.stage_comm = MPI_COMM_NULL;
-    /* collective: every rank splits, each into its stage's replicas */
-    if (base && MPI_Comm_split(MPI_COMM_WORLD, (int)s, rank, &t.stage_comm) != MPI_SUCCESS) {
-        sp_free(base);
-        return sp_fail(ctx, SP_ERR_NO_DEVICE, "rank %d: MPI_Comm_split failed", rank);
+    sp_status st = join(&r, rank, size);
+    if (st != SP_OK) { /* before the run's collectives: nothing to tell */
+        release(&r, st);
+        return st;
     }
-    /* the same run on every rank? (min and max of the fingerprints agree) */
-    uint64_t fp = sp_mpi_fingerprint(plan, m, o, M), lo = 0, hi = 0;
-    MPI_Request agree[2];
-    MPI_Iallreduce(&fp, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD, &agree[0]);
-    MPI_Iallreduce(&fp, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD, &agree[1]);
-    if (!bounded(&t, &agree[0]) || !bounded(&t, &agree[1]))
-        return sp_fail(ctx, SP_ERR_NO_DEVICE,
-                       "stage %u: the other ranks did not answer within %.0f ms at the start", s,
-                       o->timeout_ms);
-    if (lo != hi)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the MPI ranks were started with different plans, models, sizes or "
-                       "options (rank %u's differ from another's): give every rank the same "
-                       "command line",
-                       s);
-    MPI_Irecv(t.abort_msg, (int)sizeof t.abort_msg, MPI_CHAR, MPI_ANY_SOURCE, TAG_ABORT,
-              MPI_COMM_WORLD, &t.abort_req);
-    struct sp_step_stats *stats = sp_calloc(total, sizeof *stats);
-    struct sp_stage_worker w;
-    memset(&w, 0, sizeof w);
-    t.ops = mpi_ops; /* replicated stages: and the replicas' gradients summed */
-    t.ops.sum_gradients = base ? sp_mpi_sum_gradients : NULL;
-    w.ops = &t.ops, w.t = &t, w.m = m, w.o = o;
-    w.s = s, w.P = P, w.M = M, w.steps_total = total;
-    w.list = ops + offset[rank], w.n_ops = offset[rank + 1] - offset[rank];
-    /* the local rank's core among those this process may use (mpirun may have bound it) */
-    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    unsigned lr = local ? (unsigned)strtoul(local, NULL, 10) : (unsigned)rank;
-    w.core = o->pin ? cores[lr % n_cores] : -1;
-    w.stats = stats, w.stats_stride = 1;
-    w.rec = run->timeline->ops + offset[rank];
-    const sp_stage *stage = sp_plan_get_stage(plan, s);
-    size_t out_elems = m->layers[stage->last_layer].out_elems;
-    size_t in_elems = m->layers[stage->first_layer].in_elems;
-    uint32_t cap = M < TAG_MB_RANGE ? M : TAG_MB_RANGE;
-    uint64_t sends =
-        (s + 1 < P ? (uint64_t)cap * out_elems : 0) + (s > 0 ? (uint64_t)cap * in_elems : 0);
-    /* the stage's GPU: its local rank's (ranks of one machine share GPUs round robin) */
-    struct sp_run_devices *devices = NULL;
-    const struct sp_exec_backend **be = NULL;
-    int device = -1;
-    unsigned sms = 0;
-    t.be = &sp_exec_backend_cpu;
-    sp_status st = stats ? SP_OK : sp_oom(ctx, "the run");
-    if (st == SP_OK && o->backend == SP_RUN_BACKEND_CUDA) {
-        st = sp_run_devices_open(ctx, m, 1, false, lr, &devices, &be, &device, &sms);
-        if (st == SP_OK) {
-            w.be = t.be = be[0];
-        } else { /* the message says stage 0: this rank's one stage is s */
-            char why[1024];
-            snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
-            st = sp_fail(ctx, st, "rank %u (stage %u): %s", s, s, why);
-        }
-    }
-    size_t arrive = in_elems > out_elems ? in_elems : out_elems;
-    if (st == SP_OK) /* the send buffers counted, on the host or on the GPU */
-        st = sp_stage_worker_setup(ctx, &w, plan, (sends + (w.be ? arrive : 0)) * sizeof(float));
-    size_t most = 0; /* replicas on GPUs: room for a layer's gradients in host memory */
-    for (size_t l = stage->first_layer; base && w.be && l <= stage->last_layer; l++)
-        most = m->layers[l].param_elems > most ? m->layers[l].param_elems : most;
-    if (st == SP_OK && most && !(t.grad_host = t.be->alloc_host(t.be->device, most * 4)))
-        st = sp_fail(ctx, SP_ERR_INFEASIBLE, "stage %u: no host memory for its gradients", s);
-    if (st != SP_OK) { /* before the collectives of choose_links: the others must not wait */
-        char why[1024];
-        snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
-        sp_mpi_fail(&t, st, why);
-    }
-    const size_t send_elems[2] = {s + 1 < P ? out_elems : 0, s > 0 ? in_elems : 0};
+    r.stats = sp_calloc(r.total, sizeof *r.stats);
+    st = r.stats ? setup_worker(&r, ops, offset, cores, n_cores) : sp_oom(ctx, "the run");
+    if (st != SP_OK) /* before the collectives of choose_links: the others must not wait */
+        tell_others(&r, st);
     sp_status failed_before = st;
-    st = choose_links(ctx, &t, &w, st, device, cap, send_elems, arrive, run);
-    if (st != SP_OK && failed_before == SP_OK) { /* tell the others, who would wait for it */
-        char why[1024];
-        snprintf(why, sizeof why, "%s", sp_ctx_get_errmsg(ctx));
-        sp_mpi_fail(&t, st, why);
-    }
+    st = choose_links(ctx, &r.t, &r.w, st, r.device, r.cap, r.send_elems, r.arrive, run);
+    if (st != SP_OK && failed_before == SP_OK)
+        tell_others(&r, st);
     if (st == SP_OK) {
-        sp_stage_worker_pin(&w);
-        sp_stage_worker_run(&w);
-        st = t.status;
+        sp_stage_worker_pin(&r.w);
+        sp_stage_worker_run(&r.w);
+        st = r.t.status;
     }
-    /* did every rank succeed? (bounded: a dead rank never answers) */
-    int mine = st == SP_OK, all = 0;
-    MPI_Request req;
-    MPI_Iallreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req);
-    if (!bounded(&t, &req)) {
-        if (st == SP_OK)
-            st = sp_fail(ctx, SP_ERR_NO_DEVICE,
-                         "stage %u finished, but another rank did not answer within %.0f ms at "
-                         "the end of the run (it died)",
-                         s, o->timeout_ms);
-    } else if (!all && st == SP_OK) {
-        /* another rank failed after this one finished: its message is on the way */
-        double deadline = sp_now_ms() + 1000.0;
-        while (!sp_mpi_stopping(&t) && sp_now_ms() < deadline)
-            sp_mpi_nap();
-        st = t.status != SP_OK ? t.status : sp_fail(ctx, SP_ERR_NO_DEVICE, "another stage failed");
-    }
-    if (st == SP_OK) { /* every rank gets every stage's figures */
-        struct sp_mpi_stage_info mine_info = {w.core, device, w.slots, w.se->bytes + w.extra_bytes,
-                                              ""};
-        if (gethostname(mine_info.host, sizeof mine_info.host - 1) != 0)
-            snprintf(mine_info.host, sizeof mine_info.host, "?");
-        st = sp_mpi_share_figures(ctx, run, P, base, ranks, total, offset, stats, &mine_info,
-                                  o->timeout_ms);
-    }
-    ring_release(&t, &t.ring[SP_DIR_ACT]);
-    ring_release(&t, &t.ring[SP_DIR_GRAD]);
-    if (t.abort_req != MPI_REQUEST_NULL) {
-        int done = 0;
-        MPI_Test(&t.abort_req, &done, MPI_STATUS_IGNORE);
-        if (!done) {
-            MPI_Cancel(&t.abort_req);
-            MPI_Request_free(&t.abort_req);
-        }
-    }
-    if (t.nccl && st != SP_OK)
-        sp_nccl_abort(t.nccl); /* nothing may wait for a peer that stopped */
-    sp_nccl_close(t.nccl);
-    sp_stage_worker_release(&w);
-    if (t.arrived)
-        t.be->release_host(t.be->device, t.arrived);
-    if (t.grad_host)
-        t.be->release_host(t.be->device, t.grad_host);
-    sp_run_devices_close(devices); /* after the stage's memory on it is released */
-    sp_free(stats);
-    if (t.stage_comm != MPI_COMM_NULL)
-        MPI_Comm_free(&t.stage_comm);
-    sp_free(base);
+    st = finish(&r, st);
+    release(&r, st);
     return st;
 }
