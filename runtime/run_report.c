@@ -97,27 +97,10 @@ void sp_run_judge_balance(sp_run_summary *S, sp_run_stage *stages) {
     S->balance_held = S->max_share_error <= 0.10 && fabs(S->scaled_iteration_error) <= 0.15;
 }
 
-sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
-                        const struct sp_model *m, const sp_run_opts *o) {
-    uint32_t P = (uint32_t)sp_plan_get_stage_count(plan), W = o->warmup_steps, n = o->steps;
-    uint32_t total = W + n;
-    const sp_plan_summary *ps = sp_plan_get_summary(plan);
+/* each step's end and loss; the median iteration and optimizer step over the measured steps */
+static void step_figures(struct sp_run *run, uint32_t P, uint32_t W, uint32_t n, double *tmp) {
     sp_run_summary *S = &run->summary;
-    S->stages = P;
-    S->micro_batches = o->micro_batches ? o->micro_batches : ps->micro_batches;
-    S->steps = n;
-    S->warmup_steps = W;
-    S->micro_batch_size = m->bound_batch;
-    S->schedule = o->schedule;
-    double *tmp = sp_mallocarray(total + 1, sizeof *tmp);
-    run->step_loss = sp_mallocarray(total, sizeof *run->step_loss);
-    run->step_ms = sp_mallocarray(total, sizeof *run->step_ms);
-    run->predicted_time_ms = sp_mallocarray(P, sizeof *run->predicted_time_ms);
-    run->model_name = sp_strdup(m->name);
-    if (!tmp || !run->step_loss || !run->step_ms || !run->predicted_time_ms || !run->model_name) {
-        sp_free(tmp);
-        return sp_oom(ctx, "the run report");
-    }
+    uint32_t total = W + n;
     for (uint32_t k = 0; k < total; k++) {
         double end = 0.0;
         for (uint32_t s = 0; s < P; s++)
@@ -137,9 +120,16 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
     run->optimizer_ms = sp_median(tmp, n);
     S->first_loss = run->step_loss[0];
     S->last_loss = run->step_loss[total - 1];
+}
 
-    /* replicated stages: a stage's figures are its replicas' mean, each replica running M / r of
-     * the micro-batches; the devices are the replicas */
+/* each stage's medians against the plan's prediction; replicated stages: a stage's figures are
+ * its replicas' mean, each replica running M / r of the micro-batches; the devices are the
+ * replicas */
+static void stage_figures(struct sp_run *run, const sp_plan *plan, const sp_run_opts *o,
+                          double *tmp) {
+    sp_run_summary *S = &run->summary;
+    const sp_plan_summary *ps = sp_plan_get_summary(plan);
+    uint32_t P = S->stages, W = S->warmup_steps, n = S->steps;
     uint32_t D = ps->gpus ? ps->gpus : P;
     double busy_max = 0.0, busy_sum = 0.0, device_busy = 0.0, predicted_sum = 0.0;
     for (uint32_t s = 0; s < P; s++) {
@@ -160,7 +150,7 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
         r->predicted_memory_bytes =
             ps_s->resident_bytes +
             (uint64_t)sp_stage_inflight(o->schedule, s, P, S->micro_batches) * ps_s->saved_bytes;
-        r->replicas = ps->gpus ? sp_plan_get_stage(plan, s)->replicas : 1;
+        r->replicas = ps->gpus ? ps_s->replicas : 1;
         double replicas = r->replicas;
         device_busy += replicas * r->busy_ms;
         r->predicted_busy_ms = S->micro_batches * run->predicted_time_ms[s] / replicas;
@@ -173,9 +163,13 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
     S->imbalance = busy_sum > 0 ? busy_max / (busy_sum / P) : 1.0;
     S->slowdown = predicted_sum > 0 && busy_sum > 0 ? busy_sum / predicted_sum : (double)NAN;
     S->bubble_fraction = S->iteration_ms > 0 ? 1.0 - device_busy / (D * S->iteration_ms) : 0.0;
-    sp_free(tmp);
+}
 
-    /* the prediction: the plan simulated under the run's schedule and micro-batches */
+/* the prediction: the plan simulated under the run's schedule and micro-batches; with --isolate
+ * the measured ops replayed as a pipeline */
+static sp_status predict(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
+                         const sp_run_opts *o) {
+    sp_run_summary *S = &run->summary;
     sp_sim_opts so;
     sp_sim_opts_init(&so);
     so.schedule = o->schedule;
@@ -188,28 +182,35 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
     S->predicted_iteration_ms = sim->summary.iteration_ms;
     S->predicted_bubble_fraction = sim->summary.bubble_fraction;
     sp_sim_destroy(sim);
-    S->predicted_imbalance = ps->imbalance;
+    S->predicted_imbalance = sp_plan_get_summary(plan)->imbalance;
     S->iteration_error = S->predicted_iteration_ms > 0
                              ? S->iteration_ms / S->predicted_iteration_ms - 1
                              : (double)NAN;
     S->isolated = o->isolate;
     S->replayed_iteration_ms = (double)NAN;
-    if (o->isolate) { /* the ops ran one at a time: their pipelined iteration is a replay */
-        st = replay(ctx, run, o->schedule, &S->replayed_iteration_ms);
-        if (st != SP_OK)
-            return st;
-        S->iteration_error = S->predicted_iteration_ms > 0
-                                 ? S->replayed_iteration_ms / S->predicted_iteration_ms - 1
-                                 : (double)NAN;
-        double busy = 0.0; /* the bubble of the replay: the row of ops has none to measure */
-        for (uint32_t s = 0; s < P; s++)
-            busy += run->stages[s].busy_ms;
-        S->bubble_fraction =
-            S->replayed_iteration_ms > 0 ? 1.0 - busy / (P * S->replayed_iteration_ms) : 0.0;
-    }
-    sp_run_judge_balance(S, run->stages);
+    if (!o->isolate)
+        return SP_OK;
+    /* the ops ran one at a time: their pipelined iteration is a replay */
+    st = replay(ctx, run, o->schedule, &S->replayed_iteration_ms);
+    if (st != SP_OK)
+        return st;
+    S->iteration_error = S->predicted_iteration_ms > 0
+                             ? S->replayed_iteration_ms / S->predicted_iteration_ms - 1
+                             : (double)NAN;
+    double busy = 0.0; /* the bubble of the replay: the row of ops has none to measure */
+    for (uint32_t s = 0; s < S->stages; s++)
+        busy += run->stages[s].busy_ms;
+    S->bubble_fraction =
+        S->replayed_iteration_ms > 0 ? 1.0 - busy / (S->stages * S->replayed_iteration_ms) : 0.0;
+    return SP_OK;
+}
 
-    /* the timeline of the last step, in the simulator's form */
+/* the timeline of the last step, in the simulator's form: each replica its own device */
+static sp_status last_step_timeline(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
+                                    const struct sp_model *m, const sp_run_opts *o) {
+    const sp_run_summary *S = &run->summary;
+    const sp_plan_summary *ps = sp_plan_get_summary(plan);
+    uint32_t P = S->stages, total = S->warmup_steps + S->steps, D = ps->gpus ? ps->gpus : P;
     sp_sim *t = run->timeline;
     t->summary.schedule = o->schedule;
     t->summary.devices = D;
@@ -219,7 +220,7 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
     t->summary.iteration_ms = run->step_ms[total - 1];
     t->summary.closed_form_ms = (double)NAN;
     double busy_last = 0.0;
-    for (uint32_t s = 0; s < D; s++) { /* each replica its own device */
+    for (uint32_t s = 0; s < D; s++) {
         const struct sp_step_stats *x = run->replica_stats
                                             ? &run->replica_stats[(size_t)(total - 1) * D + s]
                                             : &run->stats[(size_t)(total - 1) * P + s];
@@ -247,4 +248,35 @@ sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
              m->name, sp_schedule_name(o->schedule), P, S->micro_batches, total - 1);
     t->title = sp_strdup(title);
     return t->title ? SP_OK : sp_oom(ctx, "the timeline");
+}
+
+sp_status sp_run_finish(sp_ctx *ctx, struct sp_run *run, const sp_plan *plan,
+                        const struct sp_model *m, const sp_run_opts *o) {
+    uint32_t P = (uint32_t)sp_plan_get_stage_count(plan), W = o->warmup_steps, n = o->steps;
+    uint32_t total = W + n;
+    const sp_plan_summary *ps = sp_plan_get_summary(plan);
+    sp_run_summary *S = &run->summary;
+    S->stages = P;
+    S->micro_batches = o->micro_batches ? o->micro_batches : ps->micro_batches;
+    S->steps = n;
+    S->warmup_steps = W;
+    S->micro_batch_size = m->bound_batch;
+    S->schedule = o->schedule;
+    double *tmp = sp_mallocarray(total + 1, sizeof *tmp);
+    run->step_loss = sp_mallocarray(total, sizeof *run->step_loss);
+    run->step_ms = sp_mallocarray(total, sizeof *run->step_ms);
+    run->predicted_time_ms = sp_mallocarray(P, sizeof *run->predicted_time_ms);
+    run->model_name = sp_strdup(m->name);
+    if (!tmp || !run->step_loss || !run->step_ms || !run->predicted_time_ms || !run->model_name) {
+        sp_free(tmp);
+        return sp_oom(ctx, "the run report");
+    }
+    step_figures(run, P, W, n, tmp);
+    stage_figures(run, plan, o, tmp);
+    sp_free(tmp);
+    sp_status st = predict(ctx, run, plan, o);
+    if (st != SP_OK)
+        return st;
+    sp_run_judge_balance(S, run->stages);
+    return last_step_timeline(ctx, run, plan, m, o);
 }
