@@ -5,6 +5,7 @@
  * that the partitioner's exact integer arithmetic cannot overflow: the sum of all layers'
  * fwd_ms + bwd_ms in nanoseconds and the sums of each byte field must stay below 2^62. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +366,134 @@ static void run_digest(void *arg) {
     sp_strbuf_release(&own.warn);
 }
 
+/* the top level's fields besides the layers */
+struct profile_head {
+    const char *model, *source, *device;
+};
+static const struct sp_json_field head_fields[] = {
+    {"model", SP_JSON_STRING, true, offsetof(struct profile_head, model), 0, SP_NAME_MAX_BYTES, 0},
+    {"source", SP_JSON_STRING, false, offsetof(struct profile_head, source), 0, 1 << 20, 0},
+    {"device", SP_JSON_STRING, false, offsetof(struct profile_head, device), 0, SP_NAME_MAX_BYTES,
+     0},
+};
+/* and those that go into the profile as they are (micro_batch_size is optional: published
+ * profiles often do not record it; 0: unknown) */
+static const struct sp_json_field profile_fields[] = {
+    {"micro_batch_size", SP_JSON_UINT, false, offsetof(sp_profile, micro_batch_size), 1, 0, 0},
+    {"forward_only", SP_JSON_BOOL, false, offsetof(sp_profile, forward_only), 0, 0, 0},
+    {"wgrad_estimated", SP_JSON_BOOL, false, offsetof(sp_profile, wgrad_estimated), 0, 0, 0},
+};
+
+/* the document as a tree: streamed (the layers read on every core as they are split off), else
+ * parsed whole, whose messages say what is wrong; *streamed says which */
+static sp_status parse_tree(struct stream *f, cJSON **root, bool *streamed) {
+    sp_ctx *ctx = f->ctx;
+    sp_profile *p = f->p;
+    sp_strbuf_init(&f->pool);
+    sp_status st = stream_profile(f);
+    *root = f->root;
+    *streamed = st == SP_OK;
+    if (st == SP_OK) {
+        p->pool = f->pool.buf; /* the layers' names and kinds */
+        p->pool_len = f->pool.len;
+        return SP_OK;
+    }
+    sp_strbuf_release(&f->pool);
+    cJSON_Delete(*root);
+    *root = NULL;
+    sp_free(p->layers);
+    p->layers = NULL;
+    p->n_layers = 0;
+    if (st == SP_ERR_NOMEM) {
+        char what[512];
+        snprintf(what, sizeof what, "reading %s", f->name);
+        return sp_oom(ctx, what);
+    }
+    sp_ctx_begin(ctx); /* the whole document, as one tree: its messages say what is wrong */
+    return sp_json_parse(ctx, f->name, f->data, f->len, root);
+}
+
+/* the header, the head's fields, the SMs measured on, the devices: SP_OK (problems with the
+ * fields recorded, so that the layers' are reported beside them), SP_ERR_SCHEMA when the
+ * document is no profile, SP_ERR_NOMEM */
+static sp_status read_head(struct sp_json_reader *r, const cJSON *root, sp_profile *p,
+                           struct profile_head *h) {
+    if (!cJSON_IsObject(root)) {
+        char got[64];
+        sp_json_problem(r, "", "", "expected a JSON object at the top level, got %s",
+                        sp_json_describe(root, got, sizeof got));
+        return SP_ERR_SCHEMA;
+    }
+    if (!sp_json_check_header(r, root, "stagepart-profile", 1))
+        return SP_ERR_SCHEMA; /* another kind of document: its fields would only add noise */
+    sp_json_read_fields(r, root, "", head_fields, SP_COUNT_OF(head_fields), h);
+    sp_json_read_fields(r, root, "", profile_fields, SP_COUNT_OF(profile_fields), p);
+    const cJSON *measurement = cJSON_GetObjectItemCaseSensitive(root, "measurement");
+    if (cJSON_IsObject(measurement) &&
+        sp_json_get_uint(r, measurement, "measurement", "sms", false, 1, &p->measured_sms) &&
+        p->measured_sms > SP_MAX_SMS)
+        sp_json_problem(r, "measurement", "sms", "expected at most %u SMs, got %llu", SP_MAX_SMS,
+                        (unsigned long long)p->measured_sms);
+    const cJSON *devices = cJSON_GetObjectItemCaseSensitive(root, "devices");
+    if (devices && !cJSON_IsNull(devices) &&
+        sp_devices_from_json(r, devices, "devices", &p->devices) == SP_ERR_NOMEM)
+        return SP_ERR_NOMEM;
+    return SP_OK;
+}
+
+/* the layers of a document parsed whole: SP_OK (each layer's problems recorded), SP_ERR_SCHEMA
+ * when there is no array of them, SP_ERR_LIMIT, SP_ERR_NOMEM */
+static sp_status read_tree_layers(struct sp_json_reader *r, const cJSON *root, sp_profile *p) {
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    if (!cJSON_IsArray(layers)) {
+        char got[64];
+        sp_json_problem(r, "", "layers", "expected an array of layer objects, got %s",
+                        layers ? sp_json_describe(layers, got, sizeof got)
+                               : "nothing (field missing)");
+        return SP_ERR_SCHEMA;
+    }
+    size_t n = 0;
+    for (const cJSON *c = layers->child; c; c = c->next)
+        n++;
+    if (n == 0) {
+        sp_json_problem(r, "", "layers", "expected at least one layer, got an empty array");
+        return SP_ERR_SCHEMA;
+    }
+    if (n > SP_PROFILE_MAX_LAYERS) {
+        sp_json_problem(r, "", "layers", "%zu layers is more than the limit of %u", n,
+                        SP_PROFILE_MAX_LAYERS);
+        return SP_ERR_LIMIT;
+    }
+    if (!(p->layers = sp_mallocarray(n, sizeof *p->layers)))
+        return sp_oom(r->ctx, "reading layers");
+    p->n_layers = n;
+    size_t i = 0;
+    for (const cJSON *c = layers->child; c; c = c->next, i++)
+        sp_profile_read_layer(r, c, i, &p->layers[i]);
+    return SP_OK;
+}
+
+/* names unique, totals within a profile's limits; the strings interned when parsed whole */
+static sp_status check_layers(struct sp_json_reader *r, sp_profile *p, bool streamed) {
+    if (r->ctx->problems)
+        return SP_ERR_SCHEMA;
+    if (!sp_json_check_unique_names(r, p->layers, sizeof *p->layers, p->n_layers))
+        return sp_oom(r->ctx, "checking layer names");
+    if (r->ctx->problems == 0)
+        check_totals(r, p);
+    if (r->ctx->problems == 0 && !streamed)
+        return intern_strings(r->ctx, p);
+    return r->ctx->problems ? SP_ERR_SCHEMA : SP_OK;
+}
+
+static sp_status read_profile(struct sp_json_reader *r, const cJSON *root, bool streamed,
+                              sp_profile *p, struct profile_head *h) {
+    sp_status st = read_head(r, root, p, h);
+    if (st == SP_OK && !streamed)
+        st = read_tree_layers(r, root, p);
+    return st == SP_OK ? check_layers(r, p, streamed) : st;
+}
+
 sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size_t len,
                            sp_profile **out) {
     if (!ctx)
@@ -382,136 +511,33 @@ sp_status sp_profile_parse(sp_ctx *ctx, const char *name, const char *data, size
     struct sp_side_job side = {.run = run_digest, .arg = &digest};
     struct stream f = {
         .ctx = ctx, .name = name, .data = data, .len = len, .r = &r, .p = p, .side = &side};
-    sp_strbuf_init(&f.pool);
-    sp_status st = stream_profile(&f);
-    cJSON *root = f.root;
-    bool streamed = st == SP_OK;
-    if (streamed) {
-        p->pool = f.pool.buf; /* the layers' names and kinds */
-        p->pool_len = f.pool.len;
-    } else {
-        sp_strbuf_release(&f.pool);
-        cJSON_Delete(root);
-        root = NULL;
-        sp_free(p->layers);
-        p->layers = NULL;
-        p->n_layers = 0;
-        if (st == SP_ERR_NOMEM) {
-            sp_profile_destroy(p);
-            char what[512];
-            snprintf(what, sizeof what, "reading %s", name);
-            return sp_oom(ctx, what);
-        }
-        sp_ctx_begin(ctx); /* the whole document, as one tree: its messages say what is wrong */
-        st = sp_json_parse(ctx, name, data, len, &root);
-        if (st != SP_OK) {
-            sp_profile_destroy(p);
-            return st;
-        }
-    }
-    sp_status fail = SP_ERR_SCHEMA;
-    const char *model = NULL, *source = NULL, *device = NULL;
-    if (!cJSON_IsObject(root)) {
-        char got[64];
-        sp_json_problem(&r, "", "", "expected a JSON object at the top level, got %s",
-                        sp_json_describe(root, got, sizeof got));
-        goto done;
-    }
-    if (!sp_json_check_header(&r, root, "stagepart-profile", 1))
-        goto done; /* another kind of document: its fields would only add noise */
-    sp_json_get_string(&r, root, "", "model", true, SP_NAME_MAX_BYTES, &model);
-    /* optional: published profiles often do not record it (0: unknown) */
-    sp_json_get_uint(&r, root, "", "micro_batch_size", false, 1, &p->micro_batch_size);
-    sp_json_get_bool(&r, root, "", "forward_only", false, &p->forward_only);
-    sp_json_get_bool(&r, root, "", "wgrad_estimated", false, &p->wgrad_estimated);
-    sp_json_get_string(&r, root, "", "source", false, (size_t)1 << 20, &source);
-    sp_json_get_string(&r, root, "", "device", false, SP_NAME_MAX_BYTES, &device);
-    const cJSON *measurement = cJSON_GetObjectItemCaseSensitive(root, "measurement");
-    if (cJSON_IsObject(measurement) &&
-        sp_json_get_uint(&r, measurement, "measurement", "sms", false, 1, &p->measured_sms) &&
-        p->measured_sms > SP_MAX_SMS)
-        sp_json_problem(&r, "measurement", "sms", "expected at most %u SMs, got %llu", SP_MAX_SMS,
-                        (unsigned long long)p->measured_sms);
-
-    const cJSON *devices = cJSON_GetObjectItemCaseSensitive(root, "devices");
-    if (devices && !cJSON_IsNull(devices) &&
-        (st = sp_devices_from_json(&r, devices, "devices", &p->devices)) == SP_ERR_NOMEM) {
-        fail = st;
-        goto done_status;
-    }
-    if (streamed) {
-        if (ctx->problems == 0 &&
-            !sp_json_check_unique_names(&r, p->layers, sizeof *p->layers, p->n_layers)) {
-            fail = sp_oom(ctx, "checking layer names");
-            goto done_status;
-        }
-        if (ctx->problems == 0)
-            check_totals(&r, p);
-        goto done;
-    }
-    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
-    if (!cJSON_IsArray(layers)) {
-        char got[64];
-        sp_json_problem(&r, "", "layers", "expected an array of layer objects, got %s",
-                        layers ? sp_json_describe(layers, got, sizeof got)
-                               : "nothing (field missing)");
-        goto done;
-    }
-    size_t n = 0;
-    for (const cJSON *c = layers->child; c; c = c->next)
-        n++;
-    if (n == 0) {
-        sp_json_problem(&r, "", "layers", "expected at least one layer, got an empty array");
-        goto done;
-    }
-    if (n > SP_PROFILE_MAX_LAYERS) {
-        sp_json_problem(&r, "", "layers", "%zu layers is more than the limit of %u", n,
-                        SP_PROFILE_MAX_LAYERS);
-        fail = SP_ERR_LIMIT;
-        goto done;
-    }
-    p->layers = sp_mallocarray(n, sizeof *p->layers);
-    if (!p->layers) {
-        fail = sp_oom(ctx, "reading layers");
-        goto done_status;
-    }
-    p->n_layers = n;
-    size_t i = 0;
-    for (const cJSON *c = layers->child; c; c = c->next, i++)
-        sp_profile_read_layer(&r, c, i, &p->layers[i]);
-    if (ctx->problems == 0 && !sp_json_check_unique_names(&r, p->layers, sizeof *p->layers, n)) {
-        fail = sp_oom(ctx, "checking layer names");
-        goto done_status;
-    }
-    if (ctx->problems == 0)
-        check_totals(&r, p);
-    if (ctx->problems == 0 && (st = intern_strings(ctx, p)) != SP_OK) {
-        fail = st;
-        goto done_status;
-    }
-
-done:
-    if (ctx->problems) {
+    cJSON *root = NULL;
+    bool streamed = false;
+    struct profile_head h = {0};
+    sp_status st = parse_tree(&f, &root, &streamed);
+    if (st == SP_OK)
+        st = read_profile(&r, root, streamed, p, &h);
+    if (ctx->problems && st != SP_ERR_NOMEM) {
         sp_problems_finish(ctx);
-        ctx->status = fail;
-        goto done_status;
+        ctx->status = st;
     }
-    if ((st = dup_field(ctx, model, &p->model)) != SP_OK ||
-        (st = dup_field(ctx, source, &p->source)) != SP_OK ||
-        (st = dup_field(ctx, device, &p->device)) != SP_OK ||
-        (st = side.done && digest.ok ? (memcpy(p->sha256, digest.hex, sizeof p->sha256), SP_OK)
-                                     : sp_sha256_hex(ctx, data, len, p->sha256)) != SP_OK) {
-        fail = st;
-        goto done_status;
-    }
+    if (st == SP_OK)
+        st = dup_field(ctx, h.model, &p->model);
+    if (st == SP_OK)
+        st = dup_field(ctx, h.source, &p->source);
+    if (st == SP_OK)
+        st = dup_field(ctx, h.device, &p->device);
+    if (st == SP_OK && side.done && digest.ok)
+        memcpy(p->sha256, digest.hex, sizeof p->sha256);
+    else if (st == SP_OK)
+        st = sp_sha256_hex(ctx, data, len, p->sha256);
     cJSON_Delete(root);
+    if (st != SP_OK) {
+        sp_profile_destroy(p);
+        return st;
+    }
     *out = p;
     return SP_OK;
-
-done_status:
-    cJSON_Delete(root);
-    sp_profile_destroy(p);
-    return fail;
 }
 
 sp_status sp_profile_load(sp_ctx *ctx, const char *path, sp_profile **out) {
