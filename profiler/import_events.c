@@ -103,146 +103,185 @@ static sp_status thread_of(struct log_reader *r, uint32_t tid, uint32_t *out) {
     return SP_OK;
 }
 
-static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c, size_t off) {
+/* a string the other records name by id */
+static sp_status read_string(struct log_reader *r, struct cursor *c, size_t off) {
     struct sp_trace *t = r->t;
-    uint32_t tid = 0, name = 0;
     sp_status st = SP_OK;
+    if (c->left < 4)
+        return bad(r, off, "a string record shorter than its id");
+    uint32_t id = get_u32(c);
+    uint32_t mine = 0;
+    if (memchr(c->p, '\0', c->left))
+        return bad(r, off, "a string with a NUL byte in it");
+    if ((st = sp_trace_intern(r->ctx, t, (const char *)c->p, c->left, &mine)) != SP_OK)
+        return st;
+    return sp_u64_map_set(&r->strings, id, mine) ? SP_OK : oom(r);
+}
+
+/* a thread and its OS ids */
+static sp_status read_thread(struct log_reader *r, struct cursor *c, size_t off) {
+    sp_status st = SP_OK;
+    uint32_t tid = 0;
+    if (c->left < 12)
+        return bad(r, off, "a thread record shorter than 12 bytes");
+    if ((st = thread_of(r, get_u32(c), &tid)) != SP_OK)
+        return st;
+    uint32_t os = get_u32(c), pt = get_u32(c);
+    return sp_u64_map_insert(&r->os_tids, os, tid, NULL) &&
+                   sp_u64_map_insert(&r->os_tids, pt, tid, NULL)
+               ? SP_OK
+               : oom(r);
+}
+
+/* an NVTX range */
+static sp_status read_range(struct log_reader *r, struct cursor *c, size_t off) {
+    struct sp_trace *t = r->t;
+    sp_status st = SP_OK;
+    if (c->left < SP_EVLOG_RANGE_BYTES)
+        return bad(r, off, "a range record shorter than 41 bytes");
+    uint64_t id = get_u64(c);
+    struct sp_trace_range rg = {0};
+    rg.start_ns = (int64_t)get_u64(c);
+    rg.end_ns = (int64_t)get_u64(c);
+    uint32_t log_tid = get_u32(c);
+    uint32_t log_name = get_u32(c);
+    rg.payload = get_u64(c);
+    rg.has_payload = get_u8(c) != 0;
+    if ((st = thread_of(r, log_tid, &rg.tid)) != SP_OK ||
+        (st = string_of(r, off, log_name, &rg.name)) != SP_OK)
+        return st;
+    if (!sp_u64_map_set(&r->range_tid, id, rg.tid))
+        return oom(r);
+    return sp_trace_add_range(r->ctx, t, &rg);
+}
+
+/* a launch's range by external correlation */
+static sp_status read_extcorr(struct log_reader *r, struct cursor *c, size_t off) {
+    if (c->left < 16)
+        return bad(r, off, "an external-correlation record shorter than 16 bytes");
+    uint64_t corr = get_u64(c), range = get_u64(c);
+    return sp_u64_map_set(&r->corr_range, corr, range) ? SP_OK : oom(r);
+}
+
+/* a launch: counted in the first pass, attributed in the second */
+static sp_status read_api(struct log_reader *r, struct cursor *c, size_t off) {
+    struct sp_trace *t = r->t;
+    if (c->left < SP_EVLOG_API_BYTES)
+        return bad(r, off, "an API record shorter than 28 bytes");
+    int64_t time_ns = (int64_t)get_u64(c);
+    uint64_t corr = get_u64(c);
+    uint32_t cupti_tid = get_u32(c);
+    uint64_t range = get_u64(c), th = UINT64_MAX;
+    if (!sp_trace_times_usable(time_ns, time_ns, false)) {
+        t->zero_time_records += !r->stream;
+        return SP_OK;
+    }
+    if (!r->stream) {
+        r->launches++;
+        r->earliest_ns = time_ns < r->earliest_ns ? time_ns : r->earliest_ns;
+        return SP_OK;
+    }
+    if (range || sp_u64_map_get(&r->corr_range, corr, &range))
+        sp_u64_map_get(&r->range_tid, range, &th);
+    if (th == UINT64_MAX && !sp_u64_map_get(&r->os_tids, cupti_tid, &th))
+        th = UINT32_MAX; /* a thread without ranges: outside every range */
+    struct sp_trace_launch l = {time_ns - t->origin_ns, sp_trace_process_corr(r->file_index, corr),
+                                (uint32_t)th};
+    return sp_attrib_launch(r->stream, &l);
+}
+
+/* a kernel, copy or memset: counted in the first pass, attributed in the second */
+static sp_status read_activity(struct log_reader *r, struct cursor *c, size_t off) {
+    struct sp_trace *t = r->t;
+    sp_status st = SP_OK;
+    uint32_t name = 0;
+    if (c->left < SP_EVLOG_ACTIVITY_BYTES)
+        return bad(r, off, "an activity record shorter than 45 bytes");
+    struct sp_trace_activity a = {0};
+    a.kind = get_u8(c);
+    a.start_ns = (int64_t)get_u64(c);
+    a.end_ns = (int64_t)get_u64(c);
+    uint64_t corr = get_u64(c);
+    a.corr = sp_trace_process_corr(r->file_index, corr);
+    a.bytes = get_u64(c);
+    /* every process numbers its own devices from 0: the log's index keeps two processes'
+     * "device 0" apart when busy intervals are merged per device */
+    a.device = sp_trace_process_device((uint32_t)r->file_index, get_u32(c));
+    a.stream = get_u32(c);
+    name = get_u32(c);
+    if (a.kind > SP_ACTIVITY_MEMSET)
+        return bad(r, off, "an activity of an unknown kind");
+    if ((st = string_of(r, off, name, &a.name)) != SP_OK)
+        return st;
+    if (!sp_trace_times_usable(a.start_ns, a.end_ns, true)) {
+        t->zero_time_records += !r->stream;
+        return SP_OK;
+    }
+    if (!r->stream) {
+        r->activities++;
+        r->earliest_ns = a.start_ns < r->earliest_ns ? a.start_ns : r->earliest_ns;
+        return SP_OK;
+    }
+    a.start_ns -= t->origin_ns;
+    a.end_ns -= t->origin_ns;
+    return sp_attrib_activity(r->stream, &a);
+}
+
+/* a device's name */
+static sp_status read_device(struct log_reader *r, struct cursor *c, size_t off) {
+    struct sp_trace *t = r->t;
+    sp_status st = SP_OK;
+    uint32_t name = 0;
+    if (c->left < 8)
+        return bad(r, off, "a device record shorter than 8 bytes");
+    uint32_t dev = get_u32(c);
+    if ((st = string_of(r, off, get_u32(c), &name)) != SP_OK)
+        return st;
+    return sp_trace_set_device(r->ctx, t, dev, t->strings[name]);
+}
+
+/* the collector's versions and warnings */
+static sp_status read_meta(struct log_reader *r, struct cursor *c, size_t off) {
+    struct sp_trace *t = r->t;
+    sp_status st = SP_OK;
+    if (c->left < 8)
+        return bad(r, off, "a meta record shorter than 8 bytes");
+    uint32_t k = 0, v = 0;
+    if ((st = string_of(r, off, get_u32(c), &k)) != SP_OK ||
+        (st = string_of(r, off, get_u32(c), &v)) != SP_OK)
+        return st;
+    if (strcmp(t->strings[k], "cupti") == 0)
+        snprintf(r->cupti, sizeof r->cupti, "%s", t->strings[v]);
+    else if (strcmp(t->strings[k], "cuda") == 0)
+        snprintf(r->cuda, sizeof r->cuda, "%s", t->strings[v]);
+    else if (strcmp(t->strings[k], "warning") == 0)
+        sp_warn(r->ctx, "%s: the collector said: %s", r->path, t->strings[v]);
+    return SP_OK;
+}
+
+/* records the collector dropped */
+static sp_status read_dropped(struct log_reader *r, struct cursor *c, size_t off) {
+    struct sp_trace *t = r->t;
+    if (c->left < 8)
+        return bad(r, off, "a dropped-records record shorter than 8 bytes");
+    t->dropped_records += get_u64(c);
+    return SP_OK;
+}
+
+/* each record's reader by its tag; a tag without one is a later version's record */
+typedef sp_status (*record_reader)(struct log_reader *r, struct cursor *c, size_t off);
+static const record_reader readers[256] = {
+    [SP_EVLOG_STRING] = read_string,   [SP_EVLOG_THREAD] = read_thread,
+    [SP_EVLOG_RANGE] = read_range,     [SP_EVLOG_EXTCORR] = read_extcorr,
+    [SP_EVLOG_API] = read_api,         [SP_EVLOG_ACTIVITY] = read_activity,
+    [SP_EVLOG_DEVICE] = read_device,   [SP_EVLOG_META] = read_meta,
+    [SP_EVLOG_DROPPED] = read_dropped,
+};
+
+static sp_status read_record(struct log_reader *r, uint8_t tag, struct cursor *c, size_t off) {
     if (r->stream && tag != SP_EVLOG_API && tag != SP_EVLOG_ACTIVITY)
         return SP_OK; /* the second pass: the rest was read in the first */
-    switch (tag) {
-    case SP_EVLOG_STRING: {
-        if (c->left < 4)
-            return bad(r, off, "a string record shorter than its id");
-        uint32_t id = get_u32(c);
-        uint32_t mine = 0;
-        if (memchr(c->p, '\0', c->left))
-            return bad(r, off, "a string with a NUL byte in it");
-        if ((st = sp_trace_intern(r->ctx, t, (const char *)c->p, c->left, &mine)) != SP_OK)
-            return st;
-        return sp_u64_map_set(&r->strings, id, mine) ? SP_OK : oom(r);
-    }
-    case SP_EVLOG_THREAD: {
-        if (c->left < 12)
-            return bad(r, off, "a thread record shorter than 12 bytes");
-        if ((st = thread_of(r, get_u32(c), &tid)) != SP_OK)
-            return st;
-        uint32_t os = get_u32(c), pt = get_u32(c);
-        return sp_u64_map_insert(&r->os_tids, os, tid, NULL) &&
-                       sp_u64_map_insert(&r->os_tids, pt, tid, NULL)
-                   ? SP_OK
-                   : oom(r);
-    }
-    case SP_EVLOG_RANGE: {
-        if (c->left < SP_EVLOG_RANGE_BYTES)
-            return bad(r, off, "a range record shorter than 41 bytes");
-        uint64_t id = get_u64(c);
-        struct sp_trace_range rg = {0};
-        rg.start_ns = (int64_t)get_u64(c);
-        rg.end_ns = (int64_t)get_u64(c);
-        uint32_t log_tid = get_u32(c);
-        uint32_t log_name = get_u32(c);
-        rg.payload = get_u64(c);
-        rg.has_payload = get_u8(c) != 0;
-        if ((st = thread_of(r, log_tid, &rg.tid)) != SP_OK ||
-            (st = string_of(r, off, log_name, &rg.name)) != SP_OK)
-            return st;
-        if (!sp_u64_map_set(&r->range_tid, id, rg.tid))
-            return oom(r);
-        return sp_trace_add_range(r->ctx, t, &rg);
-    }
-    case SP_EVLOG_EXTCORR: {
-        if (c->left < 16)
-            return bad(r, off, "an external-correlation record shorter than 16 bytes");
-        uint64_t corr = get_u64(c), range = get_u64(c);
-        return sp_u64_map_set(&r->corr_range, corr, range) ? SP_OK : oom(r);
-    }
-    case SP_EVLOG_API: {
-        if (c->left < SP_EVLOG_API_BYTES)
-            return bad(r, off, "an API record shorter than 28 bytes");
-        int64_t time_ns = (int64_t)get_u64(c);
-        uint64_t corr = get_u64(c);
-        uint32_t cupti_tid = get_u32(c);
-        uint64_t range = get_u64(c), th = UINT64_MAX;
-        if (!sp_trace_times_usable(time_ns, time_ns, false)) {
-            t->zero_time_records += !r->stream;
-            return SP_OK;
-        }
-        if (!r->stream) {
-            r->launches++;
-            r->earliest_ns = time_ns < r->earliest_ns ? time_ns : r->earliest_ns;
-            return SP_OK;
-        }
-        if (range || sp_u64_map_get(&r->corr_range, corr, &range))
-            sp_u64_map_get(&r->range_tid, range, &th);
-        if (th == UINT64_MAX && !sp_u64_map_get(&r->os_tids, cupti_tid, &th))
-            th = UINT32_MAX; /* a thread without ranges: outside every range */
-        struct sp_trace_launch l = {time_ns - t->origin_ns,
-                                    sp_trace_process_corr(r->file_index, corr), (uint32_t)th};
-        return sp_attrib_launch(r->stream, &l);
-    }
-    case SP_EVLOG_ACTIVITY: {
-        if (c->left < SP_EVLOG_ACTIVITY_BYTES)
-            return bad(r, off, "an activity record shorter than 45 bytes");
-        struct sp_trace_activity a = {0};
-        a.kind = get_u8(c);
-        a.start_ns = (int64_t)get_u64(c);
-        a.end_ns = (int64_t)get_u64(c);
-        uint64_t corr = get_u64(c);
-        a.corr = sp_trace_process_corr(r->file_index, corr);
-        a.bytes = get_u64(c);
-        /* every process numbers its own devices from 0: the log's index keeps two processes'
-         * "device 0" apart when busy intervals are merged per device */
-        a.device = sp_trace_process_device((uint32_t)r->file_index, get_u32(c));
-        a.stream = get_u32(c);
-        name = get_u32(c);
-        if (a.kind > SP_ACTIVITY_MEMSET)
-            return bad(r, off, "an activity of an unknown kind");
-        if ((st = string_of(r, off, name, &a.name)) != SP_OK)
-            return st;
-        if (!sp_trace_times_usable(a.start_ns, a.end_ns, true)) {
-            t->zero_time_records += !r->stream;
-            return SP_OK;
-        }
-        if (!r->stream) {
-            r->activities++;
-            r->earliest_ns = a.start_ns < r->earliest_ns ? a.start_ns : r->earliest_ns;
-            return SP_OK;
-        }
-        a.start_ns -= t->origin_ns;
-        a.end_ns -= t->origin_ns;
-        return sp_attrib_activity(r->stream, &a);
-    }
-    case SP_EVLOG_DEVICE: {
-        if (c->left < 8)
-            return bad(r, off, "a device record shorter than 8 bytes");
-        uint32_t dev = get_u32(c);
-        if ((st = string_of(r, off, get_u32(c), &name)) != SP_OK)
-            return st;
-        return sp_trace_set_device(r->ctx, t, dev, t->strings[name]);
-    }
-    case SP_EVLOG_META: {
-        if (c->left < 8)
-            return bad(r, off, "a meta record shorter than 8 bytes");
-        uint32_t k = 0, v = 0;
-        if ((st = string_of(r, off, get_u32(c), &k)) != SP_OK ||
-            (st = string_of(r, off, get_u32(c), &v)) != SP_OK)
-            return st;
-        if (strcmp(t->strings[k], "cupti") == 0)
-            snprintf(r->cupti, sizeof r->cupti, "%s", t->strings[v]);
-        else if (strcmp(t->strings[k], "cuda") == 0)
-            snprintf(r->cuda, sizeof r->cuda, "%s", t->strings[v]);
-        else if (strcmp(t->strings[k], "warning") == 0)
-            sp_warn(r->ctx, "%s: the collector said: %s", r->path, t->strings[v]);
-        return SP_OK;
-    }
-    case SP_EVLOG_DROPPED:
-        if (c->left < 8)
-            return bad(r, off, "a dropped-records record shorter than 8 bytes");
-        t->dropped_records += get_u64(c);
-        return SP_OK;
-    default:
-        return SP_OK; /* a later version's record */
-    }
+    return readers[tag] ? readers[tag](r, c, off) : SP_OK;
 }
 
 /* The log is read in chunks, so memory follows the event store, not the file's size. */
