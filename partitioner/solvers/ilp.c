@@ -222,18 +222,15 @@ static sp_status keep_optimum(sp_ctx *ctx, const struct sp_chain *c, const size_
     return SP_OK;
 }
 
-sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb, struct sp_placement_classes *pc,
-                         struct sp_solution *sol) {
-    const sp_profile *profile = pb->profile;
+/* The chain the program solves (chunks as K virtual stages, each at its device's speed; with
+ * placement search no speeds or device memory, which the program chooses) and the same without
+ * memory caps, every stage at the fastest speed: it bounds T from below. */
+static sp_status program_chains(sp_ctx *ctx, const struct sp_problem *pb,
+                                const struct sp_placement_classes *pc, struct sp_chain_model *model,
+                                struct sp_chain *c, struct sp_chain *free_chain) {
     const sp_partition_opts *o = pb->o;
     const struct sp_stage_devices *d = pb->d;
-    size_t *bounds = sol->bounds;
-    bool *recompute = sol->recompute;
-    struct sp_ilp_result *res = &sol->search;
-    bool inject = !o->ilp_cold;
     uint32_t K = o->stages * o->chunks;
-    /* With placement search the chain has no speeds or device memory (the program chooses
-     * them); its free chain, which bounds T from below, runs every stage at the fastest speed */
     double fastest = pc ? sp_placement_fastest(pc) : 1.0;
     double *speed = NULL, *free_speed = NULL;
     if (d->speed || fastest != 1.0) {
@@ -247,39 +244,95 @@ sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb, struct sp_pla
         for (uint32_t k = 0; k < K; k++)
             free_speed[k] = speed[k] = pc ? fastest : d->speed[k % o->stages];
     }
-    struct sp_chain_model model = {.weight = SP_WEIGHT_TIME,
-                                   .stages = K,
-                                   .micro_batches = o->micro_batches,
-                                   .schedule = o->schedule,
-                                   .mem_cap = o->chunks > 1 ? 0 : o->memory_limit_bytes,
-                                   .speed = pc ? NULL : speed,
-                                   .device_mem = o->chunks > 1 || pc ? NULL : d->memory};
-    struct sp_chain c, free_chain; /* free_chain: the same without memory caps */
-    sp_status st = sp_chain_restage(ctx, &c, pb->chain, &model);
-    struct sp_chain_model free_model = model;
+    *model = (struct sp_chain_model){.weight = SP_WEIGHT_TIME,
+                                     .stages = K,
+                                     .micro_batches = o->micro_batches,
+                                     .schedule = o->schedule,
+                                     .mem_cap = o->chunks > 1 ? 0 : o->memory_limit_bytes,
+                                     .speed = pc ? NULL : speed,
+                                     .device_mem = o->chunks > 1 || pc ? NULL : d->memory};
+    sp_status st = sp_chain_restage(ctx, c, pb->chain, model);
+    struct sp_chain_model free_model = *model;
     free_model.mem_cap = 0;
     free_model.device_mem = NULL;
     free_model.speed = free_speed;
-    if (st == SP_OK && (st = sp_chain_restage(ctx, &free_chain, pb->chain, &free_model)) != SP_OK)
-        sp_chain_release(&c);
+    if (st == SP_OK && (st = sp_chain_restage(ctx, free_chain, pb->chain, &free_model)) != SP_OK)
+        sp_chain_release(c);
     sp_free(speed);
     sp_free(free_speed);
-    if (st != SP_OK)
-        return st;
-    size_t B = c.n_pos - 1;
-    size_t *inc = sp_mallocarray((size_t)K + 1, sizeof *inc);
-    int64_t *rc = o->recompute ? sp_mallocarray(B, sizeof *rc) : NULL;
-    if (!inc || (o->recompute && !rc)) {
-        st = sp_oom(ctx, "building the integer program");
-        goto out;
-    }
-    for (size_t b = 0; rc && b < B; b++) { /* a block recomputes when all its layers can */
+    model->speed = NULL; /* freed: the chain keeps its own */
+    return st;
+}
+
+/* each block's recomputation ticks: a block recomputes when all its layers can (-1: it cannot) */
+static void block_recompute(const sp_profile *profile, const struct sp_chain *c, int64_t *rc) {
+    for (size_t b = 0; b + 1 < c->n_pos; b++) {
         rc[b] = 0;
-        for (size_t l = c.pos[b]; l < c.pos[b + 1] && rc[b] >= 0; l++) {
+        for (size_t l = c->pos[b]; l < c->pos[b + 1] && rc[b] >= 0; l++) {
             double ms = sp_profile_get_layer(profile, l)->recompute_ms;
             rc[b] = ms < 0 ? -1 : rc[b] + sp_ms_to_ticks(ms);
         }
     }
+}
+
+/* why the program found no plan, when it did not say */
+static sp_status explain_none(sp_ctx *ctx, const struct sp_problem *pb,
+                              const struct sp_placement_classes *pc, bool chunk_rows,
+                              const struct sp_chain *c) {
+    const sp_partition_opts *o = pb->o;
+    if (pc)
+        return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                       "no placement of %u stages on the %zu devices fits: every choice of "
+                       "devices leaves a stage over its device's memory%s",
+                       o->stages, sp_devices_get_count(pb->d->list),
+                       o->memory_limit_bytes ? " or the memory limit" : "");
+    if (chunk_rows)
+        return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                       "no split into %u x %u interleaved chunks fits %s: each device holds its "
+                       "chunks' memory_bytes and, at every point of the interleaved order, the "
+                       "saved_bytes of the micro-batches in flight. Raise the limit, use more "
+                       "stages, fewer micro-batches%s",
+                       o->stages, o->chunks,
+                       o->memory_limit_bytes ? "the memory limit" : "the devices' memory",
+                       o->recompute ? "" : " or --recompute auto");
+    if (o->chunks == 1)
+        return sp_explain_infeasible(ctx, pb->profile, c, o);
+    return SP_ERR_INFEASIBLE;
+}
+
+/* the program's blocks back to layers; recomputation trimmed where a stage fits without it */
+static void take_result(const struct sp_problem *pb, const struct sp_placement_classes *pc,
+                        const struct sp_chain *c, const struct sp_chunk_memory *cm,
+                        const struct sp_ilp_result *res, struct sp_solution *sol) {
+    uint32_t K = pb->o->stages * pb->o->chunks;
+    for (uint32_t k = 0; k <= K; k++)
+        sol->bounds[k] = c->pos[res->bounds[k]];
+    for (size_t b = 0; sol->recompute && res->recompute && b + 1 < c->n_pos; b++)
+        for (size_t l = c->pos[b]; l < c->pos[b + 1]; l++)
+            sol->recompute[l] = res->recompute[b];
+    if (!pc && cm->any_cap) /* per device, over its chunks */
+        sp_chunk_memory_trim(cm, pb->profile, sol->bounds, sol->recompute);
+    else if (!pc && pb->o->chunks == 1) /* placement trims against the chosen devices */
+        sp_trim_recompute(pb->profile, c, sol->bounds, sol->recompute);
+}
+
+sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb, struct sp_placement_classes *pc,
+                         struct sp_solution *sol) {
+    const sp_partition_opts *o = pb->o;
+    const struct sp_stage_devices *d = pb->d;
+    struct sp_ilp_result *res = &sol->search;
+    bool inject = !o->ilp_cold;
+    struct sp_chain_model model;
+    struct sp_chain c, free_chain;
+    sp_status st = program_chains(ctx, pb, pc, &model, &c, &free_chain);
+    if (st != SP_OK)
+        return st;
+    size_t *inc = sp_mallocarray((size_t)o->stages * o->chunks + 1, sizeof *inc);
+    int64_t *rc = o->recompute ? sp_mallocarray(c.n_pos - 1, sizeof *rc) : NULL;
+    if (!inc || (o->recompute && !rc))
+        st = sp_oom(ctx, "building the integer program");
+    else if (rc)
+        block_recompute(pb->profile, &c, rc);
     /* chunks: cm has the in-flight states of stage s's devices (s), for the incumbent and, without
      * placement, the program's memory rows; with placement the rows take the limit alone (the
      * program adds each class's memory) */
@@ -287,7 +340,7 @@ sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb, struct sp_pla
     bool class_memory = false;
     for (uint32_t cls = 0; pc && cls < pc->ilp.classes; cls++)
         class_memory |= pc->memory[cls] != 0;
-    if (o->chunks > 1 && (o->memory_limit_bytes || d->memory))
+    if (st == SP_OK && o->chunks > 1 && (o->memory_limit_bytes || d->memory))
         st = sp_chunk_memory_init(ctx, o->schedule, o->stages, o->chunks, o->micro_batches,
                                   o->memory_limit_bytes, d->memory, &cm);
     bool chunk_rows = o->chunks > 1 && (pc ? o->memory_limit_bytes || class_memory : cm.any_cap);
@@ -295,29 +348,23 @@ sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb, struct sp_pla
         st = sp_chunk_memory_init(ctx, o->schedule, o->stages, o->chunks, o->micro_batches,
                                   o->memory_limit_bytes, NULL, &cm_rows);
     struct ilp_start start = {0};
-    if (st != SP_OK)
-        goto out;
-    st = ilp_start(ctx, pb, pc, &c, &free_chain, &cm, rc, inc, &start);
-    bool have_incumbent = start.have_incumbent, inc_recomputes = start.inc_recomputes;
-    double t_lower = start.t_lower;
-    if (!inject) { /* the program alone (the oracle tests check it against enumeration) */
-        have_incumbent = false;
-        t_lower = 0;
-    }
+    if (st == SP_OK)
+        st = ilp_start(ctx, pb, pc, &c, &free_chain, &cm, rc, inc, &start);
     bool decided = false;
     if (st == SP_OK && inject && chain_search_applies(&c, o, pc))
-        st = chain_search(ctx, pb, &model, res, recompute, &decided);
+        st = chain_search(ctx, pb, &model, res, sol->recompute, &decided);
     if (st == SP_OK && !decided) {
+        /* !inject: the program alone (the oracle tests check it against enumeration) */
         struct sp_ilp_input in = {.c = &c,
                                   .devices = o->stages,
                                   .micro_batches = o->micro_batches,
                                   .objective = o->objective,
                                   .time_limit_s = o->time_limit_s,
-                                  .incumbent = have_incumbent ? inc : NULL,
+                                  .incumbent = inject && start.have_incumbent ? inc : NULL,
                                   .recompute = rc,
-                                  .t_lower_ms = t_lower,
+                                  .t_lower_ms = inject ? start.t_lower : 0,
                                   .optimum_ms = start.optimum_ms, /* 0 with ilp_cold */
-                                  .incumbent_recomputes = inc_recomputes,
+                                  .incumbent_recomputes = start.inc_recomputes,
                                   .place = pc ? &pc->ilp : NULL,
                                   .chunk_memory = !chunk_rows ? NULL
                                                   : pc        ? &cm_rows.ilp
@@ -326,35 +373,10 @@ sp_status sp_ilp_program(sp_ctx *ctx, const struct sp_problem *pb, struct sp_pla
         if (st == SP_ERR_LIMIT && in.optimum_ms > 0) /* the plan stands without its tie-breaks */
             st = keep_optimum(ctx, &c, inc, pc, in.optimum_ms, res);
     }
-    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx) && pc)
-        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
-                     "no placement of %u stages on the %zu devices fits: every choice of devices "
-                     "leaves a stage over its device's memory%s",
-                     o->stages, sp_devices_get_count(d->list),
-                     o->memory_limit_bytes ? " or the memory limit" : "");
-    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx) && chunk_rows)
-        st = sp_fail(ctx, SP_ERR_INFEASIBLE,
-                     "no split into %u x %u interleaved chunks fits %s: each device holds its "
-                     "chunks' memory_bytes and, at every point of the interleaved order, the "
-                     "saved_bytes of the micro-batches in flight. Raise the limit, use more "
-                     "stages, fewer micro-batches%s",
-                     o->stages, o->chunks,
-                     o->memory_limit_bytes ? "the memory limit" : "the devices' memory",
-                     o->recompute ? "" : " or --recompute auto");
-    else if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx) && o->chunks == 1)
-        st = sp_explain_infeasible(ctx, profile, &c, o);
-    if (st == SP_OK) {
-        for (uint32_t k = 0; k <= K; k++)
-            bounds[k] = c.pos[res->bounds[k]];
-        for (size_t b = 0; recompute && res->recompute && b < B; b++)
-            for (size_t l = c.pos[b]; l < c.pos[b + 1]; l++)
-                recompute[l] = res->recompute[b];
-        if (!pc && cm.any_cap) /* per device, over its chunks */
-            sp_chunk_memory_trim(&cm, profile, bounds, recompute);
-        else if (!pc && o->chunks == 1) /* placement trims against the chosen devices */
-            sp_trim_recompute(profile, &c, bounds, recompute);
-    }
-out:
+    if (st == SP_ERR_INFEASIBLE && !*sp_ctx_get_errmsg(ctx))
+        st = explain_none(ctx, pb, pc, chunk_rows, &c);
+    if (st == SP_OK)
+        take_result(pb, pc, &c, &cm, res, sol);
     sp_chunk_memory_release(&cm);
     sp_chunk_memory_release(&cm_rows);
     sp_free(inc);
