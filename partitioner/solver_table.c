@@ -49,8 +49,8 @@ static const struct sp_solver_desc solvers[] = {
               "the GLPK program choosing every stage's device, the least bottleneck "
               "found exactly first",
               SP_SOLVER_ILP, SP_SOLVER_ONE_CHUNK | SP_SOLVER_LOOP_CHUNKS, OBJ_LINEAR,
-              SP_SOLVER_TAKES_MEMORY | SP_SOLVER_TAKES_LINKS | SP_SOLVER_TAKES_RECOMPUTE |
-                  SP_SOLVER_TAKES_PLACEMENT,
+              SP_SOLVER_TAKES_MEMORY | SP_SOLVER_TAKES_SPEEDS | SP_SOLVER_TAKES_LINKS |
+                  SP_SOLVER_TAKES_RECOMPUTE | SP_SOLVER_TAKES_PLACEMENT,
               SP_GUARANTEE_PROVEN},
      .check = placed_check,
      .objective_refusal = variance_linear,
@@ -59,7 +59,8 @@ static const struct sp_solver_desc solvers[] = {
               "bisection and dynamic programming over the chain: the least bottleneck, "
               "then the least sum of squares",
               SP_SOLVER_DP, SP_SOLVER_ONE_CHUNK, OBJ_CHAIN,
-              SP_SOLVER_TAKES_MEMORY | SP_SOLVER_TAKES_LINKS | SP_SOLVER_TAKES_BLOCKING,
+              SP_SOLVER_TAKES_MEMORY | SP_SOLVER_TAKES_SPEEDS | SP_SOLVER_TAKES_LINKS |
+                  SP_SOLVER_TAKES_BLOCKING,
               SP_GUARANTEE_EXACT},
      .check = dp_check,
      .solve = sp_solve_dp},
@@ -76,7 +77,8 @@ static const struct sp_solver_desc solvers[] = {
     {.info = {"interleaved", "branch and bound over round boundaries, each cap proven",
               SP_SOLVER_DP, SP_SOLVER_LOOP_CHUNKS,
               OBJ(SP_OBJECTIVE_BOTTLENECK) | OBJ(SP_OBJECTIVE_ITERATION),
-              SP_SOLVER_TAKES_MEMORY | SP_SOLVER_TAKES_LINKS, SP_GUARANTEE_PROVEN},
+              SP_SOLVER_TAKES_MEMORY | SP_SOLVER_TAKES_SPEEDS | SP_SOLVER_TAKES_LINKS,
+              SP_GUARANTEE_PROVEN},
      .objective_refusal =
          "the interleaved search minimizes the bottleneck and then balances the devices (the "
          "least sum of squared loads at that bottleneck); --objective variance has no cap to "
@@ -84,17 +86,20 @@ static const struct sp_solver_desc solvers[] = {
      .solve = sp_solve_interleaved},
     {.info = {"ilp", "a mixed-integer program on GLPK, started from the DP's plan", SP_SOLVER_ILP,
               SP_SOLVER_ONE_CHUNK | SP_SOLVER_LOOP_CHUNKS, OBJ_LINEAR,
-              SP_SOLVER_TAKES_MEMORY | SP_SOLVER_TAKES_LINKS | SP_SOLVER_TAKES_RECOMPUTE,
+              SP_SOLVER_TAKES_MEMORY | SP_SOLVER_TAKES_SPEEDS | SP_SOLVER_TAKES_LINKS |
+                  SP_SOLVER_TAKES_RECOMPUTE,
               SP_GUARANTEE_PROVEN},
      .objective_refusal = variance_linear,
      .solve = sp_solve_ilp},
     {.info = {"uniform", "equal layer counts (Megatron-LM's default)", SP_SOLVER_UNIFORM,
               SP_SOLVER_ONE_CHUNK | SP_SOLVER_LOOP_CHUNKS | SP_SOLVER_V_CHUNKS, 0,
-              SP_SOLVER_TAKES_LINKS | SP_SOLVER_TAKES_BLOCKING, SP_GUARANTEE_NONE},
+              SP_SOLVER_TAKES_SPEEDS | SP_SOLVER_TAKES_LINKS | SP_SOLVER_TAKES_BLOCKING,
+              SP_GUARANTEE_NONE},
      .solve = sp_solve_uniform},
     {.info = {"parameters", "balanced param_bytes (DeepSpeed's partition_method=\"parameters\")",
               SP_SOLVER_PARAMETERS, SP_SOLVER_ONE_CHUNK, 0,
-              SP_SOLVER_TAKES_LINKS | SP_SOLVER_TAKES_BLOCKING, SP_GUARANTEE_NONE},
+              SP_SOLVER_TAKES_SPEEDS | SP_SOLVER_TAKES_LINKS | SP_SOLVER_TAKES_BLOCKING,
+              SP_GUARANTEE_NONE},
      .solve = sp_solve_parameters},
 };
 
@@ -194,7 +199,8 @@ static bool fits_recompute(const sp_solver_info *s, const struct wanted *w) {
 }
 
 static sp_status check_flags(sp_ctx *ctx, const sp_partition_opts *o,
-                             const struct sp_solver_desc *desc, const struct wanted *w) {
+                             const struct sp_stage_devices *d, const struct sp_solver_desc *desc,
+                             const struct wanted *w) {
     const sp_solver_info *s = &desc->info;
     char list[128];
     if (o->recompute && !(s->takes & SP_SOLVER_TAKES_RECOMPUTE)) {
@@ -205,6 +211,11 @@ static sp_status check_flags(sp_ctx *ctx, const sp_partition_opts *o,
                        *list ? "--solver " : "a solver that chooses them, and none does for ",
                        *list ? list : layout_words(w->layout), s->name, s->summary);
     }
+    if (d->speed && !(s->takes & SP_SOLVER_TAKES_SPEEDS))
+        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
+                       "the %s solver (%s) assumes devices of equal speed; this profile or "
+                       "--devices gives speeds",
+                       s->name, s->summary);
     if (o->links && o->comm == SP_COMM_BLOCKING && !(s->takes & SP_SOLVER_TAKES_BLOCKING))
         return sp_fail(ctx, SP_ERR_UNSUPPORTED,
                        "--comm blocking: the %s solver (%s) models overlapped transfers only; "
@@ -231,7 +242,7 @@ sp_status sp_solver_pick(sp_ctx *ctx, const sp_partition_opts *o, const struct s
     }
     if (!desc)
         return refuse(ctx, o, &w);
-    sp_status st = check_flags(ctx, o, desc, &w);
+    sp_status st = check_flags(ctx, o, d, desc, &w);
     if (st == SP_OK && desc->check)
         st = desc->check(ctx, o, d);
     if (st == SP_OK)

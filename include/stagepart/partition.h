@@ -111,6 +111,7 @@ SP_API sp_status sp_guarantee_from_name(const char *name, sp_guarantee *out);
 #define SP_SOLVER_TAKES_BLOCKING  (1u << 2) /* --comm blocking: transfers in the stage time */
 #define SP_SOLVER_TAKES_RECOMPUTE (1u << 3) /* chooses layers to recompute (--recompute auto) */
 #define SP_SOLVER_TAKES_PLACEMENT (1u << 4) /* chooses each stage's device (--placement search) */
+#define SP_SOLVER_TAKES_SPEEDS    (1u << 5) /* devices of different speeds */
 
 typedef struct sp_solver_info {
     const char *name;       /* "dp", "vshape", "interleaved", "ilp", ... (unique) */

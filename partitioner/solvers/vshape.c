@@ -200,17 +200,11 @@ out:
     return ok;
 }
 
-sp_status sp_vshape_bounds(sp_ctx *ctx, const struct sp_problem *pb, unsigned slack_64ths,
-                           size_t *bounds) {
+/* what the V-shape solver cannot partition: too few layers or blocks, tables too large */
+static sp_status check_size(sp_ctx *ctx, const struct sp_problem *pb, bool has_cap) {
     const sp_partition_opts *o = pb->o;
-    const struct sp_stage_devices *d = pb->d;
-    const struct sp_chain *c = pb->chain;
-    size_t layers = sp_profile_get_layer_count(pb->profile), n = c->n_pos - 1;
+    size_t layers = sp_profile_get_layer_count(pb->profile), n = pb->chain->n_pos - 1;
     uint32_t P = o->stages;
-    if (d->speed)
-        return sp_fail(ctx, SP_ERR_UNSUPPORTED,
-                       "V-shape partitions assume devices of equal speed; this profile or "
-                       "--devices gives speeds");
     if (layers < 2 * (size_t)P)
         return sp_fail(ctx, SP_ERR_INFEASIBLE,
                        "%s places 2 chunks on each of %u devices: it needs at least %u layers, the "
@@ -227,18 +221,78 @@ sp_status sp_vshape_bounds(sp_ctx *ctx, const struct sp_problem *pb, unsigned sl
                        "the V-shape solver takes up to %u blocks between allowed cuts (its tables "
                        "grow as n^2); the profile has %zu: merge layers into blocks",
                        SP_VSHAPE_MAX_LAYERS, n);
-    bool has_cap = o->memory_limit_bytes || d->memory;
     if (has_cap && n > SP_VSHAPE_DP_MAX_LAYERS)
         return sp_fail(ctx, SP_ERR_LIMIT,
                        "V-shape partitions under a memory limit take up to %u blocks between "
                        "allowed cuts; the profile has %zu",
                        SP_VSHAPE_DP_MAX_LAYERS, n);
+    return SP_OK;
+}
+
+/* the least bottleneck without memory limits: bisection over feasible(L); SP_ERR_INFEASIBLE when
+ * the forbidden cuts leave no partition */
+static sp_status least_bottleneck(sp_ctx *ctx, const struct vshape *v, uint8_t **reach, int64_t *Q,
+                                  int64_t *out) {
+    int64_t lo = -1, hi = v->T[v->n]; /* lo infeasible (loads >= 0 and n >= 2P), hi feasible? */
+    if (!feasible(v, hi, reach, Q))
+        return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                       "no V-shape partition into %u non-empty chunks respects the profile's "
+                       "forbidden cuts (cut_after: false, or before the loss)",
+                       2 * v->P);
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (feasible(v, mid, reach, Q))
+            hi = mid;
+        else
+            lo = mid;
+    }
+    *out = hi;
+    return SP_OK;
+}
+
+/* the least bottleneck under memory limits: bisection with the DP itself as the test */
+static sp_status least_bottleneck_capped(sp_ctx *ctx, const struct sp_partition_opts *o,
+                                         const struct vshape *v, bool chunk_squares, size_t *bounds,
+                                         int64_t *out) {
+    int64_t lo = -1, hi = v->T[v->n];
+    int r = min_sumsq(v, hi, chunk_squares, bounds);
+    if (r == 0)
+        return sp_fail(ctx, SP_ERR_INFEASIBLE,
+                       "no V-shape partition into %u chunks fits the memory limit with %u "
+                       "micro-batches under %s",
+                       2 * v->P, o->micro_batches, sp_schedule_name(o->schedule));
+    while (r > 0 && hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        int at_mid = min_sumsq(v, mid, chunk_squares, bounds);
+        if (at_mid > 0)
+            hi = mid;
+        else if (at_mid == 0)
+            lo = mid;
+        else
+            r = at_mid;
+    }
+    if (r < 0)
+        return sp_oom(ctx, "partitioning V-shape");
+    *out = hi;
+    return SP_OK;
+}
+
+sp_status sp_vshape_bounds(sp_ctx *ctx, const struct sp_problem *pb, unsigned slack_64ths,
+                           size_t *bounds) {
+    const sp_partition_opts *o = pb->o;
+    const struct sp_stage_devices *d = pb->d;
+    const struct sp_chain *c = pb->chain;
+    size_t n = c->n_pos - 1;
+    uint32_t P = o->stages;
+    bool has_cap = o->memory_limit_bytes || d->memory;
+    sp_status st = check_size(ctx, pb, has_cap);
+    if (st != SP_OK)
+        return st;
     struct vshape v = {P, n, n + 1, c->w, NULL, c->mem, c->saved};
     struct sp_chunk_memory cm = {0};
     size_t w = n + 1, cells = w * w;
     uint8_t **reach = sp_calloc((size_t)P + 1, sizeof *reach);
     int64_t *Q = sp_mallocarray(cells, sizeof *Q);
-    sp_status st = SP_OK;
     if (!reach || !Q)
         st = sp_oom(ctx, "partitioning V-shape");
     for (uint32_t i = 0; st == SP_OK && i <= P; i++)
@@ -247,8 +301,6 @@ sp_status sp_vshape_bounds(sp_ctx *ctx, const struct sp_problem *pb, unsigned sl
     if (st == SP_OK && has_cap)
         st = sp_chunk_memory_init(ctx, o->schedule, P, 2, o->micro_batches, o->memory_limit_bytes,
                                   d->memory, &cm);
-    if (st != SP_OK)
-        goto out;
     v.cm = has_cap ? &cm : NULL;
     bounds[0] = 0;
     bounds[2 * P] = n;
@@ -257,63 +309,22 @@ sp_status sp_vshape_bounds(sp_ctx *ctx, const struct sp_problem *pb, unsigned sl
      * schedule's warm-up and cool-down run chunk by chunk along the V, so one long chunk beside a
      * short one stalls its neighbours (llama3-8b, P = 4, zbv: 5130 ms with the devices' squares
      * as the tie-break, 4579 ms with the chunks'). --objective variance: the devices' loads. */
-    bool chunk_squares = o->objective != SP_OBJECTIVE_VARIANCE;
-    if (o->objective != SP_OBJECTIVE_VARIANCE && !has_cap) {
-        int64_t lo = -1, hi = v.T[n]; /* lo infeasible (loads >= 0 and n >= 2P), hi feasible? */
-        if (!feasible(&v, hi, reach, Q)) {
-            st = sp_fail(ctx, SP_ERR_INFEASIBLE,
-                         "no V-shape partition into %u non-empty chunks respects the profile's "
-                         "forbidden cuts (cut_after: false, or before the loss)",
-                         2 * P);
-            goto out;
-        }
-        while (hi - lo > 1) {
-            int64_t mid = lo + (hi - lo) / 2;
-            if (feasible(&v, mid, reach, Q))
-                hi = mid;
-            else
-                lo = mid;
-        }
-        L = hi + (int64_t)((double)hi * slack_64ths / 64.0);
-        if (n > SP_VSHAPE_DP_MAX_LAYERS) {
-            feasible(&v, L, reach, Q);
-            trace_back(&v, L, reach, bounds);
-            sp_warn(ctx,
-                    "%zu blocks between allowed cuts: the partition reaches the least "
-                    "bottleneck, but the variance among such partitions is minimized only up to "
-                    "%u blocks",
-                    n, SP_VSHAPE_DP_MAX_LAYERS);
-            goto out;
-        }
-    } else if (o->objective != SP_OBJECTIVE_VARIANCE) {
-        /* memory limits: bisection with the DP itself as the test */
-        int64_t lo = -1, hi = v.T[n];
-        int r = min_sumsq(&v, hi, chunk_squares, bounds);
-        if (r < 0) {
-            st = sp_oom(ctx, "partitioning V-shape");
-            goto out;
-        }
-        if (r == 0) {
-            st = sp_fail(ctx, SP_ERR_INFEASIBLE,
-                         "no V-shape partition into %u chunks fits the memory limit with %u "
-                         "micro-batches under %s",
-                         2 * P, o->micro_batches, sp_schedule_name(o->schedule));
-            goto out;
-        }
-        while (hi - lo > 1) {
-            int64_t mid = lo + (hi - lo) / 2;
-            if ((r = min_sumsq(&v, mid, chunk_squares, bounds)) < 0) {
-                st = sp_oom(ctx, "partitioning V-shape");
-                goto out;
-            }
-            if (r)
-                hi = mid;
-            else
-                lo = mid;
-        }
-        L = hi + (int64_t)((double)hi * slack_64ths / 64.0);
+    bool chunk_squares = o->objective != SP_OBJECTIVE_VARIANCE, done = false;
+    if (st == SP_OK && chunk_squares)
+        st = has_cap ? least_bottleneck_capped(ctx, o, &v, chunk_squares, bounds, &L)
+                     : least_bottleneck(ctx, &v, reach, Q, &L);
+    if (st == SP_OK && chunk_squares)
+        L += (int64_t)((double)L * slack_64ths / 64.0);
+    if (st == SP_OK && chunk_squares && !has_cap && n > SP_VSHAPE_DP_MAX_LAYERS) {
+        feasible(&v, L, reach, Q);
+        trace_back(&v, L, reach, bounds);
+        sp_warn(ctx,
+                "%zu blocks between allowed cuts: the partition reaches the least bottleneck, but "
+                "the variance among such partitions is minimized only up to %u blocks",
+                n, SP_VSHAPE_DP_MAX_LAYERS);
+        done = true;
     }
-    int r = min_sumsq(&v, L, chunk_squares, bounds);
+    int r = st == SP_OK && !done ? min_sumsq(&v, L, chunk_squares, bounds) : 1;
     if (r < 0)
         st = sp_oom(ctx, "partitioning V-shape");
     else if (r == 0)
@@ -321,7 +332,6 @@ sp_status sp_vshape_bounds(sp_ctx *ctx, const struct sp_problem *pb, unsigned sl
                      "no V-shape partition into %u chunks fits the limits with %u micro-batches "
                      "under %s",
                      2 * P, o->micro_batches, sp_schedule_name(o->schedule));
-out:
     for (uint32_t i = 0; reach && i <= P; i++)
         sp_free(reach[i]);
     sp_free(reach);

@@ -48,6 +48,12 @@ expect_stderr_contains "zero bandwidth named" "bandwidth_GBps[0][1]: expected a 
 expect_stderr_contains "short matrix named" "latency_us: expected an array of 8 rows"
 expect_code "variance needs equal speeds" 2 "$STAGEPART" partition $P/llama3-8b.json -s 8 --devices $D --objective variance
 expect_stderr_contains "variance refusal explained" "--objective variance needs devices of equal speed"
+# the solver table says which solvers take speeds: the V-shape ones do not
+cat >"$TMP/speeds4.json" <<'JSON'
+{"format": "stagepart-devices", "version": 1, "devices": [{"name": "a"}, {"name": "b", "speed": 0.5}, {"name": "c"}, {"name": "d"}]}
+JSON
+expect_code "V-shape plans refuse speeds" 4 "$STAGEPART" partition $P/llama3-8b.json -s 4 --schedule zbv --devices "$TMP/speeds4.json"
+expect_stderr_contains "the solver is named" "the vshape solver (the V-shape DP: device d runs chunks d and 2P-1-d) assumes devices of equal speed"
 
 # --micro-batches auto
 expect_code "auto micro-batches" 0 "$STAGEPART" partition $P/equal-64.json -s 8 -m auto

@@ -10,7 +10,10 @@
  * the table claims. A solver or objective this file has no measure for fails the test: a new
  * exact solver comes with its oracle.
  *
- * Usage: test_solver_table [instances per solver and objective] [seed]  (defaults 60 and 1). */
+ * And docs/partitioning.md's table of solvers says what the table says.
+ *
+ * Usage: test_solver_table [instances per solver and objective] [seed] [source dir]  (defaults
+ * 60 and 1; without the source folder the docs are not read). */
 #include <inttypes.h>
 #include <math.h>
 #include <stagepart/stagepart.h>
@@ -282,6 +285,38 @@ static int check_one(const sp_solver_info *s, sp_objective objective, int instan
     return 0;
 }
 
+/* docs/partitioning.md's table of solvers has a row for every solver of the table, with its
+ * --solver and its guarantee */
+static void check_docs(const char *src) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/docs/partitioning.md", src);
+    FILE *f = fopen(path, "rb");
+    SP_CHECK_MSG(f != NULL, "cannot open %s", path);
+    if (!f)
+        return;
+    static char doc[1 << 20];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    doc[n] = '\0';
+    fclose(f);
+    for (size_t i = 0; i < sp_solver_count(); i++) {
+        const sp_solver_info *s = sp_solver_at(i);
+        char row[256];
+        snprintf(row, sizeof row, "| `%s` | `%s`", s->name, sp_solver_name(s->solver));
+        const char *at = strstr(doc, row);
+        SP_CHECK_MSG(at != NULL, "docs/partitioning.md has no row '%s'", row);
+        const char *end = at ? strchr(at, '\n') : NULL;
+        char line[1024] = "";
+        if (at && end)
+            snprintf(line, sizeof line, "%.*s", (int)(end - at), at);
+        const char *last = strrchr(line, '|') ? strrchr(line, '|') : line;
+        while (last > line && last[-1] != '|')
+            last--; /* the last cell: the guarantee */
+        SP_CHECK_MSG(strstr(last, sp_guarantee_name(s->guarantee)) != NULL,
+                     "docs/partitioning.md: row '%s' does not say its guarantee, %s", row,
+                     sp_guarantee_name(s->guarantee));
+    }
+}
+
 int main(int argc, char **argv) {
     int instances = argc > 1 ? atoi(argv[1]) : 60;
     rng_state = argc > 2 ? strtoull(argv[2], NULL, 10) : 1;
@@ -302,6 +337,8 @@ int main(int argc, char **argv) {
             }
     }
     SP_CHECK(sp_solver_at(sp_solver_count()) == NULL);
+    if (argc > 3)
+        check_docs(argv[3]);
     printf("test_solver_table: %d solver-objective pairs against brute force\n", walked);
     sp_ctx_destroy(ctx);
     return sp_test_finish("test_solver_table");
