@@ -448,13 +448,11 @@ static void add_recompute_rows(glp_prob *lp, const struct sp_ilp_model *m,
     }
 }
 
-void sp_ilp_add_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf *r, double *lb_out,
-                     size_t *free_binaries) {
+/* T's upper bound: the incumbent's bottleneck; under iteration what (M-1) T can reach below the
+ * incumbent's J; none for range and deviation (they may trade a larger bottleneck for balance) */
+static double t_upper(const struct sp_ilp_model *m) {
     const struct sp_chain *c = m->c;
     const struct sp_ilp_input *in = m->in;
-    glp_add_cols(lp, m->n_cols);
-    /* T bounds: the incumbent's value for the bottleneck; valid lower bounds otherwise */
-    double t_ub = m->x_inc ? m->x_inc[m->col_T] : (double)INFINITY;
     if (in->objective == SP_OBJECTIVE_ITERATION && m->x_inc && in->micro_batches > 1) {
         double sum = 0, fastest = m->speed_max;
         for (uint32_t d = 0; d < m->P; d++)
@@ -462,11 +460,21 @@ void sp_ilp_add_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf 
         for (uint32_t k = 0; c->speed && k < m->K; k++)
             fastest = fmax(fastest, c->speed[k]);
         double j_inc = (in->micro_batches - 1) * m->x_inc[m->col_T] + sum;
-        t_ub = (j_inc - (double)c->w[m->B] / SP_TICKS_PER_MS / fastest) / (in->micro_batches - 1) +
+        return (j_inc - (double)c->w[m->B] / SP_TICKS_PER_MS / fastest) / (in->micro_batches - 1) +
                1e-6;
-    } else if (in->objective != SP_OBJECTIVE_BOTTLENECK) {
-        t_ub = (double)INFINITY; /* range and deviation may trade a larger bottleneck for balance */
     }
+    if (in->objective != SP_OBJECTIVE_BOTTLENECK)
+        return (double)INFINITY;
+    return m->x_inc ? m->x_inc[m->col_T] : (double)INFINITY;
+}
+
+/* the columns: boundary binaries fixed outside their windows under T's bound, T between its
+ * lower bound (the heaviest block on the fastest stage, or the DP's optimum) and t_ub; the
+ * number of binaries left free; T's lower bound */
+static double set_columns(glp_prob *lp, struct sp_ilp_model *m, double t_ub,
+                          size_t *free_binaries) {
+    const struct sp_ilp_input *in = m->in;
+    glp_add_cols(lp, m->n_cols);
     size_t fixed = 0;
     for (uint32_t k = 0; k + 1 < m->K; k++) {
         size_t lo = k + 1, hi = m->B - (m->K - 1 - k);
@@ -503,7 +511,11 @@ void sp_ilp_add_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf 
         glp_set_col_bnds(lp, m->col_load + (int)d, GLP_LO, 0, 0);
         glp_set_col_bnds(lp, m->col_dev + (int)d, GLP_LO, 0, 0);
     }
-    /* contiguity */
+    return lb;
+}
+
+/* the boundaries make a chain: contiguous, every stage non-empty */
+static void add_chain_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf *r) {
     for (uint32_t k = 0; k + 1 < m->K; k++)
         for (size_t b = 0; b + 1 < m->B; b++) {
             sp_ilp_row_add(r, col_u(m, b, k), 1);
@@ -534,9 +546,14 @@ void sp_ilp_add_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf 
         }
         sp_ilp_add_row(lp, r, GLP_LO, rhs, 0);
     }
+}
+
+/* device loads: L_d = sum over its stages k = d mod P of their work / speed, with recomputation
+ * (with placement, the rows of add_placement_rows instead); T above them, L below, and each
+ * device's distance from the mean */
+static void add_load_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf *r) {
+    const struct sp_chain *c = m->c;
     for (uint32_t d = 0; d < m->P; d++) {
-        /* device loads: L_d = sum over its stages k = d mod P of their work / speed, with
-         * recomputation (with placement, the rows of add_placement_rows instead) */
         if (!m->pl) {
             double cst = 0;
             sp_ilp_row_add(r, m->col_load + (int)d, 1);
@@ -558,7 +575,16 @@ void sp_ilp_add_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf 
             sp_ilp_add_row(lp, r, GLP_LO, 0, 0);
         }
     }
-    if (in->recompute)
+}
+
+void sp_ilp_add_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf *r, double *lb_out,
+                     size_t *free_binaries) {
+    const struct sp_chain *c = m->c;
+    double t_ub = t_upper(m);
+    *lb_out = set_columns(lp, m, t_ub, free_binaries);
+    add_chain_rows(lp, m, r);
+    add_load_rows(lp, m, r);
+    if (m->in->recompute)
         add_recompute_rows(lp, m, r);
     /* memory caps (one chunk per device): sum_b (mem_b + k_s saved_b) m->x_inc[b][s] <= cap_s */
     for (uint32_t k = 0; c->any_cap && m->P == m->K && k < m->K; k++) {
@@ -569,7 +595,6 @@ void sp_ilp_add_rows(glp_prob *lp, struct sp_ilp_model *m, struct sp_ilp_rowbuf 
     }
     if (m->pl)
         add_placement_rows(lp, m, r, t_ub * (1 + 1e-9) + 1e-6);
-    if (in->chunk_memory)
+    if (m->in->chunk_memory)
         add_chunk_memory_rows(lp, m, r);
-    *lb_out = lb;
 }
