@@ -161,36 +161,61 @@ static void take_optimum(glp_prob *lp, const struct sp_ilp_model *m, struct sp_i
     fix_phase_objective(lp, m, r, m->x_inc[m->col_T]); /* the program's own figure of it */
 }
 
+/* the phases to run: the objective; with placement the latency when it can differ; with the
+ * bottleneck objective the spread */
+static int phase_list(const struct sp_ilp_model *m, enum phase phases[3]) {
+    int n = 0;
+    phases[n++] = PHASE_OBJECTIVE;
+    bool speeds_differ = false;
+    for (uint32_t cls = 1; m->pl && cls < m->C; cls++)
+        speeds_differ |= m->pl->speed[cls] != m->pl->speed[0];
+    if (m->pl && (m->pl->latency_ms || speeds_differ))
+        phases[n++] = PHASE_LATENCY;
+    if (m->in->objective == SP_OBJECTIVE_BOTTLENECK)
+        phases[n++] = PHASE_SPREAD;
+    return n;
+}
+
+/* GLPK quiet, presolve off (the injected incumbent relies on the column numbers), every cut and
+ * the feasibility pump on, our callback to inject and to watch the bound */
+static void solver_params(struct sp_ilp_model *m, glp_smcp *smcp, glp_iocp *iocp) {
+    glp_init_smcp(smcp);
+    smcp->msg_lev = GLP_MSG_OFF;
+    glp_init_iocp(iocp);
+    iocp->msg_lev = GLP_MSG_OFF;
+    iocp->presolve = GLP_OFF;
+    iocp->mir_cuts = GLP_ON;
+    iocp->gmi_cuts = GLP_ON;
+    iocp->cov_cuts = GLP_ON;
+    iocp->clq_cuts = GLP_ON;
+    iocp->fp_heur = GLP_ON;
+    iocp->cb_func = callback;
+    iocp->cb_info = m;
+}
+
+/* the objective phase's figures: proven, or the best found with its gap and bound */
+static void record_objective(glp_prob *lp, const struct sp_ilp_model *m, bool proven, bool stopped,
+                             int mip, struct sp_ilp_result *out) {
+    out->found = true;
+    out->optimal = proven;
+    out->status = stopped ? "time limit" : status_name(mip);
+    out->objective_ms = glp_mip_obj_val(lp);
+    out->mip_gap = proven ? 0 : m->gap;
+    out->best_bound = proven ? glp_mip_obj_val(lp) : m->bound;
+}
+
 /* The phases on the built program: the objective, then each tie-break with the earlier ones fixed
  * and starting from their solution (x, columns 1..n_cols, is scratch for it); out gets the plan. */
 static sp_status run_phases(sp_ctx *ctx, glp_prob *lp, struct sp_ilp_model *m,
                             struct sp_ilp_rowbuf *r, double *x, struct sp_ilp_result *out,
                             double t0) {
     const struct sp_ilp_input *in = m->in;
-    enum phase phases[3] = {PHASE_OBJECTIVE};
-    int n_phases = 1;
-    bool speeds_differ = false;
-    for (uint32_t cls = 1; m->pl && cls < m->C; cls++)
-        speeds_differ |= m->pl->speed[cls] != m->pl->speed[0];
-    if (m->pl && (m->pl->latency_ms || speeds_differ))
-        phases[n_phases++] = PHASE_LATENCY;
-    if (in->objective == SP_OBJECTIVE_BOTTLENECK)
-        phases[n_phases++] = PHASE_SPREAD;
+    enum phase phases[3];
+    int n_phases = phase_list(m, phases);
     glp_scale_prob(lp, GLP_SF_AUTO);
     glp_smcp smcp;
-    glp_init_smcp(&smcp);
-    smcp.msg_lev = GLP_MSG_OFF;
     glp_iocp iocp;
-    glp_init_iocp(&iocp);
-    iocp.msg_lev = GLP_MSG_OFF;
-    iocp.presolve = GLP_OFF; /* keeps column numbers, which the injected incumbent relies on */
-    iocp.mir_cuts = GLP_ON;
-    iocp.gmi_cuts = GLP_ON;
-    iocp.cov_cuts = GLP_ON;
-    iocp.clq_cuts = GLP_ON;
-    iocp.fp_heur = GLP_ON;
-    iocp.cb_func = callback;
-    iocp.cb_info = m;
+    solver_params(m, &smcp, &iocp);
     double limit_ms = in->time_limit_s * 1e3;
     int mip = GLP_UNDEF;
     double phase1_ms = 0;
@@ -264,12 +289,7 @@ static sp_status run_phases(sp_ctx *ctx, glp_prob *lp, struct sp_ilp_model *m,
                 break;
             }
         } else {
-            out->found = true;
-            out->optimal = proven;
-            out->status = ret == GLP_ETMLIM ? "time limit" : status_name(mip);
-            out->objective_ms = glp_mip_obj_val(lp);
-            out->mip_gap = proven ? 0 : m->gap;
-            out->best_bound = proven ? glp_mip_obj_val(lp) : m->bound;
+            record_objective(lp, m, proven, ret == GLP_ETMLIM, mip, out);
             phase1_ms = sp_now_ms() - t0;
             if (!proven)
                 break; /* no time left for the tie-breaks: keep the objective's plan */
