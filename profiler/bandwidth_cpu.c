@@ -112,6 +112,103 @@ static void *worker(void *p) {
     return NULL;
 }
 
+static sp_status check_opts(sp_ctx *ctx, const sp_bandwidth_opts *opts, const uint64_t *sizes,
+                            size_t n_sizes, uint64_t *max_bytes) {
+    if (opts->workers < 2 || opts->workers > MAX_WORKERS)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "bandwidth: 2 to %d workers, got %u", MAX_WORKERS,
+                       opts->workers);
+    if (opts->trials < 1 || opts->trials > MAX_TRIALS || opts->warmup > 100)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "bandwidth: 1 to %d trials and at most 100 warm-up rounds", MAX_TRIALS);
+    if (n_sizes < 2 || n_sizes > MAX_SIZES)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "bandwidth: 2 to %d message sizes, got %zu",
+                       MAX_SIZES, n_sizes);
+    *max_bytes = 0;
+    for (size_t k = 0; k < n_sizes; k++) {
+        if (sizes[k] < 1 || sizes[k] > ((uint64_t)1 << 32))
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "bandwidth: message sizes are 1 byte to 4 GiB, got %llu",
+                           (unsigned long long)sizes[k]);
+        *max_bytes = sizes[k] > *max_bytes ? sizes[k] : *max_bytes;
+    }
+    return SP_OK;
+}
+
+/* one pair of workers, sender on core i and receiver on core j (pinned when there are cores
+ * enough): every size's copies timed into run->ms */
+static sp_status measure_pair(sp_ctx *ctx, struct pair_run *run, unsigned i, unsigned j, bool pin) {
+    const sp_bandwidth_opts *opts = run->o;
+    run->core[0] = pin ? (int)i : -1;
+    run->core[1] = pin ? (int)j : -1;
+    pthread_barrier_init(&run->barrier, NULL, 2);
+    struct worker_arg args[2] = {{run, 0}, {run, 1}};
+    pthread_t th[2];
+    int started = 0, why = 0;
+    for (; started < 2; started++)
+        if ((why = pthread_create(&th[started], NULL, worker, &args[started])) != 0)
+            break;
+    if (started < 2) {
+        /* the one that started waits at the first barrier, released below; threads fail to start
+         * only out of resources: memory for their stacks under a limit */
+        sp_status st = sp_fail(ctx, sp_thread_start_status(why),
+                               "bandwidth: cannot start the worker threads: %s%s", strerror(why),
+                               sp_thread_start_hint(why));
+        if (started == 1) {
+            atomic_store(&run->failed, 1);
+            pthread_barrier_wait(&run->barrier);
+            for (size_t kk = 0; kk < 2 * run->n_sizes; kk++)
+                for (unsigned t = 0; t < (kk < run->n_sizes ? 1 : opts->warmup + opts->trials);
+                     t++) {
+                    pthread_barrier_wait(&run->barrier);
+                    pthread_barrier_wait(&run->barrier);
+                }
+            pthread_join(th[0], NULL);
+        }
+        pthread_barrier_destroy(&run->barrier);
+        return st;
+    }
+    pthread_join(th[0], NULL);
+    pthread_join(th[1], NULL);
+    pthread_barrier_destroy(&run->barrier);
+    if (run->failed)
+        return run->failed == 1
+                   ? sp_oom(ctx, "bandwidth buffers")
+                   : sp_fail(ctx, SP_ERR_INTERNAL, "bandwidth: a copy did not arrive intact");
+    return SP_OK;
+}
+
+/* the links document's device names, its description and measurement; *doc is consumed */
+static sp_status finish_doc(sp_ctx *ctx, struct sp_links_doc **doc, const sp_bandwidth_opts *opts,
+                            bool pin, long cpus, sp_bandwidth_result **out) {
+    unsigned n = opts->workers;
+    char **names = sp_calloc(n, sizeof *names);
+    sp_status st = names ? SP_OK : sp_oom(ctx, "measuring links");
+    for (unsigned i = 0; st == SP_OK && i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "cpu%u", i);
+        if (!(names[i] = sp_strdup(name)))
+            st = sp_oom(ctx, "measuring links");
+    }
+    if (st == SP_OK)
+        st = sp_links_doc_describe(*doc, "stagepart bandwidth --backend cpu",
+                                   "sender fills its buffer and raises a flag; the receiver copies "
+                                   "it into its own; median over trials, fitted to t = latency + "
+                                   "bytes / bandwidth (weights 1/t^2)",
+                                   opts->trials, opts->warmup);
+    if (st == SP_OK) {
+        cJSON *m = sp_links_doc_measurement(*doc);
+        bool ok = cJSON_AddBoolToObject(m, "pinned", pin) &&
+                  cJSON_AddNumberToObject(m, "cpus_online", (double)cpus);
+        st = ok ? sp_links_doc_finish(*doc, (const char *const *)names, out)
+                : sp_oom(ctx, "measuring links");
+        *doc = NULL;
+    }
+    for (unsigned i = 0; names && i < n; i++)
+        sp_free(names[i]);
+    sp_free(names);
+    return st;
+}
+
 sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts,
                                    sp_bandwidth_result **out) {
     if (!ctx)
@@ -122,30 +219,17 @@ sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts,
     *out = NULL;
     const uint64_t *sizes = opts->sizes ? opts->sizes : default_sizes;
     size_t n_sizes = opts->sizes ? opts->n_sizes : sizeof default_sizes / sizeof *default_sizes;
-    if (opts->workers < 2 || opts->workers > MAX_WORKERS)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "bandwidth: 2 to %d workers, got %u", MAX_WORKERS,
-                       opts->workers);
-    if (opts->trials < 1 || opts->trials > MAX_TRIALS || opts->warmup > 100)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "bandwidth: 1 to %d trials and at most 100 warm-up rounds", MAX_TRIALS);
-    if (n_sizes < 2 || n_sizes > MAX_SIZES)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG, "bandwidth: 2 to %d message sizes, got %zu",
-                       MAX_SIZES, n_sizes);
     uint64_t max_bytes = 0;
-    for (size_t k = 0; k < n_sizes; k++) {
-        if (sizes[k] < 1 || sizes[k] > ((uint64_t)1 << 32))
-            return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                           "bandwidth: message sizes are 1 byte to 4 GiB, got %llu",
-                           (unsigned long long)sizes[k]);
-        max_bytes = sizes[k] > max_bytes ? sizes[k] : max_bytes;
-    }
+    sp_status st = check_opts(ctx, opts, sizes, n_sizes, &max_bytes);
+    if (st != SP_OK)
+        return st;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     bool pin = cpus >= (long)opts->workers;
     unsigned n = opts->workers;
     struct pair_run *run = sp_calloc(1, sizeof *run);
     double *ms = sp_mallocarray(n_sizes * opts->trials, sizeof *ms);
     struct sp_links_doc *doc = NULL;
-    sp_status st = run && ms ? sp_links_doc_begin(ctx, n, &doc) : sp_oom(ctx, "measuring links");
+    st = run && ms ? sp_links_doc_begin(ctx, n, &doc) : sp_oom(ctx, "measuring links");
     for (unsigned i = 0; st == SP_OK && i < n; i++)
         for (unsigned j = 0; st == SP_OK && j < n; j++) {
             if (i == j)
@@ -155,44 +239,8 @@ sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts,
             run->sizes = sizes;
             run->n_sizes = n_sizes;
             run->max_bytes = max_bytes;
-            run->core[0] = pin ? (int)i : -1;
-            run->core[1] = pin ? (int)j : -1;
-            pthread_barrier_init(&run->barrier, NULL, 2);
-            struct worker_arg args[2] = {{run, 0}, {run, 1}};
-            pthread_t th[2];
-            int started = 0, why = 0;
-            for (; started < 2; started++)
-                if ((why = pthread_create(&th[started], NULL, worker, &args[started])) != 0)
-                    break;
-            if (started < 2) {
-                /* the one that started waits at the first barrier, released below; threads fail
-                 * to start only out of resources: memory for their stacks under a limit */
-                st = sp_fail(ctx, sp_thread_start_status(why),
-                             "bandwidth: cannot start the worker threads: %s%s", strerror(why),
-                             sp_thread_start_hint(why));
-                if (started == 1) {
-                    atomic_store(&run->failed, 1);
-                    pthread_barrier_wait(&run->barrier);
-                    for (size_t kk = 0; kk < 2 * n_sizes; kk++)
-                        for (unsigned t = 0; t < (kk < n_sizes ? 1 : opts->warmup + opts->trials);
-                             t++) {
-                            pthread_barrier_wait(&run->barrier);
-                            pthread_barrier_wait(&run->barrier);
-                        }
-                    pthread_join(th[0], NULL);
-                }
-                pthread_barrier_destroy(&run->barrier);
+            if ((st = measure_pair(ctx, run, i, j, pin)) != SP_OK)
                 break;
-            }
-            pthread_join(th[0], NULL);
-            pthread_join(th[1], NULL);
-            pthread_barrier_destroy(&run->barrier);
-            if (run->failed) {
-                st = run->failed == 1
-                         ? sp_oom(ctx, "bandwidth buffers")
-                         : sp_fail(ctx, SP_ERR_INTERNAL, "bandwidth: a copy did not arrive intact");
-                break;
-            }
             for (size_t k = 0; k < n_sizes; k++)
                 memcpy(ms + k * opts->trials, run->ms[k], opts->trials * sizeof *ms);
             char label[32];
@@ -201,33 +249,9 @@ sp_status sp_bandwidth_measure_cpu(sp_ctx *ctx, const sp_bandwidth_opts *opts,
                                             ms,    opts->trials, NULL,   NULL};
             st = sp_links_doc_add(doc, &series, NULL);
         }
-    char **names = sp_calloc(n, sizeof *names);
-    if (st == SP_OK && !names)
-        st = sp_oom(ctx, "measuring links");
-    for (unsigned i = 0; st == SP_OK && i < n; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "cpu%u", i);
-        if (!(names[i] = sp_strdup(name)))
-            st = sp_oom(ctx, "measuring links");
-    }
     if (st == SP_OK)
-        st = sp_links_doc_describe(doc, "stagepart bandwidth --backend cpu",
-                                   "sender fills its buffer and raises a flag; the receiver copies "
-                                   "it into its own; median over trials, fitted to t = latency + "
-                                   "bytes / bandwidth (weights 1/t^2)",
-                                   opts->trials, opts->warmup);
-    if (st == SP_OK) {
-        cJSON *m = sp_links_doc_measurement(doc);
-        bool ok = cJSON_AddBoolToObject(m, "pinned", pin) &&
-                  cJSON_AddNumberToObject(m, "cpus_online", (double)cpus);
-        st = ok ? sp_links_doc_finish(doc, (const char *const *)names, out)
-                : sp_oom(ctx, "measuring links");
-        doc = NULL;
-    }
+        st = finish_doc(ctx, &doc, opts, pin, cpus, out);
     sp_links_doc_abort(doc);
-    for (unsigned i = 0; names && i < n; i++)
-        sp_free(names[i]);
-    sp_free(names);
     sp_free(ms);
     sp_free(run);
     return st;
