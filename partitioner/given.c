@@ -58,6 +58,84 @@ static sp_status devices_placed_as(sp_ctx *ctx, const sp_plan *placed, const sp_
     return SP_OK;
 }
 
+/* the options of a given split: solver "given", stage s on device s, the default micro-batches,
+ * the chunk layout made whole; SP_ERR_INVALID_ARG when the split's count does not fit them */
+static sp_status given_opts(sp_ctx *ctx, sp_partition_opts *o, size_t count) {
+    o->solver = SP_SOLVER_GIVEN;
+    if (o->chunks == 0)
+        o->chunks = 1;
+    o->placement = SP_PLACEMENT_ORDER; /* a given split keeps stage s on device s */
+    if (o->micro_batches == 0 || o->micro_batches == SP_MICRO_BATCHES_AUTO)
+        o->micro_batches = 4 * o->stages;
+    bool vshape = sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_V;
+    if (vshape && o->chunks != 2)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "%s runs 2 chunks per device, V-shape: the split needs 2 x %u segments, "
+                       "got %zu",
+                       sp_schedule_name(o->schedule), o->stages, count);
+    if (!vshape && o->chunks > 1 && o->schedule != SP_SCHEDULE_INTERLEAVED_ZB)
+        o->schedule = SP_SCHEDULE_INTERLEAVED; /* chunks in a loop run interleaved */
+    if (o->chunks == 1 && sp_schedule_chunks_needed(o->schedule) == 0)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the %s schedule needs virtual stages: a split of stages x chunks "
+                       "segments with --stages P",
+                       sp_schedule_name(o->schedule));
+    if (o->stages < 1 || (uint64_t)o->stages * o->chunks != count || count > SP_MAX_STAGES)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                       "the split has %zu stages; expected stages x chunks = %u x %u", count,
+                       o->stages, o->chunks);
+    return sp_check_rounds(ctx, o) != SP_OK ? SP_ERR_INVALID_ARG : SP_OK;
+}
+
+/* the split's boundaries in order from layer 0, empty stages only where allowed; a warning for
+ * a cut the profile forbids */
+static sp_status check_bounds(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                              const size_t *bounds, size_t count) {
+    size_t n = sp_profile_get_layer_count(profile);
+    if (bounds[0] != 0)
+        return sp_fail(ctx, SP_ERR_INVALID_ARG, "stage 0 must start at layer 0, not %zu",
+                       bounds[0]);
+    for (size_t s = 0; s < count; s++)
+        if (bounds[s + 1] < bounds[s])
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "stage %zu is out of order (starts at layer %zu, the next at %zu; the "
+                           "profile has %zu layers)",
+                           s, bounds[s], bounds[s + 1], n);
+        else if (bounds[s + 1] == bounds[s] && !o->allow_empty_stages)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "stage %zu is empty (starts at layer %zu, as the next does; the "
+                           "profile has %zu layers): every stage needs at least one layer unless "
+                           "empty stages are allowed (--allow-empty-stages)",
+                           s, bounds[s], n);
+    for (size_t s = 1; s < count; s++) /* each cut once, empty stages or not */
+        if (bounds[s] > 0 && bounds[s] < n && bounds[s] != bounds[s - 1] &&
+            !sp_profile_get_layer(profile, bounds[s] - 1)->cut_after)
+            sp_warn(ctx, "stage %zu starts after layer '%s', which has cut_after: false", s,
+                    sp_profile_get_layer(profile, bounds[s] - 1)->name);
+    return SP_OK;
+}
+
+/* the even split of as many stages on the same devices, for comparison (the plan's own
+ * bottleneck when there is none) */
+static void compare_even(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *o,
+                         const double *speed, size_t count, sp_plan *plan) {
+    plan->summary.even_split_bottleneck_ms = plan->summary.bottleneck_ms;
+    size_t *even = sp_mallocarray(count + 1, sizeof *even);
+    sp_plan *even_plan = NULL;
+    struct sp_chain c = {0}; /* the allowed cuts, for the even split */
+    struct sp_chain_model cuts = {.weight = SP_WEIGHT_TIME,
+                                  .stages = (uint32_t)count,
+                                  .micro_batches = 1,
+                                  .schedule = SP_SCHEDULE_1F1B};
+    if (even && sp_chain_init(ctx, &c, profile, &cuts) == SP_OK &&
+        sp_uniform_bounds(ctx, profile, &c, (uint32_t)count, even) == SP_OK &&
+        sp_plan_figures(ctx, profile, o, speed, even, &even_plan) == SP_OK)
+        plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
+    sp_chain_release(&c);
+    sp_plan_destroy(even_plan);
+    sp_free(even);
+}
+
 sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_partition_opts *opts,
                              const size_t *first_layers, size_t count, sp_plan **out) {
     if (!ctx)
@@ -67,58 +145,15 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
         return sp_fail(ctx, SP_ERR_INVALID_ARG, "sp_plan_from_split: NULL argument");
     *out = NULL;
     sp_partition_opts o = *opts;
-    o.solver = SP_SOLVER_GIVEN;
-    if (o.chunks == 0)
-        o.chunks = 1;
-    o.placement = SP_PLACEMENT_ORDER; /* a given split keeps stage s on device s */
-    if (o.micro_batches == 0 || o.micro_batches == SP_MICRO_BATCHES_AUTO)
-        o.micro_batches = 4 * o.stages;
-    bool vshape = sp_schedule_chunk_layout(o.schedule) == SP_CHUNKS_V;
-    if (vshape && o.chunks != 2)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "%s runs 2 chunks per device, V-shape: the split needs 2 x %u segments, "
-                       "got %zu",
-                       sp_schedule_name(o.schedule), o.stages, count);
-    if (!vshape && o.chunks > 1 && o.schedule != SP_SCHEDULE_INTERLEAVED_ZB)
-        o.schedule = SP_SCHEDULE_INTERLEAVED; /* chunks in a loop run interleaved */
-    if (o.chunks == 1 && sp_schedule_chunks_needed(o.schedule) == 0)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the %s schedule needs virtual stages: a split of stages x chunks "
-                       "segments with --stages P",
-                       sp_schedule_name(o.schedule));
-    size_t n = sp_profile_get_layer_count(profile);
-    if (o.stages < 1 || (uint64_t)o.stages * o.chunks != count || count > SP_MAX_STAGES)
-        return sp_fail(ctx, SP_ERR_INVALID_ARG,
-                       "the split has %zu stages; expected stages x chunks = %u x %u", count,
-                       o.stages, o.chunks);
-    if (sp_check_rounds(ctx, &o) != SP_OK)
-        return SP_ERR_INVALID_ARG;
+    sp_status st = given_opts(ctx, &o, count);
+    if (st != SP_OK)
+        return st;
     size_t *bounds = sp_mallocarray(count + 1, sizeof *bounds);
     if (!bounds)
         return sp_oom(ctx, "evaluating a split");
-    for (size_t s = 0; s < count; s++)
-        bounds[s] = first_layers[s];
-    bounds[count] = n;
-    sp_status st = SP_OK;
-    if (bounds[0] != 0)
-        st = sp_fail(ctx, SP_ERR_INVALID_ARG, "stage 0 must start at layer 0, not %zu", bounds[0]);
-    for (size_t s = 0; st == SP_OK && s < count; s++)
-        if (bounds[s + 1] < bounds[s])
-            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                         "stage %zu is out of order (starts at layer %zu, the next at %zu; the "
-                         "profile has %zu layers)",
-                         s, bounds[s], bounds[s + 1], n);
-        else if (bounds[s + 1] == bounds[s] && !o.allow_empty_stages)
-            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                         "stage %zu is empty (starts at layer %zu, as the next does; the profile "
-                         "has %zu layers): every stage needs at least one layer unless empty "
-                         "stages are allowed (--allow-empty-stages)",
-                         s, bounds[s], n);
-    for (size_t s = 1; st == SP_OK && s < count; s++) /* each cut once, empty stages or not */
-        if (bounds[s] > 0 && bounds[s] < n && bounds[s] != bounds[s - 1] &&
-            !sp_profile_get_layer(profile, bounds[s] - 1)->cut_after)
-            sp_warn(ctx, "stage %zu starts after layer '%s', which has cut_after: false", s,
-                    sp_profile_get_layer(profile, bounds[s] - 1)->name);
+    memcpy(bounds, first_layers, count * sizeof *bounds);
+    bounds[count] = sp_profile_get_layer_count(profile);
+    st = check_bounds(ctx, profile, &o, bounds, count);
     sp_devices *placed_devices = NULL; /* with opts->placed_as: stage s's device at s */
     sp_links *placed_links = NULL;
     size_t *placed_index = NULL;
@@ -129,36 +164,21 @@ sp_status sp_plan_from_split(sp_ctx *ctx, const sp_profile *profile, const sp_pa
         o.devices = placed_devices;
         o.links = placed_links;
     }
-    struct sp_stage_devices d;
+    struct sp_stage_devices d = {0};
     if (st == SP_OK)
         st = sp_stage_devices_init(ctx, profile, &o, &d);
     sp_plan *plan = NULL;
-    if (st == SP_OK) {
+    if (st == SP_OK)
         st = sp_plan_build(ctx, profile, &o, d.speed, bounds, &plan);
-        if (st == SP_OK && placed_index)
-            st = sp_record_placement(
-                ctx, plan, opts->devices ? opts->devices : sp_profile_get_devices(profile),
-                placed_index);
-        if (st == SP_OK) {
-            plan->summary.even_split_bottleneck_ms = plan->summary.bottleneck_ms;
-            size_t *even = sp_mallocarray(count + 1, sizeof *even);
-            sp_plan *even_plan = NULL;
-            struct sp_chain c = {0}; /* the allowed cuts, for the even split */
-            struct sp_chain_model cuts = {.weight = SP_WEIGHT_TIME,
-                                          .stages = (uint32_t)count,
-                                          .micro_batches = 1,
-                                          .schedule = SP_SCHEDULE_1F1B};
-            if (even && sp_chain_init(ctx, &c, profile, &cuts) == SP_OK &&
-                sp_uniform_bounds(ctx, profile, &c, (uint32_t)count, even) == SP_OK &&
-                sp_plan_figures(ctx, profile, &o, d.speed, even, &even_plan) == SP_OK)
-                plan->summary.even_split_bottleneck_ms = even_plan->summary.bottleneck_ms;
-            sp_chain_release(&c);
-            sp_plan_destroy(even_plan);
-            sp_free(even);
-            st = sp_plan_simulate(ctx, plan, o.schedule);
-        }
-        sp_stage_devices_release(&d);
+    if (st == SP_OK && placed_index)
+        st = sp_record_placement(ctx, plan,
+                                 opts->devices ? opts->devices : sp_profile_get_devices(profile),
+                                 placed_index);
+    if (st == SP_OK) {
+        compare_even(ctx, profile, &o, d.speed, count, plan);
+        st = sp_plan_simulate(ctx, plan, o.schedule);
     }
+    sp_stage_devices_release(&d);
     sp_free(bounds);
     sp_devices_destroy(placed_devices);
     sp_links_destroy(placed_links);
