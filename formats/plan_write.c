@@ -75,11 +75,9 @@ static bool add_string_refs(cJSON *root, const char *key, const char *const *str
     return arr != NULL;
 }
 
-static cJSON *plan_tree(const sp_plan *plan) {
+/* what the plan is: the document, the profile, the options it was made with */
+static bool add_head(cJSON *root, const sp_plan *plan) {
     const sp_plan_summary *m = &plan->summary;
-    cJSON *root = cJSON_CreateObject();
-    if (!root)
-        return NULL;
     bool ok =
         add_string(root, "format", "stagepart-plan") && add_number(root, "version", 1) &&
         add_generator(root, plan) && add_string(root, "model", plan->model) &&
@@ -113,17 +111,23 @@ static cJSON *plan_tree(const sp_plan *plan) {
         ok = cJSON_AddBoolToObject(root, "memory_saved_unknown", true) != NULL;
     if (ok && m->forward_only) /* the stage times are forward passes alone */
         ok = cJSON_AddBoolToObject(root, "forward_only", true) != NULL;
-    ok = ok && add_number(root, "bottleneck_ms", m->bottleneck_ms) &&
-         add_number(root, "bottleneck_stage", m->bottleneck_stage) &&
-         add_number(root, "lower_bound_ms", m->lower_bound_ms) &&
-         add_number(root, "mean_ms", m->mean_ms) && add_number(root, "stddev_ms", m->stddev_ms) &&
-         add_number(root, "imbalance", m->imbalance) && add_number(root, "total_ms", m->total_ms) &&
-         add_number(root, "formula_iteration_ms", m->formula_iteration_ms) &&
-         add_number(root, "transfer_ms", m->transfer_ms) &&
-         add_number(root, "even_split_bottleneck_ms", m->even_split_bottleneck_ms) &&
-         add_number(root, "speedup_vs_even_split",
-                    m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1.0) &&
-         add_number(root, "solve_ms", m->solve_ms);
+    return ok;
+}
+
+/* the plan's figures, and how the search that made it ended */
+static bool add_figures(cJSON *root, const sp_plan_summary *m) {
+    bool ok =
+        add_number(root, "bottleneck_ms", m->bottleneck_ms) &&
+        add_number(root, "bottleneck_stage", m->bottleneck_stage) &&
+        add_number(root, "lower_bound_ms", m->lower_bound_ms) &&
+        add_number(root, "mean_ms", m->mean_ms) && add_number(root, "stddev_ms", m->stddev_ms) &&
+        add_number(root, "imbalance", m->imbalance) && add_number(root, "total_ms", m->total_ms) &&
+        add_number(root, "formula_iteration_ms", m->formula_iteration_ms) &&
+        add_number(root, "transfer_ms", m->transfer_ms) &&
+        add_number(root, "even_split_bottleneck_ms", m->even_split_bottleneck_ms) &&
+        add_number(root, "speedup_vs_even_split",
+                   m->bottleneck_ms > 0 ? m->even_split_bottleneck_ms / m->bottleneck_ms : 1.0) &&
+        add_number(root, "solve_ms", m->solve_ms);
     if (ok && m->even_split_over_memory)
         ok = cJSON_AddBoolToObject(root, "even_split_over_memory", true) != NULL;
     if (ok && m->solver == SP_SOLVER_ILP) {
@@ -151,6 +155,13 @@ static cJSON *plan_tree(const sp_plan *plan) {
              add_number(o, "bubble_fraction", sc->bubble_fraction) &&
              add_number(o, "efficiency", sc->efficiency);
     }
+    return ok;
+}
+
+static cJSON *plan_tree(const sp_plan *plan) {
+    const sp_plan_summary *m = &plan->summary;
+    cJSON *root = cJSON_CreateObject();
+    bool ok = root && add_head(root, plan) && add_figures(root, m);
     if (ok && plan->n_search) {
         cJSON *arr = cJSON_AddArrayToObject(root, "micro_batch_search");
         ok = arr && add_number(root, "target_efficiency", m->target_efficiency);
