@@ -166,6 +166,35 @@ static void *thread_main(void *p) {
     return NULL;
 }
 
+/* every stage on its own thread, each computing alone as the CPU profile measured it; the
+ * run's status once all have ended */
+static sp_status run_stages(struct threads *t, struct sp_stage_worker *w, pthread_t *threads) {
+    uint32_t P = t->P;
+    pthread_mutex_init(&t->err_mu, NULL);
+    pthread_mutex_init(&t->gate.mu, NULL);
+    sp_cond_init_monotonic(&t->gate.cv);
+    t->gate.parties = P;
+    int blas_threads = sp_blas_threads();
+    sp_blas_set_threads(1);
+    uint32_t started = 0;
+    for (int why = 0; started < P; started++)
+        if ((why = pthread_create(&threads[started], NULL, thread_main, &w[started])) != 0) {
+            /* only out of resources: its stack, under a memory limit */
+            char msg[256];
+            snprintf(msg, sizeof msg, "cannot start the thread of stage %u: %s%s", started,
+                     strerror(why), sp_thread_start_hint(why));
+            q_fail(t, sp_thread_start_status(why), msg);
+            break;
+        }
+    for (uint32_t s = 0; s < started; s++)
+        pthread_join(threads[s], NULL);
+    sp_blas_set_threads(blas_threads);
+    pthread_mutex_destroy(&t->err_mu);
+    pthread_mutex_destroy(&t->gate.mu);
+    pthread_cond_destroy(&t->gate.cv);
+    return t->status;
+}
+
 sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model *m,
                          const sp_run_opts *o, uint32_t M, const struct sp_sched_op *ops,
                          const size_t *offset, const int *cores, unsigned n_cores,
@@ -222,32 +251,8 @@ sp_status sp_run_threads(sp_ctx *ctx, const sp_plan *plan, const struct sp_model
         }
         atomic_init(&t.waiting_on[s], -1);
     }
-    if (st == SP_OK) {
-        pthread_mutex_init(&t.err_mu, NULL);
-        pthread_mutex_init(&t.gate.mu, NULL);
-        sp_cond_init_monotonic(&t.gate.cv);
-        t.gate.parties = P;
-        /* each stage computes on its own thread alone, as the CPU profile measured it */
-        int blas_threads = sp_blas_threads();
-        sp_blas_set_threads(1);
-        uint32_t started = 0;
-        for (int why = 0; started < P; started++)
-            if ((why = pthread_create(&threads[started], NULL, thread_main, &w[started])) != 0) {
-                /* only out of resources: its stack, under a memory limit */
-                char msg[256];
-                snprintf(msg, sizeof msg, "cannot start the thread of stage %u: %s%s", started,
-                         strerror(why), sp_thread_start_hint(why));
-                q_fail(&t, sp_thread_start_status(why), msg);
-                break;
-            }
-        for (uint32_t s = 0; s < started; s++)
-            pthread_join(threads[s], NULL);
-        sp_blas_set_threads(blas_threads);
-        st = t.status;
-        pthread_mutex_destroy(&t.err_mu);
-        pthread_mutex_destroy(&t.gate.mu);
-        pthread_cond_destroy(&t.gate.cv);
-    }
+    if (st == SP_OK)
+        st = run_stages(&t, w, threads);
     if (st == SP_OK) {
         for (uint32_t s = 0; s < P; s++) {
             run->stages[s].core = w[s].core;
