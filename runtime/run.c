@@ -160,6 +160,21 @@ static sp_status isolate_order(sp_ctx *ctx, const sp_plan *plan, sp_schedule sch
     return SP_OK;
 }
 
+/* the cores this process may use (stage s goes on the s-th); one "-1" (any) when none is said;
+ * NULL when out of memory */
+static int *usable_cores(unsigned *n_cores) {
+    int *cores = sp_mallocarray(CPU_SETSIZE, sizeof *cores);
+    cpu_set_t set;
+    *n_cores = 0;
+    if (cores && sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                cores[(*n_cores)++] = c;
+    if (cores && !*n_cores)
+        cores[(*n_cores)++] = -1;
+    return cores;
+}
+
 sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_run_opts *opts,
                       sp_run **out) {
     if (!ctx || !plan || !m || !out)
@@ -202,18 +217,10 @@ sp_status sp_run_plan(sp_ctx *ctx, const sp_plan *plan, sp_model *m, const sp_ru
                                          (size_t)total * D, sizeof *run->replica_stats))))) {
         st = sp_oom(ctx, "the run");
     }
-    /* the cores this process may use: stage s goes on the s-th */
     struct sp_run_devices *devices = NULL;
     const struct sp_exec_backend **be = NULL;
-    int *cores = sp_mallocarray(CPU_SETSIZE, sizeof *cores);
     unsigned n_cores = 0;
-    cpu_set_t set;
-    if (cores && sched_getaffinity(0, sizeof set, &set) == 0)
-        for (int c = 0; c < CPU_SETSIZE; c++)
-            if (CPU_ISSET(c, &set))
-                cores[n_cores++] = c;
-    if (cores && !n_cores)
-        cores[n_cores++] = -1;
+    int *cores = usable_cores(&n_cores);
     if (!cores && st == SP_OK)
         st = sp_oom(ctx, "the run");
     if (st == SP_OK) {
