@@ -213,6 +213,70 @@ static sp_status profile_groups(sp_ctx *ctx, const sp_profile *profile,
     return st;
 }
 
+/* where a layout's walk over the profile stands */
+struct layout_walk {
+    const struct sp_layout_groups *g;
+    size_t n, decoders, mtps; /* the profile's layers, transformer layers, MTP layers */
+    size_t pos, t_seen, m_seen, m_segment;
+    bool e_seen, l_seen;
+};
+
+/* one symbol of segment k: the layers it takes, or why Megatron would refuse it there */
+static sp_status take_symbol(sp_ctx *ctx, struct layout_walk *w, char c, size_t k) {
+    size_t decoders = w->decoders, mtps = w->mtps;
+    if (c == 'E') {
+        if (w->e_seen || w->pos != 0)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layout: E must come first, exactly once (segment %zu)", k);
+        w->e_seen = true;
+        w->pos = w->g->e_end;
+    } else if (c == 't') {
+        if (!w->e_seen)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layout: t before E (segment %zu); Megatron's layout begins with E", k);
+        if (w->m_seen)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layout: t after m (segment %zu); Megatron places the decoder layers "
+                           "before the MTP layers",
+                           k);
+        if (w->t_seen == decoders)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layout: more t than the profile's %zu transformer layers", decoders);
+        w->pos = w->g->e_end + ++w->t_seen;
+    } else if (c == 'm') {
+        if (w->t_seen != decoders)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layout: m in segment %zu after %zu t; Megatron places the MTP layers "
+                           "after all %zu decoder layers",
+                           k, w->t_seen, decoders);
+        if (w->m_seen == mtps)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layout: more m than the profile's %zu layers of kind \"mtp\"", mtps);
+        if (w->m_segment != SIZE_MAX && w->m_segment != k)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layout: m in segments %zu and %zu; Megatron wants all MTP layers in "
+                           "one virtual stage",
+                           w->m_segment, k);
+        w->m_segment = k;
+        w->pos = w->g->t_end + ++w->m_seen;
+    } else if (c == 'L') {
+        bool late = w->l_seen || w->t_seen != decoders || w->m_seen != mtps;
+        if (late && !mtps)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layout: L must come last, exactly once, after all %zu t (segment %zu "
+                           "has it after %zu)",
+                           decoders, k, w->t_seen);
+        if (late)
+            return sp_fail(ctx, SP_ERR_INVALID_ARG,
+                           "layout: L must come last, exactly once, after all %zu t and %zu m "
+                           "(segment %zu has it after %zu t and %zu m)",
+                           decoders, mtps, k, w->t_seen, w->m_seen);
+        w->l_seen = true;
+        w->pos = w->n;
+    }
+    return SP_OK;
+}
+
 sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const char *layout,
                                    size_t **first_layers, size_t *count) {
     if (!ctx)
@@ -229,83 +293,25 @@ sp_status sp_megatron_layout_split(sp_ctx *ctx, const sp_profile *profile, const
     struct sp_layout lay;
     if ((st = sp_layout_parse(ctx, layout, &lay)) != SP_OK)
         return st;
-    size_t n = sp_profile_get_layer_count(profile), decoders = g.t_end - g.e_end,
-           mtps = g.l_start - g.t_end;
+    struct layout_walk w = {.g = &g,
+                            .n = sp_profile_get_layer_count(profile),
+                            .decoders = g.t_end - g.e_end,
+                            .mtps = g.l_start - g.t_end,
+                            .m_segment = SIZE_MAX};
     size_t *first = sp_mallocarray(lay.segments, sizeof *first);
-    if (!first) {
-        sp_layout_release(&lay);
-        return sp_oom(ctx, "reading a layout");
-    }
-    size_t pos = 0, t_seen = 0, m_seen = 0, m_segment = SIZE_MAX;
-    bool e_seen = false, l_seen = false;
+    if (!first)
+        st = sp_oom(ctx, "reading a layout");
     for (size_t k = 0; k < lay.segments && st == SP_OK; k++) {
-        first[k] = pos; /* an empty segment (Megatron allows them) starts where the next does */
-        for (size_t i = lay.start[k]; i + 1 < lay.start[k + 1] && st == SP_OK; i++) {
-            char c = lay.symbols[i];
-            if (c == 'E') {
-                if (e_seen || pos != 0)
-                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                                 "layout: E must come first, exactly once (segment %zu)", k);
-                e_seen = true;
-                pos = g.e_end;
-            } else if (c == 't') {
-                if (!e_seen)
-                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                                 "layout: t before E (segment %zu); Megatron's layout begins "
-                                 "with E",
-                                 k);
-                else if (m_seen)
-                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                                 "layout: t after m (segment %zu); Megatron places the decoder "
-                                 "layers before the MTP layers",
-                                 k);
-                else if (t_seen == decoders)
-                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                                 "layout: more t than the profile's %zu transformer layers",
-                                 decoders);
-                else
-                    pos = g.e_end + ++t_seen;
-            } else if (c == 'm') {
-                if (t_seen != decoders)
-                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                                 "layout: m in segment %zu after %zu t; Megatron places the MTP "
-                                 "layers after all %zu decoder layers",
-                                 k, t_seen, decoders);
-                else if (m_seen == mtps)
-                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                                 "layout: more m than the profile's %zu layers of kind \"mtp\"",
-                                 mtps);
-                else if (m_segment != SIZE_MAX && m_segment != k)
-                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                                 "layout: m in segments %zu and %zu; Megatron wants all MTP layers "
-                                 "in one virtual stage",
-                                 m_segment, k);
-                else {
-                    m_segment = k;
-                    pos = g.t_end + ++m_seen;
-                }
-            } else if (c == 'L') {
-                if ((l_seen || t_seen != decoders || m_seen != mtps) && !mtps)
-                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                                 "layout: L must come last, exactly once, after all %zu t "
-                                 "(segment %zu has it after %zu)",
-                                 decoders, k, t_seen);
-                else if (l_seen || t_seen != decoders || m_seen != mtps)
-                    st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                                 "layout: L must come last, exactly once, after all %zu t and %zu "
-                                 "m (segment %zu has it after %zu t and %zu m)",
-                                 decoders, mtps, k, t_seen, m_seen);
-                l_seen = true;
-                pos = n;
-            }
-        }
+        first[k] = w.pos; /* an empty segment (Megatron allows them) starts where the next does */
+        for (size_t i = lay.start[k]; i + 1 < lay.start[k + 1] && st == SP_OK; i++)
+            st = take_symbol(ctx, &w, lay.symbols[i], k);
     }
-    if (st == SP_OK && (t_seen != decoders || m_seen != mtps || !l_seen || !e_seen))
-        st =
-            sp_fail(ctx, SP_ERR_INVALID_ARG,
-                    "layout: has %zu t and %zu m%s%s; Megatron's layout needs E first, then the "
-                    "profile's %zu transformer layers, its %zu MTP layers, then L",
-                    t_seen, m_seen, e_seen ? "" : ", no E", l_seen ? "" : ", no L", decoders, mtps);
+    if (st == SP_OK && (w.t_seen != w.decoders || w.m_seen != w.mtps || !w.l_seen || !w.e_seen))
+        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
+                     "layout: has %zu t and %zu m%s%s; Megatron's layout needs E first, then the "
+                     "profile's %zu transformer layers, its %zu MTP layers, then L",
+                     w.t_seen, w.m_seen, w.e_seen ? "" : ", no E", w.l_seen ? "" : ", no L",
+                     w.decoders, w.mtps);
     size_t segments = lay.segments;
     sp_layout_release(&lay);
     if (st != SP_OK) {
