@@ -53,6 +53,31 @@ static bool interchangeable(const sp_devices *list, const sp_links *links, const
     return true;
 }
 
+/* the link from each class to each: between classes any two members have the same link; within
+ * one, two of its members (a class of one device never follows itself) */
+static void class_links(struct sp_placement_classes *out, const sp_links *links, const size_t *rep,
+                        uint32_t C) {
+    size_t n = out->n_devices;
+    for (uint32_t c = 0; c < C; c++)
+        for (uint32_t e = 0; e < C; e++) {
+            size_t a = rep[c], b = rep[e];
+            if (c == e) {
+                b = a;
+                for (size_t i = a + 1; i < n && b == a; i++)
+                    b = out->class_of[i] == c ? i : a;
+            }
+            size_t k = (size_t)c * C + e;
+            if (a == b) {
+                out->latency_ms[k] = 0;
+                out->ms_per_byte[k] = 0;
+                continue;
+            }
+            size_t la = out->link_of[a], lb = out->link_of[b];
+            out->latency_ms[k] = links->latency_us[la * links->n + lb] / 1e3;
+            out->ms_per_byte[k] = 1 / (links->bw_GBps[la * links->n + lb] * 1e6);
+        }
+}
+
 sp_status sp_placement_classes_init(sp_ctx *ctx, const sp_profile *profile, const sp_devices *list,
                                     const sp_links *links, uint32_t stages,
                                     struct sp_placement_classes *out) {
@@ -116,25 +141,8 @@ sp_status sp_placement_classes_init(sp_ctx *ctx, const sp_profile *profile, cons
         out->speed[c] = sp_devices_get_device(list, rep[c])->speed;
         out->memory[c] = sp_devices_get_device(list, rep[c])->memory_bytes;
     }
-    for (uint32_t c = 0; links && c < C; c++)
-        for (uint32_t e = 0; e < C; e++) {
-            /* between classes any two members have the same link; within one, two members */
-            size_t a = rep[c], b = rep[e];
-            if (c == e) {
-                b = a;
-                for (size_t i = a + 1; i < n && b == a; i++)
-                    b = out->class_of[i] == c ? i : a;
-            }
-            size_t k = (size_t)c * C + e;
-            if (a == b) { /* a class of one device never follows itself */
-                out->latency_ms[k] = 0;
-                out->ms_per_byte[k] = 0;
-                continue;
-            }
-            size_t la = out->link_of[a], lb = out->link_of[b];
-            out->latency_ms[k] = links->latency_us[la * links->n + lb] / 1e3;
-            out->ms_per_byte[k] = 1 / (links->bw_GBps[la * links->n + lb] * 1e6);
-        }
+    if (links)
+        class_links(out, links, rep, C);
     for (uint32_t s = 0; s < stages && s < n; s++)
         out->incumbent[s] = out->class_of[s];
     /* the bytes a cut after each block sends: blocks are the runs joined by cut_after: false,
