@@ -380,6 +380,25 @@ static sp_status measure(struct probe *p, struct sp_links_doc *doc) {
     return st;
 }
 
+/* the trials, warm-up rounds and sizes within their limits; the largest size */
+static sp_status check_opts(struct probe *p) {
+    const sp_bandwidth_opts *opts = p->o;
+    if (opts->trials < 1 || opts->trials > MAX_TRIALS || opts->warmup > 100)
+        return sp_fail(p->ctx, SP_ERR_INVALID_ARG,
+                       "bandwidth: 1 to %d trials and at most 100 warm-up rounds", MAX_TRIALS);
+    if (p->n_sizes < 2 || p->n_sizes > MAX_SIZES)
+        return sp_fail(p->ctx, SP_ERR_INVALID_ARG, "bandwidth: 2 to %d message sizes, got %zu",
+                       MAX_SIZES, p->n_sizes);
+    for (size_t k = 0; k < p->n_sizes; k++) {
+        if (p->sizes[k] < 1 || p->sizes[k] > ((uint64_t)1 << 34))
+            return sp_fail(p->ctx, SP_ERR_INVALID_ARG,
+                           "bandwidth: message sizes are 1 byte to 16 GiB, got %llu",
+                           (unsigned long long)p->sizes[k]);
+        p->max_bytes = p->sizes[k] > p->max_bytes ? p->sizes[k] : p->max_bytes;
+    }
+    return SP_OK;
+}
+
 sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts,
                                     sp_bandwidth_result **out) {
     if (!ctx)
@@ -395,20 +414,7 @@ sp_status sp_bandwidth_measure_cuda(sp_ctx *ctx, const sp_bandwidth_opts *opts,
     p->o = opts;
     p->sizes = opts->sizes ? opts->sizes : default_sizes;
     p->n_sizes = opts->sizes ? opts->n_sizes : sizeof default_sizes / sizeof *default_sizes;
-    sp_status st = SP_OK;
-    if (opts->trials < 1 || opts->trials > MAX_TRIALS || opts->warmup > 100)
-        st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                     "bandwidth: 1 to %d trials and at most 100 warm-up rounds", MAX_TRIALS);
-    else if (p->n_sizes < 2 || p->n_sizes > MAX_SIZES)
-        st = sp_fail(ctx, SP_ERR_INVALID_ARG, "bandwidth: 2 to %d message sizes, got %zu",
-                     MAX_SIZES, p->n_sizes);
-    for (size_t k = 0; st == SP_OK && k < p->n_sizes; k++) {
-        if (p->sizes[k] < 1 || p->sizes[k] > ((uint64_t)1 << 34))
-            st = sp_fail(ctx, SP_ERR_INVALID_ARG,
-                         "bandwidth: message sizes are 1 byte to 16 GiB, got %llu",
-                         (unsigned long long)p->sizes[k]);
-        p->max_bytes = p->sizes[k] > p->max_bytes ? p->sizes[k] : p->max_bytes;
-    }
+    sp_status st = check_opts(p);
     int n = 0;
     if (st == SP_OK) {
         cudaError_t e = cudaGetDeviceCount(&n);
