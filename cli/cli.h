@@ -26,6 +26,7 @@ struct cli_command {
     int (*run)(int argc, char **argv);
     const struct cli_command_help *help;
     const struct cli_opt *opts;
+    const char *const *kinds; /* what its first argument names (import kineto ...), or NULL */
 };
 
 extern const struct cli_command cli_commands[];

@@ -29,8 +29,8 @@ static int run_in_compute(int argc, char **argv);
 #endif
 
 static const struct cli_command_help help_help = {
-    "help", "[COMMAND]", "Show the list of commands, or one command's options.", NULL,
-    "  stagepart help partition\n"};
+    "help", "[COMMAND [KIND]]", "Show the list of commands, or one command's options.", NULL,
+    "  stagepart help partition\n  stagepart help import kineto\n"};
 static const struct cli_command_help version_help = {
     "version", "", "Show the version, the compiled-in features and the CUDA devices seen.", NULL,
     NULL};
@@ -42,20 +42,22 @@ static const struct cli_command_help import_plan_help = {
     "The same as evaluate (see stagepart help evaluate), and -o is required.",
     "  stagepart import-plan model.json --megatron-layout \"Et*8|t*8|t*8|t*8L\" -o plan.json\n"};
 
+/* in the order of the work: measure, plan, predict, run, gate, hand over, compare */
+static const char *const import_kinds[] = {"kineto", "nsys", "events", NULL};
 const struct cli_command cli_commands[] = {
-    {"partition", cmd_partition, &cmd_partition_help, cmd_partition_opts},
-    {"simulate", cmd_simulate, &cmd_simulate_help, cmd_simulate_opts},
-    {"evaluate", cmd_evaluate, &cmd_evaluate_help, cmd_evaluate_opts},
-    {"import-plan", cmd_import_plan, &import_plan_help, cmd_evaluate_opts},
-    {"check", cmd_check, &cmd_check_help, cmd_check_opts},
-    {"export", cmd_export, &cmd_export_help, cmd_export_opts},
-    {"profile", COMPUTE(cmd_profile), &cmd_profile_help, cmd_profile_opts},
-    {"bandwidth", COMPUTE(cmd_bandwidth), &cmd_bandwidth_help, cmd_bandwidth_opts},
-    {"run", COMPUTE(cmd_run), &cmd_run_help, cmd_run_opts},
-    {"import", cmd_import, &cmd_import_help, cmd_import_opts},
-    {"help", cmd_help, &help_help, no_opts},
-    {"version", cmd_version, &version_help, no_opts},
-    {NULL, NULL, NULL, NULL},
+    {"profile", COMPUTE(cmd_profile), &cmd_profile_help, cmd_profile_opts, NULL},
+    {"bandwidth", COMPUTE(cmd_bandwidth), &cmd_bandwidth_help, cmd_bandwidth_opts, NULL},
+    {"import", cmd_import, &cmd_import_help, cmd_import_opts, import_kinds},
+    {"partition", cmd_partition, &cmd_partition_help, cmd_partition_opts, NULL},
+    {"simulate", cmd_simulate, &cmd_simulate_help, cmd_simulate_opts, NULL},
+    {"run", COMPUTE(cmd_run), &cmd_run_help, cmd_run_opts, NULL},
+    {"check", cmd_check, &cmd_check_help, cmd_check_opts, NULL},
+    {"export", cmd_export, &cmd_export_help, cmd_export_opts, NULL},
+    {"evaluate", cmd_evaluate, &cmd_evaluate_help, cmd_evaluate_opts, NULL},
+    {"import-plan", cmd_import_plan, &import_plan_help, cmd_evaluate_opts, NULL},
+    {"help", cmd_help, &help_help, no_opts, NULL},
+    {"version", cmd_version, &version_help, no_opts, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static const struct cli_command *find_command(const char *name) {
@@ -65,14 +67,29 @@ static const struct cli_command *find_command(const char *name) {
     return NULL;
 }
 
+/* "no command named 'x'", and the command it most likely misspells */
+static int no_command(const char *name) {
+    const char *names[32];
+    size_t n = 0;
+    for (const struct cli_command *c = cli_commands; c->name && n < 32; c++)
+        names[n++] = c->name;
+    const char *near = cli_closest(name, strlen(name), names, n);
+    if (near)
+        return cli_usage_error(NULL, "no command named '%s' (did you mean '%s'?)", name, near);
+    return cli_usage_error(NULL, "no command named '%s'", name);
+}
+
 static void print_main_help(FILE *f) {
     fputs("usage: stagepart [--version] [--help] <command> [<args>]\n\n"
           "Balanced pipeline-parallel training: cut a model's layer chain into pipeline stages\n"
           "with exact algorithms and explain what the plan gains over an even split.\n\n"
           "Commands:\n",
           f);
+    int width = 0;
     for (const struct cli_command *c = cli_commands; c->name; c++)
-        fprintf(f, "  %-11s %s\n", c->name, c->help->summary);
+        width = (int)strlen(c->name) > width ? (int)strlen(c->name) : width;
+    for (const struct cli_command *c = cli_commands; c->name; c++)
+        fprintf(f, "  %-*s  %s\n", width, c->name, c->help->summary);
     fputs("\nRun 'stagepart help <command>' or 'stagepart <command> --help' for its options.\n"
           "Documentation: README.md and docs/ (formats, models, runtime, partitioning, "
           "benchmarks).\n\n"
@@ -103,11 +120,18 @@ static int cmd_help(int argc, char **argv) {
         print_main_help(stdout);
         return CLI_EXIT_OK;
     }
-    if (argc > 2)
-        return cli_usage_error("help", "expected at most one COMMAND");
     const struct cli_command *c = find_command(argv[1]);
     if (!c)
-        return cli_usage_error(NULL, "no command named '%s'", argv[1]);
+        return no_command(argv[1]);
+    /* help COMMAND KIND: a command of kinds (import kineto) has one help for all of them */
+    bool kind = argc == 3 && c->kinds;
+    for (const char *const *k = c->kinds; kind && *k && strcmp(*k, argv[2]) != 0; k++)
+        kind = k[1] != NULL;
+    if (argc == 3 && !kind)
+        return cli_usage_error("help", "'%s' has no kind named '%s'%s", argv[1], argv[2],
+                               c->kinds ? "" : ": it takes no kind");
+    if (argc > 3)
+        return cli_usage_error("help", "expected COMMAND [KIND], got %d arguments", argc - 1);
     cli_print_command_help(stdout, c->help, c->opts);
     return CLI_EXIT_OK;
 }
@@ -314,7 +338,7 @@ int main(int argc, char **argv) {
     if (!c) {
         if (name[0] == '-')
             return cli_usage_error(NULL, "unknown option '%s'", name);
-        return cli_usage_error(NULL, "no command named '%s'", name);
+        return no_command(name);
     }
     return finish_stdout(c->run(argc - 1, argv + 1));
 }

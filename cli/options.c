@@ -34,6 +34,21 @@ int cli_usage_error(const char *command, const char *fmt, ...) {
     return 2;
 }
 
+/* an unknown long option, and the command's option it most likely misspells */
+static void unknown_option(const struct cli_opt_parser *p, const char *name, size_t len) {
+    const char *names[128];
+    size_t n = 0;
+    for (const struct cli_opt *o = p->opts; o && o->id && n < 127; o++)
+        names[n++] = o->long_name;
+    names[n++] = "help";
+    const char *near = cli_closest(name, len, names, n);
+    if (near)
+        cli_usage_error(p->command, "unknown option '--%.*s' (did you mean --%s?)", (int)len, name,
+                        near);
+    else
+        cli_usage_error(p->command, "unknown option '--%.*s'", (int)len, name);
+}
+
 static int take_value(struct cli_opt_parser *p, const struct cli_opt *o, const char *inline_value,
                       const char *spelled) {
     p->current = o;
@@ -85,7 +100,7 @@ int cli_opt_next(struct cli_opt_parser *p) {
             for (const struct cli_opt *o = p->opts; o && o->id; o++)
                 if (strlen(o->long_name) == len && strncmp(o->long_name, name, len) == 0)
                     return take_value(p, o, eq ? eq + 1 : NULL, arg);
-            cli_usage_error(p->command, "unknown option '%.*s'", (int)(len + 2), arg);
+            unknown_option(p, name, len);
             return CLI_OPT_ERROR;
         }
         char c = arg[1];

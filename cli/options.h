@@ -89,4 +89,8 @@ bool cli_opt_uint(const struct cli_opt_parser *p, uint64_t min, uint64_t max, ui
 
 void cli_print_command_help(FILE *f, const struct cli_command_help *h, const struct cli_opt *opts);
 
+/* cli_closest: among names[n], the one word[0..len) most likely misspells (one or two edits), or
+ * the only one it begins; NULL when none is close (cli/suggest.c) */
+const char *cli_closest(const char *word, size_t len, const char *const *names, size_t n);
+
 #endif

@@ -5,7 +5,7 @@
 expect_code "no arguments is a usage error" 2 "$STAGEPART"
 expect_stderr_contains "no arguments prints the usage" "usage: stagepart"
 expect_code "help" 0 "$STAGEPART" help
-expect_stdout_contains "help lists partition" "partition   Cut a profile"
+expect_stdout_contains "help lists partition" "partition    Cut a profile"
 expect_stdout_contains "help lists exit codes" "3  infeasible"
 cp "$TMP/stdout" "$TMP/help1"
 expect_code "--help" 0 "$STAGEPART" --help
@@ -30,6 +30,28 @@ expect_code "unknown option" 2 "$STAGEPART" partition --bogus x.json
 expect_stderr_contains "unknown option is named" "unknown option '--bogus'"
 expect_stderr_contains "usage error hints at help" "hint: try 'stagepart partition --help'"
 expect_stderr_lines "unknown option: one line and a hint" 2
+# a misspelling gets the closest name, as git and curl say it
+expect_code "misspelled command" 2 "$STAGEPART" partiton x.json
+expect_stderr_contains "did you mean the command" "no command named 'partiton' (did you mean 'partition'?)"
+expect_stderr_lines "misspelled command: one line and a hint" 2
+expect_code "misspelled option" 2 "$STAGEPART" partition --stage 4 x.json
+expect_stderr_contains "did you mean the option" "unknown option '--stage' (did you mean --stages?)"
+expect_code "an option's beginning" 2 "$STAGEPART" partition --memory 4 x.json
+expect_stderr_contains "the one option it begins" "(did you mean --memory-limit?)"
+expect_code "nothing close" 2 "$STAGEPART" partition --zzzzzz x.json
+if grep -q "did you mean" "$TMP/stderr"; then fail "nothing close: no guess" "$(cat "$TMP/stderr")"; else pass "nothing close: no guess"; fi
+# help for a command's kind
+expect_code "help import kineto" 0 "$STAGEPART" help import kineto
+expect_stdout_contains "import's help" "usage: stagepart import kineto TRACE"
+expect_code "help import: unknown kind" 2 "$STAGEPART" help import bogus
+expect_stderr_contains "the kind is named" "'import' has no kind named 'bogus'"
+expect_code "help partition: no kinds" 2 "$STAGEPART" help partition x
+# the commands in the order of the work, names in one column
+"$STAGEPART" help >"$TMP/stdout"
+order=$(awk '/^Commands:/{on=1; next} on && /^$/{exit} on {print $1}' "$TMP/stdout" | tr '\n' ' ')
+if [ "$order" = "profile bandwidth import partition simulate run check export evaluate import-plan help version " ]; then pass "commands in the order of the work"; else fail "commands in the order of the work" "got: $order"; fi
+cols=$(awk '/^Commands:/{on=1; next} on && /^$/{exit} on {print index($0, $2)}' "$TMP/stdout" | sort -u | wc -l)
+if [ "$cols" = 1 ]; then pass "summaries aligned in one column"; else fail "summaries aligned in one column" "$cols columns"; fi
 expect_code "missing profile" 2 "$STAGEPART" partition
 expect_stderr_contains "missing profile is named" "missing PROFILE"
 expect_code "two profiles" 2 "$STAGEPART" partition a.json b.json
