@@ -44,4 +44,5 @@ const struct cli_command_help cmd_bandwidth_help = {
     "  stagepart bandwidth -o links.json\n"
     "  stagepart bandwidth --workers 4 --sizes 64KiB,1MiB,16MiB --trials 11 -o links.json\n"
     "  stagepart partition profile.json -s 2 --links links.json\n",
+    .exits = CLI_EXITS_UNAVAILABLE,
 };

@@ -69,6 +69,7 @@ const struct cli_command_help cmd_check_help = {
     "  stagepart check --plan plan.json --profile p.json --max-imbalance 1.05 --junit check.xml\n"
     "  stagepart check --plan plan.json --profile p.json --devices devices.json --links "
     "links.json\n",
+    .exits = CLI_EXITS_CHECK_FAILED | CLI_EXITS_INFEASIBLE | CLI_EXITS_UNAVAILABLE,
 };
 
 /* GitHub Actions annotations: one line each, so newlines and percent signs are escaped */

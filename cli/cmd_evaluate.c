@@ -47,6 +47,7 @@ const struct cli_command_help cmd_evaluate_help = {
     "  stagepart evaluate model.json --balance 9,9,9,8 --micro-batches 32\n"
     "  stagepart evaluate model.json --balance 5,4,4,4,4,4,4,6 --schedule zbv\n"
     "  stagepart import-plan model.json --parts 0,9,18,27,35 -o current-plan.json\n",
+    .exits = CLI_EXITS_INFEASIBLE | CLI_EXITS_UNAVAILABLE,
 };
 
 /* "9,9,8" -> numbers; false with a usage message on bad input */

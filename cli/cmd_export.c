@@ -48,6 +48,7 @@ const struct cli_command_help cmd_export_help = {
     "  stagepart export plan.json --to torch-stages -o stages.py\n"
     "  stagepart export plan.json --to torchtitan --module-names torchtitan\n"
     "  stagepart export plan.json --to torch-schedule-csv -o schedule.csv\n",
+    .exits = CLI_EXITS_UNAVAILABLE,
 };
 
 int cmd_export(int argc, char **argv) {

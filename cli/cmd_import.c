@@ -50,6 +50,7 @@ const struct cli_command_help cmd_import_help = {
     "  stagepart import kineto trace.json --layers 2 -o profile.json\n"
     "  stagepart import kineto trace.json --modules modules.json -o profile.json\n"
     "  stagepart import events run/events-*.splog -o profile.json\n",
+    .exits = CLI_EXITS_UNAVAILABLE,
 };
 
 int cmd_import(int argc, char **argv) {

@@ -146,6 +146,7 @@ const struct cli_command_help cmd_partition_help = {
     "  stagepart partition model.json -s 4 -m 16 --schedule compare\n"
     "  stagepart partition model.json --gpus 8 --links links.json\n"
     "  stagepart partition model.json --gpus 8 --global-batch 256 --links links.json\n",
+    .exits = CLI_EXITS_INFEASIBLE | CLI_EXITS_UNAVAILABLE,
 };
 
 static void bar(char *buf, size_t width, double share) {

@@ -76,4 +76,5 @@ const struct cli_command_help cmd_profile_help = {
     "  stagepart profile samples/models/gpt2-small.json --backend cuda --sms 64 -o g64.json\n"
     "  stagepart profile --attach -o profile.json --warmup-steps 2 --steps 5 -- python train.py\n"
     "  stagepart profile --attach --events-dir run/ -o profile.json -- ./my_cuda_app\n",
+    .exits = CLI_EXITS_CHECK_FAILED | CLI_EXITS_UNAVAILABLE | CLI_EXITS_INTERRUPTED,
 };

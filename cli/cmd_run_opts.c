@@ -82,4 +82,5 @@ const struct cli_command_help cmd_run_help = {
     "  stagepart run plan.json --model samples/models/gpt2-small.json -o report.json --svg "
     "run.svg\n"
     "  stagepart check --plan plan.json --profile gpt2.json --report report.json\n",
+    .exits = CLI_EXITS_INFEASIBLE | CLI_EXITS_UNAVAILABLE | CLI_EXITS_INTERRUPTED,
 };

@@ -43,6 +43,7 @@ const struct cli_command_help cmd_simulate_help = {
     "  stagepart simulate plan.json --schedule gpipe --micro-batches 64\n"
     "  stagepart simulate plan.json --svg timeline.svg --trace timeline.json\n"
     "  stagepart simulate plan.json --order schedule.csv\n",
+    .exits = CLI_EXITS_UNAVAILABLE,
 };
 
 static void print_table(const sp_sim *sim, const char *model) {

@@ -29,18 +29,23 @@ static int run_in_compute(int argc, char **argv);
 #endif
 
 static const struct cli_command_help help_help = {
-    "help", "[COMMAND [KIND]]", "Show the list of commands, or one command's options.", NULL,
-    "  stagepart help partition\n  stagepart help import kineto\n"};
+    "help",
+    "[COMMAND [KIND]]",
+    "Show the list of commands, or one command's options.",
+    NULL,
+    "  stagepart help partition\n  stagepart help import kineto\n",
+    0};
 static const struct cli_command_help version_help = {
-    "version", "", "Show the version, the compiled-in features and the CUDA devices seen.", NULL,
-    NULL};
+    "version", "",   "Show the version, the compiled-in features and the CUDA devices seen.",
+    NULL,      NULL, CLI_EXITS_UNAVAILABLE};
 static const struct cli_opt no_opts[] = {{0, NULL, 0, NULL, NULL, NULL}};
 static const struct cli_command_help import_plan_help = {
     "import-plan",
     "PROFILE (--megatron-layout S | --balance N,N,... | --parts 0,A,...,N) -o PLAN [options]",
     "Write the split you run today as a plan file, for stagepart check.",
     "The same as evaluate (see stagepart help evaluate), and -o is required.",
-    "  stagepart import-plan model.json --megatron-layout \"Et*8|t*8|t*8|t*8L\" -o plan.json\n"};
+    "  stagepart import-plan model.json --megatron-layout \"Et*8|t*8|t*8|t*8L\" -o plan.json\n",
+    CLI_EXITS_INFEASIBLE | CLI_EXITS_UNAVAILABLE};
 
 /* in the order of the work: measure, plan, predict, run, gate, hand over, compare */
 static const char *const import_kinds[] = {"kineto", "nsys", "events", NULL};

@@ -165,9 +165,19 @@ void cli_print_command_help(FILE *f, const struct cli_command_help *h, const str
     fprintf(f, "\nHelp:\n  %-30s %s\n", "-h, --help", "show this help and exit");
     if (h->examples)
         fprintf(f, "\nExamples:\n%s", h->examples);
-    fputs("\nExit codes: 0 ok, 1 a check failed, 2 usage error or invalid input, 3 infeasible,\n"
-          "4 feature or device unavailable, 5 internal error.\n",
-          f);
+    fputs("\nExit codes:\n  0    ok\n", f);
+    if (h->exits & CLI_EXITS_CHECK_FAILED)
+        fprintf(f, "  1    %s\n",
+                strcmp(h->name, "check") == 0 ? "a criterion failed"
+                                              : "the program profiled with --attach failed");
+    fputs("  2    usage error or invalid input (the file, JSON path and expectation named)\n", f);
+    if (h->exits & CLI_EXITS_INFEASIBLE)
+        fputs("  3    infeasible: no plan satisfies the constraints (the reason named)\n", f);
+    if (h->exits & CLI_EXITS_UNAVAILABLE)
+        fputs("  4    feature or device unavailable (not compiled in, no GPU)\n", f);
+    fputs("  5    internal error\n", f);
+    if (h->exits & CLI_EXITS_INTERRUPTED)
+        fputs("  130  interrupted (Ctrl-C): nothing written\n", f);
 }
 
 static bool bind_value(struct cli_opt_parser *p, const struct cli_bind *b) {

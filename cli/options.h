@@ -24,7 +24,14 @@ struct cli_command_help {
     const char *summary;     /* one line */
     const char *description; /* paragraph(s), may be NULL */
     const char *examples;    /* lines, may be NULL */
+    unsigned exits;          /* the exit codes it can return: CLI_EXITS_* bits */
 };
+/* one bit per exit code (130: bit 6); 0 and 2 (usage) and 5 (internal, a write to stdout that
+ * fails) are every command's */
+#define CLI_EXITS_CHECK_FAILED (1u << 1)
+#define CLI_EXITS_INFEASIBLE   (1u << 3)
+#define CLI_EXITS_UNAVAILABLE  (1u << 4)
+#define CLI_EXITS_INTERRUPTED  (1u << 6)
 
 struct cli_opt_parser {
     const char *command;
