@@ -117,17 +117,17 @@ static bool evaluate(sp_check_result *r, const sp_plan *committed, const sp_plan
         pass = change <= o->max_regression;
         ok &= add(r, "regression", pass, false, change, o->max_regression,
                   "predicted iteration %.3f ms, recorded %.3f ms: %+.1f%% %s %.1f%% (%s, M = %u)",
-                  is, was, 100 * change, pass ? "<=" : ">", 100 * o->max_regression,
+                  is, was, sp_shown(100 * change, 1), pass ? "<=" : ">", 100 * o->max_regression,
                   sp_schedule_name(n->schedule.schedule), n->schedule.micro_batches);
     }
     double gain =
         f->schedule.iteration_ms > 0 ? n->schedule.iteration_ms / f->schedule.iteration_ms - 1 : 0;
     pass = gain <= o->max_stale;
-    ok &=
-        add(r, "staleness", pass, false, gain, o->max_stale,
-            "a new plan would be %.1f%% faster (%.3f ms against %.3f ms) %s %.1f%%%s", 100 * gain,
-            f->schedule.iteration_ms, n->schedule.iteration_ms, pass ? "<=" : ">",
-            100 * o->max_stale, pass ? "" : ": run stagepart partition again and commit the plan");
+    ok &= add(r, "staleness", pass, false, gain, o->max_stale,
+              "a new plan would be %.1f%% faster (%.3f ms against %.3f ms) %s %.1f%%%s",
+              sp_shown(100 * gain, 1), f->schedule.iteration_ms, n->schedule.iteration_ms,
+              pass ? "<=" : ">", 100 * o->max_stale,
+              pass ? "" : ": run stagepart partition again and commit the plan");
     const sp_run_report_summary *rep = o->report;
     if (rep) {
         pass = rep->measured_imbalance <= o->max_imbalance;
@@ -140,7 +140,7 @@ static bool evaluate(sp_check_result *r, const sp_plan *committed, const sp_plan
         pass = err <= o->max_prediction_error && err >= -o->max_prediction_error;
         ok &= add(r, "prediction error", pass, false, err, o->max_prediction_error,
                   "measured iteration %.3f ms, predicted %.3f ms: %+.1f%% (limit +-%.1f%%)",
-                  rep->measured_iteration_ms, rep->predicted_iteration_ms, 100 * err,
+                  rep->measured_iteration_ms, rep->predicted_iteration_ms, sp_shown(100 * err, 1),
                   100 * o->max_prediction_error);
     }
     return ok;

@@ -53,9 +53,10 @@ bool cli_attribution_opt(const struct cli_opt_parser *p, int id, sp_trace_profil
 }
 
 static void print_summary(const sp_trace_summary *s, const char *written) {
-    printf("%zu layers", s->layers);
+    printf("%zu %s", s->layers, cli_noun(s->layers, "layer", "layers"));
     if (s->steps_total)
-        printf(", median of %u steps%s (%u warm-up skipped)", s->steps_used,
+        printf(", median of %u %s%s (%u warm-up skipped)", s->steps_used,
+               cli_noun(s->steps_used, "step", "steps"),
                s->steps_from_optimizer ? " found by the optimizer's steps"
                : s->steps_from_forward ? " found by the model's top-level calls"
                                        : "",

@@ -50,6 +50,10 @@ int cli_partition_gpus(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
                        const char *cmdline);
 /* `partition --gpus N`: the table of a plan with replicated stages */
 void cli_print_replicated(const sp_plan *plan, const sp_profile *profile);
+/* cli_noun: one or many, as a count reads in English ("1 step", "2 steps") */
+const char *cli_noun(uint64_t n, const char *one, const char *many);
+/* cli_shown: v as it reads printed with `decimals` decimals: 0 where it would print as -0.0 */
+double cli_shown(double v, int decimals);
 int cli_report(sp_ctx *ctx, sp_status status, bool json);
 struct cJSON;
 /* print a JSON document built with cJSON and delete it (ok: whether building it succeeded);

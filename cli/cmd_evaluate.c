@@ -130,9 +130,10 @@ static void print_empty(const char *who, const sp_plan *plan) {
 
 static void print_comparison(const sp_plan *yours, const sp_plan *best, double gain) {
     const sp_plan_summary *a = sp_plan_get_summary(yours), *b = sp_plan_get_summary(best);
-    printf("%s: %u stages%s, %s, %u micro-batches\n\n", sp_plan_get_model(yours), a->stages,
-           a->chunks > 1 ? " (interleaved)" : "", sp_schedule_name(a->schedule.schedule),
-           a->micro_batches);
+    printf("%s: %u %s%s, %s, %u %s\n\n", sp_plan_get_model(yours), a->stages,
+           cli_noun(a->stages, "stage", "stages"), a->chunks > 1 ? " (interleaved)" : "",
+           sp_schedule_name(a->schedule.schedule), a->micro_batches,
+           cli_noun(a->micro_batches, "micro-batch", "micro-batches"));
     printf("%-10s %14s %10s %12s %10s %14s\n", "", "bottleneck ms", "at stage", "imbalance",
            "efficiency", "iteration ms");
     printf("%-10s %14.3f %10u %12.3f %9.1f%% %14.3f\n", "your split", a->bottleneck_ms,
@@ -152,7 +153,7 @@ static void print_comparison(const sp_plan *yours, const sp_plan *best, double g
     printf("your split: efficiency %.0f%%, bottleneck stage %u; %s: %.0f%%, %+.0f%% "
            "throughput\n",
            100 * a->schedule.efficiency, a->bottleneck_stage, other, 100 * b->schedule.efficiency,
-           100 * gain);
+           cli_shown(100 * gain, 0));
 }
 
 /* the split the options describe, as each stage's first layer; *usage after a usage error */

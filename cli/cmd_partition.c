@@ -240,9 +240,10 @@ static void print_schedule(const sp_plan *plan, const sp_plan_summary *m) {
         printf("\n");
     }
     if (m->schedule.present)
-        printf("schedule    %s, %u micro-batches: iteration %.3f ms, bubble %.1f%%, efficiency "
+        printf("schedule    %s, %u %s: iteration %.3f ms, bubble %.1f%%, efficiency "
                "%.1f%% (simulated)\n",
                sp_schedule_name(m->schedule.schedule), m->schedule.micro_batches,
+               cli_noun(m->schedule.micro_batches, "micro-batch", "micro-batches"),
                m->schedule.iteration_ms, 100 * m->schedule.bubble_fraction,
                100 * m->schedule.efficiency);
     if (m->objective == SP_OBJECTIVE_ITERATION && m->guarantee == SP_GUARANTEE_SEARCH)
@@ -258,13 +259,14 @@ static void print_schedule(const sp_plan *plan, const sp_plan_summary *m) {
 static void print_heading(const sp_plan *plan, const sp_profile *profile,
                           const sp_plan_summary *m) {
     char proof[64];
-    printf("%s: %zu layers -> %u stages (solver %s, objective %s%s%s%s, %u micro-batches)\n\n",
-           sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages,
-           sp_solver_name(m->solver), sp_objective_name(m->objective),
-           guarantee_words(m, proof, sizeof proof),
+    size_t n = sp_profile_get_layer_count(profile);
+    printf("%s: %zu %s -> %u %s (solver %s, objective %s%s%s%s, %u %s)\n\n",
+           sp_plan_get_model(plan), n, cli_noun(n, "layer", "layers"), m->stages,
+           cli_noun(m->stages, "stage", "stages"), sp_solver_name(m->solver),
+           sp_objective_name(m->objective), guarantee_words(m, proof, sizeof proof),
            m->framework != SP_FRAMEWORK_ANY ? " among the cuts of a layout for " : "",
            m->framework != SP_FRAMEWORK_ANY ? sp_framework_name(m->framework) : "",
-           m->micro_batches);
+           m->micro_batches, cli_noun(m->micro_batches, "micro-batch", "micro-batches"));
     if (m->chunks > 1 && m->chunk_layout == SP_CHUNKS_V)
         printf("V-shape: 2 chunks per device, chunk k on device k for k < %u, else %u-k; the "
                "bottleneck is a device's load (the sum of its chunks)\n\n",

@@ -11,9 +11,10 @@
 
 static void print_table(const sp_run *run, const sp_plan *plan) {
     const sp_run_summary *S = sp_run_get_summary(run);
-    printf("%s: %u stages, %s, %u micro-batches of %u, %u steps after %u warm-up, ",
-           sp_plan_get_model(plan), S->stages, sp_schedule_name(S->schedule), S->micro_batches,
-           S->micro_batch_size, S->steps, S->warmup_steps);
+    printf("%s: %u %s, %s, %u %s of %u, %u %s after %u warm-up, ", sp_plan_get_model(plan),
+           S->stages, cli_noun(S->stages, "stage", "stages"), sp_schedule_name(S->schedule),
+           S->micro_batches, cli_noun(S->micro_batches, "micro-batch", "micro-batches"),
+           S->micro_batch_size, S->steps, cli_noun(S->steps, "step", "steps"), S->warmup_steps);
     if (S->transport == SP_TRANSPORT_MPI && S->backend == SP_RUN_BACKEND_CUDA)
         printf("one MPI rank per stage, each on its local rank's GPU (%s between them)\n\n",
                S->nccl ? "NCCL" : "host buffers");
@@ -54,10 +55,10 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
                "replayed from the measured op times\n"
                "iteration   replayed %.3f ms   simulated %.3f ms   error %+.1f%%\n",
                S->iteration_ms, S->replayed_iteration_ms, S->predicted_iteration_ms,
-               100 * S->iteration_error);
+               cli_shown(100 * S->iteration_error, 1));
     else
         printf("\niteration   measured %.3f ms   simulated %.3f ms   error %+.1f%%\n",
-               S->iteration_ms, S->predicted_iteration_ms, 100 * S->iteration_error);
+               S->iteration_ms, S->predicted_iteration_ms, cli_shown(100 * S->iteration_error, 1));
     printf("imbalance   measured %.3f      planned %.3f (largest / mean stage busy time)\n",
            S->imbalance, S->predicted_imbalance);
     printf("bubble      measured %.1f%%      simulated %.1f%%\n", 100 * S->bubble_fraction,
@@ -92,7 +93,7 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
     else
         printf("balance NOT held: largest stage share error %.1f%% (limit 10%%), iteration error "
                "%+.1f%% at this speed (limit 15%%)\n",
-               100 * S->max_share_error, 100 * S->scaled_iteration_error);
+               100 * S->max_share_error, cli_shown(100 * S->scaled_iteration_error, 1));
 }
 
 static bool parse_fault(const char *text, sp_run_opts *o) {

@@ -48,11 +48,14 @@ const struct cli_command_help cmd_simulate_help = {
 
 static void print_table(const sp_sim *sim, const char *model) {
     const sp_sim_summary *m = sp_sim_get_summary(sim);
-    printf("%s: %s, %u devices", model,
-           m->given_order ? "the given order" : sp_schedule_name(m->schedule), m->devices);
+    printf("%s: %s, %u %s", model,
+           m->given_order ? "the given order" : sp_schedule_name(m->schedule), m->devices,
+           cli_noun(m->devices, "device", "devices"));
     if (m->chunks > 1)
         printf(" x %u chunks", m->chunks);
-    printf(", %u micro-batches, %llu ops\n\n", m->micro_batches, (unsigned long long)m->ops);
+    printf(", %u %s, %llu %s\n\n", m->micro_batches,
+           cli_noun(m->micro_batches, "micro-batch", "micro-batches"), (unsigned long long)m->ops,
+           cli_noun(m->ops, "op", "ops"));
     printf("iteration   %.3f ms   bubble %.2f%%   efficiency %.2f%%\n", m->iteration_ms,
            100 * m->bubble_fraction, 100 * m->efficiency);
     if (m->schedule == SP_SCHEDULE_PIPEDREAM || m->schedule == SP_SCHEDULE_2BW)

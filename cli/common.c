@@ -1,11 +1,20 @@
 /* cli/common.c: error reporting, warnings, exit codes and the recorded command line. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "cli.h"
+
+const char *cli_noun(uint64_t n, const char *one, const char *many) {
+    return n == 1 ? one : many;
+}
+
+double cli_shown(double v, int decimals) {
+    return fabs(v) < 0.5 * pow(10.0, -decimals) ? 0.0 : v;
+}
 
 int cli_exit_code(sp_status status) {
     switch (status) {

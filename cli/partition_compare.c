@@ -63,10 +63,12 @@ void cli_partition_advice(sp_ctx *ctx, const sp_profile *profile, const sp_parti
 
 static void print_rows(const struct row *rows, size_t n, const sp_profile *profile,
                        const sp_partition_opts *o, size_t fastest) {
-    printf("%s: %zu layers on %u devices, %u micro-batches: each schedule's own plan, "
-           "simulated\n\n",
-           sp_profile_get_model(profile), sp_profile_get_layer_count(profile), o->stages,
-           o->micro_batches ? o->micro_batches : 4 * o->stages);
+    size_t layers = sp_profile_get_layer_count(profile);
+    uint32_t M = o->micro_batches ? o->micro_batches : 4 * o->stages;
+    printf("%s: %zu %s on %u %s, %u %s: each schedule's own plan, simulated\n\n",
+           sp_profile_get_model(profile), layers, cli_noun(layers, "layer", "layers"), o->stages,
+           cli_noun(o->stages, "device", "devices"), M,
+           cli_noun(M, "micro-batch", "micro-batches"));
     printf("%-15s %7s %8s %14s %14s %8s %11s %12s\n", "schedule", "chunks", "solver",
            "bottleneck ms", "iteration ms", "bubble", "efficiency", "peak memory");
     for (size_t i = 0; i < n; i++) {

@@ -8,10 +8,12 @@
 #include "cli.h"
 
 static void print_rows(const sp_dp_table *t, const sp_profile *profile, const char *written) {
-    printf("%s: %zu layers on %u GPUs, global batch %llu (micro-batches of %u): pipeline x data "
+    size_t n = sp_profile_get_layer_count(profile);
+    printf("%s: %zu %s on %u %s, global batch %llu (micro-batches of %u): pipeline x data "
            "parallel\n\n",
-           sp_profile_get_model(profile), sp_profile_get_layer_count(profile), t->gpus,
-           (unsigned long long)t->global_batch, t->micro_batch_size);
+           sp_profile_get_model(profile), n, cli_noun(n, "layer", "layers"), t->gpus,
+           cli_noun(t->gpus, "GPU", "GPUs"), (unsigned long long)t->global_batch,
+           t->micro_batch_size);
     printf("%9s %6s %6s %14s %14s %14s %12s %12s %12s\n", "pipeline", "data", "M", "bottleneck ms",
            "iteration ms", "all-reduce ms", "step ms", "samples/s", "peak memory");
     for (size_t i = 0; i < t->count; i++) {

@@ -17,10 +17,11 @@ void cli_print_replicated(const sp_plan *plan, const sp_profile *profile) {
     const sp_plan_summary *m = sp_plan_get_summary(plan);
     bool flushes = m->schedule.present && m->schedule.schedule != SP_SCHEDULE_PIPEDREAM &&
                    m->schedule.schedule != SP_SCHEDULE_2BW;
-    printf("%s: %zu layers -> %u stages on %u GPUs (replicated stages, optimal, %u "
-           "micro-batches)\n\n",
-           sp_plan_get_model(plan), sp_profile_get_layer_count(profile), m->stages, m->gpus,
-           m->micro_batches);
+    size_t n = sp_profile_get_layer_count(profile);
+    printf("%s: %zu %s -> %u %s on %u %s (replicated stages, optimal, %u %s)\n\n",
+           sp_plan_get_model(plan), n, cli_noun(n, "layer", "layers"), m->stages,
+           cli_noun(m->stages, "stage", "stages"), m->gpus, cli_noun(m->gpus, "GPU", "GPUs"),
+           m->micro_batches, cli_noun(m->micro_batches, "micro-batch", "micro-batches"));
     printf("stage  %-32s %6s %8s %9s %10s %13s %10s %10s  share of bottleneck\n", "layers", "count",
            "replicas", "devices", "time ms", "all-reduce ms", "share ms", "memory");
     for (size_t s = 0; s < sp_plan_get_stage_count(plan); s++) {

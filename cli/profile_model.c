@@ -22,7 +22,8 @@ static void progress(void *arg, uint32_t done, uint32_t total) {
 static void print_table(const sp_model *model, const sp_model_layer_timing *t,
                         const sp_model_profile_summary *s, const char *output,
                         const sp_model_info *info) {
-    printf("%s: %zu layers, micro-batch %u", info->name, info->layers, info->micro_batch_size);
+    printf("%s: %zu %s, micro-batch %u", info->name, info->layers,
+           cli_noun(info->layers, "layer", "layers"), info->micro_batch_size);
     if (info->seq_len)
         printf(" x %u positions", info->seq_len);
     printf(", %.1fM parameters, fp32 on core %d\n\n", (double)info->param_count / 1e6, s->core);

@@ -161,6 +161,10 @@ int sp_names_value(sp_names table, const char *name);
 /* ---- statistics (core/median.c): the median of v[n], sorting v in place; 0 when n is 0 */
 double sp_median(double *v, size_t n);
 
+/* sp_shown: v as it reads printed with `decimals` decimals: 0 where it would print as -0.0
+ * (core/shown.c) */
+double sp_shown(double v, int decimals);
+
 /* ---- time */
 double sp_now_ms(void); /* monotonic clock, milliseconds */
 

@@ -313,9 +313,38 @@ bool sp_json_check_header(struct sp_json_reader *r, const cJSON *root, const cha
     return true;
 }
 
+/* A number at 15 significant digits: a sum of times in nanoseconds (4744.463187000003) or a
+ * difference of percentages (-22.306999999999999) is printed as what it means, 4744.463187 and
+ * -22.307, not with the 17 digits cJSON needs for the double's last bits; and never as -0. */
+static double at_15_digits(double v) {
+    if (v == 0 || !isfinite(v))
+        return v == 0 ? 0.0 : v;
+    if (v == nearbyint(v))
+        return v;                       /* whole (every double from 2^52 on is): exact already */
+    int e = (int)floor(log10(fabs(v))); /* v = m x 10^e, 1 <= m < 10 */
+    double scale = pow(10.0, 14 - e);
+    if (!isfinite(scale) || !isfinite(v * scale) || scale == 0)
+        return v;
+    double r = nearbyint(v * scale) / scale;
+    return r == 0 ? 0.0 : r;
+}
+
+static void round_numbers(cJSON *node) {
+    for (; node; node = node->next) {
+        if (cJSON_IsNumber(node))
+            cJSON_SetNumberValue(node, at_15_digits(node->valuedouble));
+        else if (node->child)
+            round_numbers(node->child);
+    }
+}
+
 sp_status sp_json_print(sp_ctx *ctx, const cJSON *root, size_t expect_bytes, const char *what,
                         char **out) {
     *out = NULL;
+    /* every document's numbers at 15 significant digits: the tree is the caller's, built to be
+     * printed */
+    if (root)
+        round_numbers(((cJSON *)root)->child);
     /* cJSON_Print starts at 256 bytes, doubles (a copy each time: the hooks have no realloc) and
      * copies the text once more to its length; printed into a buffer of the expected size the
      * text is written once (the newline's realloc below then mostly shrinks it, in place). */
