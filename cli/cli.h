@@ -52,6 +52,11 @@ int cli_partition_gpus(sp_ctx *ctx, const sp_profile *profile, const sp_partitio
 void cli_print_replicated(const sp_plan *plan, const sp_profile *profile);
 /* cli_noun: one or many, as a count reads in English ("1 step", "2 steps") */
 const char *cli_noun(uint64_t n, const char *one, const char *many);
+/* cli_fit: text in a column `width` characters wide (buf holds width + 1 bytes at least): as
+ * it is when it fits, else cut, at a character's start, and ended with "..." */
+const char *cli_fit(char *buf, size_t size, const char *text, size_t width);
+/* cli_bar: a bar of `width` characters, '#' for the share (0 to 1) and '.' for the rest */
+void cli_bar(char *buf, size_t width, double share);
 /* cli_shown: v as it reads printed with `decimals` decimals: 0 where it would print as -0.0 */
 double cli_shown(double v, int decimals);
 int cli_report(sp_ctx *ctx, sp_status status, bool json);

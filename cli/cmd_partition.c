@@ -149,15 +149,6 @@ const struct cli_command_help cmd_partition_help = {
     .exits = CLI_EXITS_INFEASIBLE | CLI_EXITS_UNAVAILABLE,
 };
 
-static void bar(char *buf, size_t width, double share) {
-    size_t full = (size_t)lround(share * (double)width);
-    if (full > width)
-        full = width;
-    for (size_t i = 0; i < width; i++)
-        buf[i] = i < full ? '#' : '.';
-    buf[width] = '\0';
-}
-
 /* what the solver proved, as the heading says it */
 static const char *guarantee_words(const sp_plan_summary *m, char *buf, size_t size) {
     switch (m->guarantee) {
@@ -189,23 +180,26 @@ static void print_stages(const sp_plan *plan, const sp_plan_summary *m) {
            "count", "fwd ms", "bwd ms", "time ms", "memory");
     for (size_t s = 0; s < K; s++) {
         const sp_stage *st = sp_plan_get_stage(plan, s);
-        char range[256], mem[16], b[21];
+        char range[256], mem[16], b[21], first[64], last[64];
+        size_t half = (namew - 4) / 2; /* too long: each name cut, both still there */
+        bool cut = strlen(st->first_name) + strlen(st->last_name) + 4 > namew;
         if (!st->layer_count)
             snprintf(range, sizeof range, "(empty)");
         else if (st->layer_count == 1)
             snprintf(range, sizeof range, "%s", st->first_name);
         else
-            snprintf(range, sizeof range, "%s .. %s", st->first_name, st->last_name);
-        double device_ms = 0; /* the stage's device load: itself, or the sum of its chunks */
-        uint32_t dev = sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)s);
-        for (size_t k = 0; k < K; k++)
-            if (sp_chunk_device(m->chunk_layout, m->stages, (uint32_t)k) == dev)
-                device_ms += sp_plan_get_stage(plan, k)->time_ms;
-        bar(b, 20, m->bottleneck_ms > 0 ? device_ms / m->bottleneck_ms : 1.0);
-        printf("%5zu  %-*.*s %6zu %10.3f %10.3f %10.3f %10s  %s %3.0f%%\n", s, (int)namew,
-               (int)namew, range, st->layer_count, st->fwd_ms, st->bwd_ms, st->time_ms,
-               sp_format_bytes(st->memory_bytes, mem, sizeof mem), b,
-               m->bottleneck_ms > 0 ? 100.0 * device_ms / m->bottleneck_ms : 100.0);
+            snprintf(range, sizeof range, "%s .. %s",
+                     cut ? cli_fit(first, sizeof first, st->first_name, half) : st->first_name,
+                     cut ? cli_fit(last, sizeof last, st->last_name, namew - 4 - half)
+                         : st->last_name);
+        /* the row's own share of the bottleneck (with chunks, of its device's load, which the
+         * rows of its other chunks make up with it) */
+        double share = m->bottleneck_ms > 0 ? st->time_ms / m->bottleneck_ms : 1.0;
+        cli_bar(b, 20, share);
+        char fit[64];
+        printf("%5zu  %-*s %6zu %10.3f %10.3f %10.3f %10s  %s %3.0f%%\n", s, (int)namew,
+               cli_fit(fit, sizeof fit, range, namew), st->layer_count, st->fwd_ms, st->bwd_ms,
+               st->time_ms, sp_format_bytes(st->memory_bytes, mem, sizeof mem), b, 100 * share);
     }
 }
 
@@ -269,11 +263,12 @@ static void print_heading(const sp_plan *plan, const sp_profile *profile,
            m->micro_batches, cli_noun(m->micro_batches, "micro-batch", "micro-batches"));
     if (m->chunks > 1 && m->chunk_layout == SP_CHUNKS_V)
         printf("V-shape: 2 chunks per device, chunk k on device k for k < %u, else %u-k; the "
-               "bottleneck is a device's load (the sum of its chunks)\n\n",
+               "bottleneck is a device's load (the sum of its chunks), each row's share the "
+               "chunk's own\n\n",
                m->stages, 2 * m->stages - 1);
     else if (m->chunks > 1)
         printf("interleaved: %u chunks per device, chunk k on device k mod %u; the bottleneck is "
-               "a device's load (the sum of its chunks)\n\n",
+               "a device's load (the sum of its chunks), each row's share the chunk's own\n\n",
                m->chunks, m->stages);
     if (m->placement == SP_PLACEMENT_SEARCH) {
         printf("placement: each stage's device chosen by the search; boundary transfers %.3f ms "

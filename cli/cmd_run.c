@@ -36,11 +36,12 @@ static void print_table(const sp_run *run, const sp_plan *plan) {
     for (uint32_t s = 0; s < S->stages; s++) {
         const sp_run_stage *r = sp_run_get_stage(run, s);
         const sp_stage *p = sp_plan_get_stage(plan, s);
-        char layers[64], mem[16], planned[16];
+        char layers[512], fit[32], mem[16], planned[16];
         snprintf(layers, sizeof layers, "%s .. %s", p->first_name, p->last_name);
-        printf("%5u  %-24.24s %4d %11.3f %11.3f %+6.1f%% %10.3f %10.3f %9.3f %10s %10s\n", s,
-               layers, gpu ? r->device : r->core, r->busy_ms, r->predicted_busy_ms,
-               100 * r->busy_error, r->wait_prev_ms, r->wait_next_ms, r->transfer_ms,
+        printf("%5u  %-24s %4d %11.3f %11.3f %+6.1f%% %10.3f %10.3f %9.3f %10s %10s\n", s,
+               cli_fit(fit, sizeof fit, layers, 24), gpu ? r->device : r->core, r->busy_ms,
+               r->predicted_busy_ms, cli_shown(100 * r->busy_error, 1), r->wait_prev_ms,
+               r->wait_next_ms, r->transfer_ms,
                sp_format_bytes(r->peak_memory_bytes, mem, sizeof mem),
                sp_format_bytes(r->predicted_memory_bytes, planned, sizeof planned));
     }

@@ -12,6 +12,29 @@ const char *cli_noun(uint64_t n, const char *one, const char *many) {
     return n == 1 ? one : many;
 }
 
+const char *cli_fit(char *buf, size_t size, const char *text, size_t width) {
+    size_t len = strlen(text);
+    if (width + 1 > size)
+        width = size - 1;
+    if (len <= width) {
+        memcpy(buf, text, len + 1);
+        return buf;
+    }
+    size_t keep = width > 3 ? width - 3 : 0;
+    while (keep > 0 && ((unsigned char)text[keep] & 0xC0) == 0x80)
+        keep--; /* not inside a UTF-8 character */
+    memcpy(buf, text, keep);
+    memcpy(buf + keep, "...", 4);
+    return buf;
+}
+
+void cli_bar(char *buf, size_t width, double share) {
+    size_t full = share > 0 ? (size_t)lround(share * (double)width) : 0;
+    for (size_t i = 0; i < width; i++)
+        buf[i] = i < full ? '#' : '.';
+    buf[width] = '\0';
+}
+
 double cli_shown(double v, int decimals) {
     return fabs(v) < 0.5 * pow(10.0, -decimals) ? 0.0 : v;
 }

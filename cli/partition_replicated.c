@@ -33,12 +33,11 @@ void cli_print_replicated(const sp_plan *plan, const sp_profile *profile) {
         else
             snprintf(devs, sizeof devs, "%u", st->device);
         double share = m->bottleneck_ms > 0 ? st->share_ms / m->bottleneck_ms : 1.0;
-        size_t full = (size_t)(share * 20 + 0.5);
-        for (size_t i = 0; i < 20; i++)
-            b[i] = i < full ? '#' : '.';
-        b[20] = '\0';
-        printf("%5zu  %-32.32s %6zu %8u %9s %10.3f %13.3f %10.3f %10s  %s %3.0f%%\n", s, range,
-               st->layer_count, st->replicas, devs, st->time_ms, st->allreduce_ms, st->share_ms,
+        cli_bar(b, 20, share);
+        char fit[40];
+        printf("%5zu  %-32s %6zu %8u %9s %10.3f %13.3f %10.3f %10s  %s %3.0f%%\n", s,
+               cli_fit(fit, sizeof fit, range, 32), st->layer_count, st->replicas, devs,
+               st->time_ms, st->allreduce_ms, st->share_ms,
                sp_format_bytes(st->memory_bytes, mem, sizeof mem), b, 100 * share);
     }
     printf("\nshare       one micro-batch's share of a stage's devices: %s\n",
