@@ -21,8 +21,10 @@ enum {
 };
 
 const struct cli_opt cmd_check_opts[] = {
-    {OPT_PLAN, "plan", 0, "<file>", "the committed plan", "Inputs"},
-    {OPT_PROFILE, "profile", 0, "<file>", "a freshly measured profile of the same model", "Inputs"},
+    {OPT_PLAN, "plan", 0, "<file>", "the committed plan (the same as the first argument)",
+     "Inputs"},
+    {OPT_PROFILE, "profile", 0, "<file>",
+     "a freshly measured profile of the same model (the same as the second argument)", "Inputs"},
     {OPT_REPORT, "report", 0, "<file>", "a run report (stagepart run) to gate as well", "Inputs"},
     {OPT_DEVICES, "devices", 0, "<file>",
      "the stagepart-devices file the plan was made with (needed when the plan names devices and "
@@ -49,8 +51,7 @@ const struct cli_opt cmd_check_opts[] = {
 
 const struct cli_command_help cmd_check_help = {
     "check",
-    "--plan PLAN --profile PROFILE [--max-imbalance X] [--max-regression R] [--max-stale S] "
-    "[options]",
+    "PLAN PROFILE [--max-imbalance X] [--max-regression R] [--max-stale S] [options]",
     "Gate a committed plan in CI against a freshly measured profile.",
     "Matches the plan's layers to the profile by name (a layer added, removed or renamed fails\n"
     "the check and is named), recomputes the stage times, imbalance and the simulated iteration\n"
@@ -65,10 +66,10 @@ const struct cli_command_help cmd_check_help = {
     "optimal plan's imbalance). With\n"
     "GITHUB_ACTIONS=true failures are also printed as ::error annotations. docs/ci.md has\n"
     "complete GitHub Actions and GitLab CI jobs.",
-    "  stagepart check --plan plan.json --profile new-profile.json\n"
-    "  stagepart check --plan plan.json --profile p.json --max-imbalance 1.05 --junit check.xml\n"
-    "  stagepart check --plan plan.json --profile p.json --devices devices.json --links "
-    "links.json\n",
+    "  stagepart check plan.json new-profile.json\n"
+    "  stagepart check plan.json p.json --max-imbalance 1.05 --junit check.xml\n"
+    "  stagepart check plan.json p.json --devices devices.json --links links.json\n"
+    "  stagepart check --plan plan.json --profile p.json   # the same, files named\n",
     .exits = CLI_EXITS_CHECK_FAILED | CLI_EXITS_INFEASIBLE | CLI_EXITS_UNAVAILABLE,
 };
 
@@ -111,10 +112,23 @@ int cmd_check(int argc, char **argv) {
         ;
     if (cli_opt_exit(&p) >= 0)
         return cli_opt_exit(&p);
-    if (p.n_positional)
-        return cli_usage_error("check", "unexpected argument '%s'", p.positional[0]);
+    /* the files as the other commands take them, in order; --plan and --profile name them */
+    const char **slots[] = {&plan_path, &profile_path};
+    for (int k = 0, slot = 0; k < p.n_positional; k++, slot++) {
+        while (slot < 2 && *slots[slot])
+            slot++;
+        if (slot == 2)
+            return cli_usage_error("check",
+                                   "unexpected argument '%s': the plan and the profile "
+                                   "are given",
+                                   p.positional[k]);
+        *slots[slot] = p.positional[k];
+    }
     if (!plan_path || !profile_path)
-        return cli_usage_error("check", "missing %s", plan_path ? "--profile" : "--plan");
+        return cli_usage_error("check", "missing %s",
+                               plan_path      ? "PROFILE"
+                               : profile_path ? "PLAN"
+                                              : "PLAN and PROFILE");
     const char *inputs[] = {plan_path, profile_path, report_path, devices_path, links_path};
     int clash = cli_check_output_not_input("check", "--junit", junit, inputs, 5);
     if (!clash)

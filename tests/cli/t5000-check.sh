@@ -90,5 +90,15 @@ expect_code "a placed plan checked" 1 "$STAGEPART" check --plan "$TMP/placed.jso
 expect_stdout_contains "placed: same prediction" "PASS  regression         predicted iteration 585.743 ms, recorded 585.743 ms: +0.0%"
 expect_stdout_contains "placed: the fresh plan searches too" "PASS  staleness          a new plan would be 0.0% faster"
 expect_code "missing --plan" 2 "$STAGEPART" check --profile $P/llama3-8b.json
+expect_stderr_contains "the plan is named missing" "missing PLAN"
+# the files as every command takes them, the flags kept: the same check either way
+"$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --json >"$TMP/named.json"; rc_named=$?
+expect_code "check PLAN PROFILE" "$rc_named" "$STAGEPART" check "$TMP/plan.json" $P/llama3-8b.json --json
+if "$JSON_DIFF" "$TMP/named.json" "$TMP/stdout" >/dev/null; then pass "positional and named: the same result"; else fail "positional and named: the same result"; fi
+expect_code "check --plan PLAN PROFILE" "$rc_named" "$STAGEPART" check --plan "$TMP/plan.json" $P/llama3-8b.json --json
+expect_code "a third file" 2 "$STAGEPART" check "$TMP/plan.json" $P/llama3-8b.json extra.json
+expect_stderr_contains "the third file is named" "unexpected argument 'extra.json': the plan and the profile are given"
+expect_code "no files" 2 "$STAGEPART" check
+expect_stderr_contains "both are named missing" "missing PLAN and PROFILE"
 expect_code "bad limit" 2 "$STAGEPART" check --plan "$TMP/plan.json" --profile $P/llama3-8b.json --max-imbalance 0.5
 test_done
