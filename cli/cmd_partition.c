@@ -380,7 +380,7 @@ static bool parse_named(struct cli_opt_parser *p, int id, struct partition_args 
 static int parse_args(int argc, char **argv, struct partition_args *a) {
     sp_partition_opts *o = &a->opts;
     sp_partition_opts_init(o);
-    double target = NAN, ratio = NAN; /* NAN, 0: not given */
+    double target = (double)NAN, ratio = (double)NAN; /* NAN, 0: not given */
     uint32_t stages = 0;
     const struct cli_bind binds[] = {
         CLI_U32(OPT_STAGES, &stages, 1, SP_MAX_STAGES),

@@ -151,7 +151,7 @@ static bool parse_named(struct cli_opt_parser *p, int id, struct run_args *a) {
 static int parse_args(int argc, char **argv, struct run_args *a) {
     sp_run_opts *o = &a->opts;
     sp_run_opts_init(o);
-    double lr = NAN, timeout_s = NAN; /* NAN: not given */
+    double lr = (double)NAN, timeout_s = (double)NAN; /* NAN: not given */
     const struct cli_bind binds[] = {
         CLI_STRING(OPT_MODEL, &a->model_path),
         CLI_U32(OPT_MICRO_BATCHES, &o->micro_batches, 1, 1000000),
