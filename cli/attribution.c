@@ -38,7 +38,13 @@ bool cli_attribution_opt(const struct cli_opt_parser *p, int id, sp_trace_profil
         opts->min_layer_share = x;
         return true;
     }
-    case CLI_ATTR_OPT_MODEL:
+    case CLI_ATTR_OPT_MODEL_AS_NAME:
+        fprintf(stderr,
+                "stagepart: warning: --model %s names the profile's model: that is "
+                "--name %s now (--model names a stagepart-model file, as in run)\n",
+                p->value, p->value);
+        /* fall through */
+    case CLI_ATTR_OPT_NAME:
         opts->model = p->value;
         return true;
     case CLI_ATTR_OPT_MBS:

@@ -12,7 +12,8 @@ enum {
     CLI_ATTR_OPT_PHASE,
     CLI_ATTR_OPT_STEP,
     CLI_ATTR_OPT_WARMUP,
-    CLI_ATTR_OPT_MODEL,
+    CLI_ATTR_OPT_NAME,
+    CLI_ATTR_OPT_MODEL_AS_NAME, /* the old spelling of --name */
     CLI_ATTR_OPT_MBS,
     CLI_ATTR_OPT_LAYERS,
     CLI_ATTR_OPT_MIN_SHARE,
@@ -69,11 +70,18 @@ enum {
          "optimizer (their ranges did not launch the model's kernels); 0: no check "               \
          "(default: 0.5)",                                                                         \
          "Attribution"},                                                                           \
-        {CLI_ATTR_OPT_MODEL,                                                                       \
-         "model",                                                                                  \
+        {CLI_ATTR_OPT_NAME,                                                                        \
+         "name",                                                                                   \
          0,                                                                                        \
          "<name>",                                                                                 \
          "the profile's model name (default: the trace file's or the program's name)",             \
+         "Profile"},                                                                               \
+        {CLI_ATTR_OPT_MODEL_AS_NAME,                                                               \
+         "model",                                                                                  \
+         0,                                                                                        \
+         "<name>",                                                                                 \
+         "the old spelling of --name, with a warning: --model names a stagepart-model file, as "   \
+         "in run",                                                                                 \
          "Profile"},                                                                               \
     {                                                                                              \
         CLI_ATTR_OPT_MBS, "micro-batch-size", 0, "<B>",                                            \

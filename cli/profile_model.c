@@ -138,7 +138,7 @@ int cli_profile_model_run(const struct cli_profile_model_args *a) {
         sp_model_get_info(model, &info);
         sp_model_profile_opts opts = a->opts;
         opts.cancel = &cli_interrupted;
-        opts.model_name = a->name; /* --model */
+        opts.model_name = a->name; /* --name */
         if (!a->quiet && isatty(STDERR_FILENO)) {
             opts.progress = progress;
             opts.progress_arg = (void *)info.name;

@@ -6,7 +6,7 @@
 
 struct cli_profile_model_args {
     const char *model_path, *output, *backend;
-    const char *name;          /* --model: the profile's model name, or NULL */
+    const char *name;          /* --name: the profile's model name, or NULL */
     const char *events_dir;    /* --events-dir: keep the GPU run's event logs there, or NULL */
     uint32_t micro_batch_size; /* 0: the model file's */
     uint32_t seq_len;          /* 0: the model file's */

@@ -74,8 +74,12 @@ expect_code "nsys, two processes" 0 "$STAGEPART" import nsys "$T/report-2proc.sq
 two_ranks "$T/n2.json" >"$TMP/check" 2>&1 && pass "two processes: each rank's layers as one rank's, steps per rank" || fail "two processes" "$(cat "$TMP/check")"
 expect_code "without warm-up skipped the median moves" 0 "$STAGEPART" import nsys "$T/report.sqlite"
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert abs(p["layers"][1]["fwd_ms"]-1.0)>1e-6 and p["measurement"]["steps_used"]==4' "$TMP/stdout"; then pass "all 4 steps used (median of 0.99, 1.00, 1.01, 3.0)"; else fail "warm-up effect"; fi
-expect_code "model name" 0 "$STAGEPART" import nsys "$T/report.sqlite" --model gpt-x --micro-batch-size 4
+expect_code "model name" 0 "$STAGEPART" import nsys "$T/report.sqlite" --name gpt-x --micro-batch-size 4
 if python3 -c 'import json,sys; p=json.load(open(sys.argv[1])); assert p["model"]=="gpt-x" and p["micro_batch_size"]==4' "$TMP/stdout"; then pass "model and micro-batch size recorded"; else fail "model name"; fi
+# --model was the old spelling: it still names the profile, with a warning (--model is a file in run)
+expect_code "--model, the old spelling" 0 "$STAGEPART" import nsys "$T/report.sqlite" --model gpt-y
+expect_stderr_contains "the old spelling warns" "--model gpt-y names the profile's model: that is --name gpt-y now"
+if python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["model"]=="gpt-y"' "$TMP/stdout"; then pass "--model still names the profile"; else fail "--model still names the profile"; fi
 # the model's name is the file's without the extensions traces carry, its own dots kept
 cp "$T/trace.json" "$TMP/qwen1.5-0.5b.pt.trace.json"
 expect_code "model name from the file" 0 "$STAGEPART" import kineto "$TMP/qwen1.5-0.5b.pt.trace.json"

@@ -90,8 +90,8 @@ expect_code "stdout without -o" 0 "$STAGEPART" profile $MODEL --iters 1 --warmup
 python3 -c 'import json, sys; assert json.load(sys.stdin)["format"] == "stagepart-profile"' \
     <"$TMP/stdout" && pass "stdout is the profile" || fail "stdout is the profile"
 expect_code "sizes from the command line" 0 "$STAGEPART" profile $MODEL --iters 1 --warmup 0 \
-    --micro-batch-size 3 --seq-len 16 --model renamed -o "$TMP/p2.json"
-python3 - "$TMP/p2.json" <<'PY' && pass "--micro-batch-size, --seq-len, --model" || fail "sizes"
+    --micro-batch-size 3 --seq-len 16 --name renamed -o "$TMP/p2.json"
+python3 - "$TMP/p2.json" <<'PY' && pass "--micro-batch-size, --seq-len, --name" || fail "sizes"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["model"] == "renamed" and d["micro_batch_size"] == 3, d
