@@ -24,8 +24,12 @@ const struct cli_opt cmd_import_opts[] = {
 
 const struct cli_command_help cmd_import_help = {
     "import",
-    "kineto TRACE... | nsys REPORT | events LOG... [-o PROFILE] [options]",
+    "kineto TRACE... | nsys REPORT | events LOG... [-o PROFILE] [options]\n"
+    "       stagepart import plan PROFILE (--megatron-layout S | --balance ... | --parts ...) -o "
+    "PLAN",
     "Make a profile from a PyTorch profiler trace, an Nsight Systems export or event logs.",
+    "plan: the split you run today as a plan file (stagepart help import-plan; import-plan is\n"
+    "  the same command).\n"
     "kineto: the Chrome trace torch.profiler writes (export_chrome_trace or\n"
     "  tensorboard_trace_handler), plain or .gz; several (one per rank) merge, each rank's steps\n"
     "  and ids its own. nsys: `nsys export --type sqlite` of a report recorded with -t cuda,nvtx\n"
@@ -54,6 +58,9 @@ const struct cli_command_help cmd_import_help = {
 };
 
 int cmd_import(int argc, char **argv) {
+    /* import plan: the split you run today, as import-plan (one pattern: import KIND ...) */
+    if (argc >= 2 && strcmp(argv[1], "plan") == 0)
+        return cmd_import_plan(argc - 1, argv + 1);
     sp_trace_profile_opts opts;
     sp_trace_profile_opts_init(&opts);
     const char *output = NULL, *modules = NULL;

@@ -42,13 +42,14 @@ static const struct cli_opt no_opts[] = {{0, NULL, 0, NULL, NULL, NULL}};
 static const struct cli_command_help import_plan_help = {
     "import-plan",
     "PROFILE (--megatron-layout S | --balance N,N,... | --parts 0,A,...,N) -o PLAN [options]",
-    "Write the split you run today as a plan file, for stagepart check.",
-    "The same as evaluate (see stagepart help evaluate), and -o is required.",
+    "Write the split you run today as a plan file, for stagepart check (also: import plan).",
+    "The same as evaluate (see stagepart help evaluate), and -o is required. 'stagepart import\n"
+    "plan ...' is the same command, as import's other kinds are spelled.",
     "  stagepart import-plan model.json --megatron-layout \"Et*8|t*8|t*8|t*8L\" -o plan.json\n",
     CLI_EXITS_INFEASIBLE | CLI_EXITS_UNAVAILABLE};
 
 /* in the order of the work: measure, plan, predict, run, gate, hand over, compare */
-static const char *const import_kinds[] = {"kineto", "nsys", "events", NULL};
+static const char *const import_kinds[] = {"kineto", "nsys", "events", "plan", NULL};
 const struct cli_command cli_commands[] = {
     {"profile", COMPUTE(cmd_profile), &cmd_profile_help, cmd_profile_opts, NULL},
     {"bandwidth", COMPUTE(cmd_bandwidth), &cmd_bandwidth_help, cmd_bandwidth_opts, NULL},
@@ -137,6 +138,11 @@ static int cmd_help(int argc, char **argv) {
                                c->kinds ? "" : ": it takes no kind");
     if (argc > 3)
         return cli_usage_error("help", "expected COMMAND [KIND], got %d arguments", argc - 1);
+    char joined[64]; /* a kind that is a command of its own (import plan: import-plan) */
+    snprintf(joined, sizeof joined, "%s-%s", argv[1], kind ? argv[2] : "");
+    const struct cli_command *own = kind ? find_command(joined) : NULL;
+    if (own)
+        c = own;
     cli_print_command_help(stdout, c->help, c->opts);
     return CLI_EXIT_OK;
 }

@@ -46,6 +46,12 @@ expect_stdout_contains "import's help" "usage: stagepart import kineto TRACE"
 expect_code "help import: unknown kind" 2 "$STAGEPART" help import bogus
 expect_stderr_contains "the kind is named" "'import' has no kind named 'bogus'"
 expect_code "help partition: no kinds" 2 "$STAGEPART" help partition x
+# import plan: import-plan spelled as import's other kinds are
+expect_code "help import plan" 0 "$STAGEPART" help import plan
+expect_stdout_contains "import plan's own help" "usage: stagepart import-plan PROFILE"
+expect_code "import plan" 0 "$STAGEPART" import plan samples/profiles/llama3-8b.json --megatron-layout "Et*8|t*8|t*8|t*8L" -o "$TMP/ip1.json"
+expect_code "import-plan" 0 "$STAGEPART" import-plan samples/profiles/llama3-8b.json --megatron-layout "Et*8|t*8|t*8|t*8L" -o "$TMP/ip2.json"
+if "$JSON_DIFF" "$TMP/ip1.json" "$TMP/ip2.json" >/dev/null; then pass "import plan is import-plan"; else fail "import plan is import-plan"; fi
 # the commands in the order of the work, names in one column
 "$STAGEPART" help >"$TMP/stdout"
 order=$(awk '/^Commands:/{on=1; next} on && /^$/{exit} on {print $1}' "$TMP/stdout" | tr '\n' ' ')
