@@ -3,6 +3,7 @@
 #ifndef SP_TEST_H
 #define SP_TEST_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,14 @@ static inline int sp_test_finish(const char *name) {
     if (sp_test_checks == 0)
         printf("%s: no check ran\n", name);
     return sp_test_failures || sp_test_checks == 0 ? 1 : 0;
+}
+
+/* splitmix64: the tests' random numbers, reproducible from a seed */
+static inline uint64_t sp_test_random(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
 }
 
 #endif

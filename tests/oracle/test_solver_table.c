@@ -30,14 +30,8 @@
 static sp_ctx *ctx;
 static uint64_t rng_state;
 
-static uint64_t rnd(void) { /* splitmix64 */
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 static int rnd_int(int lo, int hi) {
-    return lo + (int)(rnd() % (uint64_t)(hi - lo + 1));
+    return lo + (int)(sp_test_random(&rng_state) % (uint64_t)(hi - lo + 1));
 }
 
 struct inst {
