@@ -235,7 +235,7 @@ void sp_plan_options(const sp_plan *plan, sp_partition_opts *opts) {
 
 /* What every solver needs of the options: their ranges and names, and the chunk layout made
  * whole (a V schedule runs 2 chunks per device; chunks in a loop run an interleaved schedule);
- * what a solver takes is the solver table's to say (solvers.c). */
+ * what a solver takes is the solver table's to say (solver_table.c). */
 static sp_status resolve_layout(sp_ctx *ctx, sp_partition_opts *o) {
     const char *schedule = sp_schedule_name(o->schedule);
     if (o->chunks > SP_MAX_STAGES || (uint64_t)o->chunks * o->stages > SP_MAX_STAGES)

@@ -111,7 +111,8 @@ const sp_solver_info *sp_solver_at(size_t index) {
     return index < SP_COUNT_OF(solvers) ? &solvers[index].info : NULL;
 }
 
-unsigned sp_options_layout(const sp_partition_opts *o) {
+/* the options' chunk layout as an SP_SOLVER_*_CHUNKS bit (resolved options) */
+static unsigned options_layout(const sp_partition_opts *o) {
     if (sp_schedule_chunk_layout(o->schedule) == SP_CHUNKS_V)
         return SP_SOLVER_V_CHUNKS;
     return o->chunks > 1 ? SP_SOLVER_LOOP_CHUNKS : SP_SOLVER_ONE_CHUNK;
@@ -231,7 +232,7 @@ sp_status sp_solver_pick(sp_ctx *ctx, const sp_partition_opts *o, const struct s
                          const struct sp_solver_desc **out) {
     *out = NULL;
     struct wanted w = {.solver = o->solver,
-                       .layout = sp_options_layout(o),
+                       .layout = options_layout(o),
                        .placement = o->placement == SP_PLACEMENT_SEARCH,
                        .objective = o->objective};
     const struct sp_solver_desc *desc = NULL;

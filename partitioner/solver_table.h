@@ -1,8 +1,8 @@
-/* partitioner/solver_table.h: the solver table (solvers.c). Each solver is one descriptor: what it
- * is (sp_solver_info, public), the checks of the options its flags cannot say, and its solve
- * function. sp_partition (partition.c) asks sp_solver_pick for the one that runs. */
-#ifndef SP_PARTITIONER_SOLVERS_H
-#define SP_PARTITIONER_SOLVERS_H
+/* partitioner/solver_table.h: the solver table (solver_table.c). Each solver is one descriptor:
+ * what it is (sp_solver_info, public), the checks of the options its flags cannot say, and its
+ * solve function. sp_partition (partition.c) asks sp_solver_pick for the one that runs. */
+#ifndef SP_PARTITIONER_SOLVER_TABLE_H
+#define SP_PARTITIONER_SOLVER_TABLE_H
 
 #include "partition_impl.h"
 
@@ -16,10 +16,6 @@ struct sp_solver_desc {
     const char *objective_refusal;
     sp_solver_fn solve;
 };
-
-/* The options' chunk layout as an SP_SOLVER_*_CHUNKS bit (resolved options: chunks and schedule
- * agree). */
-unsigned sp_options_layout(const sp_partition_opts *o);
 
 /* The solver for resolved options and their devices: the first descriptor asked for by
  * o->solver that partitions the layout, places devices exactly when o->placement asks, and
