@@ -11,15 +11,16 @@
 #include "attach.h"
 #include "attribution.h"
 
-/* A file stagepart ships beside its executable: $env when set, the build tree's (build_path),
- * or <exe>/<relative>. false when none is readable (out then holds what $env named, if set). */
+/* A file stagepart ships beside its executable: $env when set, <exe>/<relative> (an installed
+ * stagepart), or the build tree's (build_path). false when none is readable (out then holds what
+ * $env named, if set). */
 static bool find_helper(const char *env_name, const char *build_path, const char *relative,
                         char *out, size_t cap) {
     const char *env = getenv(env_name);
     if (env && *env)
         return realpath(env, out) != NULL || (snprintf(out, cap, "%s", env), false);
-    if (build_path && access(build_path, R_OK) == 0 && realpath(build_path, out))
-        return true;
+    /* where an installed stagepart keeps it, beside its own bin/ (as stagepart-compute is found
+     * first beside the command); else the build's own */
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
@@ -33,7 +34,7 @@ static bool find_helper(const char *env_name, const char *build_path, const char
                 return true;
         }
     }
-    return false;
+    return build_path && access(build_path, R_OK) == 0 && realpath(build_path, out);
 }
 
 #ifndef SP_INJECT_BUILD_PATH
