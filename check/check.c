@@ -73,7 +73,8 @@ static bool add(sp_check_result *r, const char *name, bool passed, bool skipped,
 /* The criteria on the plan as it is now (`now`), as recorded (`committed`) and as a new plan
  * would be (`fresh`). */
 static bool evaluate(sp_check_result *r, const sp_plan *committed, const sp_plan *now,
-                     const sp_plan *fresh, double best, bool best_exact, const sp_check_opts *o) {
+                     const sp_plan *fresh, double best, bool best_exact, const char *best_name,
+                     const sp_check_opts *o) {
     const sp_plan_summary *c = sp_plan_get_summary(committed), *n = sp_plan_get_summary(now),
                           *f = sp_plan_get_summary(fresh);
     /* the gate against the best any plan of this stage count reaches: a plan that misses a gate
@@ -81,29 +82,29 @@ static bool evaluate(sp_check_result *r, const sp_plan *committed, const sp_plan
     bool ok = true, pass = n->imbalance <= o->max_imbalance,
          attainable = !best_exact || best <= o->max_imbalance + 1e-9;
     const char *unit = n->chunks > 1 ? "device" : "stage";
-    ok &= pass ? add(r, "imbalance", true, false, n->imbalance, o->max_imbalance,
-                     "imbalance %.3f <= %.3f (bottleneck %.3f ms on %s %u, mean %.3f ms; the "
-                     "optimal plan of %u stages: %.3f)",
-                     n->imbalance, o->max_imbalance, n->bottleneck_ms, unit, n->bottleneck_stage,
-                     n->mean_ms, n->stages, best)
-          : attainable
-              ? add(r, "imbalance", false, false, n->imbalance, o->max_imbalance,
-                    "imbalance %.3f > %.3f (bottleneck %.3f ms on %s %u, mean %.3f ms): %s %u "
-                    "stages reaches %.3f%s",
-                    n->imbalance, o->max_imbalance, n->bottleneck_ms, unit, n->bottleneck_stage,
-                    n->mean_ms,
-                    best_exact ? "the plan is off balance, the optimal plan of"
-                               : "the bottleneck-optimal plan of",
-                    n->stages, best,
-                    best_exact ? ": run stagepart partition again and commit the plan"
-                               : " (on these devices and links the least imbalance is not known: "
-                                 "a split's mean stage time changes with it)")
-              : add(r, "imbalance", false, false, n->imbalance, o->max_imbalance,
-                    "imbalance %.3f > %.3f (bottleneck %.3f ms on %s %u, mean %.3f ms): no plan "
-                    "of %u stages meets this gate, the optimal one reaches %.3f: raise "
-                    "--max-imbalance or change the stage count",
-                    n->imbalance, o->max_imbalance, n->bottleneck_ms, unit, n->bottleneck_stage,
-                    n->mean_ms, n->stages, best);
+    ok &=
+        pass ? add(r, "imbalance", true, false, n->imbalance, o->max_imbalance,
+                   "imbalance %.3f <= %.3f (bottleneck %.3f ms on %s %u, mean %.3f ms; %s "
+                   "of %u stages: %.3f)",
+                   n->imbalance, o->max_imbalance, n->bottleneck_ms, unit, n->bottleneck_stage,
+                   n->mean_ms, best_name, n->stages, best)
+        : attainable
+            ? add(r, "imbalance", false, false, n->imbalance, o->max_imbalance,
+                  "imbalance %.3f > %.3f (bottleneck %.3f ms on %s %u, mean %.3f ms): %s of %u "
+                  "stages reaches %.3f%s",
+                  n->imbalance, o->max_imbalance, n->bottleneck_ms, unit, n->bottleneck_stage,
+                  n->mean_ms, best_exact ? "the plan is off balance, the optimal plan" : best_name,
+                  n->stages, best,
+                  best_exact ? ": run stagepart partition again and commit the plan"
+                             : " (the least imbalance is not known: on devices and links a "
+                               "split's mean stage time changes with it, and a search that "
+                               "stopped proves no least)")
+            : add(r, "imbalance", false, false, n->imbalance, o->max_imbalance,
+                  "imbalance %.3f > %.3f (bottleneck %.3f ms on %s %u, mean %.3f ms): no plan "
+                  "of %u stages meets this gate, the optimal one reaches %.3f: raise "
+                  "--max-imbalance or change the stage count",
+                  n->imbalance, o->max_imbalance, n->bottleneck_ms, unit, n->bottleneck_stage,
+                  n->mean_ms, n->stages, best);
     if (r->n > 0 && strcmp(r->criteria[r->n - 1].name, "imbalance") == 0) {
         r->criteria[r->n - 1].best = best;
         r->criteria[r->n - 1].attainable = pass || attainable;
@@ -210,19 +211,22 @@ static sp_status plan_now(sp_ctx *ctx, const sp_plan *plan, const sp_profile *pr
  * minimized the bottleneck (the mean stage time is the same for every split of the same work),
  * else a bottleneck-optimal plan's. */
 static sp_status best_imbalance(sp_ctx *ctx, const sp_profile *profile,
-                                const sp_partition_opts *popts, const sp_plan *fresh,
-                                double *best) {
+                                const sp_partition_opts *popts, const sp_plan *fresh, double *best,
+                                bool *proved) {
     const sp_plan_summary *f = sp_plan_get_summary(fresh);
     if (f->gpus || popts->objective == SP_OBJECTIVE_BOTTLENECK) {
         *best = f->imbalance;
+        *proved = f->optimal; /* its solver's word (sp_plan_summary.guarantee) */
         return SP_OK;
     }
     sp_partition_opts o = *popts;
     o.objective = SP_OBJECTIVE_BOTTLENECK;
     sp_plan *plan = NULL;
     sp_status st = sp_partition(ctx, profile, &o, &plan);
-    if (st == SP_OK)
+    if (st == SP_OK) {
         *best = sp_plan_get_summary(plan)->imbalance;
+        *proved = sp_plan_get_summary(plan)->optimal;
+    }
     sp_plan_destroy(plan);
     return st;
 }
@@ -283,12 +287,17 @@ sp_status sp_check(sp_ctx *ctx, const sp_plan *plan, const sp_profile *profile,
     if (st != SP_OK)
         goto out;
     double best = 0;
-    if ((st = best_imbalance(ctx, profile, &popts, fresh, &best)) != SP_OK)
+    bool proved = false;
+    if ((st = best_imbalance(ctx, profile, &popts, fresh, &best, &proved)) != SP_OK)
         goto out;
     /* the bottleneck-optimal plan has the least imbalance only where the mean stage time is the
-     * same for every split: one device speed, no transfers, no replicas */
-    bool exact = !devices && !opts->links && !sp_plan_get_summary(plan)->gpus;
-    if (!evaluate(r, plan, now, fresh, best, exact, opts))
+     * same for every split (one device speed, no transfers, no replicas), and only when its
+     * solver proved it the least bottleneck */
+    bool exact = proved && !devices && !opts->links && !sp_plan_get_summary(plan)->gpus;
+    const char *best_name = exact    ? "the optimal plan"
+                            : proved ? "the bottleneck-optimal plan"
+                                     : "the best plan found";
+    if (!evaluate(r, plan, now, fresh, best, exact, best_name, opts))
         st = sp_oom(ctx, "checking the plan");
 out:
     sp_free(first);

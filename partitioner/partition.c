@@ -1,8 +1,8 @@
 /* partitioner/partition.c: sp_partition, the entry point and its one flow: validate and resolve
  * the options, find the devices the stages run on (setup.c), pick the solver from the table
- * (solvers.c), build the profile's chain once, solve, and finish the plan (plan_finish.c); once,
- * or for --micro-batches auto once per micro-batch count tried. And sp_plan_options, the options a
- * plan was made with. */
+ * (solver_table.c), build the profile's chain once, solve, and finish the plan (plan_finish.c);
+ * once, or for --micro-batches auto once per micro-batch count tried. And sp_plan_options, the
+ * options a plan was made with. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
