@@ -13,6 +13,15 @@ expect_stdout_contains "json on stdout" '"format":	"stagepart-plan"'
 expect_stdout_contains "plan records the command" '"command":	"stagepart partition samples/profiles/llama3-8b.json -s 8 --json"'
 cp "$TMP/stdout" "$TMP/plan8.json"
 expect_code "json output parses" 0 "$JSON_DIFF" "$TMP/plan8.json" "$TMP/plan8.json"
+# numbers as they read: at most 15 significant digits (no 4744.463187000003), no -0
+if python3 - "$TMP/plan8.json" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+nums = re.findall(r'(?<=[\s:\[,])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?=[\s,\]}])', text)
+long = [n for n in nums if len(re.sub(r'[-.]|[eE].*$', '', n).lstrip('0')) > 15]
+assert nums and not long and '-0,' not in text and '-0\n' not in text, long[:5]
+PY
+then pass "plan JSON: numbers at 15 digits at most"; else fail "plan JSON: numbers at 15 digits at most"; fi
 
 # -o writes atomically and replaces an existing file
 echo "old" >"$TMP/plan.json"
