@@ -3,6 +3,7 @@
  * its trace does not. Read and validated here, with the file and JSON path in every message. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "devices_impl.h"
@@ -64,6 +65,38 @@ static bool read_entry(struct sp_json_reader *r, const cJSON *o, size_t i, sp_mo
     return ok;
 }
 
+static int cmp_entry_path(const void *a, const void *b) {
+    return strcmp((*(const sp_module_entry *const *)a)->path,
+                  (*(const sp_module_entry *const *)b)->path);
+}
+
+/* a name finds one module: an instance name is no other module's path (the fuzzer found a map
+ * where a module's instance was another's path, so the path found the first). false when out of
+ * memory; each clash is a problem recorded. */
+static bool check_instances_not_paths(struct sp_json_reader *r, const sp_module_map *m) {
+    const sp_module_entry **by_path = sp_mallocarray(m->n, sizeof *by_path);
+    if (!by_path)
+        return false;
+    for (size_t i = 0; i < m->n; i++)
+        by_path[i] = &m->entries[i];
+    qsort(by_path, m->n, sizeof *by_path, cmp_entry_path);
+    for (size_t i = 0; i < m->n; i++) {
+        const sp_module_entry *e = &m->entries[i], key = {.path = e->instance}, *k = &key;
+        if (!e->instance)
+            continue;
+        const sp_module_entry **hit = bsearch(&k, by_path, m->n, sizeof *by_path, cmp_entry_path);
+        if (hit && *hit != e) {
+            char where[48];
+            snprintf(where, sizeof where, "modules[%zu]", i);
+            sp_json_problem(r, where, "instance",
+                            "\"%s\" is the path of modules[%zu]: a name must find one module",
+                            e->instance, (size_t)(*hit - m->entries));
+        }
+    }
+    sp_free(by_path);
+    return true;
+}
+
 /* consumes root */
 static sp_status map_from_doc(sp_ctx *ctx, const char *path, cJSON *root, sp_module_map **out) {
     struct sp_json_reader r = {ctx, path};
@@ -112,6 +145,10 @@ static sp_status map_from_doc(sp_ctx *ctx, const char *path, cJSON *root, sp_mod
     }
     sp_free(inst);
     sp_free(spare);
+    if (ok && ctx->problems == 0 && !check_instances_not_paths(&r, m)) {
+        sp_module_map_destroy(m);
+        return sp_oom(ctx, "reading a module map");
+    }
     ok = ok && ctx->problems == 0;
     if (!ok) {
         sp_problems_finish(ctx);

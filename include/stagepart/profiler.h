@@ -122,7 +122,7 @@ SP_API void sp_trace_destroy(sp_trace *trace);
  * whether an attention module is among its descendants. The map owns the strings. */
 typedef struct sp_module_entry {
     const char *path;     /* never NULL; unique */
-    const char *instance; /* NULL: not given; unique */
+    const char *instance; /* NULL: not given; unique, and no other module's path */
     const char *class_name;
     uint64_t param_bytes, activation_bytes;
     bool has_activation_bytes, contains_attention;
