@@ -86,6 +86,45 @@ static void print_annotations(const sp_check_result *r) {
     }
 }
 
+/* the plan and the profile as the other commands take files, in order (positional files fill
+ * what --plan and --profile left open); -1 to go on, else the exit code */
+static int take_files(const struct cli_opt_parser *p, const char **plan_path,
+                      const char **profile_path) {
+    const char **slots[] = {plan_path, profile_path};
+    for (int k = 0, slot = 0; k < p->n_positional; k++, slot++) {
+        while (slot < 2 && *slots[slot])
+            slot++;
+        if (slot == 2)
+            return cli_usage_error("check",
+                                   "unexpected argument '%s': the plan and the profile are given",
+                                   p->positional[k]);
+        *slots[slot] = p->positional[k];
+    }
+    if (!*plan_path || !*profile_path)
+        return cli_usage_error("check", "missing %s",
+                               *plan_path      ? "PROFILE"
+                               : *profile_path ? "PLAN"
+                                               : "PLAN and PROFILE");
+    return -1;
+}
+
+/* one line per criterion, then the count */
+static void print_result(const sp_check_result *r) {
+    size_t n = sp_check_get_criterion_count(r), failed = sp_check_get_failed_count(r);
+    for (size_t i = 0; i < n; i++) {
+        const sp_check_criterion *c = sp_check_get_criterion(r, i);
+        printf("%s  %-18s %s\n",
+               c->skipped  ? "SKIP"
+               : c->passed ? "PASS"
+                           : "FAIL",
+               c->name, c->message);
+    }
+    size_t gate = sp_check_get_unattainable_count(r);
+    printf("stagepart check: %zu passed, %zu failed%s\n", n - failed, failed,
+           failed && gate == failed ? " (only gates no plan of this stage count can meet: exit 3)"
+                                    : "");
+}
+
 int cmd_check(int argc, char **argv) {
     const char *plan_path = NULL, *profile_path = NULL, *report_path = NULL, *junit = NULL;
     const char *devices_path = NULL, *links_path = NULL;
@@ -112,23 +151,9 @@ int cmd_check(int argc, char **argv) {
         ;
     if (cli_opt_exit(&p) >= 0)
         return cli_opt_exit(&p);
-    /* the files as the other commands take them, in order; --plan and --profile name them */
-    const char **slots[] = {&plan_path, &profile_path};
-    for (int k = 0, slot = 0; k < p.n_positional; k++, slot++) {
-        while (slot < 2 && *slots[slot])
-            slot++;
-        if (slot == 2)
-            return cli_usage_error("check",
-                                   "unexpected argument '%s': the plan and the profile "
-                                   "are given",
-                                   p.positional[k]);
-        *slots[slot] = p.positional[k];
-    }
-    if (!plan_path || !profile_path)
-        return cli_usage_error("check", "missing %s",
-                               plan_path      ? "PROFILE"
-                               : profile_path ? "PLAN"
-                                              : "PLAN and PROFILE");
+    int code = take_files(&p, &plan_path, &profile_path);
+    if (code >= 0)
+        return code;
     const char *inputs[] = {plan_path, profile_path, report_path, devices_path, links_path};
     int clash = cli_check_output_not_input("check", "--junit", junit, inputs, 5);
     if (!clash)
@@ -158,25 +183,12 @@ int cmd_check(int argc, char **argv) {
     opts.plan_name = plan_path;
     if ((st = sp_check(ctx, plan, profile, &opts, &r)) != SP_OK)
         goto out;
-    size_t n = sp_check_get_criterion_count(r), failed = sp_check_get_failed_count(r);
     if (json) {
         if ((st = sp_check_to_json(ctx, r, &text)) != SP_OK)
             goto out;
         fputs(text, stdout);
     } else if (!cli_is_stdout(junit)) {
-        for (size_t i = 0; i < n; i++) {
-            const sp_check_criterion *c = sp_check_get_criterion(r, i);
-            printf("%s  %-18s %s\n",
-                   c->skipped  ? "SKIP"
-                   : c->passed ? "PASS"
-                               : "FAIL",
-                   c->name, c->message);
-        }
-        size_t gate = sp_check_get_unattainable_count(r);
-        printf("stagepart check: %zu passed, %zu failed%s\n", n - failed, failed,
-               failed && gate == failed ? " (only gates no plan of this stage count can meet: "
-                                          "exit 3)"
-                                        : "");
+        print_result(r);
     }
     const char *gha = getenv("GITHUB_ACTIONS");
     if (gha && strcmp(gha, "true") == 0 && !cli_is_stdout(junit))
@@ -186,10 +198,10 @@ int cmd_check(int argc, char **argv) {
 out:;
     /* a plan that misses only gates no plan can meet has not failed: the gate is infeasible */
     size_t fails = r ? sp_check_get_failed_count(r) : 0;
-    int code = st != SP_OK ? cli_report(ctx, st, json && !r)
-               : fails && sp_check_get_unattainable_count(r) == fails ? CLI_EXIT_INFEASIBLE
-               : fails                                                ? CLI_EXIT_CHECK_FAILED
-                                                                      : CLI_EXIT_OK;
+    code = st != SP_OK                                            ? cli_report(ctx, st, json && !r)
+           : fails && sp_check_get_unattainable_count(r) == fails ? CLI_EXIT_INFEASIBLE
+           : fails                                                ? CLI_EXIT_CHECK_FAILED
+                                                                  : CLI_EXIT_OK;
     sp_free(text);
     sp_check_destroy(r);
     sp_plan_destroy(plan);
