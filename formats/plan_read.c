@@ -19,25 +19,9 @@
 #define SP_PLAN_MAX_STAGE_MS (SP_PROFILE_MAX_TOTAL_MS * 1.001)
 #define SP_PLAN_MAX_SEND_MS  (SP_MAX_TRANSFER_MS * 1.001)
 
-static bool read_enum(struct sp_json_reader *r, const cJSON *root, const char *key, sp_names table,
-                      int *out) {
-    const char *name = NULL;
-    if (!sp_json_get_string(r, root, "", key, false, 64, &name) || !name)
-        return true;
-    int v = sp_names_value(table, name);
-    if (v < 0) {
-        sp_json_problem(r, "", key, "unknown value \"%s\"", name);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 /* "guarantee", which plans written before it existed lack: then "proven" when "optimal" says so,
  * else "none"; when present, "optimal" must agree with it */
-static void read_guarantee(struct sp_json_reader *r, const cJSON *root, sp_plan_summary *m) {
-    int guarantee = -1;
-    read_enum(r, root, "guarantee", SP_NAMES_GUARANTEE, &guarantee);
+static void read_guarantee(struct sp_json_reader *r, int guarantee, sp_plan_summary *m) {
     if (guarantee < 0) {
         m->guarantee = m->optimal ? SP_GUARANTEE_PROVEN : SP_GUARANTEE_NONE;
         return;
@@ -142,6 +126,7 @@ struct plan_head {
     const char *model, *sha, *command;
     uint64_t stages, chunks, micro, layers, limit, profile_sms, gpus;
     int solver, objective, comm, placement, layout, framework, replica_cost;
+    int guarantee; /* -1: not recorded */
 };
 #define HEAD(key, type, required, member, min, max)                                                \
     { key, type, required, offsetof(struct plan_head, member), min, max, 0 }
@@ -159,6 +144,7 @@ static const struct sp_json_field head_fields[] = {
     HEAD_ENUM("framework", framework, SP_NAMES_FRAMEWORK),
     HEAD_ENUM("replica_cost", replica_cost, SP_NAMES_REPLICA_COST),
     HEAD_ENUM("chunk_layout", layout, SP_NAMES_CHUNK_LAYOUT),
+    HEAD_ENUM("guarantee", guarantee, SP_NAMES_GUARANTEE),
     HEAD("stage_count", SP_JSON_UINT, true, stages, 1, 0),
     HEAD("chunks", SP_JSON_UINT, false, chunks, 1, 0),
     HEAD("micro_batches", SP_JSON_UINT, true, micro, 1, 0),
@@ -227,7 +213,7 @@ static sp_status read_head(struct sp_json_reader *r, const cJSON *root, struct p
         return SP_ERR_SCHEMA;
     sp_json_read_fields(r, root, "", head_fields, SP_COUNT_OF(head_fields), h);
     sp_json_read_fields(r, root, "", summary_fields, SP_COUNT_OF(summary_fields), m);
-    read_guarantee(r, root, m);
+    read_guarantee(r, h->guarantee, m);
     if (h->layout == SP_CHUNKS_V && h->chunks != 2)
         sp_json_problem(r, "", "chunk_layout",
                         "\"v\" places exactly 2 chunks per device; this plan has %llu",
@@ -473,7 +459,8 @@ static sp_status read_plan(struct sp_json_reader *r, const cJSON *root, sp_plan 
                           .placement = SP_PLACEMENT_ORDER,
                           .layout = SP_CHUNKS_LOOP,
                           .framework = SP_FRAMEWORK_ANY,
-                          .replica_cost = SP_REPLICA_COST_RING};
+                          .replica_cost = SP_REPLICA_COST_RING,
+                          .guarantee = -1};
     const char **names = NULL;
     sp_status st = read_head(r, root, &h, &plan->summary);
     if (r->ctx->problems)
